@@ -1,0 +1,88 @@
+/**
+ * One snapshot of the host process table, read from /proc, and pure walks over it.
+ * Providers take one snapshot per operation instead of forking `ps`/`pgrep` per question.
+ */
+import { readdir, readFile } from "node:fs/promises";
+
+/** One process as seen in a snapshot. */
+export interface ProcEntry {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly pgid: number;
+  readonly sid: number;
+  /** Kernel command name (`/proc/<pid>/comm`, ≤ 15 chars). */
+  readonly comm: string;
+  /** Single-letter state; `Z` is a zombie. */
+  readonly state: string;
+  /** Basename of argv[0] (full name when comm was truncated). */
+  readonly argv0: string;
+}
+
+/** Parses the contents of `/proc/<pid>/stat`. Pure; `undefined` for malformed input. */
+export function parseStat(text: string): Omit<ProcEntry, "argv0"> | undefined {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open) return undefined;
+  const fields = text.slice(close + 2).split(" ");
+  const pid = Number(text.slice(0, open).trim());
+  const [state, ppid, pgid, sid] = [fields[0], Number(fields[1]), Number(fields[2]), Number(fields[3])];
+  if (!state || !Number.isFinite(pid) || !Number.isFinite(ppid)) return undefined;
+  return { pid, ppid, pgid, sid, comm: text.slice(open + 1, close), state };
+}
+
+/** Reads every process from /proc. Processes that vanish mid-read are skipped. */
+export async function readProcessTable(): Promise<ProcEntry[]> {
+  const entries = await readdir("/proc");
+  const out = await Promise.all(
+    entries
+      .filter((e) => /^\d+$/.test(e))
+      .map(async (e): Promise<ProcEntry | undefined> => {
+        try {
+          const stat = parseStat(await readFile(`/proc/${e}/stat`, "utf8"));
+          if (!stat) return undefined;
+          let argv0 = stat.comm;
+          try {
+            const cmdline = await readFile(`/proc/${e}/cmdline`, "utf8");
+            const first = cmdline.split("\0")[0];
+            if (first) argv0 = first.split("/").pop() ?? first;
+          } catch {
+            // kernel threads and exiting processes have no cmdline
+          }
+          return { ...stat, argv0 };
+        } catch {
+          return undefined;
+        }
+      }),
+  );
+  return out.filter((p): p is ProcEntry => p !== undefined);
+}
+
+/** `root` and every descendant of it in `table` (root first, then breadth-first). Pure. */
+export function processTree(table: readonly ProcEntry[], root: number): ProcEntry[] {
+  const byParent = new Map<number, ProcEntry[]>();
+  for (const p of table) {
+    const list = byParent.get(p.ppid);
+    if (list) list.push(p);
+    else byParent.set(p.ppid, [p]);
+  }
+  const self = table.find((p) => p.pid === root);
+  const out: ProcEntry[] = self ? [self] : [];
+  const queue = [root];
+  const seen = new Set<number>(queue);
+  while (queue.length > 0) {
+    const pid = queue.shift()!;
+    for (const child of byParent.get(pid) ?? []) {
+      if (seen.has(child.pid)) continue;
+      seen.add(child.pid);
+      out.push(child);
+      queue.push(child.pid);
+    }
+  }
+  return out;
+}
+
+/** True when a live (non-zombie) process in `procs` has `comm` or `argv0` in `names`. Pure. */
+export function anyProcessNamed(procs: readonly ProcEntry[], names: readonly string[]): boolean {
+  const wanted = new Set(names);
+  return procs.some((p) => p.state !== "Z" && (wanted.has(p.comm) || wanted.has(p.argv0)));
+}

@@ -1,0 +1,234 @@
+/**
+ * Error classes shared by every layer of gc. Each class carries a stable `code`
+ * (`GC_*`) that callers match on instead of message text, and keeps the original
+ * failure as `cause`. Used by providers, the store, config loading and the CLI.
+ */
+
+/** Every stable error code gc uses. */
+export type GcErrorCode =
+  | "GC_SESSION_EXISTS"
+  | "GC_SESSION_NOT_FOUND"
+  | "GC_SESSION_INITIALIZING"
+  | "GC_DIED_DURING_STARTUP"
+  | "GC_UNSUPPORTED"
+  | "GC_TIMEOUT"
+  | "GC_CONFIG"
+  | "GC_STALE_VERSION"
+  | "GC_INVALID_NAME"
+  | "GC_HOOK_FAILED"
+  | "GC_NUDGE_NOT_DELIVERED"
+  | "GC_PROVIDER"
+  | "GC_ILLEGAL_TRANSITION"
+  | "GC_LOCKED"
+  | "GC_USAGE"
+  | "GC_STORE";
+
+/** Base class of every gc error. `code` is stable; `message` is for humans. */
+export abstract class GcError extends Error {
+  abstract readonly code: GcErrorCode;
+}
+
+/** `start` was asked for a name that is already live. */
+export class SessionExistsError extends GcError {
+  override readonly name = "SessionExistsError";
+  readonly code = "GC_SESSION_EXISTS";
+  readonly session: string;
+  constructor(session: string, options?: ErrorOptions) {
+    super(`session ${JSON.stringify(session)} already exists`, options);
+    this.session = session;
+  }
+}
+
+/** A query (peek, meta, …) named a session that does not exist. */
+export class SessionNotFoundError extends GcError {
+  override readonly name = "SessionNotFoundError";
+  readonly code = "GC_SESSION_NOT_FOUND";
+  readonly session: string;
+  constructor(session: string, detail?: string, options?: ErrorOptions) {
+    super(`session ${JSON.stringify(session)} not found${detail ? `: ${detail}` : ""}`, options);
+    this.session = session;
+  }
+}
+
+/** The session's infrastructure exists but is still booting: back off and retry. */
+export class SessionInitializingError extends GcError {
+  override readonly name = "SessionInitializingError";
+  readonly code = "GC_SESSION_INITIALIZING";
+  readonly session: string;
+  constructor(session: string, detail?: string, options?: ErrorOptions) {
+    super(`session ${JSON.stringify(session)} is still initializing${detail ? `: ${detail}` : ""}`, options);
+    this.session = session;
+  }
+}
+
+/** The session's program exited before `start` finished; nothing is left behind. */
+export class SessionDiedDuringStartupError extends GcError {
+  override readonly name = "SessionDiedDuringStartupError";
+  readonly code = "GC_DIED_DURING_STARTUP";
+  readonly session: string;
+  constructor(session: string, detail?: string, options?: ErrorOptions) {
+    super(`session ${JSON.stringify(session)} died during startup${detail ? `: ${detail}` : ""}`, options);
+    this.session = session;
+  }
+}
+
+/** The provider (or the routed backend) cannot do this operation. */
+export class UnsupportedError extends GcError {
+  override readonly name = "UnsupportedError";
+  readonly code = "GC_UNSUPPORTED";
+  constructor(what: string, options?: ErrorOptions) {
+    super(`unsupported: ${what}`, options);
+  }
+}
+
+/** An operation ran past its deadline (as opposed to being cancelled by the caller). */
+export class OperationTimeoutError extends GcError {
+  override readonly name = "OperationTimeoutError";
+  readonly code = "GC_TIMEOUT";
+  readonly timeoutMs: number;
+  constructor(what: string, timeoutMs: number, options?: ErrorOptions) {
+    super(`${what}: timed out after ${timeoutMs} ms`, options);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** Where in a file a config problem is. Lines and columns are 1-based. */
+export interface ConfigLocation {
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+  /** Dotted key path, e.g. `agents[1].min_active_sessions`. */
+  readonly path: string;
+}
+
+/** One problem found in a config file. */
+export interface ConfigIssue extends ConfigLocation {
+  readonly message: string;
+}
+
+/** The city file is invalid. `issues` lists every problem found, each with a location. */
+export class ConfigError extends GcError {
+  override readonly name = "ConfigError";
+  readonly code = "GC_CONFIG";
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: readonly ConfigIssue[], options?: ErrorOptions) {
+    super(issues.map(formatConfigIssue).join("\n"), options);
+    this.issues = issues;
+  }
+}
+
+/** `file:line:col: path: message` — the one format every config error is printed in. */
+export function formatConfigIssue(i: ConfigIssue): string {
+  return `${i.file}:${i.line}:${i.col}: ${i.path ? `${i.path}: ` : ""}${i.message}`;
+}
+
+/** A compare-and-set saw a different version than the caller expected. */
+export class StaleVersionError extends GcError {
+  override readonly name = "StaleVersionError";
+  readonly code = "GC_STALE_VERSION";
+  readonly expected: number;
+  readonly actual: number | undefined;
+  constructor(what: string, expected: number, actual: number | undefined, options?: ErrorOptions) {
+    super(`${what}: stale version (expected ${expected}, found ${actual ?? "none"})`, options);
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** A session, agent or metadata key name failed validation. Nothing was done. */
+export class InvalidNameError extends GcError {
+  override readonly name = "InvalidNameError";
+  readonly code = "GC_INVALID_NAME";
+  readonly value: string;
+  constructor(kind: string, value: string, why: string, options?: ErrorOptions) {
+    super(`invalid ${kind} ${JSON.stringify(value)}: ${why}`, options);
+    this.value = value;
+  }
+}
+
+/** A start hook (`pre_start`, `session_setup`, `session_setup_script`) failed. */
+export class HookFailedError extends GcError {
+  override readonly name = "HookFailedError";
+  readonly code = "GC_HOOK_FAILED";
+  readonly hook: string;
+  constructor(hook: string, detail: string, options?: ErrorOptions) {
+    super(`${hook} failed: ${detail}`, options);
+    this.hook = hook;
+  }
+}
+
+/** A nudge could not be confirmed as submitted. Never reported as success. */
+export class NudgeNotDeliveredError extends GcError {
+  override readonly name = "NudgeNotDeliveredError";
+  readonly code = "GC_NUDGE_NOT_DELIVERED";
+  readonly session: string;
+  constructor(session: string, detail: string, options?: ErrorOptions) {
+    super(`nudge to ${JSON.stringify(session)} not delivered: ${detail}`, options);
+    this.session = session;
+  }
+}
+
+/** A provider operation failed for a backend-specific reason; `provider` names the backend. */
+export class ProviderError extends GcError {
+  override readonly name = "ProviderError";
+  readonly code = "GC_PROVIDER";
+  readonly provider: string;
+  constructor(provider: string, message: string, options?: ErrorOptions) {
+    super(`${provider}: ${message}`, options);
+    this.provider = provider;
+  }
+}
+
+/** A lifecycle transition that the state machine does not allow. */
+export class IllegalTransitionError extends GcError {
+  override readonly name = "IllegalTransitionError";
+  readonly code = "GC_ILLEGAL_TRANSITION";
+  readonly from: string;
+  readonly to: string;
+  constructor(from: string, to: string, options?: ErrorOptions) {
+    super(`illegal lifecycle transition ${from} → ${to}`, options);
+    this.from = from;
+    this.to = to;
+  }
+}
+
+/** Another control operation holds the session (or the city) right now. */
+export class LockedError extends GcError {
+  override readonly name = "LockedError";
+  readonly code = "GC_LOCKED";
+  constructor(what: string, options?: ErrorOptions) {
+    super(what, options);
+  }
+}
+
+/** The command line was wrong. The CLI exits 2. */
+export class UsageError extends GcError {
+  override readonly name = "UsageError";
+  readonly code = "GC_USAGE";
+}
+
+/** The session store failed (corrupt file, foreign database, I/O). */
+export class StoreError extends GcError {
+  override readonly name = "StoreError";
+  readonly code = "GC_STORE";
+}
+
+/**
+ * True when `e` is a gc error (optionally with the given code). Works across duplicate
+ * module copies because it checks the shape, not the prototype chain.
+ */
+export function isGcError<C extends GcErrorCode>(e: unknown, code?: C): e is GcError & { code: C } {
+  return (
+    e instanceof Error &&
+    "code" in e &&
+    typeof e.code === "string" &&
+    e.code.startsWith("GC_") &&
+    (code === undefined || e.code === code)
+  );
+}
+
+/** One-line description of any thrown value, for logs and CLI output. */
+export function describeError(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

@@ -1,0 +1,329 @@
+/**
+ * The Provider contract: the only way gc touches live sessions. Every backend (tmux,
+ * subprocess, exec, k8s, docker, auto, hybrid, fake) implements {@link Provider}; the
+ * reconciler and the CLI use nothing else. A provider never reads the city file and never
+ * writes the session store. Optional extras are separate interfaces found by type guards.
+ */
+
+/** Options accepted by every provider operation. */
+export interface OpOptions {
+  /** Cancels the operation. Aborting rejects with `signal.reason`. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A file or directory staged into the session's work dir before the program starts. */
+export interface CopyEntry {
+  /** Local source path (absolute). */
+  readonly src: string;
+  /** Destination relative to the work dir; empty = the work dir itself. */
+  readonly relDst: string;
+}
+
+/**
+ * Everything needed to start one session. Produced by config resolution; providers treat
+ * it as read-only. Fields marked "core" or "live" are fingerprinted (see fingerprint.ts).
+ */
+export interface StartConfig {
+  /** Shell command line the session runs (core). Empty = the provider's default shell. */
+  readonly command: string;
+  /** Current directory of the program. Providers create it if missing. */
+  readonly workDir: string;
+  /** Extra environment for the program and hooks (allow-listed keys are core). */
+  readonly env: Readonly<Record<string, string>>;
+  /**
+   * Directory hook commands (`preStart`, `sessionSetup`, `sessionLive`) run in; the city
+   * directory for local cities. Defaults to `workDir` when empty. Not fingerprinted.
+   */
+  readonly hookDir?: string | undefined;
+  /** Readiness: a screen line starting with this prefix means the program is ready. */
+  readonly readyPromptPrefix?: string | undefined;
+  /** Readiness when no prefix is set: wait this long, then check the program is alive. */
+  readonly readyDelayMs?: number | undefined;
+  /** Process names that prove the agent is alive (for `processAlive`). */
+  readonly processNames?: readonly string[] | undefined;
+  /** The agent shows a bypass-permissions warning dialog at startup. */
+  readonly emitsPermissionWarning?: boolean | undefined;
+  /** Text delivered as a nudge once the program is ready. */
+  readonly nudge?: string | undefined;
+  /** Initial prompt passed on the command line (as an argument, never through a shell string). */
+  readonly prompt?: string | undefined;
+  /** Flag placed before `prompt` (e.g. `--prompt`); empty = positional argument. */
+  readonly promptFlag?: string | undefined;
+  /** Shell commands run before the session is created; any failure aborts `start` (core). */
+  readonly preStart?: readonly string[] | undefined;
+  /** Shell commands run once the program is ready (core). */
+  readonly sessionSetup?: readonly string[] | undefined;
+  /** Script run after `sessionSetup` with `GC_SESSION` in its env (core: its content). */
+  readonly sessionSetupScript?: string | undefined;
+  /** Idempotent shell commands run after start and re-applied on live drift (live). */
+  readonly sessionLive?: readonly string[] | undefined;
+  /** Directory whose contents are copied into the work dir before start (core). */
+  readonly overlayDir?: string | undefined;
+  /** Files staged into the work dir before start (core). */
+  readonly copyFiles?: readonly CopyEntry[] | undefined;
+  /** Extra identity that is not part of the command, e.g. pool settings (core). */
+  readonly fingerprintExtra?: Readonly<Record<string, string>> | undefined;
+}
+
+/** A piece of nudge content. Unknown block types are treated as text. */
+export type ContentBlock =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "file_path"; readonly path: string };
+
+/** What `nudge` accepts: plain text or content blocks. */
+export type NudgeContent = string | readonly ContentBlock[];
+
+/** A structured question the session is waiting on (e.g. an approval prompt). */
+export interface PendingInteraction {
+  readonly requestId: string;
+  readonly kind: string;
+  readonly prompt?: string | undefined;
+  readonly options?: readonly string[] | undefined;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+}
+
+/** An answer to a {@link PendingInteraction}. */
+export interface InteractionResponse {
+  readonly requestId?: string | undefined;
+  /** e.g. `approve`, `deny`, `approve-always`, or an option label. */
+  readonly action: string;
+  readonly text?: string | undefined;
+}
+
+/** What a provider can really observe and do; everything else in {@link Provider} is mandatory. */
+export interface ProviderCapabilities {
+  /** Runs the declared program for real (false only for in-memory fakes). */
+  readonly executes: boolean;
+  /** `attach` hands a TTY to the session. */
+  readonly attach: boolean;
+  /** `isAttached` tells the truth. */
+  readonly attachDetect: boolean;
+  /** `getLastActivity` reports real output times. */
+  readonly activity: boolean;
+  /** `pending`/`respond` work ({@link InteractionProvider}). */
+  readonly interaction: boolean;
+  /** `waitForIdle` works ({@link IdleWaitProvider}). */
+  readonly idleWait: boolean;
+  /** `processAlive` inspects the session's real process tree. */
+  readonly processNames: boolean;
+  /** `copyTo` places files in the session's filesystem. */
+  readonly copyTo: boolean;
+  /** `runLive` executes `sessionLive` commands. */
+  readonly runLive: boolean;
+  /** `lastExit` reports how a session's program ended ({@link ExitStatusProvider}). */
+  readonly exitStatus: boolean;
+  /** `execCommand` runs commands in the session's environment ({@link CommandProvider}). */
+  readonly exec: boolean;
+}
+
+/**
+ * A runtime backend. Implementations are safe for concurrent use on distinct names, and a
+ * concurrent `start` of one name lets exactly one win. Names are exact: no method ever acts
+ * on a session whose name merely starts with the given one. Every runtime object carries
+ * the city's ownership tag; only tagged objects are listed or cleaned up.
+ */
+export interface Provider {
+  /** Backend name (`tmux`, `subprocess`, `exec:/path`, …). */
+  readonly name: string;
+
+  /**
+   * Creates session `name`: runs `preStart` (failure → {@link HookFailedError}, nothing
+   * created), creates the session, waits for readiness, runs `sessionSetup` and
+   * `sessionSetupScript`, delivers `nudge`, runs `sessionLive`.
+   * @throws SessionExistsError when `name` is live.
+   * @throws InvalidNameError when `name` is not a valid session name.
+   * @throws SessionDiedDuringStartupError when the program exits before start completes.
+   * Aborting `signal` rejects with its reason. Every rejection leaves nothing behind.
+   */
+  start(name: string, config: StartConfig, opts?: OpOptions): Promise<void>;
+
+  /** Destroys the session and its whole process tree. Idempotent: resolves if missing. */
+  stop(name: string, opts?: OpOptions): Promise<void>;
+
+  /** Best-effort SIGINT / Ctrl-C to the foreground program. Resolves if missing. */
+  interrupt(name: string, opts?: OpOptions): Promise<void>;
+
+  /** True when the session exists and its program is alive. False for unknown names. */
+  isRunning(name: string, opts?: OpOptions): Promise<boolean>;
+
+  /**
+   * Names of this city's running sessions that start with `prefix` ("" = all), from one
+   * observation. Never lists a session without this city's ownership tag.
+   * @throws when the backend cannot be observed (callers must not read that as "none").
+   */
+  listRunning(prefix: string, opts?: OpOptions): Promise<string[]>;
+
+  /**
+   * True when `names` is empty; otherwise true when a live process whose name is one of
+   * `names` is in the session's process tree. False for a missing session.
+   */
+  processAlive(name: string, names: readonly string[], opts?: OpOptions): Promise<boolean>;
+
+  /**
+   * Delivers the exact text and submits it (Enter). Best-effort for a missing session
+   * (resolves). @throws NudgeNotDeliveredError when the text could not be confirmed.
+   */
+  nudge(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
+
+  /** Raw key events (`Enter`, `C-c`, `Down`, `Escape`…); no implicit Enter. Resolves if missing. */
+  sendKeys(name: string, keys: readonly string[], opts?: OpOptions): Promise<void>;
+
+  /**
+   * Recent screen/output text, at most `lines` lines, newest last; `lines <= 0` = all
+   * scrollback. @throws SessionNotFoundError when the session does not exist.
+   */
+  peek(name: string, lines: number, opts?: OpOptions): Promise<string>;
+
+  /**
+   * Stores a per-session value (any UTF-8). It lives as long as the session and survives
+   * controller restarts. @throws SessionNotFoundError when the session does not exist.
+   */
+  setMeta(name: string, key: string, value: string, opts?: OpOptions): Promise<void>;
+
+  /** The stored value, or `undefined` when unset. @throws SessionNotFoundError when missing. */
+  getMeta(name: string, key: string, opts?: OpOptions): Promise<string | undefined>;
+
+  /** Removes a key; resolves when it was not set. @throws SessionNotFoundError when missing. */
+  removeMeta(name: string, key: string, opts?: OpOptions): Promise<void>;
+
+  /** Time of the last output, or `undefined` when unknown, unsupported or missing. */
+  getLastActivity(name: string, opts?: OpOptions): Promise<Date | undefined>;
+
+  /** Best-effort wipe of scrollback. Resolves if missing. */
+  clearScrollback(name: string, opts?: OpOptions): Promise<void>;
+
+  /**
+   * Copies local `src` (file or directory) to `relDst` under the session's work dir.
+   * Best-effort: resolves when the session or `src` is missing.
+   */
+  copyTo(name: string, src: string, relDst: string, opts?: OpOptions): Promise<void>;
+
+  /** Runs `config.sessionLive` against the running session without restarting it. */
+  runLive(name: string, config: StartConfig, opts?: OpOptions): Promise<void>;
+
+  /**
+   * Hands the caller's TTY to the session; resolves on detach.
+   * @throws UnsupportedError when `capabilities().attach` is false.
+   */
+  attach(name: string, opts?: OpOptions): Promise<void>;
+
+  /** True when a human terminal is attached. False when missing or unsupported. */
+  isAttached(name: string, opts?: OpOptions): Promise<boolean>;
+
+  /** What this provider can really observe. Constant for the provider's lifetime. */
+  capabilities(): ProviderCapabilities;
+
+  /** Releases connections and timers held by the provider (not the sessions). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Result of {@link IdleWaitProvider.waitForIdle}. */
+export type IdleResult = "idle" | "timeout" | "gone";
+
+/** Optional: wait until the session's program is idle (e.g. back at its prompt). */
+export interface IdleWaitProvider {
+  /** Resolves within `timeoutMs` (a hard bound): `idle`, `timeout`, or `gone` (missing / exited). */
+  waitForIdle(name: string, timeoutMs: number, opts?: OpOptions): Promise<IdleResult>;
+}
+
+/** Optional: structured interactions (approval prompts and the like). */
+export interface InteractionProvider {
+  /** The pending interaction, or `undefined` when none. */
+  pending(name: string, opts?: OpOptions): Promise<PendingInteraction | undefined>;
+  /** Answers the pending interaction. @throws when nothing is pending or ids differ. */
+  respond(name: string, response: InteractionResponse, opts?: OpOptions): Promise<void>;
+}
+
+/** Optional: deliver a nudge without any idle heuristic. */
+export interface ImmediateNudgeProvider {
+  nudgeNow(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
+}
+
+/** How a session's program ended. */
+export interface ExitStatus {
+  /** Exit code, or `null` when killed by a signal. */
+  readonly code: number | null;
+  readonly signal: string | null;
+  readonly at: Date;
+}
+
+/** Optional: remembers how a session's program ended until `stop` (or a new `start`). */
+export interface ExitStatusProvider {
+  /** The exit of a session that is no longer running, or `undefined` (running, unknown, missing). */
+  lastExit(name: string, opts?: OpOptions): Promise<ExitStatus | undefined>;
+}
+
+/** Options for {@link CommandProvider.execCommand}. */
+export interface ExecCommandOptions extends OpOptions {
+  readonly stdin?: string | undefined;
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  readonly cwd?: string | undefined;
+  readonly timeoutMs?: number | undefined;
+}
+
+/** Result of running a command in a session's environment. */
+export interface ExecCommandResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Optional: run a command in the session's environment (its dir, pod or container). */
+export interface CommandProvider {
+  /** Runs `argv` (no shell) beside the session. @throws SessionNotFoundError when missing. */
+  execCommand(name: string, argv: readonly string[], opts?: ExecCommandOptions): Promise<ExecCommandResult>;
+}
+
+/** One session as seen by a single backend observation. */
+export interface SessionSnapshot {
+  readonly name: string;
+  readonly running: boolean;
+  readonly attached?: boolean | undefined;
+  readonly lastActivity?: Date | undefined;
+}
+
+/** Optional: one observation of every session of this city, with status details. */
+export interface SnapshotProvider {
+  /** Like `listRunning` but with details. @throws when the backend cannot be observed. */
+  snapshot(prefix: string, opts?: OpOptions): Promise<SessionSnapshot[]>;
+}
+
+function hasMethods(p: object, ...names: string[]): boolean {
+  const rec = p as Record<string, unknown>;
+  return names.every((n) => typeof rec[n] === "function");
+}
+
+/** Type guard for {@link IdleWaitProvider}. */
+export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider =>
+  hasMethods(p, "waitForIdle");
+/** Type guard for {@link InteractionProvider}. */
+export const supportsInteraction = (p: Provider): p is Provider & InteractionProvider =>
+  hasMethods(p, "pending", "respond");
+/** Type guard for {@link ImmediateNudgeProvider}. */
+export const supportsNudgeNow = (p: Provider): p is Provider & ImmediateNudgeProvider =>
+  hasMethods(p, "nudgeNow");
+/** Type guard for {@link ExitStatusProvider}. */
+export const supportsExitStatus = (p: Provider): p is Provider & ExitStatusProvider =>
+  hasMethods(p, "lastExit");
+/** Type guard for {@link CommandProvider}. */
+export const supportsExecCommand = (p: Provider): p is Provider & CommandProvider =>
+  hasMethods(p, "execCommand");
+/** Type guard for {@link SnapshotProvider}. */
+export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
+
+/**
+ * Joins content blocks into the text a session receives: text blocks verbatim, file
+ * blocks as `[File: <basename>]`, separated by newlines. Pure.
+ */
+export function flattenContent(content: NudgeContent): string {
+  if (typeof content === "string") return content;
+  const parts: string[] = [];
+  for (const b of content) {
+    if (b.type === "file_path") {
+      if (b.path) parts.push(`[File: ${b.path.split("/").pop() ?? b.path}]`);
+    } else if (b.text) {
+      parts.push(b.text);
+    }
+  }
+  return parts.join("\n");
+}
