@@ -1,0 +1,186 @@
+/**
+ * Config fingerprints: a versioned xxh64 hash over a canonical JSON document of the
+ * *declared* start inputs. `core` changes mean restart; `live` changes mean `runLive`.
+ * The per-field breakdown is the very input of the core hash, so `gc drift` can say which
+ * field changed and from what to what. Pure (file contents are read by the caller).
+ */
+import xxhash from "xxhash-wasm";
+import type { StartConfig } from "./provider.js";
+import { isSecretKey, REDACTED } from "./secrets.js";
+
+const hasher = await xxhash();
+
+/** Scheme version prefixed to every fingerprint. Bump when the canonical document changes. */
+export const FINGERPRINT_VERSION = "v1";
+
+/**
+ * `GC_*` env keys that are identity. Every other `GC_*` key is injected by gc and volatile
+ * (session ids, ports, tokens, dirs). Keys without the `GC_` prefix are the user's and count.
+ */
+export const ENV_ALLOW_LIST: readonly string[] = [
+  "GC_CITY",
+  "GC_CITY_PATH",
+  "GC_TEMPLATE",
+  "GC_RIG",
+  "GC_RIG_ROOT",
+];
+
+/** Content hashes of files named by the config, read by the caller (see fingerprint-files.ts). */
+export interface FingerprintFiles {
+  /** Hash of `sessionSetupScript`'s content; `undefined` = not set; `"missing"` = unreadable. */
+  readonly sessionSetupScript?: string | undefined;
+  /** Hash of the overlay directory's content. */
+  readonly overlayDir?: string | undefined;
+  /** Hash of each copy entry's source content, by `src`. */
+  readonly copyFiles?: Readonly<Record<string, string>> | undefined;
+}
+
+/** One field of the core document: its hash and a human-readable (redacted) value. */
+export interface FieldFingerprint {
+  readonly hash: string;
+  readonly value: string;
+}
+
+/** The result of {@link fingerprint}. */
+export interface Fingerprints {
+  /** `v1:<16 hex>` over every core field. */
+  readonly core: string;
+  /** `v1:<16 hex>` over `sessionLive`. */
+  readonly live: string;
+  /** Per-field hashes and display values; the core hash is computed from exactly these. */
+  readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+}
+
+/** The fields of the core document, in the order `gc drift` shows them. */
+export const CORE_FIELDS = [
+  "command",
+  "env",
+  "preStart",
+  "sessionSetup",
+  "sessionSetupScript",
+  "overlayDir",
+  "copyFiles",
+  "fingerprintExtra",
+] as const;
+
+/** Compares strings by UTF-8 bytes (not UTF-16 code units). */
+export function compareUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+/**
+ * Canonical JSON: object keys sorted by UTF-8 bytes, `undefined` members dropped, arrays in
+ * order, no whitespace. Two values with the same meaning serialise identically. Pure.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") {
+    if (value === undefined) return "null";
+    return JSON.stringify(value);
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => compareUtf8(a, b));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+function hash(text: string): string {
+  return `${FINGERPRINT_VERSION}:${hasher.h64ToString(text)}`;
+}
+
+/** The env keys that are identity: user keys, allow-listed GC_* keys, and `declared` keys. */
+export function identityEnv(
+  env: Readonly<Record<string, string>>,
+  declared: readonly string[] = [],
+): Record<string, string> {
+  const declaredSet = new Set(declared);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (!k.startsWith("GC_") || ENV_ALLOW_LIST.includes(k) || declaredSet.has(k)) out[k] = v;
+  }
+  return out;
+}
+
+function showEnv(env: Record<string, string>): string {
+  return Object.keys(env)
+    .sort(compareUtf8)
+    .map((k) => `${k}=${isSecretKey(k) ? REDACTED : env[k]}`)
+    .join(" ");
+}
+
+/**
+ * Core and live fingerprints of `cfg`. Map order is irrelevant, list order significant;
+ * an absent map equals an empty one. Work dir, readiness, process names, nudge, prompt
+ * (and its beacon) are excluded: they are volatile or do not change what runs. Pure.
+ */
+export function fingerprint(
+  cfg: StartConfig,
+  files: FingerprintFiles = {},
+  declaredEnvKeys: readonly string[] = [],
+): Fingerprints {
+  const env = identityEnv(cfg.env, declaredEnvKeys);
+  const copy = (cfg.copyFiles ?? []).map((c) => ({
+    src: c.src,
+    relDst: c.relDst,
+    content: files.copyFiles?.[c.src],
+  }));
+  const doc: Record<(typeof CORE_FIELDS)[number], { input: unknown; value: string }> = {
+    command: { input: cfg.command, value: cfg.command },
+    env: { input: env, value: showEnv(env) },
+    preStart: { input: cfg.preStart ?? [], value: (cfg.preStart ?? []).join(" ; ") },
+    sessionSetup: { input: cfg.sessionSetup ?? [], value: (cfg.sessionSetup ?? []).join(" ; ") },
+    sessionSetupScript: {
+      input: cfg.sessionSetupScript
+        ? { path: cfg.sessionSetupScript, content: files.sessionSetupScript }
+        : null,
+      value: cfg.sessionSetupScript
+        ? `${cfg.sessionSetupScript} (content ${files.sessionSetupScript ?? "?"})`
+        : "",
+    },
+    overlayDir: {
+      input: cfg.overlayDir ? { path: cfg.overlayDir, content: files.overlayDir } : null,
+      value: cfg.overlayDir ? `${cfg.overlayDir} (content ${files.overlayDir ?? "?"})` : "",
+    },
+    copyFiles: {
+      input: copy,
+      value: copy.map((c) => `${c.src} → ${c.relDst || "."} (${c.content ?? "?"})`).join(", "),
+    },
+    fingerprintExtra: {
+      input: cfg.fingerprintExtra ?? {},
+      value: showEnv({ ...(cfg.fingerprintExtra ?? {}) }),
+    },
+  };
+  const breakdown: Record<string, FieldFingerprint> = {};
+  for (const field of CORE_FIELDS) {
+    breakdown[field] = { hash: hash(canonicalJson(doc[field].input)), value: doc[field].value };
+  }
+  const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
+  const live = hash(canonicalJson(cfg.sessionLive ?? []));
+  return { core, live, breakdown };
+}
+
+/** One drifted field: name, old and new display values. */
+export interface FieldDrift {
+  readonly field: string;
+  readonly from: string;
+  readonly to: string;
+}
+
+/**
+ * Fields whose hash differs between a stored breakdown and the current one, in
+ * {@link CORE_FIELDS} order. A field missing on one side counts as drifted. Pure.
+ */
+export function diffBreakdown(
+  stored: Readonly<Record<string, FieldFingerprint>>,
+  current: Readonly<Record<string, FieldFingerprint>>,
+): FieldDrift[] {
+  const fields = [...new Set([...CORE_FIELDS, ...Object.keys(stored), ...Object.keys(current)])];
+  const out: FieldDrift[] = [];
+  for (const field of fields) {
+    const a = stored[field];
+    const b = current[field];
+    if (a?.hash === b?.hash) continue;
+    out.push({ field, from: a?.value ?? "(absent)", to: b?.value ?? "(absent)" });
+  }
+  return out;
+}
