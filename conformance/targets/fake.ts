@@ -7,7 +7,7 @@ import { FakeBackend, FakeProvider } from "../../internal/runtime/fake.js";
 import type { ConformanceTarget } from "../harness.js";
 
 /** A fresh fake backend and provider (city `conformance`), plus a foreign city beside it. */
-export async function createFakeTarget(): Promise<ConformanceTarget> {
+export async function createTarget(): Promise<ConformanceTarget> {
   const backend = new FakeBackend();
   const provider = new FakeProvider({ city: "conformance", backend });
   const foreign = new FakeProvider({ city: "someone-else", backend });

@@ -1,4 +1,4 @@
-import { createFakeTarget } from "../../conformance/targets/fake.js";
+import { createTarget } from "../../conformance/targets/fake.js";
 import { describeProviderConformance } from "../../conformance/vitest.js";
 
-describeProviderConformance("fake", createFakeTarget);
+describeProviderConformance("fake", createTarget);

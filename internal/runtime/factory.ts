@@ -1,0 +1,18 @@
+/**
+ * The uniform shape every provider module's factory takes, so the composition root
+ * (cmd/gc/deps.ts) and `gc conformance` can build any provider by name with a lazy import.
+ */
+
+/** What every provider factory receives. */
+export interface ProviderFactoryOptions {
+  /** City name: the ownership tag on every runtime object (and the tmux socket suffix). */
+  readonly city: string;
+  /** Absolute city directory. */
+  readonly cityDir: string;
+  /** Absolute state directory for this city (`<city>/.gc`), created 0700 by the caller. */
+  readonly stateDir: string;
+  /** Provider-specific settings from the city file (`session.<provider>`), already validated. */
+  readonly settings?: Readonly<Record<string, unknown>> | undefined;
+  /** The part after `:` in specs like `exec:<script>`. */
+  readonly arg?: string | undefined;
+}
