@@ -187,11 +187,11 @@ const lifecycle: ConformanceCase[] = [
     title: "start: invalid or hostile names reject with InvalidNameError and create nothing",
     async run(ctx) {
       const cfg = await ctx.config(LONG);
-      const before = await ctx.provider.listRunning("");
       for (const bad of INVALID_NAMES) {
         await rejectsWith(ctx.provider.start(bad, cfg), "GC_INVALID_NAME", `start(${JSON.stringify(bad)})`);
       }
-      assert.deepEqual((await ctx.provider.listRunning("")).sort(), before.sort());
+      const all = await ctx.provider.listRunning("");
+      for (const bad of INVALID_NAMES) assert.ok(!all.includes(bad), `${JSON.stringify(bad)} was created`);
     },
   },
   {

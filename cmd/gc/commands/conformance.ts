@@ -1,0 +1,60 @@
+/**
+ * `gc conformance PROVIDER [--only PATTERN] [--json] [--concurrency N]`: runs the provider
+ * conformance suite against a named provider and prints one line per case plus a summary
+ * line `N passed, N failed, N skipped`. Exit 1 on any failure, 2 for an unknown provider.
+ */
+import { parseArgs } from "node:util";
+import { runConformance } from "../../../conformance/harness.js";
+import { PROVIDER_CASES } from "../../../conformance/provider-cases.js";
+import { createTarget } from "../../../conformance/targets.js";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { type Command, EXIT } from "../context.js";
+
+const USAGE = `Usage: gc conformance PROVIDER [--only PATTERN] [--json] [--concurrency N]
+
+Runs the provider conformance suite (${PROVIDER_CASES.length} cases) against PROVIDER:
+fake, tmux, subprocess, exec:PATH. --only keeps cases whose id or title contains PATTERN.`;
+
+export const command: Command = {
+  name: "conformance",
+  summary: "run the provider conformance suite",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { only: { type: "string" }, concurrency: { type: "string" }, json: { type: "boolean" } },
+    });
+    const json = ctx.json || values.json === true;
+    const spec = positionals[0];
+    if (!spec || positionals.length > 1) throw new UsageError(`expected one PROVIDER\n\n${USAGE}`);
+    const concurrency = values.concurrency === undefined ? 2 : Number(values.concurrency);
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new UsageError("--concurrency must be a positive integer");
+    const target = await createTarget(spec);
+    try {
+      if (!json) ctx.out(`conformance: ${target.label} (${PROVIDER_CASES.length} cases)`);
+      const report = await runConformance(target, PROVIDER_CASES, {
+        only: values.only,
+        concurrency,
+        signal: ctx.signal,
+        onResult: json
+          ? undefined
+          : (r) => {
+              const mark = r.status === "passed" ? "ok  " : r.status === "failed" ? "FAIL" : "skip";
+              const why = r.error ? ` — ${r.error.split("\n")[0]}` : "";
+              ctx.out(`${mark} ${r.id.padEnd(32)} ${r.name} (${r.durationMs} ms)${why}`);
+            },
+      });
+      if (json) {
+        ctx.out(JSON.stringify(report, null, 2));
+      } else {
+        ctx.out(`${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped`);
+      }
+      return report.failed > 0 ? EXIT.failed : EXIT.ok;
+    } finally {
+      await target.provider.close();
+      await target.cleanup?.();
+    }
+  },
+};
