@@ -15,8 +15,9 @@ export const REDACTED = "[REDACTED]";
 export const SECRET_KEY_PATTERN =
   /TOKEN|SECRET|PASSW(?:OR)?D|PASSPHRASE|API[_.-]?KEY|CREDENTIAL|AUTH(?!OR)|PRIVATE[_.-]?KEY|ACCESS[_.-]?KEY|COOKIE/i;
 
-// `KEY=value` strings, as in env arrays (`["PATH=/bin", "API_TOKEN=x"]`) and argv.
-const ENV_ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_.-]*)=/;
+// `KEY=value` in env arrays (`["API_TOKEN=x"]`), argv and free text (error messages, notes);
+// the value ends at whitespace or its closing quote.
+const TEXT_ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_.-]*)=("[^"]*"|'[^']*'|[^\s"']+)/g;
 
 /** True when values stored under `key` must never be persisted or printed. Pure. */
 export function isSecretKey(key: string): boolean {
@@ -24,33 +25,32 @@ export function isSecretKey(key: string): boolean {
 }
 
 /**
- * Redacts one `KEY=value` string when KEY is secret (`"API_TOKEN=abc"` → `"API_TOKEN=[REDACTED]"`);
- * any other string is returned unchanged. Pure.
+ * Redacts every `SECRET_KEY=value` in a string: env entries (`"API_TOKEN=abc"`) and free text
+ * (`"exit 1: GH_TOKEN=abc failed"` → `"exit 1: GH_TOKEN=[REDACTED] failed"`). Pure.
  */
-export function redactAssignment(s: string): string {
-  const m = ENV_ASSIGNMENT.exec(s);
-  if (m?.[1] && isSecretKey(m[1])) return `${m[1]}=${REDACTED}`;
-  return s;
+export function redactText(s: string): string {
+  if (!s.includes("=")) return s;
+  return s.replace(TEXT_ASSIGNMENT, (m: string, k: string) => (isSecretKey(k) ? `${k}=${REDACTED}` : m));
 }
 
 /**
  * A copy of a string map with the value of every secret key replaced by {@link REDACTED}.
- * Values of other keys are kept, except `KEY=value` values whose KEY is secret. Pure.
+ * Values of other keys go through {@link redactText}. Pure.
  */
 export function redactStringMap(map: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map)) out[k] = isSecretKey(k) ? REDACTED : redactAssignment(v);
+  for (const [k, v] of Object.entries(map)) out[k] = isSecretKey(k) ? REDACTED : redactText(v);
   return out;
 }
 
 /**
  * A deep copy of a JSON-like value in which every object member with a secret key has its
- * value replaced by {@link REDACTED} (whatever its type), and every string of the form
- * `SECRET_KEY=value` is redacted. Non-JSON values (functions, undefined members) are dropped
+ * value replaced by {@link REDACTED} (whatever its type), and every string goes through
+ * {@link redactText}. Non-JSON values (functions, undefined members) are dropped
  * the way `JSON.stringify` drops them. Pure.
  */
 export function redactDeep(value: unknown): unknown {
-  if (typeof value === "string") return redactAssignment(value);
+  if (typeof value === "string") return redactText(value);
   if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : redactDeep(v)));
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = {};
