@@ -1,0 +1,314 @@
+/**
+ * Carrying out a plan: bounded parallelism, dependency order, intent recorded in the store
+ * before each provider call, and one session's failure isolated from the rest. The only
+ * place (with the observer) where the store and providers meet.
+ */
+import { describeError, isGcError } from "../runtime/errors.js";
+import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
+import type { ExitInfo, SessionRecord, SessionStore } from "../session/store.js";
+import { type Action, crashAction, type DesiredEntry, type PlanPolicy } from "./plan.js";
+import { walkTo } from "./walk.js";
+
+/** Provider metadata keys gc writes at start, read back when adopting a session. */
+export const META_CORE = "gc.core";
+export const META_LIVE = "gc.live";
+export const META_AGENT = "gc.agent";
+
+/** A desired session with the start config that produced its fingerprints. */
+export interface DesiredSession extends DesiredEntry {
+  readonly config: StartConfig;
+}
+
+/** One line of progress, for `gc start` output and the controller log. */
+export interface ProgressEvent {
+  readonly name: string;
+  readonly action: Action["kind"];
+  readonly phase: "begin" | "done" | "failed";
+  readonly detail: string;
+}
+
+/** What {@link execute} needs. */
+export interface ExecuteDeps {
+  readonly store: SessionStore;
+  /** The provider a session lives on, by provider name. */
+  providerFor(provider: string): Promise<Provider>;
+  readonly desired: ReadonlyMap<string, DesiredSession>;
+  /** Provider of sessions that are not desired (orphans, records). */
+  readonly providerOfUndesired: (name: string) => string | undefined;
+  readonly now: () => number;
+  readonly concurrency: number;
+  readonly policy: PlanPolicy;
+  /** Uniform random in [0, 1) for backoff jitter. */
+  readonly random: () => number;
+  /** Bound on waiting for an interrupted session to go idle before it is stopped. */
+  readonly drainTimeoutMs: number;
+  readonly signal?: AbortSignal | undefined;
+  readonly onProgress?: ((e: ProgressEvent) => void) | undefined;
+}
+
+/** Outcome of one action. */
+export interface ActionOutcome {
+  readonly action: Action;
+  readonly ok: boolean;
+  readonly error?: string | undefined;
+}
+
+function semaphore(n: number) {
+  let free = Math.max(1, n);
+  const waiters: (() => void)[] = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (free > 0) free--;
+    else await new Promise<void>((r) => waiters.push(r));
+    try {
+      return await fn();
+    } finally {
+      const next = waiters.shift();
+      if (next) next();
+      else free++;
+    }
+  };
+}
+
+/**
+ * Executes `actions` (already in dependency order). Start-like actions of a session wait for
+ * this tick's start-like actions of the agents it depends on. Resolves one outcome per action;
+ * never rejects for a single session's failure.
+ */
+export async function execute(actions: readonly Action[], deps: ExecuteDeps): Promise<ActionOutcome[]> {
+  const limit = semaphore(deps.concurrency);
+  const done = new Map<string, Promise<unknown>>();
+  const agentOf = (name: string) => deps.desired.get(name)?.agent;
+  const work = actions.map((action) => {
+    const d = deps.desired.get(action.name);
+    const waitFor = d
+      ? actions
+          .filter(
+            (a) =>
+              a !== action &&
+              (a.kind === "start" || a.kind === "restart") &&
+              d.dependsOn.includes(agentOf(a.name) ?? ""),
+          )
+          .map((a) => done.get(a.name))
+      : [];
+    const p = (async (): Promise<ActionOutcome> => {
+      await Promise.allSettled(waitFor);
+      return limit(() => runAction(action, deps));
+    })();
+    done.set(action.name, p);
+    return p;
+  });
+  return Promise.all(work);
+}
+
+async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutcome> {
+  if (action.kind === "wait") return { action, ok: true };
+  deps.signal?.throwIfAborted();
+  deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
+  try {
+    const detail = await perform(action, deps);
+    deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
+    return { action, ok: true };
+  } catch (e) {
+    const error = describeError(e);
+    deps.onProgress?.({ name: action.name, action: action.kind, phase: "failed", detail: error });
+    await deps.store
+      .appendEvent({ session: action.name, type: `reconcile.${action.kind}.failed`, payload: { error } })
+      .catch(() => undefined);
+    return { action, ok: false, error };
+  }
+}
+
+async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
+  const { store } = deps;
+  const d = deps.desired.get(action.name);
+  switch (action.kind) {
+    case "start":
+      return startSession(d!, action.reason, deps);
+    case "restart": {
+      await drain(d!, action.reason, deps);
+      const rec = await store.get(d!.name);
+      return startSession(d!, action.reason, deps, (rec?.restarts ?? 0) + 1);
+    }
+    case "run-live": {
+      const provider = await deps.providerFor(d!.provider);
+      await store.appendEvent({
+        session: d!.name,
+        type: "reconcile.run-live",
+        payload: { reason: action.reason },
+      });
+      await provider.runLive(d!.name, d!.config, { signal: deps.signal });
+      await provider.setMeta(d!.name, META_LIVE, d!.live).catch(() => undefined);
+      await walkTo(store, d!.name, "running", action.reason, { liveHash: d!.live });
+      return "session_live re-applied without restart";
+    }
+    case "adopt":
+      return adopt(d!, action.reason, deps);
+    case "stop": {
+      const providerName = deps.providerOfUndesired(action.name);
+      if (providerName === undefined) throw new Error(`no provider known for ${action.name}`);
+      const provider = await deps.providerFor(providerName);
+      const rec = await store.get(action.name);
+      if (rec) await walkTo(store, action.name, "draining", action.reason, { pending: intent("stop", rec) });
+      await provider.stop(action.name, { signal: deps.signal });
+      if (rec) {
+        if (action.forget) await store.delete(action.name);
+        else await walkTo(store, action.name, "stopped", action.reason, { pending: null });
+      } else {
+        await store.appendEvent({
+          session: action.name,
+          type: "reconcile.stop",
+          payload: { reason: action.reason },
+        });
+      }
+      return action.reason;
+    }
+    case "forget":
+      await store.delete(action.name);
+      return action.reason;
+    case "suspend": {
+      if (action.stopRuntime) {
+        const provider = await deps.providerFor(d!.provider);
+        await provider.stop(d!.name, { signal: deps.signal });
+      }
+      await ensureRecord(d!, deps);
+      await walkTo(store, d!.name, "suspended", action.reason, { pending: null });
+      return action.reason;
+    }
+    case "crashed":
+      return recordCrash(d!, action, deps);
+    case "wait":
+      return action.reason;
+  }
+}
+
+function intent(action: string, rec: SessionRecord | undefined, now = Date.now()) {
+  return { action, at: now, generation: rec?.generation ?? 0 };
+}
+
+async function ensureRecord(d: DesiredSession, deps: ExecuteDeps): Promise<SessionRecord> {
+  const rec = await deps.store.get(d.name);
+  if (rec) return rec;
+  try {
+    return await deps.store.create({ name: d.name, agent: d.agent, provider: d.provider });
+  } catch (e) {
+    if (isGcError(e, "GC_SESSION_EXISTS")) return (await deps.store.get(d.name))!;
+    throw e;
+  }
+}
+
+/** Records intent, starts the session, and records the outcome (running, or crashed + backoff). */
+async function startSession(
+  d: DesiredSession,
+  reason: string,
+  deps: ExecuteDeps,
+  restarts?: number,
+): Promise<string> {
+  const { store } = deps;
+  const before = await ensureRecord(d, deps);
+  const provider = await deps.providerFor(d.provider);
+  await walkTo(store, d.name, "starting", reason, {
+    pending: intent("start", before, deps.now()),
+    agent: d.agent,
+    provider: d.provider,
+    lastError: null,
+  });
+  try {
+    await provider.start(d.name, d.config, { signal: deps.signal });
+  } catch (e) {
+    if (isGcError(e, "GC_SESSION_EXISTS")) return adopt(d, "already running when started", deps);
+    if (deps.signal?.aborted) throw e;
+    const failure = describeError(e);
+    const rec = (await store.get(d.name))!;
+    // A start that failed is a crash of this generation: back off or quarantine right away.
+    const crash = crashAction(
+      d.name,
+      rec,
+      null,
+      { now: deps.now(), policy: deps.policy, random: deps.random },
+      `start failed: ${failure}`,
+    );
+    await recordCrash(d, crash, deps);
+    throw e;
+  }
+  await Promise.all([
+    provider.setMeta(d.name, META_CORE, d.core),
+    provider.setMeta(d.name, META_LIVE, d.live),
+    provider.setMeta(d.name, META_AGENT, d.agent),
+  ]).catch(() => undefined); // best-effort: only used to adopt after a controller crash
+  await walkTo(store, d.name, "running", reason, {
+    coreHash: d.core,
+    liveHash: d.live,
+    breakdown: d.breakdown,
+    pending: null,
+    ...(restarts === undefined ? {} : { restarts }),
+  });
+  return reason;
+}
+
+/** Takes a running session into the books, with the fingerprints it was started with. */
+async function adopt(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<string> {
+  const provider = await deps.providerFor(d.provider);
+  const [core, live] = await Promise.all([
+    provider.getMeta(d.name, META_CORE).catch(() => undefined),
+    provider.getMeta(d.name, META_LIVE).catch(() => undefined),
+  ]);
+  await ensureRecord(d, deps);
+  const sameCore = core === d.core;
+  await walkTo(deps.store, d.name, "running", `adopted: ${reason}`, {
+    // Without a recorded fingerprint we cannot tell drift: treat it as drifted (restart is safe).
+    coreHash: core ?? "unknown",
+    liveHash: live ?? "unknown",
+    breakdown: sameCore ? d.breakdown : {},
+    pending: null,
+  });
+  return `adopted (${sameCore ? "in sync" : "fingerprint differs: restart follows"})`;
+}
+
+/** Interrupt, bounded wait for idle, stop; the record ends `stopped`. */
+async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
+  const provider = await deps.providerFor(d.provider);
+  const rec = await deps.store.get(d.name);
+  if (rec && rec.state !== "draining") {
+    await walkTo(deps.store, d.name, "draining", reason, { pending: intent("drain", rec, deps.now()) });
+  }
+  await provider.interrupt(d.name, { signal: deps.signal });
+  if (supportsIdleWait(provider) && provider.capabilities().idleWait) {
+    await provider.waitForIdle(d.name, deps.drainTimeoutMs, { signal: deps.signal }).catch(() => undefined);
+  }
+  await provider.stop(d.name, { signal: deps.signal });
+  await walkTo(deps.store, d.name, "stopped", reason, { pending: null });
+}
+
+/** Records a death: crashed, then backoff, quarantine, or (clean exit) an immediate restart. */
+async function recordCrash(
+  d: DesiredSession,
+  a: Extract<Action, { kind: "crashed" }>,
+  deps: ExecuteDeps,
+): Promise<string> {
+  const { store } = deps;
+  if (!a.failure) {
+    await walkTo(store, d.name, "stopped", a.reason, { lastExit: a.exit, pending: null });
+    // Clean up whatever the provider keeps of the dead session, then start again at once.
+    const provider = await deps.providerFor(d.provider);
+    await provider.stop(d.name, { signal: deps.signal });
+    return startSession(d, "restart after clean exit", deps);
+  }
+  await walkTo(store, d.name, "crashed", a.reason, {
+    lastExit: a.exit,
+    lastError: a.reason,
+    recentFailures: a.failures,
+    pending: null,
+  });
+  const provider = await deps.providerFor(d.provider);
+  await provider.stop(d.name, { signal: deps.signal }); // reap remains (dead panes, holders)
+  if (a.next.kind === "quarantine") {
+    const why = `${a.failures.length} failures within the quarantine window; last: ${a.reason}`;
+    await walkTo(store, d.name, "quarantined", why, { quarantineReason: why, backoffUntil: null });
+    return `quarantined: ${why}`;
+  }
+  const until = a.next.kind === "backoff" ? a.next.until : deps.now();
+  await walkTo(store, d.name, "backoff", `restart after ${Math.round((until - deps.now()) / 1000)} s`, {
+    backoffUntil: until,
+  });
+  return `backing off until ${new Date(until).toISOString()}`;
+}

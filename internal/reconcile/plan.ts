@@ -1,0 +1,329 @@
+/**
+ * The reconciler's brain: a pure function from (desired sessions, one observation, store
+ * records, clock) to the actions of one tick. Level-triggered: it never looks at events,
+ * only at what is wanted and what is seen now. Table-tested in test/reconcile/plan.test.ts.
+ */
+import type { FieldFingerprint } from "../runtime/fingerprint.js";
+import type { ExitInfo, SessionRecord } from "../session/store.js";
+
+/** One session the city file wants, with its fingerprints. */
+export interface DesiredEntry {
+  readonly name: string;
+  readonly agent: string;
+  readonly provider: string;
+  /** Agent names this session's agent depends on. */
+  readonly dependsOn: readonly string[];
+  readonly suspended: boolean;
+  readonly core: string;
+  readonly live: string;
+  readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+}
+
+/** One observation of the runtime, taken once per tick. */
+export interface Observation {
+  /** Names of this city's sessions seen running, on the providers that answered. */
+  readonly running: ReadonlySet<string>;
+  /** Providers whose listing failed this tick: their sessions are neither started nor stopped. */
+  readonly unobservable: ReadonlySet<string>;
+  /** How sessions that are not running ended, where the provider remembers. */
+  readonly exits: ReadonlyMap<string, ExitInfo>;
+  /** Provider of each running session, where known (for sessions with no record). */
+  readonly providerOf: ReadonlyMap<string, string>;
+}
+
+/** Knobs of the crash-loop and start policies (city file `daemon:`). */
+export interface PlanPolicy {
+  readonly backoffMinMs: number;
+  readonly backoffMaxMs: number;
+  /** Failures within `quarantineWindowMs` that quarantine a session. */
+  readonly quarantineThreshold: number;
+  readonly quarantineWindowMs: number;
+  /** An exit after at least this much uptime with code 0 is a clean exit, not a failure. */
+  readonly minHealthyUptimeMs: number;
+  /** At most this many starts (including restarts) per tick; the rest wait for the next. */
+  readonly startBudget: number;
+}
+
+/** Defaults matching architecture §6. */
+export const DEFAULT_POLICY: PlanPolicy = {
+  backoffMinMs: 1_000,
+  backoffMaxMs: 5 * 60_000,
+  quarantineThreshold: 5,
+  quarantineWindowMs: 5 * 60_000,
+  minHealthyUptimeMs: 10_000,
+  startBudget: 20,
+};
+
+/** What the reconciler will do to one session this tick. */
+export type Action =
+  | { readonly kind: "start"; readonly name: string; readonly reason: string }
+  | {
+      readonly kind: "restart";
+      readonly name: string;
+      readonly reason: string;
+      readonly fields: readonly string[];
+    }
+  | { readonly kind: "run-live"; readonly name: string; readonly reason: string }
+  | { readonly kind: "adopt"; readonly name: string; readonly reason: string }
+  | { readonly kind: "stop"; readonly name: string; readonly reason: string; readonly forget: boolean }
+  | { readonly kind: "forget"; readonly name: string; readonly reason: string }
+  | {
+      readonly kind: "crashed";
+      readonly name: string;
+      readonly reason: string;
+      readonly exit: ExitInfo | null;
+      /** Counts toward the crash loop (false for a clean exit after a healthy run). */
+      readonly failure: boolean;
+      /** Then: back off until this time, or quarantine. */
+      readonly next:
+        | { readonly kind: "backoff"; readonly until: number }
+        | { readonly kind: "quarantine" }
+        | {
+            readonly kind: "restart-now";
+          };
+      readonly failures: readonly number[];
+    }
+  | {
+      readonly kind: "suspend";
+      readonly name: string;
+      readonly reason: string;
+      readonly stopRuntime: boolean;
+    }
+  | { readonly kind: "wait"; readonly name: string; readonly reason: string; readonly untilMs?: number };
+
+/** Everything {@link plan} needs. */
+export interface PlanInput {
+  readonly desired: readonly DesiredEntry[];
+  readonly observed: Observation;
+  readonly records: readonly SessionRecord[];
+  readonly now: number;
+  readonly policy: PlanPolicy;
+  /** Uniform random in [0, 1) for jitter (injected so plans are reproducible in tests). */
+  readonly random: () => number;
+}
+
+/** The actions of one tick plus when the loop should look again. */
+export interface Plan {
+  readonly actions: readonly Action[];
+  /** Earliest time something deferred becomes due (backoff end), if any. */
+  readonly requeueAt: number | undefined;
+}
+
+/**
+ * Backoff before restart number `failures` (1-based): `min · 2^(failures-1)` capped at `max`,
+ * with ±25 % jitter (never below `min`). Pure.
+ */
+export function backoffDelayMs(failures: number, policy: PlanPolicy, random: () => number): number {
+  const base = Math.min(policy.backoffMaxMs, policy.backoffMinMs * 2 ** Math.max(0, failures - 1));
+  const jittered = base * (0.75 + random() * 0.5);
+  return Math.round(Math.min(policy.backoffMaxMs, Math.max(policy.backoffMinMs, jittered)));
+}
+
+/**
+ * What to do about a session that died: a clean exit after a healthy run restarts at once;
+ * anything else is a failure that backs off (jittered exponential) or, at the threshold of
+ * failures within the window, quarantines. Pure.
+ */
+export function crashAction(
+  name: string,
+  rec: SessionRecord,
+  exit: ExitInfo | null,
+  input: Pick<PlanInput, "now" | "policy" | "random">,
+  why: string,
+): Extract<Action, { kind: "crashed" }> {
+  const { now, policy } = input;
+  const uptime = rec.startedAt === null ? 0 : (exit?.at ?? now) - rec.startedAt;
+  const clean = exit !== null && exit.code === 0 && uptime >= policy.minHealthyUptimeMs;
+  const failures = clean
+    ? rec.recentFailures.filter((t) => t > now - policy.quarantineWindowMs)
+    : [...rec.recentFailures.filter((t) => t > now - policy.quarantineWindowMs), now];
+  const how =
+    exit === null
+      ? "exit status unknown"
+      : exit.code !== null
+        ? `exit code ${exit.code}`
+        : `killed by ${exit.signal ?? "a signal"}`;
+  if (clean) {
+    return {
+      kind: "crashed",
+      name,
+      reason: `exited cleanly (${how})`,
+      exit,
+      failure: false,
+      next: { kind: "restart-now" },
+      failures,
+    };
+  }
+  const next =
+    failures.length >= policy.quarantineThreshold
+      ? ({ kind: "quarantine" } as const)
+      : ({ kind: "backoff", until: now + backoffDelayMs(failures.length, policy, input.random) } as const);
+  return { kind: "crashed", name, reason: `${why} (${how})`, exit, failure: true, next, failures };
+}
+
+function driftedFields(rec: SessionRecord, d: DesiredEntry): string[] {
+  const fields = Object.keys(d.breakdown).filter((f) => rec.breakdown[f]?.hash !== d.breakdown[f]?.hash);
+  return fields.length > 0 ? fields : ["(fingerprint)"];
+}
+
+/** Plans one desired session. */
+function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: PlanInput): Action | undefined {
+  const up = input.observed.running.has(d.name);
+  const { now } = input;
+  if (d.suspended) {
+    if (rec?.state === "suspended" && !up) return undefined;
+    return { kind: "suspend", name: d.name, reason: "suspended in the city file", stopRuntime: up };
+  }
+  if (!rec) {
+    return up
+      ? { kind: "adopt", name: d.name, reason: "running without a record (controller restarted)" }
+      : { kind: "start", name: d.name, reason: "new session" };
+  }
+  switch (rec.state) {
+    case "quarantined":
+      return {
+        kind: "wait",
+        name: d.name,
+        reason: `quarantined: ${rec.quarantineReason ?? "too many failures"}`,
+      };
+    case "suspended":
+      return up
+        ? { kind: "adopt", name: d.name, reason: "resumed in the city file (already running)" }
+        : { kind: "start", name: d.name, reason: "resumed in the city file" };
+    case "running":
+      if (!up) return crashAction(d.name, rec, input.observed.exits.get(d.name) ?? null, input, "died");
+      if (rec.coreHash !== d.core) {
+        const fields = driftedFields(rec, d);
+        return { kind: "restart", name: d.name, reason: `config drift: ${fields.join(", ")}`, fields };
+      }
+      if (rec.liveHash !== d.live) return { kind: "run-live", name: d.name, reason: "session_live changed" };
+      return undefined;
+    case "starting":
+      // Only a controller that died mid-start leaves `starting` behind (this tick's starts finish first).
+      return up
+        ? { kind: "adopt", name: d.name, reason: "start finished after the controller stopped" }
+        : { kind: "start", name: d.name, reason: "start was interrupted; starting again" };
+    case "draining":
+      return up
+        ? { kind: "restart", name: d.name, reason: "drain was interrupted; finishing it", fields: [] }
+        : { kind: "start", name: d.name, reason: "drain was interrupted; starting again" };
+    case "crashed":
+      if (up) return { kind: "adopt", name: d.name, reason: "running again" };
+      return crashAction(
+        d.name,
+        { ...rec, recentFailures: rec.recentFailures.slice(0, -1) },
+        rec.lastExit,
+        input,
+        "crashed",
+      );
+    case "backoff":
+      if (up) return { kind: "adopt", name: d.name, reason: "running again" };
+      if (rec.backoffUntil !== null && rec.backoffUntil > now) {
+        return { kind: "wait", name: d.name, reason: "backing off", untilMs: rec.backoffUntil };
+      }
+      return {
+        kind: "start",
+        name: d.name,
+        reason: `backoff elapsed (failure ${rec.recentFailures.length})`,
+      };
+    case "pending":
+    case "stopped":
+      return up
+        ? { kind: "adopt", name: d.name, reason: "already running" }
+        : { kind: "start", name: d.name, reason: rec.state === "stopped" ? "desired again" : "pending" };
+  }
+}
+
+/** Orders start-like actions so dependencies come first (Kahn's algorithm; cycles keep file order). */
+function dependencyOrder(actions: Action[], desired: readonly DesiredEntry[]): Action[] {
+  const byName = new Map(desired.map((d) => [d.name, d]));
+  const depth = new Map<string, number>();
+  const agentDepth = (agent: string, seen: Set<string>): number => {
+    if (seen.has(agent)) return 0;
+    seen.add(agent);
+    const deps = desired.find((d) => d.agent === agent)?.dependsOn ?? [];
+    return deps.length === 0 ? 0 : 1 + Math.max(...deps.map((a) => agentDepth(a, seen)));
+  };
+  for (const d of desired) depth.set(d.name, agentDepth(d.agent, new Set()));
+  return actions
+    .map((a, i) => ({ a, i, depth: byName.has(a.name) ? (depth.get(a.name) ?? 0) : 0 }))
+    .sort((x, y) => x.depth - y.depth || x.i - y.i)
+    .map((x) => x.a);
+}
+
+const STARTS: ReadonlySet<Action["kind"]> = new Set(["start", "restart"]);
+
+/**
+ * Plans one tick. Rules (architecture §6): missing → start; core drift → restart (drain
+ * first); live drift → run-live; running without a record → adopt; running, ours and not
+ * desired → stop; died → crashed with backoff (1 s … 5 min, jittered) or quarantine after
+ * `quarantineThreshold` failures within the window; a clean exit after a healthy run restarts
+ * at once. Sessions on an unobservable provider are left alone, and nothing is stopped at all
+ * when any provider could not be observed. Starts beyond the budget wait for the next tick.
+ * Pure.
+ */
+export function plan(input: PlanInput): Plan {
+  const { desired, observed, records, policy } = input;
+  const recordOf = new Map(records.map((r) => [r.name, r]));
+  const desiredNames = new Set(desired.map((d) => d.name));
+  const partial = observed.unobservable.size > 0;
+  const actions: Action[] = [];
+
+  for (const d of desired) {
+    if (observed.unobservable.has(d.provider)) {
+      actions.push({ kind: "wait", name: d.name, reason: `provider ${d.provider} could not be observed` });
+      continue;
+    }
+    const a = planDesired(d, recordOf.get(d.name), input);
+    if (a) actions.push(a);
+  }
+
+  const undesiredRunning = [...observed.running].filter((n) => !desiredNames.has(n)).sort();
+  for (const name of undesiredRunning) {
+    if (partial) {
+      actions.push({
+        kind: "wait",
+        name,
+        reason: "not desired, but observation was partial: no stops this tick",
+      });
+      continue;
+    }
+    actions.push({
+      kind: "stop",
+      name,
+      reason: recordOf.has(name) ? "no longer desired" : "orphan of this city",
+      forget: true,
+    });
+  }
+  for (const r of records) {
+    if (desiredNames.has(r.name) || observed.running.has(r.name)) continue;
+    if (observed.unobservable.has(r.provider)) continue;
+    actions.push({ kind: "forget", name: r.name, reason: "no longer desired and not running" });
+  }
+
+  const ordered = dependencyOrder(actions, desired);
+  let budget = policy.startBudget;
+  const out: Action[] = [];
+  for (const a of ordered) {
+    if (STARTS.has(a.kind)) {
+      if (budget <= 0) {
+        out.push({
+          kind: "wait",
+          name: a.name,
+          reason: `start budget of ${policy.startBudget} per tick used up`,
+        });
+        continue;
+      }
+      budget--;
+    }
+    out.push(a);
+  }
+  const dues = out.flatMap((a) =>
+    a.kind === "wait" && a.untilMs !== undefined
+      ? [a.untilMs]
+      : a.kind === "crashed" && a.next.kind === "backoff"
+        ? [a.next.until]
+        : [],
+  );
+  return { actions: out, requeueAt: dues.length > 0 ? Math.min(...dues) : undefined };
+}

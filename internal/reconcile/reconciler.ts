@@ -1,0 +1,160 @@
+/**
+ * One reconcile tick: read desired state (keeping the last good config when the file is
+ * invalid), take one observation per provider, read the store, plan, execute, and report.
+ * Level-triggered and safe to call at any time from any state.
+ */
+import { describeError } from "../runtime/errors.js";
+import { type Provider, supportsExitStatus } from "../runtime/provider.js";
+import type { ExitInfo, SessionStore } from "../session/store.js";
+import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
+import { type Observation, type Plan, type PlanPolicy, plan } from "./plan.js";
+
+/** What a {@link Reconciler} is built from. */
+export interface ReconcilerDeps {
+  readonly store: SessionStore;
+  /** The provider instance for a provider name (cached by the caller). */
+  providerFor(provider: string): Promise<Provider>;
+  /** Reads and resolves the city file. Throws (e.g. ConfigError) when it is invalid. */
+  loadDesired(): Promise<DesiredSession[]>;
+  /** Providers to observe even when nothing desired uses them (e.g. the city default). */
+  readonly baseProviders: readonly string[];
+  readonly policy: PlanPolicy;
+  readonly concurrency: number;
+  readonly drainTimeoutMs: number;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/** Options of one tick. */
+export interface TickOptions {
+  /** Plan only: touch neither the runtime nor the store. */
+  readonly dryRun?: boolean;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (e: ProgressEvent) => void;
+}
+
+/** What one tick saw and did. */
+export interface TickReport {
+  readonly at: number;
+  readonly plan: Plan;
+  readonly outcomes: readonly ActionOutcome[];
+  /** Set when the city file was invalid this tick (the last good config was used, if any). */
+  readonly configError: string | undefined;
+  /** Providers whose observation failed, with why. */
+  readonly observeErrors: readonly { readonly provider: string; readonly error: string }[];
+  readonly desired: readonly DesiredSession[];
+}
+
+/** Observes every provider once: running names, exits of recorded sessions that stopped. */
+export async function observe(
+  providers: readonly string[],
+  providerFor: (p: string) => Promise<Provider>,
+  expectRunning: ReadonlyMap<string, string>,
+  signal?: AbortSignal,
+): Promise<{ observation: Observation; errors: { provider: string; error: string }[] }> {
+  const running = new Set<string>();
+  const providerOf = new Map<string, string>();
+  const unobservable = new Set<string>();
+  const exits = new Map<string, ExitInfo>();
+  const errors: { provider: string; error: string }[] = [];
+  await Promise.all(
+    providers.map(async (name) => {
+      try {
+        const p = await providerFor(name);
+        for (const s of await p.listRunning("", { signal })) {
+          running.add(s);
+          providerOf.set(s, name);
+        }
+        if (supportsExitStatus(p)) {
+          const gone = [...expectRunning].filter(([s, prov]) => prov === name && !running.has(s));
+          await Promise.all(
+            gone.map(async ([s]) => {
+              const st = await p.lastExit(s, { signal }).catch(() => undefined);
+              if (st) exits.set(s, { code: st.code, signal: st.signal, at: st.at.getTime() });
+            }),
+          );
+        }
+      } catch (e) {
+        unobservable.add(name);
+        errors.push({ provider: name, error: describeError(e) });
+      }
+    }),
+  );
+  return { observation: { running, unobservable, exits, providerOf }, errors };
+}
+
+/** Runs reconcile ticks for one city. Not re-entrant: callers serialise ticks. */
+export class Reconciler {
+  private lastGood: DesiredSession[] | undefined;
+  private readonly deps: ReconcilerDeps;
+
+  constructor(deps: ReconcilerDeps) {
+    this.deps = deps;
+  }
+
+  /** One full pass. Never throws for a single session's failure; rejects only on abort or store failure. */
+  async tick(opts: TickOptions = {}): Promise<TickReport> {
+    const { deps } = this;
+    const now = deps.now ?? Date.now;
+    const random = deps.random ?? Math.random;
+    let configError: string | undefined;
+    try {
+      this.lastGood = await deps.loadDesired();
+    } catch (e) {
+      configError = describeError(e);
+      if (!opts.dryRun) {
+        await deps.store.appendEvent({ type: "config.invalid", payload: { error: configError } });
+      }
+    }
+    const at = now();
+    if (!this.lastGood) {
+      // Never had a good config: touch nothing.
+      return {
+        at,
+        plan: { actions: [], requeueAt: undefined },
+        outcomes: [],
+        configError,
+        observeErrors: [],
+        desired: [],
+      };
+    }
+    const desired = this.lastGood;
+    const records = await deps.store.list();
+    const providers = [
+      ...new Set([
+        ...deps.baseProviders,
+        ...desired.map((d) => d.provider),
+        ...records.map((r) => r.provider),
+      ]),
+    ];
+    const expectRunning = new Map(
+      records.filter((r) => r.state === "running" || r.state === "starting").map((r) => [r.name, r.provider]),
+    );
+    const { observation, errors } = await observe(
+      providers,
+      (p) => deps.providerFor(p),
+      expectRunning,
+      opts.signal,
+    );
+    const p = plan({ desired, observed: observation, records, now: at, policy: deps.policy, random });
+    if (opts.dryRun) {
+      return { at, plan: p, outcomes: [], configError, observeErrors: errors, desired };
+    }
+    const desiredMap = new Map(desired.map((d) => [d.name, d]));
+    const recordProvider = new Map(records.map((r) => [r.name, r.provider]));
+    const outcomes = await execute(p.actions, {
+      store: deps.store,
+      providerFor: (name) => deps.providerFor(name),
+      desired: desiredMap,
+      providerOfUndesired: (name) => observation.providerOf.get(name) ?? recordProvider.get(name),
+      now,
+      concurrency: deps.concurrency,
+      policy: deps.policy,
+      random,
+      drainTimeoutMs: deps.drainTimeoutMs,
+      signal: opts.signal,
+      onProgress: opts.onProgress,
+    });
+    return { at, plan: p, outcomes, configError, observeErrors: errors, desired };
+  }
+}

@@ -1,0 +1,295 @@
+import { describe, expect, it } from "vitest";
+import {
+  type Action,
+  backoffDelayMs,
+  DEFAULT_POLICY,
+  type DesiredEntry,
+  type Observation,
+  type PlanInput,
+  plan,
+} from "../../internal/reconcile/plan.js";
+import { pathTo } from "../../internal/reconcile/walk.js";
+import type { LifecycleState } from "../../internal/session/lifecycle.js";
+import type { ExitInfo, SessionRecord } from "../../internal/session/store.js";
+
+const NOW = 1_000_000_000;
+
+function desired(name: string, over: Partial<DesiredEntry> = {}): DesiredEntry {
+  return {
+    name,
+    agent: over.agent ?? name,
+    provider: "tmux",
+    dependsOn: [],
+    suspended: false,
+    core: "v1:core",
+    live: "v1:live",
+    breakdown: { command: { hash: "c1", value: "sleep 1" }, env: { hash: "e1", value: "" } },
+    ...over,
+  };
+}
+
+function record(name: string, state: LifecycleState, over: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    name,
+    agent: name,
+    provider: "tmux",
+    state,
+    stateReason: "test",
+    stateChangedAt: NOW - 1000,
+    generation: 1,
+    version: 1,
+    coreHash: "v1:core",
+    liveHash: "v1:live",
+    breakdown: { command: { hash: "c1", value: "sleep 1" }, env: { hash: "e1", value: "" } },
+    restarts: 0,
+    recentFailures: [],
+    backoffUntil: null,
+    quarantineReason: null,
+    lastError: null,
+    lastExit: null,
+    createdAt: NOW - 100_000,
+    updatedAt: NOW - 1000,
+    startedAt: NOW - 60_000,
+    metadata: {},
+    pending: null,
+    ...over,
+  };
+}
+
+function observed(running: string[], over: Partial<Observation> = {}): Observation {
+  return {
+    running: new Set(running),
+    unobservable: new Set(),
+    exits: new Map(),
+    providerOf: new Map(running.map((n) => [n, "tmux"])),
+    ...over,
+  };
+}
+
+function run(input: Partial<PlanInput>): Action[] {
+  return [
+    ...plan({
+      desired: [],
+      observed: observed([]),
+      records: [],
+      now: NOW,
+      policy: DEFAULT_POLICY,
+      random: () => 0.5,
+      ...input,
+    }).actions,
+  ];
+}
+
+const kinds = (a: Action[]) => a.map((x) => `${x.kind}:${x.name}`);
+
+describe("plan", () => {
+  it("plan: missing session with no record → start", () => {
+    expect(kinds(run({ desired: [desired("a")] }))).toEqual(["start:a"]);
+  });
+
+  it("plan: in sync → nothing", () => {
+    expect(
+      run({ desired: [desired("a")], observed: observed(["a"]), records: [record("a", "running")] }),
+    ).toEqual([]);
+  });
+
+  it("plan: running without a record → adopt (controller crashed)", () => {
+    expect(kinds(run({ desired: [desired("a")], observed: observed(["a"]) }))).toEqual(["adopt:a"]);
+  });
+
+  it("plan: core drift → restart naming the drifted fields", () => {
+    const d = desired("a", {
+      core: "v1:new",
+      breakdown: { command: { hash: "c2", value: "sleep 2" }, env: { hash: "e1", value: "" } },
+    });
+    const [a] = run({ desired: [d], observed: observed(["a"]), records: [record("a", "running")] });
+    expect(a).toMatchObject({ kind: "restart", name: "a", fields: ["command"] });
+    expect(a?.reason).toContain("command");
+  });
+
+  it("plan: live-only drift → run-live, no restart", () => {
+    const d = desired("a", { live: "v1:live2" });
+    expect(
+      kinds(run({ desired: [d], observed: observed(["a"]), records: [record("a", "running")] })),
+    ).toEqual(["run-live:a"]);
+  });
+
+  it("plan: core and live drift together → one restart only", () => {
+    const d = desired("a", { core: "v1:x", live: "v1:y" });
+    expect(
+      kinds(run({ desired: [d], observed: observed(["a"]), records: [record("a", "running")] })),
+    ).toEqual(["restart:a"]);
+  });
+
+  it("plan: ours, running, undesired → stop", () => {
+    const a = run({ observed: observed(["old"]), records: [record("old", "running")] });
+    expect(a).toEqual([{ kind: "stop", name: "old", reason: "no longer desired", forget: true }]);
+  });
+
+  it("plan: orphan without a record → stop", () => {
+    expect(run({ observed: observed(["orphan"]) })[0]).toMatchObject({
+      kind: "stop",
+      reason: "orphan of this city",
+    });
+  });
+
+  it("plan: partial observation → no stops at all, and no action on the unobservable provider", () => {
+    const a = run({
+      desired: [desired("a", { provider: "k8s" }), desired("b")],
+      observed: observed(["old"], { unobservable: new Set(["k8s"]) }),
+      records: [record("a", "running", { provider: "k8s" })],
+    });
+    expect(a.some((x) => x.kind === "stop")).toBe(false);
+    expect(a.find((x) => x.name === "a")?.kind).toBe("wait");
+    expect(a.find((x) => x.name === "old")?.kind).toBe("wait");
+    expect(a.find((x) => x.name === "b")?.kind).toBe("start");
+  });
+
+  it("plan: record for an undesired, stopped session → forget", () => {
+    expect(kinds(run({ records: [record("gone", "stopped")] }))).toEqual(["forget:gone"]);
+  });
+
+  it("plan: running record but not observed → crashed with backoff", () => {
+    const exit: ExitInfo = { code: 3, signal: null, at: NOW - 10 };
+    const [a] = run({
+      desired: [desired("a")],
+      observed: observed([], { exits: new Map([["a", exit]]) }),
+      records: [record("a", "running")],
+    });
+    expect(a).toMatchObject({ kind: "crashed", failure: true, next: { kind: "backoff" } });
+    expect(a?.reason).toContain("exit code 3");
+  });
+
+  it("plan: a clean exit after a healthy run is not a failure and restarts now", () => {
+    const [a] = run({
+      desired: [desired("a")],
+      observed: observed([], { exits: new Map([["a", { code: 0, signal: null, at: NOW }]]) }),
+      records: [record("a", "running", { startedAt: NOW - 3_600_000 })],
+    });
+    expect(a).toMatchObject({ kind: "crashed", failure: false, next: { kind: "restart-now" } });
+  });
+
+  it("plan: exit 0 right after start is still a failure (crash loop)", () => {
+    const [a] = run({
+      desired: [desired("a")],
+      observed: observed([], { exits: new Map([["a", { code: 0, signal: null, at: NOW }]]) }),
+      records: [record("a", "running", { startedAt: NOW - 100 })],
+    });
+    expect(a).toMatchObject({ kind: "crashed", failure: true });
+  });
+
+  it("plan: the fifth failure within the window quarantines", () => {
+    const failures = [NOW - 40_000, NOW - 30_000, NOW - 20_000, NOW - 10_000];
+    const [a] = run({
+      desired: [desired("a")],
+      records: [record("a", "running", { recentFailures: failures })],
+    });
+    expect(a).toMatchObject({ kind: "crashed", next: { kind: "quarantine" } });
+  });
+
+  it("plan: failures outside the window do not count", () => {
+    const failures = [NOW - 900_000, NOW - 800_000, NOW - 700_000, NOW - 600_000];
+    const [a] = run({
+      desired: [desired("a")],
+      records: [record("a", "running", { recentFailures: failures })],
+    });
+    expect(a).toMatchObject({ kind: "crashed", next: { kind: "backoff" } });
+  });
+
+  it("plan: backoff not yet elapsed → wait with requeue time", () => {
+    const p = plan({
+      desired: [desired("a")],
+      observed: observed([]),
+      records: [record("a", "backoff", { backoffUntil: NOW + 5000 })],
+      now: NOW,
+      policy: DEFAULT_POLICY,
+      random: () => 0.5,
+    });
+    expect(p.actions[0]).toMatchObject({ kind: "wait", untilMs: NOW + 5000 });
+    expect(p.requeueAt).toBe(NOW + 5000);
+  });
+
+  it("plan: backoff elapsed → start", () => {
+    expect(
+      kinds(run({ desired: [desired("a")], records: [record("a", "backoff", { backoffUntil: NOW - 1 })] })),
+    ).toEqual(["start:a"]);
+  });
+
+  it("plan: quarantined stays down until reset", () => {
+    expect(
+      run({ desired: [desired("a")], records: [record("a", "quarantined", { quarantineReason: "x" })] })[0],
+    ).toMatchObject({ kind: "wait" });
+  });
+
+  it("plan: suspended in the file → suspend (stopping the runtime when up)", () => {
+    expect(
+      run({
+        desired: [desired("a", { suspended: true })],
+        observed: observed(["a"]),
+        records: [record("a", "running")],
+      })[0],
+    ).toMatchObject({ kind: "suspend", stopRuntime: true });
+    expect(
+      run({ desired: [desired("a", { suspended: true })], records: [record("a", "suspended")] }),
+    ).toEqual([]);
+  });
+
+  it("plan: interrupted start (record starting, nothing running) → start again", () => {
+    expect(kinds(run({ desired: [desired("a")], records: [record("a", "starting")] }))).toEqual(["start:a"]);
+  });
+
+  it("plan: interrupted start that finished (starting + running) → adopt", () => {
+    expect(
+      kinds(run({ desired: [desired("a")], observed: observed(["a"]), records: [record("a", "starting")] })),
+    ).toEqual(["adopt:a"]);
+  });
+
+  it("plan: interrupted drain → finish with a restart", () => {
+    expect(
+      kinds(run({ desired: [desired("a")], observed: observed(["a"]), records: [record("a", "draining")] })),
+    ).toEqual(["restart:a"]);
+  });
+
+  it("plan: starts come in dependency order", () => {
+    const a = run({
+      desired: [desired("w", { dependsOn: ["m"] }), desired("x", { dependsOn: ["w"] }), desired("m")],
+    });
+    expect(kinds(a)).toEqual(["start:m", "start:w", "start:x"]);
+  });
+
+  it("plan: the start budget defers the rest", () => {
+    const names = Array.from({ length: 5 }, (_, i) => `s${i}`);
+    const a = run({ desired: names.map((n) => desired(n)), policy: { ...DEFAULT_POLICY, startBudget: 3 } });
+    expect(a.filter((x) => x.kind === "start")).toHaveLength(3);
+    expect(a.filter((x) => x.kind === "wait")).toHaveLength(2);
+  });
+
+  it("plan: a foreign session is never in the observation, so never stopped", () => {
+    // listRunning only reports sessions carrying this city's tag; plan only stops observed ones.
+    expect(run({ desired: [], observed: observed([]) })).toEqual([]);
+  });
+});
+
+describe("backoffDelayMs", () => {
+  it("backoffDelayMs: doubles from 1 s and caps at 5 min, jitter within ±25 %", () => {
+    const mid = () => 0.5;
+    expect(backoffDelayMs(1, DEFAULT_POLICY, mid)).toBe(1000);
+    expect(backoffDelayMs(2, DEFAULT_POLICY, mid)).toBe(2000);
+    expect(backoffDelayMs(5, DEFAULT_POLICY, mid)).toBe(16000);
+    expect(backoffDelayMs(30, DEFAULT_POLICY, mid)).toBe(300_000);
+    expect(backoffDelayMs(3, DEFAULT_POLICY, () => 0)).toBe(3000);
+    expect(backoffDelayMs(3, DEFAULT_POLICY, () => 0.999)).toBeLessThanOrEqual(5000);
+    expect(backoffDelayMs(1, DEFAULT_POLICY, () => 0)).toBe(1000);
+  });
+});
+
+describe("pathTo", () => {
+  it("pathTo: finds the shortest legal path", () => {
+    expect(pathTo("pending", "running")).toEqual(["starting", "running"]);
+    expect(pathTo("crashed", "starting")).toEqual(["backoff", "starting"]);
+    expect(pathTo("running", "stopped")).toEqual(["stopped"]);
+    expect(pathTo("crashed", "quarantined")).toEqual(["backoff", "quarantined"]);
+    expect(pathTo("running", "running")).toEqual([]);
+    expect(pathTo("quarantined", "running")).toEqual(["pending", "starting", "running"]);
+  });
+});
