@@ -5,7 +5,7 @@
  */
 import { describeError, isGcError } from "../runtime/errors.js";
 import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
-import type { ExitInfo, SessionRecord, SessionStore } from "../session/store.js";
+import type { SessionRecord, SessionStore } from "../session/store.js";
 import { type Action, crashAction, type DesiredEntry, type PlanPolicy } from "./plan.js";
 import { walkTo } from "./walk.js";
 
@@ -138,7 +138,7 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
       });
       await provider.runLive(d!.name, d!.config, { signal: deps.signal });
       await provider.setMeta(d!.name, META_LIVE, d!.live).catch(() => undefined);
-      await walkTo(store, d!.name, "running", action.reason, { liveHash: d!.live });
+      await walkTo(store, d!.name, "running", action.reason, { liveHash: d!.live, breakdown: d!.breakdown });
       return "session_live re-applied without restart";
     }
     case "adopt":

@@ -63,6 +63,9 @@ export const CORE_FIELDS = [
   "fingerprintExtra",
 ] as const;
 
+/** Breakdown key of the live fingerprint (display only; not part of the core hash). */
+export const LIVE_FIELD = "sessionLive";
+
 /** Compares strings by UTF-8 bytes (not UTF-16 code units). */
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
@@ -156,6 +159,8 @@ export function fingerprint(
   }
   const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
   const live = hash(canonicalJson(cfg.sessionLive ?? []));
+  // Shown by `gc drift` beside the core fields; not an input of `core`.
+  breakdown[LIVE_FIELD] = { hash: live, value: (cfg.sessionLive ?? []).join(" ; ") };
   return { core, live, breakdown };
 }
 
@@ -174,7 +179,7 @@ export function diffBreakdown(
   stored: Readonly<Record<string, FieldFingerprint>>,
   current: Readonly<Record<string, FieldFingerprint>>,
 ): FieldDrift[] {
-  const fields = [...new Set([...CORE_FIELDS, ...Object.keys(stored), ...Object.keys(current)])];
+  const fields = [...new Set([...CORE_FIELDS, LIVE_FIELD, ...Object.keys(stored), ...Object.keys(current)])];
   const out: FieldDrift[] = [];
   for (const field of fields) {
     const a = stored[field];

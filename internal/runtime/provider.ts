@@ -288,6 +288,15 @@ export interface SnapshotProvider {
   snapshot(prefix: string, opts?: OpOptions): Promise<SessionSnapshot[]>;
 }
 
+/**
+ * Optional: tears down backend infrastructure this city owns once its sessions are gone (the
+ * city's tmux server and socket, idle holders, state files), so `gc stop` leaves nothing.
+ */
+export interface BackendShutdownProvider {
+  /** Stops every session of this city and then the city's backend. Idempotent. */
+  shutdown(opts?: OpOptions): Promise<void>;
+}
+
 function hasMethods(p: object, ...names: string[]): boolean {
   const rec = p as Record<string, unknown>;
   return names.every((n) => typeof rec[n] === "function");
@@ -310,6 +319,10 @@ export const supportsExecCommand = (p: Provider): p is Provider & CommandProvide
   hasMethods(p, "execCommand");
 /** Type guard for {@link SnapshotProvider}. */
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
+
+/** Type guard for {@link BackendShutdownProvider}. */
+export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>
+  hasMethods(p, "shutdown");
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

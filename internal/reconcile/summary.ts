@@ -1,0 +1,55 @@
+/**
+ * Turning a tick report into what operators read: a JSON-able summary and one-line texts
+ * for progress and results. Pure.
+ */
+import type { ProgressEvent } from "./execute.js";
+import type { TickReport } from "./reconciler.js";
+
+/** The JSON-able digest of one tick (sent over the control socket, printed by `gc start`). */
+export interface TickSummary {
+  readonly at: number;
+  readonly desired: number;
+  /** Count of actions per kind (waits included). */
+  readonly actions: Readonly<Record<string, number>>;
+  readonly failed: readonly { readonly name: string; readonly action: string; readonly error: string }[];
+  readonly configError: string | undefined;
+  readonly observeErrors: readonly { readonly provider: string; readonly error: string }[];
+  readonly requeueAt: number | undefined;
+  /** Actions in order, as `kind name: reason`. */
+  readonly lines: readonly string[];
+}
+
+/** Summarises a tick. Pure. */
+export function summarizeTick(r: TickReport): TickSummary {
+  const actions: Record<string, number> = {};
+  for (const a of r.plan.actions) actions[a.kind] = (actions[a.kind] ?? 0) + 1;
+  return {
+    at: r.at,
+    desired: r.desired.length,
+    actions,
+    failed: r.outcomes
+      .filter((o) => !o.ok)
+      .map((o) => ({ name: o.action.name, action: o.action.kind, error: o.error ?? "failed" })),
+    configError: r.configError,
+    observeErrors: r.observeErrors,
+    requeueAt: r.plan.requeueAt,
+    lines: r.plan.actions.map((a) => `${a.kind} ${a.name}: ${a.reason}`),
+  };
+}
+
+/** `3 desired: 2 start, 1 stop; 1 failed` — the closing line of a pass. Pure. */
+export function summaryLine(s: TickSummary): string {
+  const acts = Object.entries(s.actions)
+    .filter(([k]) => k !== "wait")
+    .map(([k, n]) => `${n} ${k}`);
+  const waits = s.actions.wait ? `, ${s.actions.wait} waiting` : "";
+  const failed = s.failed.length > 0 ? `; ${s.failed.length} failed` : "";
+  const body = acts.length > 0 ? acts.join(", ") : "in sync";
+  return `${s.desired} desired: ${body}${waits}${failed}`;
+}
+
+/** One progress line: `start mayor … ok (new session)`. Pure. */
+export function progressLine(e: ProgressEvent): string {
+  const mark = e.phase === "begin" ? "…" : e.phase === "done" ? "ok" : "FAILED";
+  return `${e.action.padEnd(8)} ${e.name} ${mark}${e.detail ? ` (${e.detail})` : ""}`;
+}

@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import {
+  canonicalJson,
+  compareUtf8,
+  diffBreakdown,
+  fingerprint,
+  identityEnv,
+} from "../../internal/runtime/fingerprint.js";
+import type { StartConfig } from "../../internal/runtime/provider.js";
+
+const base: StartConfig = {
+  command: "claude --dangerously-skip-permissions",
+  workDir: "/city/mayor",
+  env: { LOG_LEVEL: "info", GC_CITY: "demo" },
+  preStart: ["mkdir -p x", "touch y"],
+  sessionSetup: ["echo setup"],
+  sessionLive: ["tmux set status off"],
+};
+
+describe("fingerprint", () => {
+  it("fingerprint: versioned 16-hex output, stable across calls", () => {
+    const a = fingerprint(base);
+    expect(a.core).toMatch(/^v1:[0-9a-f]{16}$/);
+    expect(a.live).toMatch(/^v1:[0-9a-f]{16}$/);
+    expect(fingerprint(base)).toEqual(a);
+  });
+
+  it("fingerprint: map order is irrelevant", () => {
+    const swapped = { ...base, env: { GC_CITY: "demo", LOG_LEVEL: "info" } };
+    expect(fingerprint(swapped).core).toBe(fingerprint(base).core);
+  });
+
+  it("fingerprint: list order is significant", () => {
+    const reordered = { ...base, preStart: ["touch y", "mkdir -p x"] };
+    expect(fingerprint(reordered).core).not.toBe(fingerprint(base).core);
+  });
+
+  it("fingerprint: an empty map equals a missing one", () => {
+    const a = fingerprint({ ...base, fingerprintExtra: {} });
+    const b = fingerprint({ ...base, fingerprintExtra: undefined });
+    expect(a.core).toBe(b.core);
+    const c = fingerprint({ ...base, preStart: [] });
+    const d = fingerprint({ ...base, preStart: undefined });
+    expect(c.core).toBe(d.core);
+  });
+
+  it("fingerprint: volatile inputs change nothing", () => {
+    const a = fingerprint(base);
+    const volatile: StartConfig = {
+      ...base,
+      workDir: "/elsewhere",
+      prompt: "[demo] mayor • 2026-11-29T08:00:00\n\nwork",
+      nudge: "hi",
+      readyDelayMs: 999,
+      readyPromptPrefix: "> ",
+      processNames: ["node"],
+      env: {
+        ...base.env,
+        GC_SESSION: "mayor-7",
+        GC_DOLT_PORT: "41234",
+        GC_INSTANCE_TOKEN: "abc",
+        GC_DIR: "/x",
+      },
+    };
+    const b = fingerprint(volatile);
+    expect(b.core).toBe(a.core);
+    expect(b.live).toBe(a.live);
+  });
+
+  it("fingerprint: user env keys and allow-listed GC_ keys are identity", () => {
+    expect(fingerprint({ ...base, env: { ...base.env, LOG_LEVEL: "debug" } }).core).not.toBe(
+      fingerprint(base).core,
+    );
+    expect(fingerprint({ ...base, env: { ...base.env, GC_CITY: "other" } }).core).not.toBe(
+      fingerprint(base).core,
+    );
+    // A GC_ key the user declared counts when named.
+    const declared = fingerprint({ ...base, env: { ...base.env, GC_MINE: "1" } }, {}, ["GC_MINE"]);
+    expect(declared.core).not.toBe(fingerprint(base).core);
+    expect(identityEnv({ GC_SESSION: "x", A: "1" })).toEqual({ A: "1" });
+  });
+
+  it("fingerprint: session_live changes only the live hash", () => {
+    const b = fingerprint({ ...base, sessionLive: ["tmux set status on"] });
+    expect(b.core).toBe(fingerprint(base).core);
+    expect(b.live).not.toBe(fingerprint(base).live);
+  });
+
+  it("fingerprint: file content is identity, via the caller's hashes", () => {
+    const cfg = { ...base, sessionSetupScript: "/city/setup.sh" };
+    const a = fingerprint(cfg, { sessionSetupScript: "aaaa" });
+    const b = fingerprint(cfg, { sessionSetupScript: "bbbb" });
+    expect(a.core).not.toBe(b.core);
+    expect(diffBreakdown(a.breakdown, b.breakdown).map((d) => d.field)).toEqual(["sessionSetupScript"]);
+  });
+
+  it("fingerprint: keys outside the BMP sort by UTF-8 bytes, not UTF-16 units", () => {
+    // U+FF61 (3 UTF-8 bytes, EF BD A1) vs U+1F600 (4 bytes, F0 9F 98 80): UTF-8 puts U+FF61 first,
+    // while UTF-16 code units (0xFF61 vs 0xD83D) put the emoji first.
+    const hi = "\u{1F600}";
+    const mid = "\uFF61";
+    expect(compareUtf8(mid, hi)).toBeLessThan(0);
+    expect([hi, mid].sort()).toEqual([hi, mid]); // what naive JS sort does
+    expect(canonicalJson({ [hi]: 1, [mid]: 2 })).toBe(`{"${mid}":2,"${hi}":1}`);
+    const a = fingerprint({ ...base, env: { [hi]: "1", [mid]: "2" } });
+    const b = fingerprint({ ...base, env: { [mid]: "2", [hi]: "1" } });
+    expect(a.core).toBe(b.core);
+  });
+
+  it("diffBreakdown: names the field and shows old → new, secrets redacted", () => {
+    const a = fingerprint({ ...base, env: { ...base.env, API_TOKEN: "s3cret-1" } });
+    const b = fingerprint({ ...base, command: "codex", env: { ...base.env, API_TOKEN: "s3cret-2" } });
+    const d = diffBreakdown(a.breakdown, b.breakdown);
+    expect(d.map((x) => x.field)).toEqual(["command", "env"]);
+    expect(d[0]).toMatchObject({ from: base.command, to: "codex" });
+    expect(JSON.stringify(d)).not.toContain("s3cret");
+  });
+
+  it("canonicalJson: drops undefined members, keeps nulls and array order", () => {
+    expect(canonicalJson({ b: [3, 1], a: undefined, c: null })).toBe('{"b":[3,1],"c":null}');
+  });
+});
