@@ -22,15 +22,19 @@ export function editDistance(a: string, b: string): number {
 
 /**
  * The candidate closest to `input`, or `undefined` when none is close enough (distance at
- * most a third of the longer string, minimum 1; case-insensitive and `-`/`_` swaps count
- * as exact). Ties go to the earlier candidate.
+ * most a third of the longer string, minimum 1, or `input` is a prefix of the candidate;
+ * case-insensitive, and `-`/`_` swaps count as exact). Ties go to the earlier candidate.
  */
 export function closest(input: string, candidates: Iterable<string>): string | undefined {
   const norm = (s: string) => s.toLowerCase().replaceAll("-", "_");
   let best: string | undefined;
   let bestScore = Number.POSITIVE_INFINITY;
   for (const c of candidates) {
-    const d = norm(c) === norm(input) ? 0 : editDistance(norm(input), norm(c));
+    const a = norm(input);
+    const b = norm(c);
+    // A prefix of a longer candidate ("arg" for "argument") counts as close.
+    const prefix = a.length >= 2 && b.startsWith(a) ? 0.5 : Number.POSITIVE_INFINITY;
+    const d = a === b ? 0 : Math.min(editDistance(a, b), prefix);
     const limit = Math.max(1, Math.floor(Math.max(input.length, c.length) / 3));
     if (d <= limit && d < bestScore) {
       best = c;

@@ -1,0 +1,113 @@
+/**
+ * Builtin provider presets and the layering rule for `providers:` entries. Agent CLIs
+ * (claude, codex, gemini) and plain programs (bash, sh, python) work with no
+ * `providers:` section at all. Pure; used by validation and template resolution.
+ */
+import type { PromptMode, ProviderPreset } from "./schema.js";
+
+/** A preset with every launch field decided (what resolution works from). */
+export interface EffectivePreset {
+  /** The preset's name as the agent wrote it. */
+  readonly name: string;
+  /** The builtin it layers over, if any (`claude`, `python`, …). */
+  readonly builtin: string | undefined;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly promptMode: PromptMode;
+  readonly promptFlag: string | undefined;
+  readonly readyPromptPrefix: string | undefined;
+  readonly readyDelayMs: number | undefined;
+  readonly processNames: readonly string[];
+  readonly emitsPermissionWarning: boolean;
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/**
+ * Builtin presets. Agent CLIs take the prompt as an argument; plain programs (shells and
+ * the Python REPL) take no prompt, since a beacon line typed into a shell is a command.
+ * No builtin adds permission-bypassing flags: put them in `args` if you want them.
+ */
+export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
+  claude: {
+    command: "claude",
+    prompt_mode: "argument",
+    ready_prompt_prefix: "❯ ",
+    ready_delay_ms: 10_000,
+    process_names: ["claude", "node"],
+  },
+  codex: { command: "codex", prompt_mode: "argument", ready_delay_ms: 3_000, process_names: ["codex"] },
+  gemini: {
+    command: "gemini",
+    prompt_mode: "argument",
+    ready_prompt_prefix: "> ",
+    ready_delay_ms: 5_000,
+    process_names: ["gemini", "node"],
+  },
+  bash: {
+    command: "bash",
+    args: ["--noprofile", "--norc", "-i"],
+    prompt_mode: "none",
+    process_names: ["bash"],
+  },
+  sh: { command: "sh", args: ["-i"], prompt_mode: "none", process_names: ["sh"] },
+  python: {
+    command: "python3",
+    args: ["-i", "-q"],
+    prompt_mode: "none",
+    ready_prompt_prefix: ">>> ",
+    process_names: ["python3"],
+  },
+};
+
+/** Names of the builtin presets. */
+export const BUILTIN_PRESET_NAMES: readonly string[] = Object.keys(BUILTIN_PRESETS);
+
+function commandBase(command: string | undefined): string | undefined {
+  if (command === undefined) return undefined;
+  return command.split("/").pop();
+}
+
+/**
+ * The builtin a city preset layers over: the builtin of the same name, else the builtin
+ * whose command is the preset's command (`command: python3` → `python`), else none.
+ */
+export function builtinBaseOf(name: string, preset: ProviderPreset | undefined): string | undefined {
+  if (BUILTIN_PRESETS[name] !== undefined) return name;
+  const cmd = commandBase(preset?.command);
+  if (cmd === undefined) return undefined;
+  return BUILTIN_PRESET_NAMES.find((b) => BUILTIN_PRESETS[b]!.command === cmd || b === cmd);
+}
+
+/**
+ * Layers `over` on `base`: scalars and lists of `over` replace when present, `env` maps
+ * merge (`over` wins). Pure.
+ */
+export function layerPreset(base: ProviderPreset, over: ProviderPreset): ProviderPreset {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    if (v === undefined) continue;
+    out[k] = k === "env" ? { ...base.env, ...(v as Record<string, string>) } : v;
+  }
+  return out as ProviderPreset;
+}
+
+/**
+ * The declared preset `name` (city entry layered over its builtin, or the builtin alone),
+ * or `undefined` when neither exists. Pure.
+ */
+export function lookupPreset(
+  name: string,
+  cityPresets: Readonly<Record<string, ProviderPreset>>,
+): { readonly preset: ProviderPreset; readonly builtin: string | undefined } | undefined {
+  const city = cityPresets[name];
+  const builtin = builtinBaseOf(name, city);
+  if (city === undefined) {
+    return builtin === undefined ? undefined : { preset: BUILTIN_PRESETS[builtin]!, builtin };
+  }
+  return { preset: builtin === undefined ? city : layerPreset(BUILTIN_PRESETS[builtin]!, city), builtin };
+}
+
+/** All preset names an agent may use: the city's and the builtins. */
+export function presetNames(cityPresets: Readonly<Record<string, ProviderPreset>>): string[] {
+  return [...new Set([...Object.keys(cityPresets), ...BUILTIN_PRESET_NAMES])];
+}

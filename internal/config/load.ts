@@ -1,0 +1,286 @@
+/**
+ * The config layer's I/O edge: finds and reads the city file, detects the default session
+ * provider (tmux when it is on PATH, else subprocess), reads prompt templates and checks
+ * that files the config names exist. Everything else is delegated to the pure parseCity.
+ */
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import { access, readFile, stat } from "node:fs/promises";
+import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.js";
+import { type CityConfig, parseCity } from "./parse.js";
+import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
+import { secretValues } from "./redact.js";
+import type { Position } from "./schema-builder.js";
+import { IssueReporter } from "./validate.js";
+
+/** The city file's name inside a city directory. */
+export const CITY_FILE_NAME = "city.yaml";
+
+/** Finds an executable on PATH: its absolute path, or `undefined`. */
+export type ExecutableLookup = (name: string, env: NodeJS.ProcessEnv) => Promise<string | undefined>;
+
+/** Options of {@link loadCity}. */
+export interface LoadCityOptions {
+  /** City directory; default: the config file's directory, else the nearest one upward from `cwd` holding city.yaml. */
+  readonly cityDir?: string | undefined;
+  /** City file; default `<cityDir>/city.yaml`. */
+  readonly configFile?: string | undefined;
+  /** Environment for `${VAR}` interpolation, `GC_SESSION` and the PATH lookup. */
+  readonly env: NodeJS.ProcessEnv;
+  /** Where relative `cityDir`/`configFile` and the upward search start; default `process.cwd()`. */
+  readonly cwd?: string | undefined;
+  /** PATH lookup (injectable for tests); default {@link findExecutable}. */
+  readonly lookup?: ExecutableLookup | undefined;
+}
+
+/** A loaded, validated city. */
+export interface LoadedCity {
+  /** Absolute path of the city file. */
+  readonly file: string;
+  /** Absolute city directory (relative paths in the file resolve against it). */
+  readonly cityDir: string;
+  /** The typed config, defaults applied. */
+  readonly config: CityConfig;
+  /** Why `config.session.provider` (and `session.auto.default`) is what it is. */
+  readonly defaultProviderReason: string;
+  /** Contents of each agent's `prompt_template`, by agent name. */
+  readonly promptTemplates: Readonly<Record<string, string>>;
+  /** Position of every value in the file, by key path. */
+  readonly positions: ReadonlyMap<string, Position>;
+  /** Values interpolated from secret-looking variables: redact them from anything printed. */
+  readonly secrets: readonly string[];
+  /** `sha256:<hex>` of the file and prompt templates: equal revisions mean nothing changed. */
+  readonly revision: string;
+}
+
+/** Default {@link ExecutableLookup}: the first executable `name` in `env.PATH`. */
+export async function findExecutable(name: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  for (const dir of (env.PATH ?? "").split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
+    try {
+      await access(candidate, constants.X_OK);
+      if ((await stat(candidate)).isFile()) return candidate;
+    } catch {
+      // not here; keep looking
+    }
+  }
+  return undefined;
+}
+
+/** The nearest directory at or above `startDir` holding city.yaml, or `undefined`. */
+export async function findCityDir(startDir: string): Promise<string | undefined> {
+  let dir = resolve(startDir);
+  for (;;) {
+    try {
+      if ((await stat(join(dir, CITY_FILE_NAME))).isFile()) return dir;
+    } catch {
+      // keep climbing
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** The session provider used when the file sets none, and why. */
+export async function detectDefaultProvider(
+  env: NodeJS.ProcessEnv,
+  lookup: ExecutableLookup = findExecutable,
+): Promise<{ readonly provider: "tmux" | "subprocess"; readonly reason: string }> {
+  const tmux = await lookup("tmux", env);
+  return tmux === undefined
+    ? { provider: "subprocess", reason: "tmux not on PATH" }
+    : { provider: "tmux", reason: `tmux found at ${tmux}` };
+}
+
+/** Where the city file is, from the options. @throws ConfigError when no city can be found. */
+async function locate(opts: LoadCityOptions): Promise<{ file: string; cityDir: string }> {
+  const cwd = opts.cwd ?? process.cwd();
+  if (opts.configFile !== undefined) {
+    const file = resolve(cwd, opts.configFile);
+    return { file, cityDir: opts.cityDir !== undefined ? resolve(cwd, opts.cityDir) : dirname(file) };
+  }
+  if (opts.cityDir !== undefined) {
+    const cityDir = resolve(cwd, opts.cityDir);
+    return { file: join(cityDir, CITY_FILE_NAME), cityDir };
+  }
+  const found = await findCityDir(cwd);
+  if (found === undefined) {
+    throw new ConfigError([
+      {
+        file: join(resolve(cwd), CITY_FILE_NAME),
+        line: 1,
+        col: 1,
+        path: "",
+        message: `no ${CITY_FILE_NAME} here or in any parent directory (run \`gc init\`, or pass --city DIR / --config FILE)`,
+      },
+    ]);
+  }
+  return { file: join(found, CITY_FILE_NAME), cityDir: found };
+}
+
+type Kind = "file" | "directory" | "any" | "executable";
+
+async function pathProblem(p: string, kind: Kind): Promise<string | undefined> {
+  try {
+    const st = await stat(p);
+    if (kind === "directory" && !st.isDirectory()) return `${p} is not a directory`;
+    if ((kind === "file" || kind === "executable") && !st.isFile()) return `${p} is not a file`;
+    if (kind === "executable")
+      await access(p, constants.X_OK).catch(() => Promise.reject(new Error("not executable")));
+    return undefined;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return `${p} does not exist`;
+    return `${p}: ${describeError(e)}`;
+  }
+}
+
+/** Checks every file the config names, reads prompt templates; adds issues to `r`. */
+async function checkFiles(
+  config: CityConfig,
+  cityDir: string,
+  r: IssueReporter,
+): Promise<Record<string, string>> {
+  const checks: { path: string; target: string; kind: Kind }[] = [];
+  const execOf = (p: string, where: string) => {
+    if (p.startsWith("exec:"))
+      checks.push({ path: where, target: p.slice("exec:".length), kind: "executable" });
+  };
+  const s = config.session;
+  if (s.provider === "auto") execOf(s.auto.default, "session.auto.default");
+  else if (s.provider === "hybrid") {
+    execOf(s.hybrid.local, "session.hybrid.local");
+    execOf(s.hybrid.remote, "session.hybrid.remote");
+  } else execOf(s.provider, "session.provider");
+  if (s.k8s.kubeconfig !== undefined)
+    checks.push({ path: "session.k8s.kubeconfig", target: s.k8s.kubeconfig, kind: "file" });
+  config.agents.forEach((a, i) => {
+    const at = `agents[${i}]`;
+    if (a.session !== undefined) execOf(a.session, `${at}.session`);
+    if (a.session_setup_script !== undefined) {
+      checks.push({
+        path: `${at}.session_setup_script`,
+        target: resolve(cityDir, a.session_setup_script),
+        kind: "file",
+      });
+    }
+    if (a.overlay_dir !== undefined) {
+      checks.push({ path: `${at}.overlay_dir`, target: resolve(cityDir, a.overlay_dir), kind: "directory" });
+    }
+    a.copy_files.forEach((c, k) => {
+      const src = typeof c === "string" ? c : c.src;
+      const p = typeof c === "string" ? `${at}.copy_files[${k}]` : `${at}.copy_files[${k}].src`;
+      checks.push({ path: p, target: resolve(cityDir, src), kind: "any" });
+    });
+  });
+  const problems = await Promise.all(checks.map((c) => pathProblem(c.target, c.kind)));
+  problems.forEach((why, k) => {
+    if (why !== undefined) r.add(checks[k]!.path, why);
+  });
+
+  const templates: Record<string, string> = {};
+  await Promise.all(
+    config.agents.map(async (a, i) => {
+      if (a.prompt_template === undefined) return;
+      const path = `agents[${i}].prompt_template`;
+      const target = resolve(cityDir, a.prompt_template);
+      let text: string;
+      try {
+        text = await readFile(target, "utf8");
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        r.add(
+          path,
+          code === "ENOENT" ? `${target} does not exist` : `cannot read ${target}: ${describeError(e)}`,
+        );
+        return;
+      }
+      for (const p of placeholderProblems(text, PROMPT_PLACEHOLDERS)) {
+        const before = text.slice(0, p.offset).split("\n");
+        r.issues.push({
+          file: target,
+          line: before.length,
+          col: before[before.length - 1]!.length + 1,
+          path,
+          message: p.message,
+        });
+      }
+      templates[a.name] = text;
+    }),
+  );
+  return templates;
+}
+
+function providerReason(
+  positions: ReadonlyMap<string, Position>,
+  config: CityConfig,
+  file: string,
+  override: string | undefined,
+  detected: string,
+): string {
+  if (override !== undefined) return `GC_SESSION=${override} in the environment`;
+  if (config.session.provider === "auto") {
+    return positions.has("session.auto.default")
+      ? `session.provider auto with session.auto.default in ${file}`
+      : `session.provider auto; session.auto.default not set: ${detected}`;
+  }
+  if (positions.has("session.provider")) return `session.provider in ${file}`;
+  return `session.provider not set: ${detected}`;
+}
+
+/**
+ * Finds, reads, validates and completes the city file; reads prompt templates and checks
+ * the files it names. The session provider is, in order: `GC_SESSION` from `env`,
+ * `session.provider` from the file, else tmux when on PATH, else subprocess.
+ * @throws ConfigError listing every problem, each with `file:line:col` and key path.
+ */
+export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
+  const { file, cityDir } = await locate(opts);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const message =
+      code === "ENOENT" ? "city file does not exist (run `gc init`)" : `cannot read: ${describeError(e)}`;
+    throw new ConfigError([{ file, line: 1, col: 1, path: "", message }], { cause: e });
+  }
+  const detected = await detectDefaultProvider(opts.env, opts.lookup);
+  const override = opts.env.GC_SESSION || undefined;
+  const parsed = parseCity({
+    text,
+    file,
+    cityDir,
+    env: opts.env,
+    defaultProvider: detected.provider,
+    providerOverride: override,
+  });
+  const issues: ConfigIssue[] = [];
+  const reporter = new IssueReporter(file, parsed.positions, issues);
+  const promptTemplates = await checkFiles(parsed.config, cityDir, reporter);
+  if (issues.length > 0) throw new ConfigError(issues);
+
+  const defaultProviderReason = providerReason(
+    parsed.positions,
+    parsed.config,
+    file,
+    override,
+    detected.reason,
+  );
+
+  const h = createHash("sha256").update(text);
+  for (const name of Object.keys(promptTemplates).sort()) h.update(`\0${name}\0${promptTemplates[name]}`);
+  return {
+    file,
+    cityDir,
+    config: parsed.config,
+    defaultProviderReason,
+    promptTemplates,
+    positions: parsed.positions,
+    secrets: secretValues(parsed.used),
+    revision: `sha256:${h.digest("hex")}`,
+  };
+}

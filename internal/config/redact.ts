@@ -1,0 +1,48 @@
+/**
+ * Secret redaction for everything the config layer prints (`gc config show`, drift and
+ * status views): env values whose keys look secret, and any value that came from a
+ * secret-looking variable through `${VAR}` interpolation, wherever it ended up. Pure.
+ */
+import { isSecretKey, REDACTED, redactEnv } from "../runtime/secrets.js";
+import type { UsedVariable } from "./interpolate.js";
+
+export { isSecretKey, REDACTED, redactEnv };
+
+/** Shortest value worth redacting inside free text (shorter ones would mangle output). */
+const MIN_SECRET_LENGTH = 4;
+
+/**
+ * Values substituted into the config from variables whose names look secret
+ * (`${API_TOKEN}`), longest first, for {@link redactText}.
+ */
+export function secretValues(used: readonly UsedVariable[]): string[] {
+  const out = new Set<string>();
+  for (const u of used) if (isSecretKey(u.name) && u.value.length >= MIN_SECRET_LENGTH) out.add(u.value);
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every occurrence of each of `secrets` replaced by {@link REDACTED}. */
+export function redactText(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s.length > 0) out = out.replaceAll(s, REDACTED);
+  return out;
+}
+
+/**
+ * A deep copy of a JSON-like value with secret env values (by key, in any object whose
+ * key is `env`) and interpolated secret values (anywhere in strings) redacted.
+ */
+export function redactDeep<T>(value: T, secrets: readonly string[]): T {
+  const walk = (v: unknown, key: string | undefined): unknown => {
+    if (typeof v === "string") return redactText(v, secrets);
+    if (Array.isArray(v)) return v.map((x) => walk(x, undefined));
+    if (v !== null && typeof v === "object") {
+      const src = key === "env" ? redactEnv(v as Record<string, string>) : (v as Record<string, unknown>);
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(src)) out[k] = walk(x, k);
+      return out;
+    }
+    return v;
+  };
+  return walk(value, undefined) as T;
+}

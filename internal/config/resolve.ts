@@ -1,0 +1,284 @@
+/**
+ * Template resolution: agent + provider preset + city defaults → the desired sessions
+ * (name, provider, StartConfig, dependencies) the reconciler works from. Pure and
+ * deterministic for a given `now`: the controller captures `now` once per process so the
+ * beacon (which fingerprints ignore anyway) does not change between ticks.
+ */
+import { basename, resolve as resolvePath } from "node:path";
+import type { CopyEntry, StartConfig } from "../runtime/provider.js";
+import { type EffectivePreset, lookupPreset } from "./builtins.js";
+import type { CityConfig } from "./parse.js";
+import { expandPlaceholders } from "./placeholders.js";
+import type { AgentConfig } from "./schema.js";
+import { effectivePromptMode, poolBounds, poolInstanceName } from "./validate.js";
+
+export { poolBounds, poolInstanceName };
+
+/** One session the city wants, fully resolved. */
+export interface DesiredSession {
+  /** Session name: the agent name, or `<agent>-<n>` (1-based) for pool instances. */
+  readonly name: string;
+  readonly agent: string;
+  /** Concrete session provider: `tmux`, `subprocess`, `exec:/abs/path`, `k8s`, `docker` or `fake`. */
+  readonly provider: string;
+  readonly config: StartConfig;
+  /** Agent names this session's agent depends on. */
+  readonly dependsOn: readonly string[];
+  /** The agent (or the whole city) is suspended: declared, not to be run. */
+  readonly suspended: boolean;
+  /** Set for pool instances. */
+  readonly pool?: { readonly index: number; readonly min: number; readonly max: number } | undefined;
+  /**
+   * Env keys the user declared (preset + agent `env`). Pass to `fingerprint()` so a
+   * declared `GC_*`-prefixed key counts as identity like any other user key.
+   */
+  readonly declaredEnvKeys: readonly string[];
+}
+
+/** What resolution needs from a loaded city. */
+export interface CityModel {
+  /** Absolute city directory; relative paths resolve against it. */
+  readonly cityDir: string;
+  readonly config: CityConfig;
+  /** Contents of each agent's `prompt_template`, by agent name (read by loadCity). */
+  readonly promptTemplates?: Readonly<Record<string, string>> | undefined;
+}
+
+/** Options of {@link resolveCity}. */
+export interface ResolveOptions {
+  /** Start time shown in the beacon; capture it once per controller process. */
+  readonly now: Date;
+}
+
+/** Separator between the initial prompt and the agent's nudge when both go out as one nudge. */
+export const PROMPT_NUDGE_SEPARATOR = "\n\n---\n\n";
+
+const SAFE_WORD_RE = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** `word` quoted for `/bin/sh` (unchanged when it needs no quoting). Pure. */
+export function shellQuote(word: string): string {
+  if (SAFE_WORD_RE.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, "0");
+}
+
+/**
+ * The startup identification line: `[city] session • YYYY-MM-DDTHH:MM:SS` (local time of
+ * `now`, no offset, bullet U+2022). Prepended to the initial prompt so a restarted agent's
+ * transcript is recognisable. Pure.
+ */
+export function formatBeacon(city: string, session: string, now: Date): string {
+  const d = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+  const t = `${pad(now.getHours())}:${pad(now.getMinutes())}:${pad(now.getSeconds())}`;
+  return `[${city}] ${session} • ${d}T${t}`;
+}
+
+/** The agent's preset with its builtin layered in and defaults decided; `undefined` for `start_command` agents. */
+export function effectivePreset(config: CityConfig, agent: AgentConfig): EffectivePreset | undefined {
+  if (agent.start_command !== undefined) return undefined;
+  const name = agent.provider ?? config.workspace.provider;
+  if (name === undefined) return undefined;
+  const found = lookupPreset(name, config.providers);
+  if (found === undefined) return undefined;
+  const p = found.preset;
+  return {
+    name,
+    builtin: found.builtin,
+    command: p.command ?? name,
+    args: p.args ?? [],
+    promptMode: p.prompt_mode ?? "argument",
+    promptFlag: p.prompt_flag,
+    readyPromptPrefix: p.ready_prompt_prefix,
+    readyDelayMs: p.ready_delay_ms,
+    processNames: p.process_names ?? [],
+    emitsPermissionWarning: p.emits_permission_warning ?? false,
+    env: p.env ?? {},
+  };
+}
+
+/**
+ * The concrete backend a session runs on: the agent's `session` override, else
+ * `session.auto.default` under `auto`, else the local/remote side chosen by
+ * `session.hybrid.remote_match` under `hybrid`, else `session.provider`. Pure.
+ */
+export function sessionBackend(config: CityConfig, agent: AgentConfig, sessionName: string): string {
+  if (agent.session !== undefined) return agent.session;
+  const { session } = config;
+  if (session.provider === "auto") return session.auto.default;
+  if (session.provider === "hybrid") {
+    const m = session.hybrid.remote_match;
+    return m !== undefined && new RegExp(m).test(sessionName) ? session.hybrid.remote : session.hybrid.local;
+  }
+  return session.provider;
+}
+
+function copyEntries(cityDir: string, agent: AgentConfig): CopyEntry[] {
+  return agent.copy_files.map((c) => {
+    const spec = typeof c === "string" ? { src: c, dst: undefined } : c;
+    return { src: resolvePath(cityDir, spec.src), relDst: spec.dst ?? basename(spec.src) };
+  });
+}
+
+/** Leaves out `undefined` values and empty lists so equal configs print and compare alike. */
+function compact<T extends object>(obj: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (v === undefined || (Array.isArray(v) && v.length === 0)) continue;
+    out[k] = v;
+  }
+  return out as T;
+}
+
+function resolveSession(
+  city: CityModel,
+  agent: AgentConfig,
+  name: string,
+  pool: DesiredSession["pool"],
+  opts: ResolveOptions,
+): DesiredSession {
+  const { config, cityDir } = city;
+  const cityName = config.workspace.name;
+  const preset = effectivePreset(config, agent);
+  const vars = { city: cityName, city_dir: cityDir, agent: agent.name, session: name };
+  const workDir = resolvePath(cityDir, expandPlaceholders(agent.work_dir ?? agent.dir ?? ".", vars));
+  const command =
+    agent.start_command ??
+    [preset?.command ?? "", ...(agent.args ?? preset?.args ?? [])].map(shellQuote).join(" ");
+  const declared = { ...preset?.env, ...agent.env };
+  const env: Record<string, string> = {
+    ...declared,
+    GC_CITY: cityName,
+    GC_CITY_PATH: cityDir,
+    GC_AGENT: agent.name,
+    GC_TEMPLATE: agent.name,
+    GC_SESSION: name,
+    GC_SESSION_NAME: name,
+    GC_DIR: workDir,
+  };
+  if (preset !== undefined) env.GC_PROVIDER = preset.builtin ?? preset.name;
+  if (pool !== undefined) env.GC_POOL_INDEX = String(pool.index);
+
+  const promptText = agent.prompt ?? city.promptTemplates?.[agent.name];
+  const mode = effectivePromptMode(
+    agent,
+    preset === undefined ? undefined : { prompt_mode: preset.promptMode },
+  );
+  let prompt: string | undefined;
+  let nudge = agent.nudge;
+  if (promptText !== undefined && mode !== "none") {
+    const body = expandPlaceholders(promptText, { ...vars, work_dir: workDir });
+    const initial = `${formatBeacon(cityName, name, opts.now)}\n\n${body}`;
+    if (mode === "nudge")
+      nudge = nudge === undefined ? initial : `${initial}${PROMPT_NUDGE_SEPARATOR}${nudge}`;
+    else prompt = initial;
+  }
+
+  const startConfig: StartConfig = compact({
+    command,
+    workDir,
+    env,
+    hookDir: cityDir,
+    readyPromptPrefix: agent.ready_prompt_prefix ?? preset?.readyPromptPrefix,
+    readyDelayMs: agent.ready_delay_ms ?? preset?.readyDelayMs,
+    processNames: agent.process_names ?? preset?.processNames,
+    emitsPermissionWarning: (agent.emits_permission_warning ?? preset?.emitsPermissionWarning) || undefined,
+    nudge,
+    prompt,
+    promptFlag:
+      prompt !== undefined && mode === "flag" ? (agent.prompt_flag ?? preset?.promptFlag) : undefined,
+    preStart: agent.pre_start,
+    sessionSetup: agent.session_setup,
+    sessionSetupScript:
+      agent.session_setup_script === undefined ? undefined : resolvePath(cityDir, agent.session_setup_script),
+    sessionLive: agent.session_live,
+    overlayDir: agent.overlay_dir === undefined ? undefined : resolvePath(cityDir, agent.overlay_dir),
+    copyFiles: copyEntries(cityDir, agent),
+  });
+  const desired: DesiredSession = {
+    name,
+    agent: agent.name,
+    provider: sessionBackend(config, agent, name),
+    config: startConfig,
+    dependsOn: agent.depends_on,
+    suspended: agent.suspended || config.workspace.suspended,
+    declaredEnvKeys: Object.keys(declared).sort(),
+  };
+  return pool === undefined ? desired : { ...desired, pool };
+}
+
+/**
+ * Every session the city wants now, in file order: one per agent, or instances
+ * `<agent>-1` … `<agent>-<min>` for a pool (the reconciler may add instances up to `max`
+ * with {@link resolvePoolInstance}). Suspended agents are included with `suspended: true`.
+ * `city` must come from {@link loadCity} / `parseCity` (validated). Pure.
+ */
+export function resolveCity(city: CityModel, opts: ResolveOptions): DesiredSession[] {
+  const out: DesiredSession[] = [];
+  for (const agent of city.config.agents) {
+    const bounds = poolBounds(agent);
+    if (bounds === undefined) {
+      out.push(resolveSession(city, agent, agent.name, undefined, opts));
+      continue;
+    }
+    for (let n = 1; n <= bounds.min; n++) {
+      out.push(resolveSession(city, agent, poolInstanceName(agent.name, n), { index: n, ...bounds }, opts));
+    }
+  }
+  return out;
+}
+
+/**
+ * Pool instance `n` (1-based) of agent `agentName`, or `undefined` when the agent is not
+ * a pool or `n` is outside `1..max`. Pure.
+ */
+export function resolvePoolInstance(
+  city: CityModel,
+  agentName: string,
+  n: number,
+  opts: ResolveOptions,
+): DesiredSession | undefined {
+  const agent = city.config.agents.find((a) => a.name === agentName);
+  const bounds = agent === undefined ? undefined : poolBounds(agent);
+  if (agent === undefined || bounds === undefined || !Number.isInteger(n) || n < 1 || n > bounds.max) {
+    return undefined;
+  }
+  return resolveSession(city, agent, poolInstanceName(agent.name, n), { index: n, ...bounds }, opts);
+}
+
+/** The `daemon:` section in the reconciler's terms (camelCase, `Ms` suffixes). */
+export interface DaemonSettings {
+  readonly intervalMs: number;
+  readonly startBudget: number;
+  readonly concurrency: number;
+  readonly backoffMinMs: number;
+  readonly backoffMaxMs: number;
+  readonly quarantineThreshold: number;
+  readonly quarantineWindowMs: number;
+  readonly drainTimeoutMs: number;
+  readonly minHealthyUptimeMs: number;
+  /** `session.startup_timeout`: deadline for one start. */
+  readonly startupTimeoutMs: number;
+  /** `session.setup_timeout`: deadline for each hook command. */
+  readonly setupTimeoutMs: number;
+}
+
+/** Controller knobs from the city file (structurally a superset of the reconciler's plan policy). Pure. */
+export function daemonSettings(config: CityConfig): DaemonSettings {
+  const d = config.daemon;
+  return {
+    intervalMs: d.interval,
+    startBudget: d.start_budget,
+    concurrency: d.concurrency,
+    backoffMinMs: d.backoff.min,
+    backoffMaxMs: d.backoff.max,
+    quarantineThreshold: d.quarantine.threshold,
+    quarantineWindowMs: d.quarantine.window,
+    drainTimeoutMs: d.drain_timeout,
+    minHealthyUptimeMs: d.min_healthy_uptime,
+    startupTimeoutMs: config.session.startup_timeout,
+    setupTimeoutMs: config.session.setup_timeout,
+  };
+}

@@ -1,0 +1,299 @@
+/**
+ * The city file's schema, declared once. The TypeScript types of the config, the
+ * validating decoder and the shipped JSON Schema (`gc config schema`, city.schema.json)
+ * are all derived from {@link CITY_SCHEMA}; nothing else describes the file's shape.
+ */
+import { MAX_NAME_LENGTH, nameProblem } from "../runtime/names.js";
+import { type Infer, type JsonSchema, s } from "./schema-builder.js";
+import { didYouMean } from "./suggest.js";
+
+/** Session providers selectable by name (`exec:<script>` is the other form). */
+export const SESSION_PROVIDER_KINDS = [
+  "tmux",
+  "subprocess",
+  "k8s",
+  "docker",
+  "auto",
+  "hybrid",
+  "fake",
+] as const;
+/** Session providers that run sessions themselves (not routers). */
+export const CONCRETE_SESSION_PROVIDERS = ["tmux", "subprocess", "k8s", "docker", "fake"] as const;
+/** How a preset's initial prompt reaches the program. */
+export const PROMPT_MODES = ["argument", "flag", "nudge", "none"] as const;
+/** A prompt delivery mode. */
+export type PromptMode = (typeof PROMPT_MODES)[number];
+
+const NAME_JSON: JsonSchema = { pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$", maxLength: MAX_NAME_LENGTH };
+const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Why `v` is not a session provider (`tmux`, `exec:./x.sh`, …) usable where `allowed` lists the names. */
+export function sessionProviderProblem(
+  v: string,
+  allowed: readonly string[] = SESSION_PROVIDER_KINDS,
+): string | undefined {
+  if (v.startsWith("exec:")) {
+    return v.length > "exec:".length ? undefined : `"exec:" needs a script path, e.g. "exec:./provider.sh"`;
+  }
+  if (allowed.includes(v)) return undefined;
+  const list = [...allowed, "exec:<script>"].join(", ");
+  if ((SESSION_PROVIDER_KINDS as readonly string[]).includes(v))
+    return `${JSON.stringify(v)} is not allowed here (use ${list})`;
+  return `unknown session provider ${JSON.stringify(v)} (use ${list})${didYouMean(v, allowed)}`;
+}
+
+const name = () => s.string({ check: (v) => nameProblem(v), json: NAME_JSON });
+const sessionProvider = (allowed: readonly string[]) =>
+  s.string({
+    check: (v) => sessionProviderProblem(v, allowed),
+    json: { anyOf: [{ enum: [...allowed] }, { pattern: "^exec:.+" }] },
+  });
+const path = () => s.string({ nonEmpty: true });
+const commands = () => s.array(s.string({ nonEmpty: true }));
+const env = () =>
+  s.record(s.envValue(), {
+    keyCheck: (k) =>
+      ENV_KEY_RE.test(k) ? undefined : "environment variable names must match [A-Za-z_][A-Za-z0-9_]*",
+    keyJson: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+  });
+
+/** Fields a provider preset and an agent share (the agent's value overrides the preset's). */
+const LAUNCH_FIELDS = {
+  args: s.array(s.string()).optional().describe("Arguments after the command; replaces the preset's list."),
+  prompt_mode: s
+    .enum(PROMPT_MODES)
+    .optional()
+    .describe(
+      "How the initial prompt is delivered: as an argument, after prompt_flag, as a nudge, or not at all.",
+    ),
+  prompt_flag: s
+    .string({ nonEmpty: true })
+    .optional()
+    .describe("Flag placed before the prompt (prompt_mode: flag)."),
+  ready_prompt_prefix: s
+    .string({ nonEmpty: true })
+    .optional()
+    .describe("The program is ready when a screen line starts with this text."),
+  ready_delay_ms: s
+    .int({ min: 0, max: 600_000 })
+    .optional()
+    .describe("When no ready_prompt_prefix is set: wait this many ms before treating the program as ready."),
+  process_names: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe("Process names that prove the agent is alive (zombie detection)."),
+  emits_permission_warning: s
+    .bool()
+    .optional()
+    .describe("The program shows a bypass-permissions warning at startup."),
+  env: env().optional().describe("Environment variables; merged over the preset's (agent wins)."),
+} as const;
+
+/** A provider preset: how to launch one kind of program. Layered over a builtin of the same name or command. */
+export const PRESET_SCHEMA = s.object({
+  command: s
+    .string({ nonEmpty: true })
+    .optional()
+    .describe("Executable (looked up on PATH). Required unless the preset layers over a builtin."),
+  ...LAUNCH_FIELDS,
+});
+
+const COPY_FILE_SCHEMA = s.union(
+  path().describe("Source path (relative to the city directory); copied to the work dir under its own name."),
+  s.object({
+    src: path().describe("Source file or directory, relative to the city directory."),
+    dst: s
+      .string()
+      .optional()
+      .describe("Destination relative to the work dir; default: the source's base name."),
+  }),
+);
+
+/** One agent: a template for one session, or for a pool of `<name>-<n>` sessions. */
+export const AGENT_SCHEMA = s.object({
+  name: name().describe("Agent name; also the session name (pool instances are <name>-1, <name>-2, …)."),
+  provider: s.string({ nonEmpty: true }).optional().describe("Preset name (providers: or a builtin)."),
+  start_command: s
+    .string({ nonEmpty: true })
+    .optional()
+    .describe("Whole shell command line; replaces any preset (no provider, no args)."),
+  ...LAUNCH_FIELDS,
+  prompt: s
+    .string()
+    .optional()
+    .describe("Initial prompt text ({{city}}, {{agent}}, {{session}}, {{work_dir}} expand)."),
+  prompt_template: path()
+    .optional()
+    .describe("File holding the initial prompt, relative to the city directory."),
+  work_dir: path()
+    .optional()
+    .describe("Working directory, relative to the city directory (default: the city directory)."),
+  dir: path().optional().describe("Alias of work_dir."),
+  pre_start: commands()
+    .default([])
+    .describe("Shell commands run before the session is created; failure aborts."),
+  session_setup: commands().default([]).describe("Shell commands run once the program is ready."),
+  session_setup_script: path()
+    .optional()
+    .describe("Script run after session_setup (path relative to the city)."),
+  session_live: commands()
+    .default([])
+    .describe("Idempotent shell commands; re-applied without restart when they change."),
+  overlay_dir: path().optional().describe("Directory copied into the work dir before start (no overwrite)."),
+  copy_files: s.array(COPY_FILE_SCHEMA).default([]).describe("Files staged into the work dir before start."),
+  nudge: s.string().optional().describe("Text typed into the session once it is ready."),
+  min_active_sessions: s
+    .int({ min: 0, max: 1000 })
+    .optional()
+    .describe("Makes the agent a pool: instances <name>-1 … <name>-min always run."),
+  max_active_sessions: s
+    .int({ min: 1, max: 1000 })
+    .optional()
+    .describe("Makes the agent a pool: at most this many instances."),
+  depends_on: s.array(name(), { unique: true }).default([]).describe("Agents started before this one."),
+  session: sessionProvider(CONCRETE_SESSION_PROVIDERS)
+    .optional()
+    .describe("Session provider for this agent's sessions, overriding session.provider."),
+  suspended: s.bool().default(false).describe("Declared but not run."),
+});
+
+/** The whole city file. */
+export const CITY_SCHEMA = s.object({
+  workspace: s
+    .object({
+      name: name()
+        .optional()
+        .describe("City name (tmux socket, ownership tag); default: the directory name."),
+      provider: s.string({ nonEmpty: true }).optional().describe("Preset for agents that name none."),
+      suspended: s.bool().default(false).describe("Suspend every agent of the city."),
+    })
+    .default({}),
+  session: s
+    .object({
+      provider: sessionProvider(SESSION_PROVIDER_KINDS)
+        .optional()
+        .describe(
+          "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake; default: tmux if on PATH, else subprocess.",
+        ),
+      startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
+      setup_timeout: s
+        .duration({ min: "100ms" })
+        .default("10s")
+        .describe("Deadline for each pre_start/setup command."),
+      tmux: s
+        .object({ socket: name().optional().describe("tmux socket name (-L); default gc-<city>.") })
+        .default({}),
+      exec: s
+        .object({
+          timeout: s.duration({ min: "100ms" }).default("30s").describe("Deadline for each script call."),
+          start_timeout: s
+            .duration({ min: "1s" })
+            .default("120s")
+            .describe("Deadline for the script's start call."),
+        })
+        .default({}),
+      k8s: s
+        .object({
+          namespace: name().default("default"),
+          image: s
+            .string({ nonEmpty: true })
+            .optional()
+            .describe("Container image (required when k8s is used)."),
+          context: s.string({ nonEmpty: true }).optional().describe("kubeconfig context."),
+          kubeconfig: path().optional().describe("kubeconfig file (relative to the city directory)."),
+          service_account: s.string({ nonEmpty: true }).optional(),
+          image_pull_policy: s.enum(["Always", "IfNotPresent", "Never"] as const).optional(),
+        })
+        .default({}),
+      docker: s
+        .object({
+          host: s.string({ nonEmpty: true }).optional().describe("Docker daemon socket path or URL."),
+          image: s
+            .string({ nonEmpty: true })
+            .optional()
+            .describe("Container image (required when docker is used)."),
+          network: s.string({ nonEmpty: true }).default("none").describe("Container network mode."),
+        })
+        .default({}),
+      auto: s
+        .object({
+          default: sessionProvider(CONCRETE_SESSION_PROVIDERS)
+            .optional()
+            .describe(
+              "Backend for agents without a session override; default: tmux if on PATH, else subprocess.",
+            ),
+        })
+        .default({}),
+      hybrid: s
+        .object({
+          local: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("tmux"),
+          remote: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("k8s"),
+          remote_match: s
+            .string({ nonEmpty: true })
+            .optional()
+            .describe("Regular expression; sessions whose name matches run on the remote backend."),
+        })
+        .default({}),
+    })
+    .default({}),
+  providers: s
+    .record(PRESET_SCHEMA, { keyCheck: (k) => nameProblem(k), keyJson: NAME_JSON })
+    .default({})
+    .describe("Provider presets, layered over the builtins (claude, codex, gemini, bash, sh, python)."),
+  agents: s.array(AGENT_SCHEMA).default([]),
+  daemon: s
+    .object({
+      interval: s.duration({ min: "100ms" }).default("30s").describe("Time between reconcile passes."),
+      start_budget: s
+        .int({ min: 1 })
+        .default(20)
+        .describe("At most this many session starts (and restarts) per pass."),
+      concurrency: s.int({ min: 1, max: 256 }).default(4).describe("Actions run in parallel."),
+      backoff: s
+        .object({
+          min: s.duration({ min: "0" }).default("1s"),
+          max: s.duration({ min: "0" }).default("5m"),
+        })
+        .default({})
+        .describe("Restart delay after a crash: doubles from min up to max, with jitter."),
+      quarantine: s
+        .object({
+          threshold: s.int({ min: 1 }).default(5),
+          window: s.duration({ min: "1s" }).default("5m"),
+        })
+        .default({})
+        .describe("A session failing threshold times within window is quarantined until `gc session reset`."),
+      drain_timeout: s
+        .duration({ min: "0" })
+        .default("2m")
+        .describe("How long a drain waits for idle before stopping."),
+      min_healthy_uptime: s
+        .duration({ min: "0" })
+        .default("10s")
+        .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
+    })
+    .default({}),
+});
+
+/** The city file as decoded: every default from the schema applied, nothing resolved yet. */
+export type CityFile = Infer<typeof CITY_SCHEMA>;
+/** One `agents[]` entry. */
+export type AgentConfig = Infer<typeof AGENT_SCHEMA>;
+/** One `providers.<name>` preset (all fields optional: presets layer over builtins). */
+export type ProviderPreset = Infer<typeof PRESET_SCHEMA>;
+/** One `copy_files` entry as written. */
+export type CopyFileConfig = Infer<typeof COPY_FILE_SCHEMA>;
+/** The `session:` section (durations in milliseconds). */
+export type SessionSection = CityFile["session"];
+/** The `daemon:` section (durations in milliseconds). */
+export type DaemonSection = CityFile["daemon"];
+
+/** The JSON Schema (draft-07) of the city file, as shipped in city.schema.json. */
+export function citySchemaJson(): JsonSchema {
+  return {
+    $schema: "http://json-schema.org/draft-07/schema#",
+    $id: "https://gc.invalid/city.schema.json",
+    title: "gc city file (city.yaml)",
+    ...CITY_SCHEMA.jsonSchema(),
+  };
+}
