@@ -31,20 +31,26 @@ export function describeHolder(h: LockHolder): string {
   return `pid ${h.pid}${h.host === HOST ? "" : ` on ${h.host}`} (${h.purpose}) since ${new Date(h.acquiredAt).toISOString()}`;
 }
 
-/**
- * Start time of `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot), or `null` when
- * the process is gone or /proc is unavailable. Synchronous: called inside store transactions.
- */
-export function processStartTime(pid: number): string | null {
+/** State letter and start time (clock ticks since boot) of `pid` from /proc, or `undefined`. */
+function procStat(pid: number): { state: string; startTime: string } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the parenthesised command name: state is field 3, starttime field 22.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] === "Z" || fields[0] === "X") return null;
-    return fields[19] ?? null;
+    const [state, startTime] = [fields[0], fields[19]];
+    return state && startTime ? { state, startTime } : undefined;
   } catch {
-    return null;
+    return undefined;
   }
+}
+
+/**
+ * Start time of `pid` (field 22 of /proc/<pid>/stat), or `null` when the process is gone, a
+ * zombie, or /proc is unavailable. Synchronous: called inside store transactions.
+ */
+export function processStartTime(pid: number): string | null {
+  const st = procStat(pid);
+  return st && st.state !== "Z" && st.state !== "X" ? st.startTime : null;
 }
 
 const OWN_START_TIME = processStartTime(process.pid);
@@ -82,18 +88,11 @@ export function holderAlive(h: LockHolder, now: number): boolean {
   // Our own pid: it is us unless a previous process with the same pid left the row behind.
   if (h.pid === process.pid) return h.startTime === OWN_START_TIME;
   if (!pidExists(h.pid)) return false;
-  const started = processStartTime(h.pid);
-  if (started === null) return !existsProcDir();
-  return h.startTime === null || h.startTime === started;
-}
-
-function existsProcDir(): boolean {
-  try {
-    readFileSync("/proc/self/stat");
-    return true;
-  } catch {
-    return false;
-  }
+  const st = procStat(h.pid);
+  // Exists but /proc is unreadable (hidepid, no procfs): we cannot prove it dead, so it holds.
+  if (!st) return true;
+  if (st.state === "Z" || st.state === "X") return false;
+  return h.startTime === null || h.startTime === st.startTime;
 }
 
 /** The atomic operations a store provides for locks, scoped to one actor. Synchronous. */

@@ -10,10 +10,10 @@ export const REDACTED = "[REDACTED]";
 
 /**
  * Key names whose values are secrets, matched case-insensitively anywhere in the key
- * (`GITHUB_TOKEN`, `db.password`, `x-api-key`). `AUTH` does not match `AUTHOR`.
+ * (`GITHUB_TOKEN`, `db.password`, `x-api-key`). `AUTH` matches `AUTHORIZATION` but not `AUTHOR`.
  */
 export const SECRET_KEY_PATTERN =
-  /TOKEN|SECRET|PASSW(?:OR)?D|PASSPHRASE|API[_.-]?KEY|CREDENTIAL|AUTH(?!OR)|PRIVATE[_.-]?KEY|ACCESS[_.-]?KEY|COOKIE/i;
+  /TOKEN|SECRET|PASSW(?:OR)?D|PASSPHRASE|API[_.-]?KEY|CREDENTIAL|AUTH(?!OR(?!IZ))|PRIVATE[_.-]?KEY|ACCESS[_.-]?KEY|COOKIE/i;
 
 // `KEY=value` in env arrays (`["API_TOKEN=x"]`), argv and free text (error messages, notes);
 // the value ends at whitespace or its closing quote.
