@@ -31,6 +31,12 @@ export interface Observation {
   readonly providerOf: ReadonlyMap<string, string>;
 }
 
+/**
+ * Record metadata key set by `gc stop NAME`: while present the reconciler leaves the session
+ * alone (down), whatever the city file says. `gc session reset|restart` clears it.
+ */
+export const HOLD_KEY = "gc.hold";
+
 /** Knobs of the crash-loop and start policies (city file `daemon:`). */
 export interface PlanPolicy {
   readonly backoffMinMs: number;
@@ -179,6 +185,8 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
       ? { kind: "adopt", name: d.name, reason: "running without a record (controller restarted)" }
       : { kind: "start", name: d.name, reason: "new session" };
   }
+  const hold = rec.metadata[HOLD_KEY];
+  if (hold) return { kind: "wait", name: d.name, reason: `held by the operator: ${hold}` };
   switch (rec.state) {
     case "quarantined":
       return {

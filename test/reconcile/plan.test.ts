@@ -293,3 +293,13 @@ describe("pathTo", () => {
     expect(pathTo("quarantined", "running")).toEqual(["pending", "starting", "running"]);
   });
 });
+
+describe("plan: operator hold", () => {
+  it("plan: a session held by `gc stop NAME` is left down", () => {
+    const a = run({
+      desired: [desired("a")],
+      records: [record("a", "suspended", { metadata: { "gc.hold": "stopped by operator" } })],
+    });
+    expect(a).toEqual([{ kind: "wait", name: "a", reason: "held by the operator: stopped by operator" }]);
+  });
+});

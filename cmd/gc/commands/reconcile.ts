@@ -1,0 +1,41 @@
+/**
+ * `gc reconcile [--dry-run]`: one pass now. With a running controller it pokes it and
+ * streams that pass; otherwise it runs the pass in this process.
+ */
+import { parseArgs } from "node:util";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import type { Command } from "../context.js";
+import { findController } from "../controller.js";
+import { openCity } from "../deps.js";
+import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
+
+const USAGE = `Usage: gc reconcile [--dry-run]
+
+Runs one reconcile pass now (through the controller when it runs). --dry-run prints the
+plan and touches nothing.`;
+
+export const command: Command = {
+  name: "reconcile",
+  summary: "one reconcile pass now",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { "dry-run": { type: "boolean" } },
+    });
+    if (positionals.length > 0) throw new UsageError(`gc reconcile takes no arguments\n\n${USAGE}`);
+    const city = await openCity(ctx);
+    try {
+      if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
+      const info = await findController(city.stateDir);
+      if (info.running)
+        return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
+          controller: { pid: info.pid },
+        });
+      return await runPassHere(ctx, city, { dryRun: false });
+    } finally {
+      await city.close();
+    }
+  },
+};

@@ -1,0 +1,59 @@
+/**
+ * `gc start [--once] [--foreground] [--dry-run]`: reconcile the city. By default starts the
+ * background controller (or reports the running one), shows progress of the first pass and
+ * returns with its summary.
+ */
+import { parseArgs } from "node:util";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { type Command, EXIT } from "../context.js";
+import { controllerPaths, findController, runController, spawnController } from "../controller.js";
+import { openCity } from "../deps.js";
+import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
+
+const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
+
+Reconciles the city: starts what is missing, restarts what drifted, stops what is no longer
+wanted. Without flags it runs the controller in the background (pid, log and control socket
+under <city>/.gc/), shows progress of the first pass and returns.
+  --once        one pass in this process, no controller
+  --foreground  run the controller in this process until Ctrl-C
+  --dry-run     print the plan and touch nothing`;
+
+export const command: Command = {
+  name: "start",
+  summary: "reconcile the city and run the controller",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
+    });
+    if (positionals.length > 0) throw new UsageError(`gc start takes no arguments\n\n${USAGE}`);
+    const city = await openCity(ctx);
+    try {
+      if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
+      const info = await findController(city.stateDir);
+      if (values.foreground) {
+        if (info.running) throw new Error(`a controller is already running for this city (pid ${info.pid})`);
+        await runController(city, {
+          signal: ctx.signal,
+          log: (l) => ctx.out(`${new Date().toISOString()} ${l}`),
+        });
+        return EXIT.ok;
+      }
+      if (info.running) {
+        if (!ctx.json) ctx.out(`controller already running (pid ${info.pid}); reconciling now`);
+        return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
+          controller: { pid: info.pid },
+        });
+      }
+      if (values.once) return await runPassHere(ctx, city, { dryRun: false });
+      const pid = await spawnController(city, ctx.signal);
+      if (!ctx.json) ctx.out(`controller started (pid ${pid}); log: ${controllerPaths(city.stateDir).log}`);
+      return reportSummary(ctx, await watchControllerPass(ctx, city, false), { controller: { pid } });
+    } finally {
+      await city.close();
+    }
+  },
+};

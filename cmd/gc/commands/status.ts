@@ -1,0 +1,116 @@
+/**
+ * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
+ * restarts, last activity, attached) plus the controller, from one observation per provider.
+ */
+import { parseArgs } from "node:util";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { type Command, EXIT } from "../context.js";
+import { findController } from "../controller.js";
+import { openCity } from "../deps.js";
+import { collectCity } from "../sessions.js";
+
+const USAGE = `Usage: gc status [--json]
+
+One row per session of the city: name, agent, provider, state, running, drift, restarts,
+last activity, attached — and whether the controller runs.`;
+
+function ago(iso: string | null): string {
+  if (!iso) return "-";
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
+}
+
+export const command: Command = {
+  name: "status",
+  summary: "one row per session",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { json: { type: "boolean" } },
+    });
+    if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
+    const city = await openCity(ctx);
+    try {
+      const [view, ctl] = await Promise.all([collectCity(city, ctx.signal), findController(city.stateDir)]);
+      if (ctx.json || values.json) {
+        ctx.out(
+          JSON.stringify(
+            {
+              city: city.name,
+              controller: { running: ctl.running, pid: ctl.pid ?? null },
+              sessions: view.sessions.map((s) => ({
+                name: s.name,
+                agent: s.agent,
+                provider: s.provider,
+                state: s.state,
+                running: s.running,
+                drift: s.drift,
+                restarts: s.restarts,
+                lastActivity: s.lastActivity,
+                attached: s.attached,
+                reason: s.reason,
+              })),
+              configError: view.configError ?? ctl.status?.lastError ?? null,
+              observeErrors: view.observeErrors,
+            },
+            null,
+            2,
+          ),
+        );
+        return EXIT.ok;
+      }
+      ctx.out(
+        `city ${city.name} (${city.cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid})` : "not running"}`,
+      );
+      if (view.configError)
+        ctx.err(`config error (sessions keep their last good config):\n${view.configError}`);
+      for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
+      const header = [
+        "NAME",
+        "AGENT",
+        "PROVIDER",
+        "STATE",
+        "RUNNING",
+        "DRIFT",
+        "RESTARTS",
+        "ACTIVITY",
+        "ATTACHED",
+      ];
+      const rows = view.sessions.map((s) => [
+        s.name,
+        s.agent,
+        s.provider,
+        s.state,
+        s.running ? "yes" : "no",
+        s.drift,
+        String(s.restarts),
+        ago(s.lastActivity),
+        s.attached ? "yes" : "no",
+      ]);
+      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      const fmt = (r: string[]) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd();
+      ctx.out(fmt(header));
+      for (const r of rows) ctx.out(fmt(r));
+      for (const s of view.sessions) {
+        if (
+          s.state === "quarantined" ||
+          s.state === "backoff" ||
+          s.state === "crashed" ||
+          s.state === "suspended"
+        ) {
+          ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
+        }
+      }
+      if (view.sessions.length === 0) ctx.out("(no sessions)");
+      return EXIT.ok;
+    } finally {
+      await city.close();
+    }
+  },
+};

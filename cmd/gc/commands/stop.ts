@@ -1,0 +1,134 @@
+/**
+ * `gc stop [SESSION...]`: without names, stops the controller and every session of the city,
+ * shuts down the city's backend (e.g. its tmux server) and verifies by census that nothing of
+ * the city is left. With names, stops those sessions and holds them down until
+ * `gc session reset|restart NAME`.
+ */
+import { parseArgs } from "node:util";
+import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
+import { walkTo } from "../../../internal/reconcile/walk.js";
+import { describeError } from "../../../internal/runtime/errors.js";
+import { supportsShutdown } from "../../../internal/runtime/provider.js";
+import { casUpdate } from "../../../internal/session/store.js";
+import { type Command, EXIT } from "../context.js";
+import { findController, stopController } from "../controller.js";
+import { type City, openCity } from "../deps.js";
+import { resolveSession } from "../sessions.js";
+
+const USAGE = `Usage: gc stop [SESSION...]
+
+Without names: stops the controller and every session of the city, then checks that nothing
+of the city is left running. With names: stops those sessions and keeps them down (the
+controller leaves them alone) until \`gc session reset NAME\` or \`gc session restart NAME\`.`;
+
+async function providersInUse(city: City): Promise<string[]> {
+  let desired: string[] = [];
+  try {
+    desired = (await city.loadDesired()).map((d) => d.provider);
+  } catch {
+    // an invalid file must not keep `gc stop` from stopping what runs
+  }
+  const records = (await (await city.store()).list()).map((r) => r.provider);
+  return [...new Set([city.defaultProvider, ...desired, ...records])];
+}
+
+export const command: Command = {
+  name: "stop",
+  summary: "stop the controller and sessions",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { json: { type: "boolean" } },
+    });
+    const json = ctx.json || values.json === true;
+    const city = await openCity(ctx);
+    try {
+      const store = await city.store();
+      if (positionals.length > 0) {
+        const resolved = [];
+        for (const name of positionals) resolved.push(await resolveSession(city, name, ctx.signal));
+        for (const s of resolved) {
+          const provider = await city.providerFor(s.provider);
+          const rec = s.record ?? (await store.get(s.name));
+          if (rec) {
+            await casUpdate(store, s.name, () => ({
+              metadata: { [HOLD_KEY]: `stopped by operator at ${new Date().toISOString()}` },
+            }));
+          }
+          await provider.stop(s.name, { signal: ctx.signal });
+          if (rec)
+            await walkTo(store, s.name, "suspended", "stopped by operator (gc stop)", { pending: null });
+          if (!json)
+            ctx.out(
+              `stopped ${s.name} (held down; \`gc session reset ${s.name}\` lets the controller start it again)`,
+            );
+        }
+        if (json) ctx.out(JSON.stringify({ stopped: resolved.map((s) => s.name) }));
+        return EXIT.ok;
+      }
+      const ctl = await findController(city.stateDir);
+      if (ctl.running && ctl.pid !== undefined) {
+        await stopController(city.stateDir, ctl.pid);
+        if (!json) ctx.out(`controller ${ctl.pid} stopped`);
+      }
+      const stopped: string[] = [];
+      const failures: string[] = [];
+      for (const pName of await providersInUse(city)) {
+        const provider = await city.providerFor(pName);
+        let names: string[];
+        try {
+          names = await provider.listRunning("", { signal: ctx.signal });
+        } catch (e) {
+          failures.push(`cannot list ${pName}: ${describeError(e)}`);
+          continue;
+        }
+        await Promise.all(
+          names.map(async (name) => {
+            try {
+              await provider.stop(name, { signal: ctx.signal });
+              stopped.push(name);
+              if (await store.get(name))
+                await walkTo(store, name, "stopped", "city stopped (gc stop)", { pending: null });
+            } catch (e) {
+              failures.push(`${name}: ${describeError(e)}`);
+            }
+          }),
+        );
+        for (const rec of await store.list()) {
+          if (rec.provider === pName && rec.state !== "stopped" && !names.includes(rec.name)) {
+            await walkTo(store, rec.name, "stopped", "city stopped (gc stop)", { pending: null }).catch(
+              () => undefined,
+            );
+          }
+        }
+        if (supportsShutdown(provider)) {
+          await provider
+            .shutdown({ signal: ctx.signal })
+            .catch((e: unknown) => failures.push(`${pName} shutdown: ${describeError(e)}`));
+        }
+        const left = await provider.listRunning("", { signal: ctx.signal }).catch(() => ["(unobservable)"]);
+        if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
+      }
+      if (json) {
+        ctx.out(
+          JSON.stringify(
+            { city: city.name, controllerStopped: ctl.running, stopped: stopped.sort(), problems: failures },
+            null,
+            2,
+          ),
+        );
+      } else {
+        ctx.out(
+          `stopped ${stopped.length} session${stopped.length === 1 ? "" : "s"}${stopped.length ? `: ${stopped.sort().join(", ")}` : ""}`,
+        );
+        for (const f of failures) ctx.err(f);
+        if (failures.length === 0) ctx.out(`census: nothing of city ${city.name} is left running`);
+      }
+      return failures.length > 0 ? EXIT.failed : EXIT.ok;
+    } finally {
+      await city.close();
+    }
+  },
+};

@@ -1,0 +1,259 @@
+/**
+ * The controller process: one per city, found through `<city>/.gc/controller.pid` and the
+ * control socket beside it. Runs the reconcile loop (interval, config-file changes debounced,
+ * pokes, backoff requeues), serves status/watch/poke/shutdown, and logs every pass.
+ */
+import { spawn } from "node:child_process";
+import { watch as watchFs } from "node:fs";
+import { open, readFile, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { pidAlive } from "../../internal/proc/kill.js";
+import type { ProgressEvent } from "../../internal/reconcile/execute.js";
+import { startLoop } from "../../internal/reconcile/loop.js";
+import { Reconciler, type TickReport } from "../../internal/reconcile/reconciler.js";
+import { progressLine, summarizeTick, type TickSummary } from "../../internal/reconcile/summary.js";
+import { describeError } from "../../internal/runtime/errors.js";
+import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
+import { type City, policyOf } from "./deps.js";
+
+/** Files of the controller under the state dir. */
+export function controllerPaths(stateDir: string) {
+  return {
+    pid: join(stateDir, "controller.pid"),
+    socket: join(stateDir, "controller.sock"),
+    log: join(stateDir, "controller.log"),
+  };
+}
+
+/** What is known about a city's controller. */
+export interface ControllerInfo {
+  readonly running: boolean;
+  readonly pid: number | undefined;
+  readonly status: ControllerStatus | undefined;
+}
+
+/** Reads the pid file and asks the socket for status. Never throws. */
+export async function findController(stateDir: string): Promise<ControllerInfo> {
+  const paths = controllerPaths(stateDir);
+  let pid: number | undefined;
+  try {
+    pid = Number((await readFile(paths.pid, "utf8")).trim()) || undefined;
+  } catch {
+    pid = undefined;
+  }
+  if (pid === undefined || !(await pidAlive(pid)))
+    return { running: false, pid: undefined, status: undefined };
+  try {
+    const msgs = await requestControl(paths.socket, { op: "status" }, { timeoutMs: 3_000 });
+    const st = msgs.find((m) => m.type === "status");
+    return { running: true, pid, status: st?.type === "status" ? st.status : undefined };
+  } catch {
+    return { running: true, pid, status: undefined };
+  }
+}
+
+/** A reconciler bound to the city's store. */
+export async function openReconciler(city: City): Promise<Reconciler> {
+  const policy = policyOf(city.loaded);
+  return new Reconciler({
+    store: await city.store(),
+    providerFor: (p) => city.providerFor(p),
+    loadDesired: () => city.loadDesired(),
+    baseProviders: [city.defaultProvider],
+    policy,
+    concurrency: policy.concurrency,
+    drainTimeoutMs: policy.drainTimeoutMs,
+  });
+}
+
+/**
+ * Runs the controller in this process until `signal` aborts or a `shutdown` request comes.
+ * Takes the city's pid file exclusively (a live other controller → rejects).
+ */
+export async function runController(
+  city: City,
+  opts: { signal: AbortSignal; log: (line: string) => void },
+): Promise<void> {
+  const paths = controllerPaths(city.stateDir);
+  await claimPidFile(paths.pid);
+  const stop = new AbortController();
+  const signal = AbortSignal.any([opts.signal, stop.signal]);
+  const reconciler = await openReconciler(city);
+  const startedAt = Date.now();
+  let passes = 0;
+  let last: TickSummary | undefined;
+  let lastError: string | undefined;
+  type Pass = { events: ProgressEvent[]; listeners: Set<(m: ControlMessage) => void>; done: Promise<void> };
+  let current: Pass | undefined;
+  let queued: Pass | undefined;
+
+  const newPass = (): Pass => ({ events: [], listeners: new Set(), done: Promise.resolve() });
+  queued = newPass(); // the first pass: watchers that connect early see it from the start
+
+  const runPass = async () => {
+    current = queued ?? newPass();
+    queued = undefined;
+    const pass = current;
+    const emit = (m: ControlMessage) => {
+      for (const l of pass.listeners) l(m);
+    };
+    let report: TickReport | undefined;
+    try {
+      report = await reconciler.tick({
+        signal,
+        onProgress: (e) => {
+          pass.events.push(e);
+          if (e.phase !== "begin") opts.log(progressLine(e));
+          emit({ type: "progress", event: e });
+        },
+      });
+      passes++;
+      last = summarizeTick(report);
+      lastError = last.configError;
+      if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
+      for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);
+      emit({ type: "done", summary: last });
+      return { report: last, requeueAt: report.plan.requeueAt };
+    } catch (e) {
+      lastError = describeError(e);
+      opts.log(`pass failed: ${lastError}`);
+      emit({ type: "done", summary: last, error: lastError });
+      throw e;
+    } finally {
+      current = undefined;
+    }
+  };
+
+  const loop = startLoop({ pass: runPass, intervalMs: policyOf(city.loaded).intervalMs, signal });
+  const server = await serveControl(paths.socket, {
+    status: () => ({ pid: process.pid, startedAt, passes, last, lastError, busy: current !== undefined }),
+    watch: (send, poke) =>
+      new Promise<void>((resolve) => {
+        let pass: Pass | undefined;
+        if (poke) {
+          queued ??= newPass();
+          pass = queued;
+          loop.poke();
+        } else {
+          pass = current ?? queued;
+        }
+        if (!pass) {
+          send({ type: "done", summary: last });
+          resolve();
+          return;
+        }
+        for (const e of pass.events) send({ type: "progress", event: e });
+        const listener = (m: ControlMessage) => {
+          send(m);
+          if (m.type === "done") {
+            pass?.listeners.delete(listener);
+            resolve();
+          }
+        };
+        pass.listeners.add(listener);
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      }),
+    shutdown: () => stop.abort(new Error("shutdown requested")),
+  });
+
+  // Config file changes trigger a pass (debounced); editors replace files, so watch the dir.
+  let debounce: NodeJS.Timeout | undefined;
+  const watcher = watchFs(dirname(city.loaded.file), (_ev, file) => {
+    if (file !== null && file !== basename(city.loaded.file)) return;
+    clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      opts.log("city file changed: reconciling");
+      loop.poke();
+    }, 300);
+  });
+  opts.log(`controller ${process.pid} running for city ${city.name} (${city.cityDir})`);
+  try {
+    await loop.done;
+  } finally {
+    clearTimeout(debounce);
+    watcher.close();
+    await new Promise<void>((r) => server.close(() => r()));
+    await rm(paths.socket, { force: true });
+    await rm(paths.pid, { force: true });
+    opts.log("controller stopped");
+  }
+}
+
+/** Creates the pid file exclusively; replaces a stale one. @throws when a live controller owns it. */
+async function claimPidFile(path: string): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    try {
+      const fh = await open(path, "wx", 0o600);
+      await fh.writeFile(`${process.pid}\n`);
+      await fh.close();
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const pid = Number((await readFile(path, "utf8").catch(() => "")).trim());
+      if (pid && pid !== process.pid && (await pidAlive(pid))) {
+        throw new Error(`a controller is already running for this city (pid ${pid})`);
+      }
+      await rm(path, { force: true });
+    }
+  }
+  throw new Error(`cannot claim ${path}`);
+}
+
+/**
+ * Starts the controller as a detached background process (log in `.gc/controller.log`) and
+ * waits for its control socket. Resolves its pid.
+ */
+export async function spawnController(city: City, signal: AbortSignal): Promise<number> {
+  const paths = controllerPaths(city.stateDir);
+  const log = await open(paths.log, "a", 0o600);
+  const main = join(dirname(fileURLToPath(import.meta.url)), "main.js");
+  const child = spawn(
+    process.execPath,
+    [main, "--city", city.cityDir, "--config", city.loaded.file, "start", "--foreground"],
+    {
+      detached: true,
+      stdio: ["ignore", log.fd, log.fd],
+      env: { ...process.env, GC_CONTROLLER_CHILD: "1" },
+    },
+  );
+  await log.close();
+  const pid = child.pid;
+  child.unref();
+  if (pid === undefined) throw new Error("could not start the controller process");
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    signal.throwIfAborted();
+    const info = await findController(city.stateDir);
+    if (info.running && info.status) return info.pid ?? pid;
+    if (!(await pidAlive(pid))) {
+      const other = await findController(city.stateDir);
+      if (other.running) return other.pid ?? pid; // lost a race to another `gc start`: use the winner
+      const tail = (await readFile(paths.log, "utf8").catch(() => "")).split("\n").slice(-8).join("\n");
+      throw new Error(`the controller exited during startup; log ${paths.log}:\n${tail}`);
+    }
+    await sleep(50, undefined, { signal });
+  }
+  throw new Error(`the controller did not open ${paths.socket} within 20 s`);
+}
+
+/** Asks the controller to stop and waits for its process to end (SIGTERM, then SIGKILL). */
+export async function stopController(stateDir: string, pid: number): Promise<void> {
+  await requestControl(controllerPaths(stateDir).socket, { op: "shutdown" }, { timeoutMs: 5_000 }).catch(
+    () => undefined,
+  );
+  const waitGone = async (ms: number) => {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      if (!(await pidAlive(pid))) return true;
+      await sleep(50);
+    }
+    return !(await pidAlive(pid));
+  };
+  if (await waitGone(15_000)) return;
+  process.kill(pid, "SIGTERM");
+  if (await waitGone(5_000)) return;
+  process.kill(pid, "SIGKILL");
+  await waitGone(5_000);
+}

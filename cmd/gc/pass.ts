@@ -1,0 +1,111 @@
+/**
+ * One reconcile pass in the calling process (`gc start --once`, `gc reconcile` with no
+ * controller, and every `--dry-run`). A dry run reads the store only if it exists and
+ * touches nothing.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Reconciler } from "../../internal/reconcile/reconciler.js";
+import {
+  progressLine,
+  summarizeTick,
+  summaryLine,
+  type TickSummary,
+} from "../../internal/reconcile/summary.js";
+import { openMemoryStore } from "../../internal/session/memory-store.js";
+import { STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
+import { type CommandContext, EXIT } from "./context.js";
+import { type ControlMessage, requestControl } from "./control.js";
+import { controllerPaths } from "./controller.js";
+import { type City, policyOf } from "./deps.js";
+
+/** Runs one pass here and prints progress and the summary (or the plan, for a dry run). */
+export async function runPassHere(
+  ctx: CommandContext,
+  city: City,
+  opts: { dryRun: boolean },
+): Promise<number> {
+  const policy = policyOf(city.loaded);
+  const store =
+    opts.dryRun && !existsSync(join(city.stateDir, STATE_DB_FILE))
+      ? openMemoryStore({ singleTenant: true })
+      : await city.store();
+  const reconciler = new Reconciler({
+    store,
+    providerFor: (p) => city.providerFor(p),
+    loadDesired: () => city.loadDesired(),
+    baseProviders: [city.defaultProvider],
+    policy,
+    concurrency: policy.concurrency,
+    drainTimeoutMs: policy.drainTimeoutMs,
+  });
+  const report = await reconciler.tick({
+    dryRun: opts.dryRun,
+    signal: ctx.signal,
+    onProgress: (e) => {
+      if (!ctx.json && e.phase !== "begin") ctx.out(progressLine(e));
+    },
+  });
+  const summary = summarizeTick(report);
+  if (opts.dryRun) {
+    if (ctx.json) {
+      ctx.out(
+        JSON.stringify(
+          { dryRun: true, actions: report.plan.actions, configError: summary.configError ?? null },
+          null,
+          2,
+        ),
+      );
+      return summary.configError ? 2 : 0;
+    }
+    if (summary.configError) ctx.err(summary.configError);
+    const lines = summary.lines.length > 0 ? summary.lines : ["nothing to do: in sync"];
+    for (const l of lines) ctx.out(`would ${l}`);
+    return summary.configError ? 2 : 0;
+  }
+  return reportSummary(ctx, summary);
+}
+
+/** Streams a controller pass (progress lines, then the summary). Resolves the summary. */
+export async function watchControllerPass(
+  ctx: CommandContext,
+  city: City,
+  poke: boolean,
+): Promise<TickSummary | undefined> {
+  let summary: TickSummary | undefined;
+  let error: string | undefined;
+  await requestControl(
+    controllerPaths(city.stateDir).socket,
+    { op: poke ? "poke" : "watch" },
+    {
+      signal: ctx.signal,
+      onMessage: (m: ControlMessage) => {
+        if (m.type === "progress" && !ctx.json && m.event.phase !== "begin") ctx.out(progressLine(m.event));
+        if (m.type === "done") {
+          summary = m.summary;
+          error = m.error;
+        }
+      },
+    },
+  );
+  if (error) throw new Error(`reconcile pass failed: ${error}`);
+  return summary;
+}
+
+/** Prints a summary (JSON or text); resolves the exit code. */
+export function reportSummary(
+  ctx: CommandContext,
+  s: TickSummary | undefined,
+  extra: Record<string, unknown> = {},
+): number {
+  if (ctx.json) {
+    ctx.out(JSON.stringify({ ...extra, summary: s ?? null }, null, 2));
+  } else if (s) {
+    if (s.configError)
+      ctx.err(`config error (last good config kept, nothing touched for it):\n${s.configError}`);
+    for (const o of s.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
+    for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
+    ctx.out(summaryLine(s));
+  }
+  return EXIT.ok;
+}

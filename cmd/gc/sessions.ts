@@ -1,0 +1,147 @@
+/**
+ * The operator's view of a city's sessions: what the file wants, what the store records and
+ * what the providers show, joined by name (one listing per provider). Also resolves a
+ * session name given on the command line, with a did-you-mean when it is unknown.
+ */
+import { didYouMean } from "../../internal/config/suggest.js";
+import type { DesiredSession } from "../../internal/reconcile/execute.js";
+import { observe } from "../../internal/reconcile/reconciler.js";
+import { describeError, SessionNotFoundError } from "../../internal/runtime/errors.js";
+import { supportsSnapshot } from "../../internal/runtime/provider.js";
+import type { SessionRecord } from "../../internal/session/store.js";
+import type { City } from "./deps.js";
+
+/** One row of `gc status`. */
+export interface SessionView {
+  readonly name: string;
+  readonly agent: string;
+  readonly provider: string;
+  /** Lifecycle state from the store; `untracked` when running without a record, `new` when never started. */
+  readonly state: string;
+  /** Why it is in that state (quarantine reason, last error…). */
+  readonly reason: string;
+  readonly running: boolean;
+  readonly drift: "none" | "core" | "live";
+  readonly restarts: number;
+  readonly lastActivity: string | null;
+  readonly attached: boolean;
+  readonly desired: boolean;
+}
+
+/** Everything `gc status` shows. */
+export interface CityView {
+  readonly sessions: SessionView[];
+  readonly desired: readonly DesiredSession[];
+  readonly records: readonly SessionRecord[];
+  readonly configError: string | undefined;
+  readonly observeErrors: readonly { provider: string; error: string }[];
+}
+
+/** Drift of a record against its desired session. Pure. */
+export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
+  if (!rec || !d || rec.coreHash === null) return "none";
+  if (rec.coreHash !== d.core) return "core";
+  if (rec.liveHash !== d.live) return "live";
+  return "none";
+}
+
+/** Joins desired, recorded and observed sessions of the city. */
+export async function collectCity(city: City, signal?: AbortSignal): Promise<CityView> {
+  let desired: DesiredSession[] = [];
+  let configError: string | undefined;
+  try {
+    desired = await city.loadDesired();
+  } catch (e) {
+    configError = describeError(e);
+  }
+  const store = await city.store();
+  const records = await store.list();
+  const providers = [
+    ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),
+  ];
+  const { observation, errors } = await observe(providers, (p) => city.providerFor(p), new Map(), signal);
+  const details = new Map<string, { attached?: boolean | undefined; lastActivity?: Date | undefined }>();
+  await Promise.all(
+    providers.map(async (pName) => {
+      if (observation.unobservable.has(pName)) return;
+      const p = await city.providerFor(pName);
+      if (supportsSnapshot(p)) {
+        for (const s of await p.snapshot("", { signal }).catch(() => [])) details.set(s.name, s);
+        return;
+      }
+      const mine = [...observation.running].filter((n) => observation.providerOf.get(n) === pName);
+      await Promise.all(
+        mine.map(async (n) => {
+          const [attached, lastActivity] = await Promise.all([
+            p.isAttached(n, { signal }).catch(() => false),
+            p.getLastActivity(n, { signal }).catch(() => undefined),
+          ]);
+          details.set(n, { attached, lastActivity });
+        }),
+      );
+    }),
+  );
+  const desiredOf = new Map(desired.map((d) => [d.name, d]));
+  const recordOf = new Map(records.map((r) => [r.name, r]));
+  const names = [
+    ...new Set([...desired.map((d) => d.name), ...records.map((r) => r.name), ...observation.running]),
+  ];
+  const sessions = names.map((name): SessionView => {
+    const d = desiredOf.get(name);
+    const r = recordOf.get(name);
+    const running = observation.running.has(name);
+    const det = details.get(name);
+    return {
+      name,
+      agent: d?.agent ?? r?.agent ?? "?",
+      provider: d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?",
+      state: r?.state ?? (running ? "untracked" : "new"),
+      reason: r
+        ? (r.quarantineReason ?? r.metadata["gc.hold"] ?? r.stateReason)
+        : running
+          ? "running without a record"
+          : "not started yet",
+      running,
+      drift: driftOf(r, d),
+      restarts: r?.restarts ?? 0,
+      lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,
+      attached: det?.attached ?? false,
+      desired: d !== undefined,
+    };
+  });
+  return { sessions, desired, records, configError, observeErrors: errors };
+}
+
+/** A session named on the command line, resolved against the city. */
+export interface ResolvedSession {
+  readonly name: string;
+  readonly provider: string;
+  readonly desired: DesiredSession | undefined;
+  readonly record: SessionRecord | undefined;
+}
+
+/**
+ * Finds `name` among desired sessions, records and (if needed) running sessions.
+ * @throws SessionNotFoundError (exit 3) with a did-you-mean when it is unknown.
+ */
+export async function resolveSession(
+  city: City,
+  name: string,
+  signal?: AbortSignal,
+): Promise<ResolvedSession> {
+  let desired: DesiredSession[] = [];
+  try {
+    desired = await city.loadDesired();
+  } catch {
+    // an invalid file must not stop operators from reaching running sessions
+  }
+  const record = await (await city.store()).get(name);
+  const d = desired.find((x) => x.name === name);
+  if (d || record) return { name, provider: d?.provider ?? record!.provider, desired: d, record };
+  const provider = await city.providerFor(city.defaultProvider);
+  const running = await provider.listRunning("", { signal }).catch(() => [] as string[]);
+  if (running.includes(name))
+    return { name, provider: city.defaultProvider, desired: undefined, record: undefined };
+  const known = [...desired.map((x) => x.name), ...running];
+  throw new SessionNotFoundError(name, `not in city ${city.name}${didYouMean(name, known)}`);
+}

@@ -1,0 +1,185 @@
+import { describe, expect, it } from "vitest";
+import type { DesiredSession } from "../../internal/reconcile/execute.js";
+import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
+import { Reconciler } from "../../internal/reconcile/reconciler.js";
+import { FakeBackend, FakeProvider } from "../../internal/runtime/fake.js";
+import { fingerprint } from "../../internal/runtime/fingerprint.js";
+import type { StartConfig } from "../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../internal/session/memory-store.js";
+
+function want(
+  name: string,
+  cfg: Partial<StartConfig> = {},
+  extra: Partial<DesiredSession> = {},
+): DesiredSession {
+  const config: StartConfig = { command: "sleep 300", workDir: "/w", env: {}, ...cfg };
+  const fp = fingerprint(config);
+  return {
+    name,
+    agent: name,
+    provider: "fake",
+    dependsOn: [],
+    suspended: false,
+    core: fp.core,
+    live: fp.live,
+    breakdown: fp.breakdown,
+    config,
+    ...extra,
+  };
+}
+
+function setup(initial: DesiredSession[]) {
+  let desired = initial;
+  let now = 1_000_000;
+  const backend = new FakeBackend();
+  const provider = new FakeProvider({ city: "t", backend });
+  const store = openMemoryStore({ singleTenant: true, now: () => now });
+  const reconciler = new Reconciler({
+    store,
+    providerFor: async () => provider,
+    loadDesired: async () => desired,
+    baseProviders: ["fake"],
+    policy: DEFAULT_POLICY,
+    concurrency: 4,
+    drainTimeoutMs: 100,
+    now: () => now,
+    random: () => 0.5,
+  });
+  return {
+    provider,
+    backend,
+    store,
+    reconciler,
+    set: (d: DesiredSession[]) => {
+      desired = d;
+    },
+    advance: (ms: number) => {
+      now += ms;
+    },
+    starts: () => provider.calls.filter((c) => c.method === "start").map((c) => c.name),
+  };
+}
+
+describe("Reconciler", () => {
+  it("tick: starts what is missing and records it running with fingerprints", async () => {
+    const t = setup([want("a"), want("b")]);
+    const r = await t.reconciler.tick();
+    expect(r.outcomes.every((o) => o.ok)).toBe(true);
+    expect(t.starts().sort()).toEqual(["a", "b"]);
+    const rec = await t.store.get("a");
+    expect(rec).toMatchObject({ state: "running", coreHash: want("a").core, generation: 1 });
+    expect(await t.provider.getMeta("a", "gc.core")).toBe(want("a").core);
+    const again = await t.reconciler.tick();
+    expect(again.plan.actions).toEqual([]);
+  });
+
+  it("tick: a core change restarts exactly that session; a live change re-applies without restart", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    t.set([want("a", { command: "sleep 301" }), want("b", { sessionLive: ["echo live"] })]);
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`).sort()).toEqual(["restart:a", "run-live:b"]);
+    expect(t.starts()).toEqual(["a", "b", "a"]);
+    expect(t.provider.session("b")?.liveRuns).toBe(1);
+    expect(await t.store.get("a")).toMatchObject({ state: "running", restarts: 1, generation: 2 });
+    expect((await t.reconciler.tick()).plan.actions).toEqual([]);
+  });
+
+  it("tick: a session that keeps dying backs off and is quarantined after 5 failures", async () => {
+    const t = setup([want("crashy"), want("ok")]);
+    t.provider.failAlways("start", new Error("boom"), "crashy");
+    for (let i = 0; i < 12; i++) {
+      await t.reconciler.tick();
+      t.advance((5 * 60_000) / 10);
+      if ((await t.store.get("crashy"))?.state === "quarantined") break;
+    }
+    const rec = await t.store.get("crashy");
+    expect(rec?.state).toBe("quarantined");
+    expect(rec?.quarantineReason).toContain("5 failures");
+    expect((await t.store.get("ok"))?.state).toBe("running");
+    const before = t.starts().length;
+    await t.reconciler.tick();
+    expect(t.starts().length).toBe(before);
+  });
+
+  it("tick: a crash while running is detected and restarted after backoff", async () => {
+    const t = setup([want("a")]);
+    await t.reconciler.tick();
+    t.provider.crash("a");
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions[0]).toMatchObject({ kind: "crashed" });
+    expect((await t.store.get("a"))?.state).toBe("backoff");
+    t.advance(10_000);
+    await t.reconciler.tick();
+    expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 2 });
+  });
+
+  it("tick: stops an undesired session of ours, never a foreign one", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    const foreign = new FakeProvider({ city: "other", backend: t.backend });
+    await foreign.start("theirs", { command: "x", workDir: "/", env: {} });
+    t.set([want("a")]);
+    await t.reconciler.tick();
+    expect(await t.provider.isRunning("b")).toBe(false);
+    expect(await t.store.get("b")).toBeUndefined();
+    expect(await foreign.isRunning("theirs")).toBe(true);
+  });
+
+  it("tick: adopts sessions that survived a lost store without duplicates", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    const fresh = openMemoryStore({ singleTenant: true });
+    const r2 = new Reconciler({
+      store: fresh,
+      providerFor: async () => t.provider,
+      loadDesired: async () => [want("a"), want("b")],
+      baseProviders: ["fake"],
+      policy: DEFAULT_POLICY,
+      concurrency: 4,
+      drainTimeoutMs: 100,
+    });
+    const r = await r2.tick();
+    expect(r.plan.actions.map((a) => a.kind)).toEqual(["adopt", "adopt"]);
+    expect(t.starts().length).toBe(2);
+    expect(await fresh.get("a")).toMatchObject({ state: "running", coreHash: want("a").core });
+    expect((await r2.tick()).plan.actions).toEqual([]);
+  });
+
+  it("tick: an invalid config keeps the last good one and touches nothing", async () => {
+    const t = setup([want("a")]);
+    await t.reconciler.tick();
+    const bad = new Reconciler({
+      store: t.store,
+      providerFor: async () => t.provider,
+      loadDesired: async () => {
+        throw new Error("city.yaml:3:1: broken");
+      },
+      baseProviders: ["fake"],
+      policy: DEFAULT_POLICY,
+      concurrency: 4,
+      drainTimeoutMs: 100,
+    });
+    const r = await bad.tick();
+    expect(r.configError).toContain("broken");
+    expect(r.plan.actions).toEqual([]);
+    expect(await t.provider.isRunning("a")).toBe(true);
+  });
+
+  it("tick: a failed observation stops nothing", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    t.set([]);
+    t.provider.failNext("listRunning", new Error("backend unreachable"));
+    const r = await t.reconciler.tick();
+    expect(r.observeErrors).toHaveLength(1);
+    expect(r.plan.actions.some((a) => a.kind === "stop")).toBe(false);
+    expect(await t.provider.isRunning("a")).toBe(true);
+  });
+
+  it("tick: dependencies start first", async () => {
+    const t = setup([want("w", {}, { dependsOn: ["m"] }), want("m")]);
+    await t.reconciler.tick();
+    expect(t.starts()).toEqual(["m", "w"]);
+  });
+});
