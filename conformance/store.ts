@@ -613,18 +613,19 @@ const records: StoreCase[] = [
       const b = await ctx.open();
       await make(a, "cas");
       let calls = 0;
+      let competing: Promise<unknown> | undefined;
       const r = await casUpdate(a, "cas", (cur) => {
         calls++;
-        if (calls === 1) {
-          // A competing writer lands between our read and our write.
-          void b.update("cas", cur.version, { restarts: cur.restarts + 10 });
-        }
+        // A competing writer starts between our read and our write (stores apply a call's
+        // effects before their promise settles, so it lands first).
+        if (calls === 1) competing = b.update("cas", cur.version, { restarts: cur.restarts + 10 });
         return { restarts: cur.restarts + 1 };
       });
-      assert.ok(calls >= 1);
+      await competing;
+      assert.equal(calls, 2, "lost the first race, then retried once");
       const final = await a.get("cas");
       assert.deepEqual(final, r);
-      assert.equal(final?.restarts, calls === 1 ? 1 : 11);
+      assert.equal(final?.restarts, 11);
       const same = await casUpdate(a, "cas", () => undefined);
       assert.equal(same.version, r.version, "undefined patch writes nothing");
       await rejectsCode(
