@@ -9,7 +9,7 @@ import { ConfigError, type ConfigIssue } from "../runtime/errors.js";
 import { nameProblem } from "../runtime/names.js";
 import type { UsedVariable } from "./interpolate.js";
 import { CITY_SCHEMA, type CityFile, type SessionSection, sessionProviderProblem } from "./schema.js";
-import { type DecodeContext, INVALID, type Position } from "./schema-builder.js";
+import { type DecodeContext, INVALID, type Position, positionOf } from "./schema-builder.js";
 import { IssueReporter, validateCity } from "./validate.js";
 
 /** The `session:` section with every default decided (durations in milliseconds). */
@@ -127,6 +127,10 @@ export function parseCity(input: ParseCityInput): ParsedCity {
   let file: CityFile;
   if (root === null || (!isMap(root) && (root as { value?: unknown }).value === null)) {
     file = CITY_SCHEMA.fromInput({});
+  } else if (!isMap(root)) {
+    const { line, col } = positionOf(root, ctx);
+    const message = "the city file must be a map of sections (workspace, session, providers, agents, daemon)";
+    throw new ConfigError([{ file: input.file, line, col, path: "", message }]);
   } else {
     const decoded = CITY_SCHEMA.decode(root, "", ctx);
     if (decoded === INVALID) throw new ConfigError(issues);

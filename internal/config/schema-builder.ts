@@ -339,8 +339,8 @@ export class DurationSchema extends Schema<number, string> {
     return ms;
   }
   protected decodeNode(node: unknown, path: string, ctx: DecodeContext): Decoded<number> {
-    if (isScalar(node) && node.value === 0) return 0;
-    if (isScalar(node) && typeof node.value === "number") {
+    const zero = isScalar(node) && node.value === 0;
+    if (isScalar(node) && typeof node.value === "number" && !zero) {
       report(
         ctx,
         node,
@@ -349,7 +349,7 @@ export class DurationSchema extends Schema<number, string> {
       );
       return INVALID;
     }
-    const text = decodeString(node, path, ctx, true);
+    const text = zero ? "0" : decodeString(node, path, ctx, true);
     if (text === INVALID) return INVALID;
     const ms = parseDuration(text);
     if (ms === undefined) {
@@ -611,12 +611,23 @@ function asField(f: AnyField): Field<unknown, unknown, FieldMode> {
   return f instanceof Field ? f : new Field(f as Schema<unknown, unknown>, "required");
 }
 
+/** Keys starting with this are ignored where {@link ObjectOptions.extensions} is on (YAML anchor holders). */
+export const EXTENSION_PREFIX = "x-";
+
+/** Options of {@link ObjectSchema}. */
+export interface ObjectOptions {
+  /** Ignore keys starting with {@link EXTENSION_PREFIX} (like docker-compose's `x-` keys). */
+  readonly extensions?: boolean | undefined;
+}
+
 /** A map with a fixed set of keys; unknown keys are errors with a did-you-mean. */
 export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, ObjectInput<F>> {
   readonly fields: F;
-  constructor(fields: F) {
+  readonly options: ObjectOptions;
+  constructor(fields: F, options: ObjectOptions = {}) {
     super();
     this.fields = fields;
+    this.options = options;
   }
   accepts(node: unknown): boolean {
     return isMap(node);
@@ -655,8 +666,10 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
     for (const e of entries) {
       const p = joinPath(path, e.key);
       const f = this.fields[e.key];
+      if (f === undefined && this.options.extensions && e.key.startsWith(EXTENSION_PREFIX)) continue;
       if (f === undefined) {
-        report(ctx, e.keyNode, p, `unknown key ${JSON.stringify(e.key)}${didYouMean(e.key, known)}`);
+        const hint = didYouMean(e.key, known) || `; known keys: ${known.join(", ")}`;
+        report(ctx, e.keyNode, p, `unknown key ${JSON.stringify(e.key)}${hint}`);
         continue;
       }
       present.add(e.key);
@@ -688,6 +701,7 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
       if (field.mode === "required") required.push(k);
     }
     const j: JsonSchema = { type: "object", properties, additionalProperties: false };
+    if (this.options.extensions) j.patternProperties = { [`^${EXTENSION_PREFIX}`]: {} };
     if (required.length > 0) j.required = required;
     return j;
   }
@@ -741,7 +755,7 @@ export const s = {
   envValue: () => new EnvValueSchema(),
   array: <T, I>(items: Schema<T, I>, options?: ArrayOptions) => new ArraySchema(items, options),
   record: <T, I>(values: Schema<T, I>, options?: RecordOptions) => new RecordSchema(values, options),
-  object: <F extends Fields>(fields: F) => new ObjectSchema(fields),
+  object: <F extends Fields>(fields: F, options?: ObjectOptions) => new ObjectSchema(fields, options),
   union: <A, AI, B, BI>(a: Schema<A, AI>, b: Schema<B, BI>) =>
     new UnionSchema<A | B, AI | BI>([
       a as unknown as Schema<A | B, AI | BI>,

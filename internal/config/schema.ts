@@ -37,9 +37,10 @@ export function sessionProviderProblem(
   }
   if (allowed.includes(v)) return undefined;
   const list = [...allowed, "exec:<script>"].join(", ");
-  if ((SESSION_PROVIDER_KINDS as readonly string[]).includes(v))
-    return `${JSON.stringify(v)} is not allowed here (use ${list})`;
-  return `unknown session provider ${JSON.stringify(v)} (use ${list})${didYouMean(v, allowed)}`;
+  if ((SESSION_PROVIDER_KINDS as readonly string[]).includes(v)) {
+    return `${JSON.stringify(v)} is a router and cannot be used here; use one of ${list}`;
+  }
+  return `unknown session provider ${JSON.stringify(v)}${didYouMean(v, allowed)}; use one of ${list}`;
 }
 
 const name = () => s.string({ check: (v) => nameProblem(v), json: NAME_JSON });
@@ -158,122 +159,128 @@ export const AGENT_SCHEMA = s.object({
 });
 
 /** The whole city file. */
-export const CITY_SCHEMA = s.object({
-  workspace: s
-    .object({
-      name: name()
-        .optional()
-        .describe("City name (tmux socket, ownership tag); default: the directory name."),
-      provider: s.string({ nonEmpty: true }).optional().describe("Preset for agents that name none."),
-      suspended: s.bool().default(false).describe("Suspend every agent of the city."),
-    })
-    .default({}),
-  session: s
-    .object({
-      provider: sessionProvider(SESSION_PROVIDER_KINDS)
-        .optional()
-        .describe(
-          "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake; default: tmux if on PATH, else subprocess.",
-        ),
-      startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
-      setup_timeout: s
-        .duration({ min: "100ms" })
-        .default("10s")
-        .describe("Deadline for each pre_start/setup command."),
-      tmux: s
-        .object({ socket: name().optional().describe("tmux socket name (-L); default gc-<city>.") })
-        .default({}),
-      exec: s
-        .object({
-          timeout: s.duration({ min: "100ms" }).default("30s").describe("Deadline for each script call."),
-          start_timeout: s
-            .duration({ min: "1s" })
-            .default("120s")
-            .describe("Deadline for the script's start call."),
-        })
-        .default({}),
-      k8s: s
-        .object({
-          namespace: name().default("default"),
-          image: s
-            .string({ nonEmpty: true })
-            .optional()
-            .describe("Container image (required when k8s is used)."),
-          context: s.string({ nonEmpty: true }).optional().describe("kubeconfig context."),
-          kubeconfig: path().optional().describe("kubeconfig file (relative to the city directory)."),
-          service_account: s.string({ nonEmpty: true }).optional(),
-          image_pull_policy: s.enum(["Always", "IfNotPresent", "Never"] as const).optional(),
-        })
-        .default({}),
-      docker: s
-        .object({
-          host: s.string({ nonEmpty: true }).optional().describe("Docker daemon socket path or URL."),
-          image: s
-            .string({ nonEmpty: true })
-            .optional()
-            .describe("Container image (required when docker is used)."),
-          network: s.string({ nonEmpty: true }).default("none").describe("Container network mode."),
-        })
-        .default({}),
-      auto: s
-        .object({
-          default: sessionProvider(CONCRETE_SESSION_PROVIDERS)
-            .optional()
-            .describe(
-              "Backend for agents without a session override; default: tmux if on PATH, else subprocess.",
-            ),
-        })
-        .default({}),
-      hybrid: s
-        .object({
-          local: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("tmux"),
-          remote: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("k8s"),
-          remote_match: s
-            .string({ nonEmpty: true })
-            .optional()
-            .describe("Regular expression; sessions whose name matches run on the remote backend."),
-        })
-        .default({}),
-    })
-    .default({}),
-  providers: s
-    .record(PRESET_SCHEMA, { keyCheck: (k) => nameProblem(k), keyJson: NAME_JSON })
-    .default({})
-    .describe("Provider presets, layered over the builtins (claude, codex, gemini, bash, sh, python)."),
-  agents: s.array(AGENT_SCHEMA).default([]),
-  daemon: s
-    .object({
-      interval: s.duration({ min: "100ms" }).default("30s").describe("Time between reconcile passes."),
-      start_budget: s
-        .int({ min: 1 })
-        .default(20)
-        .describe("At most this many session starts (and restarts) per pass."),
-      concurrency: s.int({ min: 1, max: 256 }).default(4).describe("Actions run in parallel."),
-      backoff: s
-        .object({
-          min: s.duration({ min: "0" }).default("1s"),
-          max: s.duration({ min: "0" }).default("5m"),
-        })
-        .default({})
-        .describe("Restart delay after a crash: doubles from min up to max, with jitter."),
-      quarantine: s
-        .object({
-          threshold: s.int({ min: 1 }).default(5),
-          window: s.duration({ min: "1s" }).default("5m"),
-        })
-        .default({})
-        .describe("A session failing threshold times within window is quarantined until `gc session reset`."),
-      drain_timeout: s
-        .duration({ min: "0" })
-        .default("2m")
-        .describe("How long a drain waits for idle before stopping."),
-      min_healthy_uptime: s
-        .duration({ min: "0" })
-        .default("10s")
-        .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
-    })
-    .default({}),
-});
+export const CITY_SCHEMA = s.object(
+  {
+    workspace: s
+      .object({
+        name: name()
+          .optional()
+          .describe("City name (tmux socket, ownership tag); default: the directory name."),
+        provider: s.string({ nonEmpty: true }).optional().describe("Preset for agents that name none."),
+        suspended: s.bool().default(false).describe("Suspend every agent of the city."),
+      })
+      .default({}),
+    session: s
+      .object({
+        provider: sessionProvider(SESSION_PROVIDER_KINDS)
+          .optional()
+          .describe(
+            "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake; default: tmux if on PATH, else subprocess.",
+          ),
+        startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
+        setup_timeout: s
+          .duration({ min: "100ms" })
+          .default("10s")
+          .describe("Deadline for each pre_start/setup command."),
+        tmux: s
+          .object({ socket: name().optional().describe("tmux socket name (-L); default gc-<city>.") })
+          .default({}),
+        exec: s
+          .object({
+            timeout: s.duration({ min: "100ms" }).default("30s").describe("Deadline for each script call."),
+            start_timeout: s
+              .duration({ min: "1s" })
+              .default("120s")
+              .describe("Deadline for the script's start call."),
+          })
+          .default({}),
+        k8s: s
+          .object({
+            namespace: name().default("default"),
+            image: s
+              .string({ nonEmpty: true })
+              .optional()
+              .describe("Container image (required when k8s is used)."),
+            context: s.string({ nonEmpty: true }).optional().describe("kubeconfig context."),
+            kubeconfig: path().optional().describe("kubeconfig file (relative to the city directory)."),
+            service_account: s.string({ nonEmpty: true }).optional(),
+            image_pull_policy: s.enum(["Always", "IfNotPresent", "Never"] as const).optional(),
+          })
+          .default({}),
+        docker: s
+          .object({
+            host: s.string({ nonEmpty: true }).optional().describe("Docker daemon socket path or URL."),
+            image: s
+              .string({ nonEmpty: true })
+              .optional()
+              .describe("Container image (required when docker is used)."),
+            network: s.string({ nonEmpty: true }).default("none").describe("Container network mode."),
+          })
+          .default({}),
+        auto: s
+          .object({
+            default: sessionProvider(CONCRETE_SESSION_PROVIDERS)
+              .optional()
+              .describe(
+                "Backend for agents without a session override; default: tmux if on PATH, else subprocess.",
+              ),
+          })
+          .default({}),
+        hybrid: s
+          .object({
+            local: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("tmux"),
+            remote: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("k8s"),
+            remote_match: s
+              .string({ nonEmpty: true })
+              .optional()
+              .describe("Regular expression; sessions whose name matches run on the remote backend."),
+          })
+          .default({}),
+      })
+      .default({}),
+    providers: s
+      .record(PRESET_SCHEMA, { keyCheck: (k) => nameProblem(k), keyJson: NAME_JSON })
+      .default({})
+      .describe("Provider presets, layered over the builtins (claude, codex, gemini, bash, sh, python)."),
+    agents: s.array(AGENT_SCHEMA).default([]),
+    daemon: s
+      .object({
+        interval: s.duration({ min: "100ms" }).default("30s").describe("Time between reconcile passes."),
+        start_budget: s
+          .int({ min: 1 })
+          .default(20)
+          .describe("At most this many session starts (and restarts) per pass."),
+        concurrency: s.int({ min: 1, max: 256 }).default(4).describe("Actions run in parallel."),
+        backoff: s
+          .object({
+            min: s.duration({ min: "0" }).default("1s"),
+            max: s.duration({ min: "0" }).default("5m"),
+          })
+          .default({})
+          .describe("Restart delay after a crash: doubles from min up to max, with jitter."),
+        quarantine: s
+          .object({
+            threshold: s.int({ min: 1 }).default(5),
+            window: s.duration({ min: "1s" }).default("5m"),
+          })
+          .default({})
+          .describe(
+            "A session failing threshold times within window is quarantined until `gc session reset`.",
+          ),
+        drain_timeout: s
+          .duration({ min: "0" })
+          .default("2m")
+          .describe("How long a drain waits for idle before stopping."),
+        min_healthy_uptime: s
+          .duration({ min: "0" })
+          .default("10s")
+          .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
+      })
+      .default({}),
+  },
+  // Top-level `x-…` keys are ignored: a place for YAML anchors shared by several agents.
+  { extensions: true },
+);
 
 /** The city file as decoded: every default from the schema applied, nothing resolved yet. */
 export type CityFile = Infer<typeof CITY_SCHEMA>;

@@ -97,10 +97,11 @@ function checkPresetPrompt(r: IssueReporter, p: ProviderPreset, path: string): v
   if (p.prompt_mode === "flag" && p.prompt_flag === undefined) {
     r.add(`${path}.prompt_mode`, `prompt_mode "flag" needs prompt_flag (e.g. "--prompt")`);
   }
-  if (p.prompt_flag !== undefined && p.prompt_mode !== undefined && p.prompt_mode !== "flag") {
+  const mode = p.prompt_mode ?? "argument";
+  if (p.prompt_flag !== undefined && mode !== "flag") {
     r.add(
       `${path}.prompt_flag`,
-      `prompt_flag is only used with prompt_mode "flag" (prompt_mode is "${p.prompt_mode}")`,
+      `prompt_flag is only used with prompt_mode "flag" (prompt_mode is "${mode}")`,
     );
   }
 }
@@ -130,7 +131,7 @@ function checkSession(r: IssueReporter, city: CityFile): void {
     try {
       new RegExp(match);
     } catch (e) {
-      r.add("session.hybrid.remote_match", `invalid regular expression: ${(e as Error).message}`);
+      r.add("session.hybrid.remote_match", (e as Error).message);
     }
   }
   const used = backendsInUse(city);
@@ -188,7 +189,7 @@ function checkAgentLaunch(r: IssueReporter, city: CityFile, a: AgentConfig, path
       if (preset === undefined && a.provider !== undefined) {
         r.add(
           where,
-          `unknown provider ${JSON.stringify(name)}${didYouMean(name, presets)} (known: ${presets.join(", ")})`,
+          `unknown provider ${JSON.stringify(name)}${didYouMean(name, presets)}; known: ${presets.join(", ")}`,
         );
       }
     }
@@ -288,12 +289,17 @@ function checkSessionNames(r: IssueReporter, agents: readonly AgentConfig[]): vo
       }
       for (let n = 1; n <= bounds.max; n++) names.push(poolInstanceName(a.name, n));
     }
+    const describe = (session: string, agent: string) =>
+      session === agent
+        ? `agent ${JSON.stringify(agent)}`
+        : `pool instance ${session} of agent ${JSON.stringify(agent)}`;
     for (const n of names) {
       const prev = owner.get(n);
       if (prev !== undefined && prev.agent !== a.name) {
+        const line = r.lineOf(`agents[${prev.index}].name`);
         r.add(
           `agents[${i}].name`,
-          `session name ${JSON.stringify(n)} of agent ${JSON.stringify(a.name)} collides with agent ${JSON.stringify(prev.agent)} (line ${r.lineOf(`agents[${prev.index}].name`)})`,
+          `session name collision: ${describe(n, a.name)} and ${describe(n, prev.agent)} (line ${line})`,
         );
         return;
       }
@@ -346,7 +352,7 @@ export function validateCity(city: CityFile, r: IssueReporter): void {
     const presets = presetNames(city.providers);
     r.add(
       "workspace.provider",
-      `unknown provider ${JSON.stringify(wsProvider)}${didYouMean(wsProvider, presets)} (known: ${presets.join(", ")})`,
+      `unknown provider ${JSON.stringify(wsProvider)}${didYouMean(wsProvider, presets)}; known: ${presets.join(", ")}`,
     );
   }
   checkSession(r, city);
