@@ -1,0 +1,247 @@
+/**
+ * End-to-end: the built `gc` against temporary cities on real tmux — start, drift (core and
+ * live), a killed session, a killed tmux server, a SIGKILLed controller mid-start, crash-loop
+ * quarantine, foreign sessions, and a stop that leaves nothing behind.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { pidAlive } from "../../internal/proc/kill.js";
+import { makeCity, type TestCity, until } from "../support/city.js";
+
+const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+
+interface StatusRow {
+  name: string;
+  state: string;
+  running: boolean;
+  drift: string;
+  restarts: number;
+  reason: string;
+}
+
+async function status(
+  city: TestCity,
+): Promise<{ controller: { running: boolean; pid: number | null }; sessions: StatusRow[] }> {
+  const r = await city.gc(["status", "--json"]);
+  if (r.code !== 0) throw new Error(`gc status failed: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+const pidOf = (city: TestCity, session: string) =>
+  readFileSync(join(city.dir, session, "pid"), "utf8").trim();
+
+function twoAgents(aCommand = "exec sleep 100000", live = "echo live-1 > live.txt"): string {
+  return `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "echo $$$$ > pid; ${aCommand}"
+    work_dir: ./alpha
+    pre_start: ["mkdir -p ./alpha"]
+  - name: beta
+    start_command: "echo $$$$ > pid; exec sleep 100000"
+    work_dir: ./beta
+    pre_start: ["mkdir -p ./beta"]
+    session_live: ["${live}"]
+`;
+}
+
+describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", () => {
+  it("start --once: starts every session; status reports them running and in sync", async () => {
+    const city = makeCity(twoAgents());
+    const r = await city.gc(["start", "--once"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("2 desired: 2 start");
+    const st = await status(city);
+    expect(st.controller.running).toBe(false);
+    expect(st.sessions.map((s) => [s.name, s.state, s.running, s.drift])).toEqual([
+      ["alpha", "running", true, "none"],
+      ["beta", "running", true, "none"],
+    ]);
+  });
+
+  it("drift: a command edit restarts exactly that session; a session_live edit restarts none", async () => {
+    const city = makeCity(twoAgents());
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const [a1, b1] = await until(
+      "pid files",
+      () => existsSync(join(city.dir, "beta", "pid")) && [pidOf(city, "alpha"), pidOf(city, "beta")],
+    );
+    city.write(twoAgents("exec sleep 100001"));
+    const drift = await city.gc(["drift", "alpha"]);
+    expect(drift.stdout).toContain("core drift");
+    expect(drift.stdout).toContain("command");
+    expect(drift.stdout).toContain("sleep 100001");
+    const dry = await city.gc(["reconcile", "--dry-run"]);
+    expect(dry.stdout).toContain("would restart alpha");
+    expect(dry.stdout).not.toContain("beta");
+    expect((await city.gc(["reconcile"])).code).toBe(0);
+    const a2 = await until("alpha restarted", () => pidOf(city, "alpha") !== a1 && pidOf(city, "alpha"));
+    expect(a2).not.toBe(a1);
+    expect(pidOf(city, "beta")).toBe(b1);
+
+    city.write(twoAgents("exec sleep 100001", "echo live-2 > live.txt"));
+    const liveDrift = await city.gc(["drift", "beta", "--json"]);
+    expect(JSON.parse(liveDrift.stdout)[0]).toMatchObject({ drift: "live" });
+    const rec = await city.gc(["reconcile"]);
+    expect(rec.stdout).toContain("run-live");
+    expect(readFileSync(join(city.dir, "live.txt"), "utf8")).toBe("live-2\n");
+    expect(pidOf(city, "alpha")).toBe(a2);
+    expect(pidOf(city, "beta")).toBe(b1);
+    expect((await status(city)).sessions.every((s) => s.drift === "none" && s.running)).toBe(true);
+  });
+
+  it("a killed session and a killed tmux server are brought back", async () => {
+    const city = makeCity(twoAgents());
+    await city.gc(["start", "--once"]);
+    const a1 = await until(
+      "alpha pid",
+      () => existsSync(join(city.dir, "alpha", "pid")) && pidOf(city, "alpha"),
+    );
+    process.kill(Number(a1), "SIGKILL");
+    await until("crash noticed", async () => {
+      await city.gc(["reconcile"]);
+      const st = await status(city);
+      return st.sessions.find((s) => s.name === "alpha")?.running && pidOf(city, "alpha") !== a1;
+    });
+    const st = await status(city);
+    expect(st.sessions.find((s) => s.name === "alpha")?.restarts).toBeGreaterThanOrEqual(0);
+
+    city.tmux("kill-server");
+    await until("everything back after kill-server", async () => {
+      await city.gc(["reconcile"]);
+      return (await status(city)).sessions.every((s) => s.running);
+    });
+  });
+
+  it("controller: SIGKILL mid-start of 20 sessions, then start again → exactly 20, no duplicates", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+  concurrency: 2
+agents:
+  - name: w
+    start_command: "exec sleep 100000"
+    ready_delay_ms: 300
+    min_active_sessions: 20
+    max_active_sessions: 20
+`);
+    const first = await city.gc(["start", "--json"]);
+    expect(first.code).toBe(0);
+    const ctl = JSON.parse(first.stdout).controller.pid as number;
+    expect(ctl).toBeGreaterThan(0);
+    // The first pass has finished; force a fresh start wave and kill the controller in the middle of it.
+    city.tmux("kill-server");
+    const poke = city.gc(["reconcile"]);
+    await until(
+      "some sessions restarting",
+      () => city.tmux("list-sessions").stdout.split("\n").filter(Boolean).length >= 3,
+      20_000,
+    );
+    process.kill(ctl, "SIGKILL");
+    await poke;
+    await until("controller dead", async () => !(await pidAlive(ctl)));
+    const again = await city.gc(["start"]);
+    expect(again.code).toBe(0);
+    const st = await status(city);
+    expect(st.controller.running).toBe(true);
+    const names = st.sessions.map((s) => s.name);
+    expect(names).toHaveLength(20);
+    expect(new Set(names).size).toBe(20);
+    expect(st.sessions.every((s) => s.running && s.state === "running")).toBe(true);
+    const listed = city
+      .tmux("list-sessions", "-F", "#{session_name}")
+      .stdout.split("\n")
+      .filter((n) => n.startsWith("w-"));
+    expect(new Set(listed).size).toBe(listed.length);
+  });
+
+  it("crash loop: a command that exits at once ends quarantined while the others run", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+  backoff: { min: 100ms, max: 400ms }
+agents:
+  - name: good
+    start_command: "exec sleep 100000"
+  - name: crashy
+    start_command: "exit 3"
+    ready_delay_ms: 200
+`);
+    expect((await city.gc(["start"])).code).toBe(0);
+    const st = await until(
+      "crashy quarantined",
+      async () => {
+        const s = await status(city);
+        return s.sessions.find((x) => x.name === "crashy")?.state === "quarantined" && s;
+      },
+      60_000,
+    );
+    expect(st.sessions.find((x) => x.name === "good")).toMatchObject({ state: "running", running: true });
+    const crashy = st.sessions.find((x) => x.name === "crashy")!;
+    expect(crashy.reason).toContain("failures");
+    const text = await city.gc(["status"]);
+    expect(text.stdout).toMatch(/crashy: quarantined — .*failures/);
+    // reset clears the quarantine
+    const reset = await city.gc(["session", "reset", "crashy"]);
+    expect(reset.code).toBe(0);
+  });
+
+  it("foreign sessions on the city socket are never touched; stop leaves nothing of ours", async () => {
+    const city = makeCity(twoAgents());
+    expect((await city.gc(["start"])).code).toBe(0);
+    const st = await status(city);
+    const ctl = st.controller.pid!;
+    expect(city.tmux("new-session", "-d", "-s", "foreign", "sleep 100000").code).toBe(0);
+    expect((await city.gc(["reconcile"])).code).toBe(0);
+    expect(city.tmux("has-session", "-t", "=foreign").code).toBe(0);
+    expect((await status(city)).sessions.map((s) => s.name)).toEqual(["alpha", "beta"]);
+    city.tmux("kill-session", "-t", "=foreign");
+
+    const stop = await city.gc(["stop"]);
+    expect(stop.stderr).toBe("");
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain("nothing of city");
+    expect(await pidAlive(ctl)).toBe(false);
+    expect(city.tmux("list-sessions").code).not.toBe(0);
+    expect(existsSync(join(city.dir, ".gc", "controller.sock"))).toBe(false);
+    expect(existsSync(join(city.dir, ".gc", "controller.pid"))).toBe(false);
+    expect(existsSync(`/tmp/tmux-${process.getuid?.() ?? 0}/${city.socket}`)).toBe(false);
+  });
+
+  it("a second gc start reports the running controller; an invalid edit keeps sessions running", async () => {
+    const city = makeCity(twoAgents());
+    const first = await city.gc(["start"]);
+    expect(first.stdout).toContain("controller started");
+    const second = await city.gc(["start"]);
+    expect(second.stdout).toContain("controller already running");
+    const a1 = await until(
+      "alpha pid",
+      () => existsSync(join(city.dir, "alpha", "pid")) && pidOf(city, "alpha"),
+    );
+    city.write("workspace:\n  name: @NAME@\nagents:\n  - name: alpha\n    bogus_key: 1\n");
+    const validate = await city.gc(["config", "validate"]);
+    expect(validate.code).toBe(2);
+    await new Promise((r) => setTimeout(r, 1000)); // let the file watcher fire a pass
+    const st = await city.gc(["status", "--json"]);
+    const parsed = JSON.parse(st.stdout);
+    expect(parsed.sessions.filter((s: StatusRow) => s.running).map((s: StatusRow) => s.name)).toEqual([
+      "alpha",
+      "beta",
+    ]);
+    expect(pidOf(city, "alpha")).toBe(a1);
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * Test support for CLI tests: temporary city directories and the built `gc` binary.
+ * Every city made here is torn down after the test (controller, sessions, tmux server,
+ * temp dir), even when the test fails.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { onTestFinished } from "vitest";
+
+/** Absolute path of the built CLI. */
+export const GC_BIN = fileURLToPath(new URL("../../dist/cmd/gc/main.js", import.meta.url));
+
+/** Output of one `gc` run. */
+export interface GcResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A temporary city. */
+export interface TestCity {
+  readonly dir: string;
+  readonly name: string;
+  /** tmux socket name of the city (`gc-<name>`). */
+  readonly socket: string;
+  /** Runs the built `gc --city <dir> ...args`. */
+  gc(
+    args: string[],
+    opts?: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+  ): Promise<GcResult>;
+  /** Rewrites city.yaml. */
+  write(yaml: string): void;
+  /** Runs raw tmux against the city's socket (argv, no shell). */
+  tmux(...args: string[]): { code: number | null; stdout: string };
+}
+
+let seq = 0;
+
+/** Creates a city whose `workspace.name` is unique; `yaml` gets `@NAME@` replaced by it. */
+export function makeCity(yaml: string): TestCity {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-city-")));
+  const name = `t${process.pid}x${++seq}`;
+  const socket = `gc-${name}`;
+  const write = (text: string) => writeFileSync(join(dir, "city.yaml"), text.replaceAll("@NAME@", name));
+  write(yaml);
+  const city: TestCity = {
+    dir,
+    name,
+    socket,
+    write,
+    gc: (args, opts = {}) => runGc(["--city", dir, ...args], opts),
+    tmux: (...args) => {
+      const r = spawnSync("tmux", ["-L", socket, ...args], { encoding: "utf8" });
+      return { code: r.status, stdout: r.stdout };
+    },
+  };
+  onTestFinished(async () => {
+    await runGc(["--city", dir, "stop"], { timeoutMs: 60_000 }).catch(() => undefined);
+    spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return city;
+}
+
+/** Runs the built gc with `args`; never rejects for a non-zero exit. */
+export function runGc(
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
+): Promise<GcResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [GC_BIN, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, NO_COLOR: "1", ...opts.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 120_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** Polls `fn` every 100 ms until it returns a truthy value; throws with `what` after `timeoutMs`. */
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T> | T,
+  timeoutMs = 30_000,
+): Promise<Exclude<T, false | null | undefined | 0 | "">> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v as Exclude<T, false | null | undefined | 0 | "">;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
