@@ -244,7 +244,9 @@ const CASES: readonly Case[] = [
     want: [{ provider: `exec:${CITY_DIR}/bin/provider.sh` }],
   },
   {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the city file's own ${VAR} syntax
     name: "${VAR} and ${VAR:-default} interpolate; $$ is a literal $",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the city file's own ${VAR} syntax
     yaml: 'agents:\n  - name: a\n    start_command: "run --model ${MODEL:-small} --key ${KEY} $$HOME $PATH"\n',
     opts: { env: { KEY: "k1" } },
     want: [{ config: { command: "run --model small --key k1 $HOME $PATH" } }],

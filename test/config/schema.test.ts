@@ -54,7 +54,11 @@ describe("city.schema.json", () => {
     ["a bad prompt mode", { providers: { p: { command: "x", prompt_mode: "arg" } } }, "not in enum"],
     ["a bad env key", { agents: [{ name: "a", env: { "MY-VAR": "x" } }] }, "$.agents[0].env.MY-VAR"],
     ["a list as env value", { agents: [{ name: "a", env: { A: [1] } }] }, "expected string|number|boolean"],
-    ["an x- key below the top level", { agents: [{ name: "a", "x-note": 1 }] }, "$.agents[0].x-note: additional"],
+    [
+      "an x- key below the top level",
+      { agents: [{ name: "a", "x-note": 1 }] },
+      "$.agents[0].x-note: additional",
+    ],
   ])("schema: rejects %s", (_what, doc, expected) => {
     const errors = jsonSchemaErrors(citySchemaJson(), doc);
     expect(errors.join("\n")).toContain(expected);
