@@ -1,0 +1,99 @@
+/**
+ * Conformance target for an exec session script (`gc conformance exec:PATH`). The provider
+ * gets a private temp state dir (so the script's backend — e.g. the reference script's tmux
+ * server — is private to the run) and each config a fresh temp work dir. Process checks and
+ * foreign sessions are offered when the script's `capabilities` says its backend is local
+ * (and, for foreign sessions, gives the tmux socket arguments).
+ */
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pidAlive } from "../../internal/proc/kill.js";
+import { run } from "../../internal/proc/run.js";
+import { UsageError } from "../../internal/runtime/errors.js";
+import { createProvider } from "../../internal/runtime/exec/index.js";
+import type { StartConfig } from "../../internal/runtime/provider.js";
+import { type ConformanceTarget, readLocalFile } from "../harness.js";
+
+/** tmux name of a session, as the reference script encodes it (`_` → `_u`, `.` → `_d`). */
+function tmuxName(name: string): string {
+  return name.replaceAll("_", "_u").replaceAll(".", "_d");
+}
+
+/**
+ * A target for the script at `scriptPath` (absolute, relative to the current directory, or
+ * on PATH).
+ * @throws UsageError without a script; ProviderError when the script cannot be used.
+ */
+export async function createTarget(scriptPath?: string): Promise<ConformanceTarget> {
+  if (!scriptPath) throw new UsageError('exec needs a script: "exec:<path>"');
+  // Short root: the reference script puts its tmux socket in the state dir.
+  const root = await mkdtemp(join(tmpdir(), "gcx-"));
+  const stateDir = join(root, "s");
+  const workRoot = join(root, "w");
+  await mkdir(stateDir, { mode: 0o700 });
+  await mkdir(workRoot);
+  const city = `conf${process.pid}`;
+  const namePrefix = `ex${process.pid}-`;
+  let provider: Awaited<ReturnType<typeof createProvider>>;
+  try {
+    provider = await createProvider({ city, cityDir: process.cwd(), stateDir, arg: scriptPath });
+  } catch (e) {
+    await rm(root, { recursive: true, force: true });
+    throw e;
+  }
+  const backend = provider.probe.backend ?? {};
+  const local = backend.local === true;
+  const tmuxArgs =
+    backend.type === "tmux" &&
+    Array.isArray(backend.tmux_args) &&
+    backend.tmux_args.every((a) => typeof a === "string")
+      ? (backend.tmux_args as string[])
+      : undefined;
+  const tmux = (...args: string[]) => run(["tmux", ...(tmuxArgs ?? []), "-f", "/dev/null", ...args]);
+  let dirs = 0;
+
+  const target: ConformanceTarget = {
+    label: provider.name,
+    provider,
+    namePrefix,
+    async makeConfig(command: string, extra?: Partial<StartConfig>): Promise<StartConfig> {
+      const workDir = join(workRoot, `w${++dirs}`);
+      await mkdir(workDir, { recursive: true });
+      return { command, workDir, env: {}, ...extra };
+    },
+    async readFile(name, config, rel) {
+      if (local) return readLocalFile(config.workDir, rel);
+      if (!provider.supports("copy-from")) return undefined;
+      try {
+        return await provider.copyFrom(name, rel);
+      } catch {
+        return undefined;
+      }
+    },
+    ...(local ? { pidAlive: async (_name: string, pid: number) => pidAlive(pid) } : {}),
+    ...(tmuxArgs
+      ? {
+          async createForeign(name: string) {
+            // Same tmux server, no ownership tag: the provider must never see or touch it.
+            const r = await tmux("new-session", "-d", "-s", tmuxName(name), "sleep", "300");
+            if (r.exitCode !== 0) throw new Error(`creating foreign session ${name}: ${r.stderr.trim()}`);
+            return async () => {
+              await tmux("kill-session", "-t", `=${tmuxName(name)}`);
+            };
+          },
+        }
+      : {}),
+    async cleanup() {
+      try {
+        const left = await provider.listRunning(namePrefix);
+        await Promise.all(left.map((n) => provider.stop(n).catch(() => undefined)));
+      } catch {
+        // the backend may already be gone
+      }
+      if (tmuxArgs) await tmux("kill-server").catch(() => undefined);
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+  return target;
+}
