@@ -1,0 +1,760 @@
+/**
+ * The session holder: a small detached Node process (one per session) that runs the
+ * program in a real pty and outlives the gc process that started it. It keeps the screen
+ * model, an output ring buffer, a rotating raw log, last-activity time, metadata and the
+ * exit status, and serves them over a private unix socket (see protocol.ts).
+ * Started by SubprocessProvider as `node holder.js <session dir>`; reads `<dir>/spec.json`.
+ */
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { constants as osConstants } from "node:os";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import type { IPty } from "@lydell/node-pty";
+import pty from "@lydell/node-pty";
+import { describeError, InvalidNameError } from "../errors.js";
+import { validateMetaKey } from "../names.js";
+import { keyBytes } from "./keys.js";
+import { writeFileAtomicSync } from "./layout.js";
+import {
+  type ExitInfo,
+  type HolderErrorCode,
+  type HolderRecord,
+  type HolderRequest,
+  type HolderResponse,
+  type HolderResults,
+  type HolderSpec,
+  type HolderStatus,
+  LineSplitter,
+  PROTOCOL_VERSION,
+} from "./protocol.js";
+import { Screen } from "./screen.js";
+import { killSession, procStartTime } from "./tree.js";
+
+/** Pause between a paste and its Enter for full-screen programs, so Enter is not read as pasted. */
+const SUBMIT_DELAY_MS = 120;
+/** A write into the pty that has not drained by then fails the nudge. */
+const WRITE_TIMEOUT_MS = 10_000;
+/** Default quiet period for `waitIdle`. */
+const IDLE_QUIET_MS = 1_000;
+/** Grace between SIGTERM and SIGKILL when stopping the program. */
+const STOP_GRACE_MS = 2_000;
+
+class OpError extends Error {
+  readonly code: HolderErrorCode;
+  constructor(code: HolderErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Last `capacity` bytes of output plus the running total (the `output` cursor). */
+class OutputRing {
+  private readonly buf: Buffer;
+  private total = 0;
+
+  constructor(capacity: number) {
+    this.buf = Buffer.alloc(Math.max(1024, capacity));
+  }
+
+  get bytes(): number {
+    return this.total;
+  }
+
+  push(chunk: Buffer): void {
+    const cap = this.buf.length;
+    const data = chunk.length > cap ? chunk.subarray(chunk.length - cap) : chunk;
+    const at = (this.total + (chunk.length - data.length)) % cap;
+    const first = Math.min(data.length, cap - at);
+    data.copy(this.buf, at, 0, first);
+    if (first < data.length) data.copy(this.buf, 0, first);
+    this.total += chunk.length;
+  }
+
+  since(offset: number, maxBytes: number): { data: Buffer; next: number; truncated: boolean } {
+    const cap = this.buf.length;
+    const oldest = Math.max(0, this.total - cap);
+    const from = Math.max(offset, oldest);
+    const to = Math.min(this.total, from + maxBytes);
+    const out = Buffer.alloc(Math.max(0, to - from));
+    for (let i = 0; i < out.length; i++) out[i] = this.buf[(from + i) % cap]!;
+    return { data: out, next: to, truncated: offset < oldest };
+  }
+}
+
+/** Append-only raw output log, rotated to `<path>.1` at `maxBytes`. Write errors are ignored. */
+class RawLog {
+  private readonly path: string;
+  private readonly maxBytes: number;
+  private fd: number | undefined;
+  private size = 0;
+
+  constructor(path: string, maxBytes: number) {
+    this.path = path;
+    this.maxBytes = maxBytes;
+    this.open();
+  }
+
+  private open(): void {
+    try {
+      this.fd = openSync(this.path, "a", 0o600);
+      this.size = 0;
+    } catch {
+      this.fd = undefined;
+    }
+  }
+
+  write(chunk: Buffer): void {
+    if (this.fd === undefined) return;
+    try {
+      writeSync(this.fd, chunk);
+      this.size += chunk.length;
+      if (this.size >= this.maxBytes) {
+        closeSync(this.fd);
+        renameSync(this.path, `${this.path}.1`);
+        this.open();
+      }
+    } catch {
+      // a full disk must not take the session down
+    }
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+function signalName(n: number | undefined): string | null {
+  if (!n) return null;
+  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
+  return `SIG${n}`;
+}
+
+function log(msg: string): void {
+  process.stderr.write(`${new Date().toISOString()} holder[${process.pid}]: ${msg}\n`);
+}
+
+/** Foreground process group of the pty whose leader is `pid` (from /proc), or 0. */
+function foregroundGroup(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const tpgid = Number(fields[5]);
+    return Number.isInteger(tpgid) && tpgid > 0 ? tpgid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface Conn {
+  readonly sock: Socket;
+  readonly splitter: LineSplitter;
+  attached: boolean;
+  /** Output that arrived while the attach repaint was being prepared. */
+  pending: Buffer[] | undefined;
+  readonly cleanups: Set<() => void>;
+}
+
+class Holder {
+  private readonly spec: HolderSpec;
+  private readonly dir: string;
+  private readonly screen: Screen;
+  private readonly ring: OutputRing;
+  private readonly log: RawLog;
+  private term!: IPty;
+  private readonly server: Server;
+  private readonly conns = new Set<Conn>();
+  private readonly watchers = new Set<() => void>();
+  private readonly meta = new Map<string, string>();
+  private readonly startedAt = Date.now();
+  private lastActivity = this.startedAt;
+  private childStart: number | null = null;
+  private exit: ExitInfo | null = null;
+  private checkScheduled = false;
+  private inputChain: Promise<unknown> = Promise.resolve();
+  private shuttingDown: Promise<void> | undefined;
+
+  constructor(spec: HolderSpec, dir: string) {
+    this.spec = spec;
+    this.dir = dir;
+    this.screen = new Screen(spec.cols, spec.rows, spec.scrollback);
+    this.ring = new OutputRing(spec.ringBytes);
+    this.log = new RawLog(spec.log, spec.logMaxBytes);
+    this.server = createServer((sock) => this.accept(sock));
+  }
+
+  /**
+   * Binds the socket, then starts the program (so a bind failure leaves no orphan), then
+   * writes the record. No request is handled before the program exists.
+   */
+  start(): Promise<void> {
+    const [file, ...args] = this.spec.argv;
+    if (!file) return Promise.reject(new Error("empty argv"));
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      // The socket must never be reachable by others, not even between bind and chmod;
+      // the umask is restored before the program is spawned (it inherits ours).
+      const old = process.umask(0o077);
+      try {
+        this.server.listen(this.spec.socket, () => {
+          this.server.off("error", reject);
+          this.server.on("error", (e) => log(`server error: ${describeError(e)}`));
+          try {
+            this.term = pty.spawn(file, args, {
+              name: this.spec.env.TERM || "xterm-256color",
+              cols: this.spec.cols,
+              rows: this.spec.rows,
+              cwd: this.spec.cwd,
+              env: { ...this.spec.env },
+              encoding: null,
+            });
+          } catch (e) {
+            this.server.close();
+            reject(e);
+            return;
+          }
+          this.childStart = procStartTime(this.term.pid);
+          this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
+          this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
+          this.writeRecord();
+          resolve();
+        });
+      } finally {
+        process.umask(old);
+      }
+    });
+  }
+
+  private record(): HolderRecord {
+    return {
+      protocol: PROTOCOL_VERSION,
+      city: this.spec.city,
+      name: this.spec.name,
+      holderPid: process.pid,
+      childPid: this.term.pid,
+      childStart: this.childStart,
+      socket: this.spec.socket,
+      workDir: this.spec.cwd,
+      startedAt: this.startedAt,
+      exit: this.exit,
+    };
+  }
+
+  private writeRecord(): void {
+    if (this.shuttingDown !== undefined) return;
+    try {
+      writeFileAtomicSync(join(this.dir, "session.json"), `${JSON.stringify(this.record())}\n`);
+    } catch (e) {
+      log(`writing session.json: ${describeError(e)}`);
+    }
+  }
+
+  private writeMeta(): void {
+    writeFileAtomicSync(join(this.dir, "meta.json"), `${JSON.stringify(Object.fromEntries(this.meta))}\n`);
+  }
+
+  private get running(): boolean {
+    return this.exit === null;
+  }
+
+  private onOutput(chunk: Buffer): void {
+    this.lastActivity = Date.now();
+    this.screen.write(chunk);
+    this.ring.push(chunk);
+    this.log.write(chunk);
+    for (const c of this.conns) {
+      if (!c.attached) continue;
+      if (c.pending) c.pending.push(chunk);
+      else c.sock.write(chunk);
+    }
+    this.scheduleCheck();
+  }
+
+  /** Runs the watchers once the screen has parsed what arrived so far (coalesced). */
+  private scheduleCheck(): void {
+    if (this.checkScheduled || this.watchers.size === 0) return;
+    this.checkScheduled = true;
+    void this.screen.flush().then(() => {
+      this.checkScheduled = false;
+      for (const w of [...this.watchers]) w();
+    });
+  }
+
+  private onExit(exitCode: number, signal: number | undefined): void {
+    const sig = signalName(signal);
+    this.exit = { code: sig ? null : exitCode, signal: sig, at: Date.now() };
+    log(`program exited: code ${this.exit.code} signal ${this.exit.signal}`);
+    this.writeRecord();
+    for (const w of [...this.watchers]) w();
+    void this.screen.flush().then(() => {
+      for (const c of this.conns) {
+        if (!c.attached) continue;
+        const how = sig ? `signal ${sig}` : `exit ${exitCode}`;
+        c.sock.end(`\r\n[gc: session ${this.spec.name} ended (${how})]\r\n`);
+      }
+    });
+  }
+
+  private accept(sock: Socket): void {
+    const conn: Conn = {
+      sock,
+      attached: false,
+      pending: undefined,
+      cleanups: new Set(),
+      splitter: new LineSplitter(
+        (line) => this.onLine(conn, line),
+        () => {
+          this.reply(conn, { id: null, ok: false, error: { code: "bad_request", message: "line too long" } });
+          sock.end();
+        },
+      ),
+    };
+    this.conns.add(conn);
+    sock.on("data", (chunk: Buffer) => {
+      if (conn.attached) {
+        this.attachedInput(chunk);
+        return;
+      }
+      if (!conn.splitter.push(chunk) && conn.attached) {
+        const rest = conn.splitter.rest();
+        if (rest.length > 0) this.attachedInput(rest);
+      }
+    });
+    sock.on("error", () => {
+      // the peer went away; close handles it
+    });
+    sock.on("close", () => {
+      this.conns.delete(conn);
+      for (const fn of conn.cleanups) fn();
+      conn.cleanups.clear();
+    });
+  }
+
+  private reply(conn: Conn, resp: HolderResponse): void {
+    if (!conn.sock.destroyed && conn.sock.writable) conn.sock.write(`${JSON.stringify(resp)}\n`);
+  }
+
+  private onLine(conn: Conn, line: string): void {
+    if (line.trim() === "") return;
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      this.reply(conn, { id: null, ok: false, error: { code: "bad_request", message: "invalid JSON" } });
+      return;
+    }
+    const rec = (typeof msg === "object" && msg !== null ? msg : {}) as Record<string, unknown>;
+    const id = typeof rec.id === "number" || typeof rec.id === "string" ? rec.id : null;
+    if (id === null || typeof rec.op !== "string") {
+      this.reply(conn, { id, ok: false, error: { code: "bad_request", message: "need id and op" } });
+      return;
+    }
+    const expect = rec.expect as { city?: unknown; name?: unknown } | undefined;
+    if (expect && (expect.city !== this.spec.city || expect.name !== this.spec.name)) {
+      this.reply(conn, {
+        id,
+        ok: false,
+        error: { code: "not_owner", message: `this holder serves ${this.spec.name} of ${this.spec.city}` },
+      });
+      return;
+    }
+    const req = rec as unknown as HolderRequest;
+    if (req.op === "attach") {
+      // Switch to raw mode before any further byte of this chunk is read as a request.
+      conn.splitter.stop();
+      conn.attached = true;
+    }
+    this.dispatch(conn, req).then(
+      (result) => this.reply(conn, { id, ok: true, result }),
+      (e: unknown) => {
+        const code =
+          e instanceof OpError ? e.code : e instanceof InvalidNameError ? "invalid_name" : "internal";
+        this.reply(conn, { id, ok: false, error: { code, message: describeError(e) } });
+        if (req.op === "attach") conn.sock.end();
+      },
+    );
+  }
+
+  private async dispatch(conn: Conn, req: HolderRequest): Promise<HolderResults[keyof HolderResults]> {
+    if (this.shuttingDown !== undefined && req.op !== "status" && req.op !== "shutdown") {
+      throw new OpError("shutting_down", "the session is stopping");
+    }
+    switch (req.op) {
+      case "status":
+        return this.status();
+      case "info":
+        return { workDir: this.spec.cwd, env: { ...this.spec.env } };
+      case "peek":
+        await this.screen.flush();
+        return { text: this.screen.peek(int(req.lines, "lines")) };
+      case "nudge":
+        return this.nudge(str(req.text, "text"));
+      case "keys":
+        return this.keys(req.keys);
+      case "interrupt":
+        return this.interrupt();
+      case "resize":
+        return this.resize(int(req.cols, "cols"), int(req.rows, "rows"));
+      case "clear":
+        await this.screen.flush();
+        this.screen.clear();
+        return {};
+      case "meta.get":
+        validateMetaKey(str(req.key, "key"));
+        return { value: this.meta.get(req.key) ?? null };
+      case "meta.set":
+        validateMetaKey(str(req.key, "key"));
+        this.meta.set(req.key, str(req.value, "value"));
+        this.writeMeta();
+        return {};
+      case "meta.remove":
+        validateMetaKey(str(req.key, "key"));
+        if (this.meta.delete(req.key)) this.writeMeta();
+        return {};
+      case "meta.list":
+        return { meta: Object.fromEntries(this.meta) };
+      case "waitReady":
+        return {
+          result: await this.waitReady(conn, str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs")),
+        };
+      case "waitIdle":
+        return {
+          result: await this.waitIdle(
+            conn,
+            int(req.timeoutMs, "timeoutMs"),
+            req.quietMs === undefined ? IDLE_QUIET_MS : int(req.quietMs, "quietMs"),
+            req.prefix === undefined ? this.spec.readyPromptPrefix : str(req.prefix, "prefix"),
+          ),
+        };
+      case "output": {
+        const max = req.maxBytes === undefined ? 1024 * 1024 : int(req.maxBytes, "maxBytes");
+        const r = this.ring.since(int(req.since, "since"), max);
+        let start = 0;
+        while (start < r.data.length && (r.data[start]! & 0xc0) === 0x80) start++;
+        return { data: r.data.subarray(start).toString("utf8"), next: r.next, truncated: r.truncated };
+      }
+      case "attach":
+        return this.attach(conn, req.cols, req.rows);
+      case "shutdown":
+        await this.shutdown();
+        return {};
+      default:
+        throw new OpError("unknown_op", `unknown op ${JSON.stringify((req as { op: unknown }).op)}`);
+    }
+  }
+
+  private status(): HolderStatus {
+    return {
+      ...this.record(),
+      running: this.running,
+      lastActivity: this.lastActivity,
+      attached: [...this.conns].filter((c) => c.attached).length,
+      cols: this.screen.cols,
+      rows: this.screen.rows,
+      outputBytes: this.ring.bytes,
+    };
+  }
+
+  /** Writes to the pty and resolves once the bytes reached the kernel. Serialized. */
+  private writeInput(data: string | Buffer): Promise<void> {
+    const sock = (this.term as unknown as { _socket?: Socket })._socket;
+    const p = new Promise<void>((resolve, reject) => {
+      if (!sock || typeof sock.write !== "function") {
+        this.term.write(data as string);
+        resolve();
+        return;
+      }
+      const timer = setTimeout(
+        () => reject(new OpError("write_failed", `input not accepted within ${WRITE_TIMEOUT_MS} ms`)),
+        WRITE_TIMEOUT_MS,
+      );
+      sock.write(data, (err) => {
+        clearTimeout(timer);
+        if (err) reject(new OpError("write_failed", describeError(err)));
+        else resolve();
+      });
+    });
+    return p;
+  }
+
+  /** Runs `fn` after every earlier input operation finished, so inputs never interleave. */
+  private serialize<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.inputChain.then(fn, fn);
+    this.inputChain = next.catch(() => undefined);
+    return next;
+  }
+
+  private requireRunning(): void {
+    if (!this.running) throw new OpError("not_running", "the program has exited");
+  }
+
+  private nudge(text: string): Promise<HolderResults["nudge"]> {
+    return this.serialize(async () => {
+      this.requireRunning();
+      await this.screen.flush();
+      const paste = this.screen.bracketedPaste;
+      const tui = paste || this.screen.alternateScreen;
+      // Bracketed paste like a real terminal: newlines become CR inside the markers.
+      const body = paste ? `\x1b[200~${text.replace(/\r?\n/g, "\r")}\x1b[201~` : text;
+      await this.writeInput(body);
+      if (tui) await delay(SUBMIT_DELAY_MS);
+      this.requireRunning();
+      await this.writeInput("\r");
+      return { bytes: Buffer.byteLength(body) + 1 };
+    });
+  }
+
+  private keys(keys: unknown): Promise<HolderResults["keys"]> {
+    if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) {
+      throw new OpError("bad_request", "keys must be an array of strings");
+    }
+    return this.serialize(async () => {
+      this.requireRunning();
+      await this.screen.flush();
+      const modes = { applicationCursorKeys: this.screen.applicationCursorKeys };
+      let bytes = "";
+      for (const k of keys as string[]) {
+        const b = keyBytes(k, modes);
+        if (b === undefined) throw new OpError("invalid_key", `unknown key ${JSON.stringify(k)}`);
+        bytes += b;
+      }
+      if (bytes !== "") await this.writeInput(bytes);
+      return { bytes: Buffer.byteLength(bytes) };
+    });
+  }
+
+  private async interrupt(): Promise<HolderResults["interrupt"]> {
+    this.requireRunning();
+    const pgid = foregroundGroup(this.term.pid);
+    if (pgid > 0) {
+      try {
+        process.kill(-pgid, "SIGINT");
+        return { pgid };
+      } catch {
+        // the group vanished between the read and the kill: fall back to the terminal
+      }
+    }
+    await this.serialize(() => this.writeInput("\x03"));
+    return { pgid: 0 };
+  }
+
+  private resize(cols: number, rows: number): HolderResults["resize"] {
+    if (cols < 2 || rows < 2 || cols > 1000 || rows > 1000)
+      throw new OpError("bad_request", "size out of range");
+    if (cols !== this.screen.cols || rows !== this.screen.rows) {
+      this.screen.resize(cols, rows);
+      if (this.running) this.term.resize(cols, rows);
+    }
+    return { cols, rows };
+  }
+
+  /** Waits for `prefix` on screen, the program's exit, the deadline, or the caller leaving. */
+  private waitReady(conn: Conn, prefix: string, timeoutMs: number): Promise<"ready" | "timeout" | "exited"> {
+    return this.waitUntil(conn, timeoutMs, "timeout", () => {
+      if (!this.running) return "exited";
+      return this.screen.showsPrompt(prefix) ? "ready" : undefined;
+    });
+  }
+
+  /**
+   * Idle = no output for `quietMs` and, when a prompt prefix is known, the prompt visible.
+   * Re-evaluated on output and when the quiet period would end; never polls.
+   */
+  private waitIdle(
+    conn: Conn,
+    timeoutMs: number,
+    quietMs: number,
+    prefix: string | undefined,
+  ): Promise<"idle" | "timeout" | "gone"> {
+    return this.waitUntil(conn, timeoutMs, "timeout", (again) => {
+      if (!this.running) return "gone";
+      const quietFor = Date.now() - this.lastActivity;
+      if (quietFor < quietMs) {
+        again(quietMs - quietFor + 5);
+        return undefined;
+      }
+      if (prefix && prefix.trim() !== "" && !this.screen.showsPrompt(prefix)) return undefined;
+      return "idle";
+    });
+  }
+
+  /**
+   * Resolves with `check()`'s first answer other than `undefined`, evaluated now, after
+   * output is parsed, and when `check` asks `again(ms)`; with `onTimeout` at the deadline or
+   * when the caller disconnects. Every timer is cleared on the way out.
+   */
+  private async waitUntil<T>(
+    conn: Conn,
+    timeoutMs: number,
+    onTimeout: T,
+    check: (again: (ms: number) => void) => T | undefined,
+  ): Promise<T> {
+    await this.screen.flush();
+    return new Promise<T>((resolve) => {
+      let done = false;
+      let againTimer: NodeJS.Timeout | undefined;
+      const again = (ms: number) => {
+        clearTimeout(againTimer);
+        againTimer = setTimeout(() => void this.screen.flush().then(watcher), ms);
+      };
+      const finish = (v: T) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        clearTimeout(againTimer);
+        this.watchers.delete(watcher);
+        conn.cleanups.delete(cancel);
+        resolve(v);
+      };
+      const watcher = () => {
+        if (done) return;
+        const v = check(again);
+        if (v !== undefined) finish(v);
+      };
+      const cancel = () => finish(onTimeout);
+      const timer = setTimeout(cancel, Math.max(0, timeoutMs));
+      this.watchers.add(watcher);
+      conn.cleanups.add(cancel);
+      watcher();
+    });
+  }
+
+  private async attach(conn: Conn, cols: unknown, rows: unknown): Promise<HolderResults["attach"]> {
+    this.requireRunning();
+    if (typeof cols === "number" && typeof rows === "number")
+      this.resize(int(cols, "cols"), int(rows, "rows"));
+    // Output parsed before the marker is in the repaint; output after it is queued for
+    // this client. Both are decided inside the parser callback, so nothing shows twice.
+    conn.pending = [];
+    let repaint = "";
+    let pending: Buffer[] = [];
+    await new Promise<void>((resolve) =>
+      this.screen.afterParsed(() => {
+        repaint = this.screen.repaint();
+        pending = conn.pending ?? [];
+        conn.pending = undefined;
+        resolve();
+      }),
+    );
+    // The reply goes out first (the caller resolves with it), then the screen, then live output.
+    setImmediate(() => {
+      if (conn.sock.destroyed) return;
+      conn.sock.write(repaint);
+      for (const chunk of pending) conn.sock.write(chunk);
+      // A full-screen program repaints itself (with colours) on SIGWINCH.
+      const pgid = foregroundGroup(this.term.pid);
+      if (pgid > 0 && this.screen.alternateScreen) {
+        try {
+          process.kill(-pgid, "SIGWINCH");
+        } catch {
+          // gone
+        }
+      }
+    });
+    return { cols: this.screen.cols, rows: this.screen.rows };
+  }
+
+  private attachedInput(chunk: Buffer): void {
+    if (!this.running) return;
+    void this.serialize(() => this.writeInput(chunk)).catch((e: unknown) =>
+      log(`attach input: ${describeError(e)}`),
+    );
+  }
+
+  /** Kills the program's whole session, stops serving, removes the socket and session files. */
+  shutdown(): Promise<void> {
+    this.shuttingDown ??= (async () => {
+      log("shutting down");
+      await killSession(this.term.pid, { graceMs: STOP_GRACE_MS, startTime: this.childStart });
+      for (const w of [...this.watchers]) w();
+      // Release waiters whose check still says "keep waiting".
+      for (const c of this.conns) for (const fn of c.cleanups) fn();
+      setImmediate(() => this.finish());
+    })();
+    return this.shuttingDown;
+  }
+
+  private finish(): void {
+    this.server.close();
+    try {
+      unlinkSync(this.spec.socket);
+    } catch {
+      // already gone
+    }
+    this.removeOwnFiles();
+    this.log.close();
+    this.screen.dispose();
+    for (const c of this.conns) c.sock.end();
+    // The loop drains and the process exits by itself once the last reply is flushed; this
+    // unref'd timer only covers a client that never closes its end.
+    setTimeout(() => process.exit(0), 1_000).unref();
+  }
+
+  /** Removes the session dir, but only while it still describes this holder. */
+  private removeOwnFiles(): void {
+    try {
+      const rec = JSON.parse(readFileSync(join(this.dir, "session.json"), "utf8")) as Partial<HolderRecord>;
+      if (rec.holderPid !== process.pid) return;
+    } catch {
+      if (existsSync(join(this.dir, "spec.json"))) return; // a newer start is preparing this dir
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function int(v: unknown, what: string): number {
+  if (typeof v !== "number" || !Number.isInteger(v))
+    throw new OpError("bad_request", `${what} must be an integer`);
+  return v;
+}
+
+function str(v: unknown, what: string): string {
+  if (typeof v !== "string") throw new OpError("bad_request", `${what} must be a string`);
+  return v;
+}
+
+function readSpec(dir: string): HolderSpec {
+  const path = join(dir, "spec.json");
+  const spec = JSON.parse(readFileSync(path, "utf8")) as HolderSpec;
+  // The spec holds the program's environment (possibly secrets): keep it only in memory.
+  unlinkSync(path);
+  if (spec.protocol !== PROTOCOL_VERSION)
+    throw new Error(`spec protocol ${spec.protocol} != ${PROTOCOL_VERSION}`);
+  return spec;
+}
+
+async function main(): Promise<void> {
+  const dir = process.argv[2];
+  if (!dir) {
+    log("usage: holder.js <session dir>");
+    process.exit(2);
+  }
+  let holder: Holder;
+  try {
+    const spec = readSpec(dir);
+    holder = new Holder(spec, dir);
+    await holder.start();
+  } catch (e) {
+    log(`startup failed: ${describeError(e)}`);
+    process.exit(3);
+  }
+  log(`serving ${dir}`);
+  const stop = () => void holder.shutdown();
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  process.on("SIGHUP", () => undefined);
+  process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? describeError(e)}`));
+  process.on("unhandledRejection", (e) => log(`unhandled rejection: ${describeError(e)}`));
+}
+
+await main();

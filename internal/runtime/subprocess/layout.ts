@@ -1,0 +1,124 @@
+/**
+ * Where the subprocess provider keeps each session on disk: one private directory per
+ * session under `<stateDir>/subprocess/sessions/`, start locks, raw output logs, and the
+ * holder's unix socket (with a short hashed fallback when the natural path would exceed the
+ * kernel's socket path limit). Shared by the provider and the holder process.
+ */
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  writeSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ProviderError } from "../errors.js";
+
+/** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Files and directories of one session, all derived from the state dir and the name. */
+export interface SessionPaths {
+  /** `<stateDir>/subprocess`: everything this provider owns. */
+  readonly root: string;
+  /** `<root>/sessions/<name>`: removed when the session is stopped. */
+  readonly dir: string;
+  /** The holder's socket (inside `dir` when the path fits, else a short hashed path). */
+  readonly socket: string;
+  /** Written by the holder: identity, pids, exit status (`session.json`). */
+  readonly record: string;
+  /** Written by the holder: metadata key/values (`meta.json`). */
+  readonly meta: string;
+  /** Written by the provider, read and deleted by the holder (`spec.json`). */
+  readonly spec: string;
+  /** Start lock (`<root>/locks/<name>.lock`), outside `dir` so stop never removes it. */
+  readonly lock: string;
+  /** Raw program output, rotated to `<log>.1`; kept after stop. */
+  readonly log: string;
+  /** The holder's own stdout/stderr (diagnostics); kept after stop. */
+  readonly holderLog: string;
+}
+
+/** Short lowercase hex digest of `text`. Pure. */
+export function shortHash(text: string, hexChars = 16): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, hexChars);
+}
+
+/** `<stateDir>/subprocess`. Pure. */
+export function providerRoot(stateDir: string): string {
+  return join(stateDir, "subprocess");
+}
+
+/** Directory holding one directory per session. Pure. */
+export function sessionsDir(root: string): string {
+  return join(root, "sessions");
+}
+
+/**
+ * The socket path for `name`: `<dir>/holder.sock` when it fits in
+ * {@link MAX_SOCKET_PATH_BYTES}, else `<root>/s/<hash>.sock`, else
+ * `<tmpdir>/gc-<uid>-<hash of root>/<hash>.sock`. Deterministic, so any process finds it. Pure.
+ */
+export function socketPathFor(root: string, name: string): string {
+  const fits = (p: string) => Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES;
+  const direct = join(sessionsDir(root), name, "holder.sock");
+  if (fits(direct)) return direct;
+  const short = join(root, "s", `${shortHash(name)}.sock`);
+  if (fits(short)) return short;
+  return join(fallbackSocketDir(root), `${shortHash(name)}.sock`);
+}
+
+/** The /tmp directory used for sockets when the state dir path is too long. Pure. */
+export function fallbackSocketDir(root: string): string {
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  return join(tmpdir(), `gc-${uid}-${shortHash(root, 12)}`);
+}
+
+/** Every path of session `name` under provider root `root`. Pure. */
+export function sessionPaths(root: string, name: string): SessionPaths {
+  const dir = join(sessionsDir(root), name);
+  return {
+    root,
+    dir,
+    socket: socketPathFor(root, name),
+    record: join(dir, "session.json"),
+    meta: join(dir, "meta.json"),
+    spec: join(dir, "spec.json"),
+    lock: join(root, "locks", `${name}.lock`),
+    log: join(root, "logs", `${name}.log`),
+    holderLog: join(root, "logs", `${name}.holder.log`),
+  };
+}
+
+/**
+ * Creates `dir` (and parents) and makes sure it is a real directory owned by this user with
+ * no group/other access. Used for every directory that holds a socket or secrets.
+ * @throws ProviderError when it exists but is a symlink, not ours, or cannot be made private.
+ */
+export function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
+  if (!st.isDirectory() || st.uid !== uid) {
+    throw new ProviderError("subprocess", `${dir} is not a private directory owned by uid ${uid}`);
+  }
+  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/** Writes `text` to `path` atomically (temp file, fsync, rename) with mode 0600. */
+export function writeFileAtomicSync(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}

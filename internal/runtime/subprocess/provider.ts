@@ -1,0 +1,1004 @@
+/**
+ * SubprocessProvider: headless pty sessions, each owned by a detached holder process
+ * (holder.ts) that outlives the controller. All state lives on disk under
+ * `<stateDir>/subprocess/` and in the holders, so a new provider instance (a restarted
+ * controller, or a CLI command) sees every running session. The embedded default where tmux
+ * is absent; built by cmd/gc through `createProvider` in index.ts.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { cp, link, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
+import { basename, dirname, join, resolve, sep } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { killPids, pidAlive } from "../../proc/kill.js";
+import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
+import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import {
+  describeError,
+  HookFailedError,
+  InvalidNameError,
+  NudgeNotDeliveredError,
+  ProviderError,
+  SessionDiedDuringStartupError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../errors.js";
+import { hookDirOf, launchArgv, sessionEnv } from "../launch.js";
+import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
+import {
+  type CommandProvider,
+  type ExecCommandOptions,
+  type ExecCommandResult,
+  type ExitStatus,
+  type ExitStatusProvider,
+  flattenContent,
+  type IdleResult,
+  type IdleWaitProvider,
+  type ImmediateNudgeProvider,
+  type NudgeContent,
+  type OpOptions,
+  type Provider,
+  type ProviderCapabilities,
+  type SessionSnapshot,
+  type SnapshotProvider,
+  type StartConfig,
+} from "../provider.js";
+import { HolderOpError, HolderUnavailableError, holderRequest, openAttach } from "./client.js";
+import { DETACH_RESET, type DetachKeys, DetachMatcher, describeDetachKeys, unknownKeys } from "./keys.js";
+import {
+  ensurePrivateDir,
+  providerRoot,
+  type SessionPaths,
+  sessionPaths,
+  sessionsDir,
+  writeFileAtomicSync,
+} from "./layout.js";
+import {
+  type HolderOp,
+  type HolderRecord,
+  type HolderRequest,
+  type HolderResults,
+  type HolderSpec,
+  type HolderStatus,
+  PROTOCOL_VERSION,
+} from "./protocol.js";
+import { killSession, sessionProcesses } from "./tree.js";
+
+/** Longest wait for a new holder to answer on its socket. */
+export const HOLDER_START_TIMEOUT_MS = 15_000;
+/** Longest wait for `readyPromptPrefix`; past it start proceeds (the program may just be quiet). */
+export const READY_TIMEOUT_MS = 60_000;
+/** Deadline for a status probe (listRunning, isRunning, …). */
+export const STATUS_TIMEOUT_MS = 3_000;
+/** Deadline for the holder to stop the program and answer `shutdown`. */
+export const SHUTDOWN_TIMEOUT_MS = 10_000;
+/** Default terminal size of a new session. */
+export const DEFAULT_COLS = 160;
+export const DEFAULT_ROWS = 50;
+/** Default scrollback lines kept by the screen model. */
+export const DEFAULT_SCROLLBACK = 5_000;
+/** Default raw log size before rotation. */
+export const DEFAULT_LOG_MAX_BYTES = 8 * 1024 * 1024;
+/** Default raw output kept in memory. */
+export const DEFAULT_RING_BYTES = 1024 * 1024;
+/** A start lock that stayed empty this long was left by a crashed starter. */
+const EMPTY_LOCK_STALE_MS = 10_000;
+const POLL_MS = 25;
+
+/** Variables of the controller's own terminal that must not leak into a session's pty. */
+const TERMINAL_ENV = ["TMUX", "TMUX_PANE", "STY", "WINDOW", "WINDOWID", "TERMCAP", "COLUMNS", "LINES"];
+
+/** Options for {@link SubprocessProvider}. */
+export interface SubprocessProviderOptions {
+  /** City name: the ownership tag recorded with every session. */
+  readonly city: string;
+  /** The city's state dir; sessions live under `<stateDir>/subprocess/`. */
+  readonly stateDir: string;
+  readonly cols?: number | undefined;
+  readonly rows?: number | undefined;
+  readonly scrollback?: number | undefined;
+  readonly logMaxBytes?: number | undefined;
+  readonly ringBytes?: number | undefined;
+  /** Keys that end `attach`. Default `both` (Ctrl-\ or Ctrl-b d). */
+  readonly detachKeys?: DetachKeys | undefined;
+  /** Deadline for `readyPromptPrefix`. Default {@link READY_TIMEOUT_MS}. */
+  readonly readyTimeoutMs?: number | undefined;
+  /** The built holder script. Default: `holder.js` beside this module (from `dist/`). */
+  readonly holderPath?: string | undefined;
+  /** Node binary for holders. Default `process.execPath`. */
+  readonly nodePath?: string | undefined;
+  /** Base environment of sessions and hooks. Default `process.env`. */
+  readonly baseEnv?: NodeJS.ProcessEnv | undefined;
+  /** Terminal streams `attach` hands over. Default the process's stdin/stdout. */
+  readonly terminal?: { readonly input: NodeJS.ReadStream; readonly output: NodeJS.WriteStream } | undefined;
+}
+
+/**
+ * Where the holder script is: beside this module when running from `dist/`, else (tests run
+ * the TypeScript sources) the same path under the repository's `dist/`.
+ */
+export function defaultHolderPath(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith(".js")) return join(dirname(here), "holder.js");
+  return resolve(dirname(here), "../../../dist/internal/runtime/subprocess/holder.js");
+}
+
+/** What one holder call found. */
+type CallResult<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly why: "missing" | "foreign" | "exited" };
+
+const MISSING = { ok: false, why: "missing" } as const;
+
+/** Reads a holder record; `undefined` when absent or unreadable. */
+function readRecord(path: string): HolderRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `pid` is a holder serving session dir `dir` (guards against pid reuse). */
+async function isHolderProcess(pid: number, dir: string): Promise<boolean> {
+  try {
+    const args = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
+    return args.some((a) => a.endsWith("holder.js")) && args.includes(dir);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The subprocess {@link Provider}. Safe for concurrent use; a concurrent start of one name
+ * (in this process or another) lets exactly one win through an exclusive lock file. A session
+ * "exists" while its holder answers (queries such as peek and meta work); it is "running"
+ * while its program is alive. A session whose program exited is kept — exit status, screen
+ * and metadata readable — until `stop` or a new `start` reaps it; it is never listed.
+ */
+export class SubprocessProvider
+  implements
+    Provider,
+    IdleWaitProvider,
+    ImmediateNudgeProvider,
+    ExitStatusProvider,
+    CommandProvider,
+    SnapshotProvider
+{
+  readonly name = "subprocess";
+  /** City name (the ownership tag). */
+  readonly city: string;
+  /** `<stateDir>/subprocess`. */
+  readonly root: string;
+  private readonly opts: SubprocessProviderOptions;
+  private readonly holderPath: string;
+  private readonly starting = new Set<string>();
+
+  constructor(opts: SubprocessProviderOptions) {
+    this.opts = opts;
+    this.city = opts.city;
+    this.root = providerRoot(opts.stateDir);
+    this.holderPath = opts.holderPath ?? defaultHolderPath();
+  }
+
+  capabilities(): ProviderCapabilities {
+    return {
+      executes: true,
+      attach: true,
+      attachDetect: true,
+      activity: true,
+      interaction: false,
+      idleWait: true,
+      processNames: true,
+      copyTo: true,
+      runLive: true,
+      exitStatus: true,
+      exec: true,
+    };
+  }
+
+  /** Nothing to release: every call uses its own short-lived connection. Idempotent. */
+  async close(): Promise<void> {}
+
+  private paths(name: string): SessionPaths {
+    return sessionPaths(this.root, name);
+  }
+
+  /**
+   * One request to `name`'s holder. `missing` = nothing answers; `foreign` = the holder
+   * serves another city (or another name); `exited` = the program is gone (for operations
+   * that need it). Other holder errors are thrown as gc errors.
+   */
+  private async call<O extends HolderOp>(
+    name: string,
+    req: Extract<HolderRequest, { op: O }>,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<CallResult<HolderResults[O]>> {
+    try {
+      const value = await holderRequest(this.paths(name).socket, req, {
+        timeoutMs,
+        signal,
+        expect: { city: this.city, name },
+      });
+      return { ok: true, value };
+    } catch (e) {
+      if (e instanceof HolderUnavailableError) return MISSING;
+      if (e instanceof HolderOpError) {
+        if (e.code === "not_owner") return { ok: false, why: "foreign" };
+        if (e.code === "not_running" || e.code === "shutting_down") return { ok: false, why: "exited" };
+        if (e.code === "invalid_name" || e.code === "invalid_key") {
+          throw new InvalidNameError(e.code === "invalid_key" ? "key" : "metadata key", "", e.message, {
+            cause: e,
+          });
+        }
+        throw new ProviderError("subprocess", `${name}: ${req.op}: ${e.message}`, { cause: e });
+      }
+      throw e;
+    }
+  }
+
+  private async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
+    return this.call(name, { op: "status" }, STATUS_TIMEOUT_MS, signal);
+  }
+
+  // ---------------------------------------------------------------- start
+
+  /**
+   * Creates session `name` as {@link Provider.start} describes: pre_start (failure →
+   * HookFailedError, nothing created), overlay and copy files, the holder, readiness
+   * (`readyPromptPrefix` on screen, else `readyDelayMs`), session_setup, session_setup_script,
+   * the initial nudge, session_live. Any failure after the holder exists removes it again.
+   * A previous session of this name whose program exited is reaped first.
+   * @throws SessionExistsError when the name is live, being started, or held by another city.
+   * @throws SessionDiedDuringStartupError when the program exits before start completes.
+   * @throws HookFailedError when a start hook fails (setup and live hooks included).
+   */
+  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const signal = opts.signal;
+    signal?.throwIfAborted();
+    if (this.starting.has(name)) throw new SessionExistsError(name);
+    this.starting.add(name);
+    let release: (() => Promise<void>) | undefined;
+    try {
+      release = await this.lock(name);
+      await this.clearPrevious(name);
+      signal?.throwIfAborted();
+      const env = this.programEnv(name, config);
+      await mkdir(config.workDir, { recursive: true });
+      const hookOpts = { cwd: hookDirOf(config), env, signal };
+      if (config.preStart?.length) await runHooks("pre_start", config.preStart, hookOpts);
+      signal?.throwIfAborted();
+      await stageFiles(config);
+      signal?.throwIfAborted();
+      try {
+        await this.spawnHolder(name, config, env, signal);
+        await this.awaitReady(name, config, signal);
+        if (config.sessionSetup?.length) await runHooks("session_setup", config.sessionSetup, hookOpts);
+        if (config.sessionSetupScript) await runSetupScript(config, env, signal);
+        signal?.throwIfAborted();
+        if (config.nudge) await this.deliver(name, config.nudge, signal, true);
+        if (config.sessionLive?.length) await runHooks("session_live", config.sessionLive, hookOpts);
+        signal?.throwIfAborted();
+        await this.requireAlive(name, signal);
+      } catch (e) {
+        await this.teardown(name, true);
+        throw e;
+      }
+    } finally {
+      await release?.();
+      this.starting.delete(name);
+    }
+  }
+
+  /** The program's environment: base env without the controller's terminal, then the session's. */
+  private programEnv(name: string, config: StartConfig): Record<string, string> {
+    const base: NodeJS.ProcessEnv = { ...(this.opts.baseEnv ?? process.env) };
+    for (const k of TERMINAL_ENV) delete base[k];
+    base.TERM = "xterm-256color";
+    return sessionEnv(base, name, config, this.city);
+  }
+
+  /**
+   * Takes the start lock `<root>/locks/<name>.lock` (exclusive create). A lock whose owner
+   * pid is dead (or that stayed empty) is moved aside and retaken once.
+   * @throws SessionExistsError when another live starter holds it.
+   */
+  private async lock(name: string): Promise<() => Promise<void>> {
+    const path = this.paths(name).lock;
+    ensurePrivateDir(this.root);
+    ensurePrivateDir(dirname(path));
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const fh = await open(path, "wx", 0o600);
+        try {
+          await fh.writeFile(`${process.pid}\n`);
+        } finally {
+          await fh.close();
+        }
+        return () => rm(path, { force: true });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      }
+      const owner = await lockOwner(path);
+      if (owner === "live") throw new SessionExistsError(name);
+      // Stale: move it aside; if what we moved was not the stale lock we judged, put it back.
+      const aside = `${path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+      try {
+        await rename(path, aside);
+      } catch {
+        continue; // someone else moved it first
+      }
+      if ((await lockOwner(aside)) === "live") {
+        await link(aside, path).catch(() => undefined);
+        await rm(aside, { force: true });
+        throw new SessionExistsError(name);
+      }
+      await rm(aside, { force: true });
+    }
+    throw new SessionExistsError(name);
+  }
+
+  /**
+   * Under the start lock: refuses a live session, reaps an exited one, clears stale files.
+   * @throws SessionExistsError when the name is live, unresponsive, or owned by another city.
+   */
+  private async clearPrevious(name: string): Promise<void> {
+    const p = this.paths(name);
+    const st = await this.statusOf(name);
+    if (st.ok) {
+      if (st.value.running) throw new SessionExistsError(name);
+      await this.teardown(name, true);
+      return;
+    }
+    if (st.why === "foreign") {
+      throw new SessionExistsError(name, { cause: new Error("held by a session of another city") });
+    }
+    const rec = readRecord(p.record);
+    if (rec && rec.city !== this.city) {
+      throw new SessionExistsError(name, { cause: new Error(`left by city ${rec.city}`) });
+    }
+    if (rec && (await pidAlive(rec.holderPid)) && (await isHolderProcess(rec.holderPid, p.dir))) {
+      throw new SessionExistsError(name, { cause: new Error(`holder ${rec.holderPid} is not answering`) });
+    }
+    await this.teardown(name, true);
+  }
+
+  /** Writes the spec, spawns the holder detached, and waits until its socket answers. */
+  private async spawnHolder(
+    name: string,
+    config: StartConfig,
+    env: Record<string, string>,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (!existsSync(this.holderPath)) {
+      throw new ProviderError("subprocess", `holder not found at ${this.holderPath}: run \`npm run build\``);
+    }
+    const p = this.paths(name);
+    ensurePrivateDir(p.dir);
+    ensurePrivateDir(dirname(p.log));
+    if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
+    await rm(p.socket, { force: true });
+    const spec: HolderSpec = {
+      protocol: PROTOCOL_VERSION,
+      city: this.city,
+      name,
+      argv: launchArgv(config),
+      env,
+      cwd: config.workDir,
+      cols: this.opts.cols ?? DEFAULT_COLS,
+      rows: this.opts.rows ?? DEFAULT_ROWS,
+      scrollback: this.opts.scrollback ?? DEFAULT_SCROLLBACK,
+      ringBytes: this.opts.ringBytes ?? DEFAULT_RING_BYTES,
+      socket: p.socket,
+      log: p.log,
+      logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
+      readyPromptPrefix: config.readyPromptPrefix,
+    };
+    writeFileAtomicSync(p.spec, JSON.stringify(spec));
+    const holderEnv: NodeJS.ProcessEnv = { ...process.env };
+    delete holderEnv.NODE_OPTIONS; // an inspector or loader flag of the controller must not follow
+    const logFd = openSync(p.holderLog, "a", 0o600);
+    let child: ChildProcess;
+    try {
+      child = spawn(this.opts.nodePath ?? process.execPath, [this.holderPath, p.dir], {
+        detached: true,
+        stdio: ["ignore", logFd, logFd],
+        cwd: "/",
+        env: holderEnv,
+      });
+    } finally {
+      closeSync(logFd);
+    }
+    // Detached and unref'd: the holder outlives us; while we live, Node still reaps it.
+    child.unref();
+    let ended: string | undefined;
+    child.once("exit", (code, sig) => {
+      ended = sig ? `signal ${sig}` : `exit ${code}`;
+    });
+    child.once("error", (e) => {
+      ended = describeError(e);
+    });
+    const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
+    for (;;) {
+      signal?.throwIfAborted();
+      const st = await this.statusOf(name, signal);
+      if (st.ok) return;
+      if (ended !== undefined) {
+        const tail = (await readFile(p.holderLog, "utf8").catch(() => ""))
+          .trim()
+          .split("\n")
+          .slice(-3)
+          .join(" | ");
+        throw new SessionDiedDuringStartupError(name, `holder ${ended}${tail ? `: ${tail}` : ""}`);
+      }
+      if (Date.now() > deadline) {
+        throw new ProviderError(
+          "subprocess",
+          `${name}: holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
+        );
+      }
+      await sleep(POLL_MS, undefined, { signal });
+    }
+  }
+
+  /** Readiness: the prompt prefix on screen, else the ready delay; then the program must be alive. */
+  private async awaitReady(
+    name: string,
+    config: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const prefix = config.readyPromptPrefix;
+    if (prefix && prefix.trim() !== "") {
+      const timeoutMs = this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
+      const r = await this.call(
+        name,
+        { op: "waitReady", prefix, timeoutMs },
+        timeoutMs + STATUS_TIMEOUT_MS,
+        signal,
+      );
+      if (!r.ok || r.value.result === "exited") await this.requireAlive(name, signal);
+    } else if (config.readyDelayMs && config.readyDelayMs > 0) {
+      await sleep(config.readyDelayMs, undefined, { signal });
+    }
+    await this.requireAlive(name, signal);
+  }
+
+  /** @throws SessionDiedDuringStartupError (with exit status and last screen lines) unless running. */
+  private async requireAlive(name: string, signal: AbortSignal | undefined): Promise<void> {
+    signal?.throwIfAborted();
+    const st = await this.statusOf(name, signal);
+    if (st.ok && st.value.running) return;
+    let detail = "holder gone";
+    if (st.ok && st.value.exit) {
+      const ex = st.value.exit;
+      detail = ex.signal ? `killed by ${ex.signal}` : `exit code ${ex.code}`;
+      const screen = await this.call(name, { op: "peek", lines: 5 }, STATUS_TIMEOUT_MS);
+      if (screen.ok && screen.value.text.trim()) detail += `; last output: ${screen.value.text.trim()}`;
+    }
+    throw new SessionDiedDuringStartupError(name, detail);
+  }
+
+  // ---------------------------------------------------------------- stop
+
+  /**
+   * Stops `name`: the holder kills the program's whole session (SIGHUP+SIGTERM, SIGKILL after
+   * the grace period) and exits; anything left (a dead holder's orphans) is killed from one
+   * /proc snapshot; the socket, record and metadata are removed (logs are kept). Resolves as
+   * soon as every process is gone. Idempotent; never touches another city's session.
+   */
+  async stop(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    opts.signal?.throwIfAborted();
+    await this.teardown(name, false);
+  }
+
+  /** Whether a start of `name` is in progress here or in another live process. */
+  private async startInProgress(name: string): Promise<boolean> {
+    return this.starting.has(name) || (await lockOwner(this.paths(name).lock)) === "live";
+  }
+
+  /**
+   * Shuts the holder down, kills whatever of the session survives, and removes its files.
+   * `force` (the caller holds the start lock) removes files even while a start is in progress.
+   */
+  private async teardown(name: string, force: boolean): Promise<void> {
+    const p = this.paths(name);
+    const rec = readRecord(p.record);
+    if (rec && rec.city !== this.city) return;
+    let pids: Pick<HolderRecord, "holderPid" | "childPid" | "childStart"> | undefined = rec;
+    const st = await this.statusOf(name);
+    if (!st.ok && st.why === "foreign") return;
+    if (st.ok) {
+      pids = st.value;
+      try {
+        await holderRequest(
+          p.socket,
+          { op: "shutdown" },
+          { timeoutMs: SHUTDOWN_TIMEOUT_MS, expect: { city: this.city, name } },
+        );
+      } catch {
+        // killed below
+      }
+    }
+    if (pids) {
+      if (await isHolderProcess(pids.holderPid, p.dir)) await killPids([pids.holderPid]);
+      await killSession(pids.childPid, { startTime: pids.childStart });
+    }
+    if (!force && (await this.startInProgress(name))) return;
+    await rm(p.dir, { recursive: true, force: true });
+    if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
+  }
+
+  // ---------------------------------------------------------------- observation
+
+  /** True while the holder answers and the program is alive. False for unknown names. */
+  async isRunning(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    return st.ok && st.value.running;
+  }
+
+  /**
+   * Running sessions of this city whose names start with `prefix`, from one scan of the
+   * state dir with every holder probed in parallel. Dead holders' leftovers are cleaned.
+   * @throws when the state dir cannot be read.
+   */
+  async listRunning(prefix: string, opts: OpOptions = {}): Promise<string[]> {
+    return (await this.snapshot(prefix, opts)).filter((s) => s.running).map((s) => s.name);
+  }
+
+  /**
+   * Every session of this city whose name starts with `prefix`: running ones, and exited
+   * ones not yet reaped (`running: false`). Holders that no longer answer are cleaned up
+   * (their leftover processes killed, files removed) unless a start is in progress.
+   * @throws when the state dir cannot be read.
+   */
+  async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
+    opts.signal?.throwIfAborted();
+    let entries: string[];
+    try {
+      entries = await readdir(sessionsDir(this.root));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw new ProviderError("subprocess", `listing ${sessionsDir(this.root)}: ${describeError(e)}`, {
+        cause: e,
+      });
+    }
+    const names = entries.filter((n) => nameProblem(n) === undefined && n.startsWith(prefix)).sort();
+    const seen = await Promise.all(
+      names.map(async (name): Promise<SessionSnapshot | undefined> => {
+        const st = await this.statusOf(name, opts.signal);
+        if (st.ok) {
+          return {
+            name,
+            running: st.value.running,
+            attached: st.value.attached > 0,
+            lastActivity: new Date(st.value.lastActivity),
+          };
+        }
+        if (st.why === "missing") await this.cleanStale(name);
+        return undefined;
+      }),
+    );
+    return seen.filter((s): s is SessionSnapshot => s !== undefined);
+  }
+
+  /** Removes what a holder that no longer answers left behind, if it was ours and is dead. */
+  private async cleanStale(name: string): Promise<void> {
+    const p = this.paths(name);
+    if (await this.startInProgress(name)) return;
+    const rec = readRecord(p.record);
+    if (rec && rec.city !== this.city) return;
+    if (rec && (await pidAlive(rec.holderPid)) && (await isHolderProcess(rec.holderPid, p.dir))) return;
+    await this.teardown(name, false);
+  }
+
+  /**
+   * True when `names` is empty and the session runs; otherwise true when a live process of
+   * one of `names` is in the program's session (one /proc snapshot). False when missing.
+   */
+  async processAlive(name: string, names: readonly string[], opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok || !st.value.running) return false;
+    if (names.length === 0) return true;
+    const table = await readProcessTable();
+    return anyProcessNamed(sessionProcesses(table, st.value.childPid, [st.value.holderPid]), names);
+  }
+
+  /** Time of the last output (the start time before any), or `undefined` when missing. */
+  async getLastActivity(name: string, opts: OpOptions = {}): Promise<Date | undefined> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    return st.ok ? new Date(st.value.lastActivity) : undefined;
+  }
+
+  /** True while a terminal is attached. False when missing. */
+  async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    return st.ok && st.value.attached > 0;
+  }
+
+  /** How the program ended, while the exited session is not yet reaped; else `undefined`. */
+  async lastExit(name: string, opts: OpOptions = {}): Promise<ExitStatus | undefined> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok || st.value.running || !st.value.exit) return undefined;
+    const { code, signal, at } = st.value.exit;
+    return { code, signal, at: new Date(at) };
+  }
+
+  /**
+   * The rendered screen: the last `lines` lines up to the last non-blank one (wrapped rows
+   * joined), newest last; `lines <= 0` = all scrollback. Works after the program exited.
+   * @throws SessionNotFoundError when there is no such session of this city.
+   */
+  async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    validateSessionName(name);
+    const n = Number.isFinite(lines) ? Math.trunc(lines) : 0;
+    const r = await this.call(name, { op: "peek", lines: n }, OP_TIMEOUT_MS, opts.signal);
+    if (!r.ok) throw new SessionNotFoundError(name);
+    return r.value.text;
+  }
+
+  /**
+   * Raw output since byte offset `since` (from the holder's in-memory ring), with the next
+   * offset; `truncated` when older output was already dropped. `undefined` when missing.
+   * @experimental for `gc wait`/`gc run` ("output since the previous observation").
+   */
+  async output(
+    name: string,
+    since: number,
+    opts: OpOptions = {},
+  ): Promise<{ data: string; next: number; truncated: boolean } | undefined> {
+    validateSessionName(name);
+    const r = await this.call(
+      name,
+      { op: "output", since: Math.max(0, Math.trunc(since)) },
+      OP_TIMEOUT_MS,
+      opts.signal,
+    );
+    return r.ok ? r.value : undefined;
+  }
+
+  // ---------------------------------------------------------------- input
+
+  /**
+   * Types the exact text and submits it with Enter (CR). Programs that enabled bracketed
+   * paste get the text as one paste, and full-screen programs a short pause before Enter.
+   * Resolves once the bytes were accepted by the pty. Best-effort for a missing or exited
+   * session (resolves). Empty text sends nothing.
+   * @throws NudgeNotDeliveredError when the pty did not accept the text.
+   */
+  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const text = flattenContent(content);
+    if (text === "") return;
+    await this.deliver(name, text, opts.signal, false);
+  }
+
+  /** Same as {@link SubprocessProvider.nudge}: this provider never waits for idle first. */
+  async nudgeNow(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+    await this.nudge(name, content, opts);
+  }
+
+  private async deliver(
+    name: string,
+    text: string,
+    signal: AbortSignal | undefined,
+    strict: boolean,
+  ): Promise<void> {
+    let r: CallResult<HolderResults["nudge"]>;
+    try {
+      r = await this.call(name, { op: "nudge", text }, OP_TIMEOUT_MS, signal);
+    } catch (e) {
+      if (e instanceof ProviderError) throw new NudgeNotDeliveredError(name, e.message, { cause: e });
+      throw e;
+    }
+    if (!r.ok && strict) await this.requireAlive(name, signal);
+  }
+
+  /**
+   * Sends raw keys (tmux names: `Enter`, `C-c`, `Escape`, `Up`, `Tab`, `F5`, `M-x`, or a
+   * single character); no implicit Enter. Resolves when missing or exited.
+   * @throws InvalidNameError naming the first unknown key (nothing is sent).
+   */
+  async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const bad = unknownKeys(keys);
+    if (bad.length > 0)
+      throw new InvalidNameError("key", bad[0]!, "not a key name (e.g. Enter, C-c, Up, F5, M-x)");
+    if (keys.length === 0) return;
+    await this.call(name, { op: "keys", keys: [...keys] }, OP_TIMEOUT_MS, opts.signal);
+  }
+
+  /** SIGINT to the pty's foreground process group. Best-effort: resolves when missing. */
+  async interrupt(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    await this.call(name, { op: "interrupt" }, OP_TIMEOUT_MS, opts.signal);
+  }
+
+  /** Drops the screen model's scrollback. Best-effort: resolves when missing. */
+  async clearScrollback(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    await this.call(name, { op: "clear" }, OP_TIMEOUT_MS, opts.signal);
+  }
+
+  /**
+   * Resolves `idle` once the program printed nothing for a quiet period and, when the
+   * session has a `readyPromptPrefix`, shows that prompt; `timeout` at `timeoutMs` (a hard
+   * bound); `gone` when missing or exited.
+   */
+  async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {
+    validateSessionName(name);
+    const bound = Math.max(0, Math.trunc(timeoutMs));
+    try {
+      const r = await this.call(name, { op: "waitIdle", timeoutMs: bound }, bound + 500, opts.signal);
+      return r.ok ? r.value.result : "gone";
+    } catch (e) {
+      if (e instanceof HolderUnavailableError) return "timeout";
+      throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------- metadata
+
+  /** Stores `key` = `value` in the holder (persisted atomically beside it; removed by stop). @throws SessionNotFoundError when missing. */
+  async setMeta(name: string, key: string, value: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    const r = await this.call(name, { op: "meta.set", key, value }, OP_TIMEOUT_MS, opts.signal);
+    if (!r.ok) throw new SessionNotFoundError(name);
+  }
+
+  /** The value of `key`, or `undefined` when unset. @throws SessionNotFoundError when missing. */
+  async getMeta(name: string, key: string, opts: OpOptions = {}): Promise<string | undefined> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    const r = await this.call(name, { op: "meta.get", key }, OP_TIMEOUT_MS, opts.signal);
+    if (!r.ok) throw new SessionNotFoundError(name);
+    return r.value.value ?? undefined;
+  }
+
+  /** Removes `key`; resolves when unset. @throws SessionNotFoundError when missing. */
+  async removeMeta(name: string, key: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    const r = await this.call(name, { op: "meta.remove", key }, OP_TIMEOUT_MS, opts.signal);
+    if (!r.ok) throw new SessionNotFoundError(name);
+  }
+
+  // ---------------------------------------------------------------- files and commands
+
+  /**
+   * Copies local `src` (file or tree) to `relDst` under the session's work dir (into it when
+   * `relDst` is an existing directory and `src` a file). Best-effort: resolves when the
+   * session or `src` is missing. @throws InvalidNameError when `relDst` leaves the work dir.
+   */
+  async copyTo(name: string, src: string, relDst: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const r = await this.call(name, { op: "info" }, OP_TIMEOUT_MS, opts.signal);
+    if (!r.ok) return;
+    await copyInto(src, r.value.workDir, relDst);
+  }
+
+  /**
+   * Runs `config.sessionLive` (in its hook dir, with the session env) without restarting.
+   * Resolves when the session is missing or exited. @throws HookFailedError on a failing command.
+   */
+  async runLive(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    if (!config.sessionLive?.length) return;
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok || !st.value.running) return;
+    await runHooks("session_live", config.sessionLive, {
+      cwd: hookDirOf(config),
+      env: this.programEnv(name, config),
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * Runs `argv` directly (no shell) in the session's work dir with the session's environment
+   * (both overridable). A program that cannot be found exits 127.
+   * @throws SessionNotFoundError when missing. Timeout → OperationTimeoutError.
+   */
+  async execCommand(
+    name: string,
+    argv: readonly string[],
+    opts: ExecCommandOptions = {},
+  ): Promise<ExecCommandResult> {
+    validateSessionName(name);
+    const r = await this.call(name, { op: "info" }, OP_TIMEOUT_MS, opts.signal);
+    if (!r.ok) throw new SessionNotFoundError(name);
+    try {
+      const res = await run(argv, {
+        cwd: opts.cwd ?? r.value.workDir,
+        env: { ...r.value.env, ...opts.env },
+        stdin: opts.stdin,
+        timeoutMs: opts.timeoutMs ?? OP_TIMEOUT_MS,
+        signal: opts.signal,
+      });
+      return {
+        exitCode: res.exitCode ?? 128 + signalNumber(res.signal),
+        stdout: res.stdout,
+        stderr: res.stderr,
+      };
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "EACCES") {
+        return {
+          exitCode: code === "ENOENT" ? 127 : 126,
+          stdout: "",
+          stderr: `${argv[0]}: ${describeError(e)}\n`,
+        };
+      }
+      throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------- attach
+
+  /**
+   * Hands this process's terminal to the session until the user presses the detach key
+   * (Ctrl-\ or Ctrl-b d by default; Ctrl-b Ctrl-b sends one Ctrl-b), the program exits, or
+   * `signal` aborts. The terminal is put in raw mode and restored afterwards; the session
+   * keeps running. The pty takes the terminal's size (and follows its resizes).
+   * @throws SessionNotFoundError when missing or exited; ProviderError when stdin is not a TTY.
+   */
+  async attach(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const input = this.opts.terminal?.input ?? process.stdin;
+    const output = this.opts.terminal?.output ?? process.stdout;
+    if (!input.isTTY) throw new ProviderError("subprocess", "attach needs a terminal on stdin");
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok || !st.value.running)
+      throw new SessionNotFoundError(name, st.ok ? "the program has exited" : undefined);
+    const p = this.paths(name);
+    const expect = { city: this.city, name };
+    const size = () => ({ cols: output.columns || undefined, rows: output.rows || undefined });
+    const stream = await openAttach(p.socket, size(), {
+      timeoutMs: OP_TIMEOUT_MS,
+      signal: opts.signal,
+      expect,
+    });
+    const keys = this.opts.detachKeys ?? "both";
+    const matcher = new DetachMatcher(keys);
+    const wasRaw = input.isRaw;
+    await new Promise<void>((resolveAttach) => {
+      let done = false;
+      const finish = (how: "detached" | "ended") => {
+        if (done) return;
+        done = true;
+        input.off("data", onInput);
+        output.off("resize", onResize);
+        stream.socket.off("data", onOutput);
+        opts.signal?.removeEventListener("abort", onAbort);
+        input.setRawMode(wasRaw);
+        input.pause();
+        stream.socket.destroy();
+        output.write(
+          `${DETACH_RESET}\r\n[gc: ${how === "detached" ? "detached from" : "session ended:"} ${name}]\r\n`,
+        );
+        resolveAttach();
+      };
+      const onInput = (chunk: Buffer | string) => {
+        const step = matcher.feed(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+        if (step.forward.length > 0) stream.socket.write(step.forward);
+        if (step.detach) finish("detached");
+      };
+      const onOutput = (chunk: Buffer) => output.write(chunk);
+      const onResize = () => {
+        const s = size();
+        if (s.cols === undefined || s.rows === undefined) return;
+        holderRequest(
+          p.socket,
+          { op: "resize", cols: s.cols, rows: s.rows },
+          { timeoutMs: STATUS_TIMEOUT_MS, expect },
+        ).catch(() => undefined);
+      };
+      const onAbort = () => finish("detached");
+      stream.socket.on("data", onOutput);
+      stream.socket.on("error", () => finish("ended"));
+      stream.socket.on("close", () => finish("ended"));
+      output.on("resize", onResize);
+      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      output.write(`\x1b]2;gc: ${name} (detach: ${describeDetachKeys(keys)})\x07`);
+      if (stream.initial.length > 0) output.write(stream.initial);
+      input.setRawMode(true);
+      input.on("data", onInput);
+      input.resume();
+      stream.socket.resume();
+    });
+  }
+}
+
+/** `live` when a live process holds the lock file at `path` (or it was just created), else `stale` or `none`. */
+async function lockOwner(path: string): Promise<"live" | "stale" | "none"> {
+  let text: string;
+  let mtimeMs: number;
+  try {
+    text = await readFile(path, "utf8");
+    mtimeMs = (await stat(path)).mtimeMs;
+  } catch {
+    return "none";
+  }
+  const pid = Number(text.trim());
+  if (!Number.isInteger(pid) || pid <= 0)
+    return Date.now() - mtimeMs < EMPTY_LOCK_STALE_MS ? "live" : "stale";
+  return (await pidAlive(pid)) ? "live" : "stale";
+}
+
+/** Copies overlay_dir (failure aborts start) and copy_files (best-effort) into the work dir. */
+async function stageFiles(config: StartConfig): Promise<void> {
+  if (config.overlayDir) {
+    try {
+      await cp(config.overlayDir, config.workDir, { recursive: true, force: true });
+    } catch (e) {
+      throw new ProviderError("subprocess", `copying overlay_dir ${config.overlayDir}: ${describeError(e)}`, {
+        cause: e,
+      });
+    }
+  }
+  for (const c of config.copyFiles ?? []) {
+    try {
+      await copyInto(c.src, config.workDir, c.relDst);
+    } catch {
+      // best-effort, as declared copies may be optional files
+    }
+  }
+}
+
+/** Copies `src` to `relDst` under `workDir`. Resolves when `src` is missing. */
+async function copyInto(src: string, workDir: string, relDst: string): Promise<void> {
+  const base = resolve(workDir);
+  const dst = relDst ? resolve(base, relDst) : base;
+  if (dst !== base && !dst.startsWith(base + sep)) {
+    throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
+  }
+  let srcStat: Awaited<ReturnType<typeof stat>>;
+  try {
+    srcStat = await stat(src);
+  } catch {
+    return;
+  }
+  let target = dst;
+  if (srcStat.isFile()) {
+    const dstStat = await stat(dst).catch(() => undefined);
+    if (dstStat?.isDirectory()) target = join(dst, basename(src));
+  }
+  if (resolve(src) === target) return;
+  await mkdir(dirname(target), { recursive: true });
+  await cp(src, target, { recursive: true, force: true });
+}
+
+/** Runs session_setup_script (the file itself, no shell) in the hook dir with the session env. */
+async function runSetupScript(
+  config: StartConfig,
+  env: Record<string, string>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const script = resolve(hookDirOf(config), config.sessionSetupScript ?? "");
+  let r: Awaited<ReturnType<typeof run>>;
+  try {
+    r = await run([script], { cwd: hookDirOf(config), env, signal, timeoutMs: OP_TIMEOUT_MS });
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    throw new HookFailedError("session_setup_script", `${script}: ${describeError(e)}`, { cause: e });
+  }
+  if (r.exitCode !== 0) {
+    throw new HookFailedError(
+      "session_setup_script",
+      `${script}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
+    );
+  }
+}
+
+function signalNumber(sig: NodeJS.Signals | null): number {
+  return sig ? (osConstants.signals[sig] ?? 0) : 0;
+}

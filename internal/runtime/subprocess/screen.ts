@@ -1,0 +1,153 @@
+/**
+ * The holder's model of what a terminal would show: a headless xterm fed with the
+ * program's raw output. Serves peek (rendered text, wrapped lines joined), readiness and
+ * idle prompt matching, the input modes that decide how keys and pastes are encoded, and the
+ * repaint sent to a terminal that attaches. Used only by the holder process.
+ */
+import xterm from "@xterm/headless";
+
+type XTerminal = InstanceType<typeof xterm.Terminal>;
+
+const NBSP = /\u00a0/g;
+
+/**
+ * True when screen `line` shows prompt `prefix`: the trimmed line (NBSP read as space)
+ * starts with the prefix, or equals the trimmed prefix. Claude prints NBSP after `❯`. Pure.
+ */
+export function promptLineMatches(line: string, prefix: string): boolean {
+  if (prefix.trim() === "") return false;
+  const l = line.replace(NBSP, " ").trim();
+  const p = prefix.replace(NBSP, " ");
+  return l.startsWith(p) || l === p.trim();
+}
+
+/** Last `lines` entries of `all` after dropping trailing blank lines; `lines <= 0` = all. Pure. */
+export function tailLines(all: readonly string[], lines: number): string[] {
+  let end = all.length;
+  while (end > 0 && all[end - 1]!.trim() === "") end--;
+  const start = lines > 0 ? Math.max(0, end - lines) : 0;
+  return all.slice(start, end);
+}
+
+/** A headless terminal that renders a program's output. */
+export class Screen {
+  private readonly term: XTerminal;
+
+  constructor(cols: number, rows: number, scrollback: number) {
+    this.term = new xterm.Terminal({ cols, rows, scrollback, allowProposedApi: true });
+  }
+
+  /** Feeds raw output bytes. Parsing is asynchronous; see {@link Screen.flush}. */
+  write(data: Uint8Array | string): void {
+    this.term.write(data);
+  }
+
+  /** Calls `fn` synchronously right after everything written so far has been parsed. */
+  afterParsed(fn: () => void): void {
+    this.term.write("", fn);
+  }
+
+  /** Resolves once everything written so far has been parsed. */
+  flush(): Promise<void> {
+    return new Promise((resolve) => this.term.write("", resolve));
+  }
+
+  get cols(): number {
+    return this.term.cols;
+  }
+
+  get rows(): number {
+    return this.term.rows;
+  }
+
+  /** The program enabled bracketed paste (pastes must be wrapped in `ESC[200~…ESC[201~`). */
+  get bracketedPaste(): boolean {
+    return this.term.modes.bracketedPasteMode;
+  }
+
+  /** The program enabled application cursor keys. */
+  get applicationCursorKeys(): boolean {
+    return this.term.modes.applicationCursorKeysMode;
+  }
+
+  /** A full-screen program is on the alternate screen. */
+  get alternateScreen(): boolean {
+    return this.term.buffer.active.type === "alternate";
+  }
+
+  /** Logical lines of the active buffer (scrollback + screen), wrapped rows joined. */
+  logicalLines(): string[] {
+    const buf = this.term.buffer.active;
+    const out: string[] = [];
+    let current = "";
+    for (let i = 0; i < buf.length; i++) {
+      const line = buf.getLine(i);
+      if (!line) continue;
+      const next = buf.getLine(i + 1);
+      const continues = next?.isWrapped === true;
+      current += line.translateToString(!continues);
+      if (!continues) {
+        out.push(current);
+        current = "";
+      }
+    }
+    if (current !== "") out.push(current);
+    return out;
+  }
+
+  /** The last `lines` non-blank-terminated logical lines, newest last; `lines <= 0` = all. */
+  peek(lines: number): string {
+    return tailLines(this.logicalLines(), lines).join("\n");
+  }
+
+  /** The rows currently visible (no scrollback), right-trimmed. */
+  viewportLines(): string[] {
+    const buf = this.term.buffer.active;
+    const out: string[] = [];
+    for (let y = 0; y < this.term.rows; y++) {
+      out.push(buf.getLine(buf.viewportY + y)?.translateToString(true) ?? "");
+    }
+    return out;
+  }
+
+  /** True when some visible row shows `prefix` (see {@link promptLineMatches}). */
+  showsPrompt(prefix: string): boolean {
+    return this.viewportLines().some((l) => promptLineMatches(l, prefix));
+  }
+
+  resize(cols: number, rows: number): void {
+    this.term.resize(cols, rows);
+  }
+
+  /** Drops the scrollback, keeping the current line. */
+  clear(): void {
+    this.term.clear();
+  }
+
+  /**
+   * Bytes that make a freshly attached terminal look like this one: the program's input
+   * modes, the alternate screen if active, the visible rows as plain text, and the cursor.
+   * Colours are not reproduced; full-screen programs repaint after the attach resize.
+   */
+  repaint(): string {
+    const m = this.term.modes;
+    const buf = this.term.buffer.active;
+    let s = "\x1b[0m";
+    if (this.alternateScreen) s += "\x1b[?1049h";
+    s += "\x1b[H\x1b[2J";
+    if (m.applicationCursorKeysMode) s += "\x1b[?1h";
+    if (m.applicationKeypadMode) s += "\x1b=";
+    if (m.bracketedPasteMode) s += "\x1b[?2004h";
+    const mouse = { none: "", x10: "9", vt200: "1000", drag: "1002", any: "1003" }[m.mouseTrackingMode];
+    if (mouse) s += `\x1b[?${mouse}h\x1b[?1006h`;
+    s += this.viewportLines()
+      .map((l, y) => `\x1b[${y + 1};1H${l}`)
+      .join("");
+    s += `\x1b[${buf.cursorY + 1};${buf.cursorX + 1}H`;
+    return s;
+  }
+
+  dispose(): void {
+    this.term.dispose();
+  }
+}

@@ -1,0 +1,4 @@
+import { createTarget } from "../../conformance/targets/subprocess.js";
+import { describeProviderConformance } from "../../conformance/vitest.js";
+
+describeProviderConformance("subprocess", createTarget);
