@@ -1,0 +1,436 @@
+/**
+ * One persistent tmux control-mode client (`tmux -C`) per socket: commands are written as
+ * lines and matched, in order, to their `%begin … %end/%error` replies. The client keeps a
+ * hidden keeper session so the server never exits empty, reconnects (re-creating server and
+ * keeper) after the server dies, and never leaks its process. Used by the tmux provider.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { Socket } from "node:net";
+import { StringDecoder } from "node:string_decoder";
+import { OperationTimeoutError, ProviderError } from "../errors.js";
+import { ControlParser, type Notification } from "./protocol.js";
+import { commandLine } from "./quote.js";
+
+/** Default deadline for one command's reply. */
+export const COMMAND_TIMEOUT_MS = 10_000;
+/** Default deadline for starting the client (and, if needed, the server). */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** Name of the hidden session that keeps the server alive; gc names cannot start with `_`. */
+export const KEEPER_SESSION = "_gc_keeper";
+const CLOSE_GRACE_MS = 1_000;
+const CONNECT_ATTEMPTS = 3;
+
+/** Which tmux server: a socket name under tmux's socket dir (`-L`) or a socket path (`-S`). */
+export type TmuxSocket = { readonly name: string } | { readonly path: string };
+
+/** tmux's own argv for `socket`. Pure. */
+export function socketArgs(socket: TmuxSocket): string[] {
+  return "path" in socket ? ["-S", socket.path] : ["-L", socket.name];
+}
+
+/** Options for {@link ControlClient}. */
+export interface ControlClientOptions {
+  readonly socket: TmuxSocket;
+  /** tmux binary. Default `tmux`. */
+  readonly tmuxPath?: string | undefined;
+  /** Hidden session the client attaches to. Default {@link KEEPER_SESSION}. */
+  readonly keeper?: string | undefined;
+  readonly commandTimeoutMs?: number | undefined;
+  readonly connectTimeoutMs?: number | undefined;
+  /** Environment of the client process, and of the server when this client starts it. */
+  readonly env?: NodeJS.ProcessEnv | undefined;
+  /** Commands (argv) run after every (re)connect before any other command. Failures fail the connect. */
+  readonly setup?: readonly (readonly string[])[] | undefined;
+}
+
+/** Options for {@link ControlClient.command}. */
+export interface CommandOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly timeoutMs?: number | undefined;
+  /**
+   * Run again, once, on a fresh connection when the connection was lost before the reply.
+   * Only for commands that are harmless to repeat (queries).
+   */
+  readonly retry?: boolean | undefined;
+}
+
+/** tmux answered a command with `%error`. `output` holds tmux's message lines. */
+export class TmuxCommandError extends ProviderError {
+  readonly output: readonly string[];
+  readonly command: string;
+  constructor(command: string, output: readonly string[]) {
+    super("tmux", `${command}: ${output.join(" ").trim() || "failed"}`);
+    this.command = command;
+    this.output = output;
+  }
+}
+
+/** The control connection could not be made, or was lost before the reply arrived. */
+export class TmuxConnectionError extends ProviderError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("tmux", message, options);
+  }
+}
+
+interface Entry {
+  readonly name: string;
+  settle(ok: boolean, lines: readonly string[]): void;
+  fail(e: unknown): void;
+}
+
+interface Conn {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly parser: ControlParser;
+  readonly pending: Entry[];
+  readonly exited: Promise<void>;
+  readonly stderr: string[];
+  dead: boolean;
+  gen: number;
+}
+
+/**
+ * A control-mode connection to one tmux server. Safe for concurrent use: commands are
+ * pipelined and each caller gets its own reply. {@link close} releases the client process
+ * (the server and its sessions keep running).
+ */
+export class ControlClient {
+  private readonly opts: ControlClientOptions;
+  private conn: Conn | undefined;
+  private connecting: Promise<Conn> | undefined;
+  private closed = false;
+  private gen = 0;
+  private versionText = "";
+  private readonly listeners = new Set<(n: Notification) => void>();
+
+  constructor(opts: ControlClientOptions) {
+    this.opts = opts;
+  }
+
+  /**
+   * Increments on every successful (re)connect. State learnt from the server (session ids)
+   * is only valid within one generation: a reconnect may mean a new server.
+   */
+  get generation(): number {
+    return this.gen;
+  }
+
+  /** tmux version reported by the server at the last connect (e.g. `3.3a`); "" before. */
+  get version(): string {
+    return this.versionText;
+  }
+
+  /** Pid of the live client process, if connected. */
+  get pid(): number | undefined {
+    return this.conn && !this.conn.dead ? this.conn.child.pid : undefined;
+  }
+
+  /** Subscribes to notifications (`sessions-changed`, `exit`, `output`, …). Returns the unsubscribe. */
+  onNotification(fn: (n: Notification) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Connects now (otherwise the first command does). @throws TmuxConnectionError. */
+  async connect(signal?: AbortSignal): Promise<void> {
+    await this.ensure(signal);
+  }
+
+  /**
+   * Runs one tmux command (argv; quoted by {@link commandLine}) and resolves with its
+   * output lines.
+   * @throws TmuxCommandError when tmux answers `%error`.
+   * @throws TmuxConnectionError when the server cannot be reached or the connection drops.
+   * @throws OperationTimeoutError past the deadline (the connection is then recycled).
+   * Aborting `signal` rejects with its reason.
+   */
+  async command(argv: readonly string[], opts: CommandOptions = {}): Promise<string[]> {
+    const line = commandLine(argv);
+    for (let attempt = 0; ; attempt++) {
+      opts.signal?.throwIfAborted();
+      const conn = await this.ensure(opts.signal);
+      try {
+        return await this.send(conn, line, argv[0]!, opts);
+      } catch (e) {
+        if (e instanceof TmuxConnectionError && opts.retry && attempt === 0 && !this.closed) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** Ends the client process (not the server). Pending commands reject. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const conn = this.conn ?? (await this.connecting?.catch(() => undefined));
+    if (!conn || conn.dead) return;
+    conn.child.stdin.end();
+    if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
+    conn.child.kill("SIGTERM");
+    if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
+    conn.child.kill("SIGKILL");
+    await conn.exited;
+  }
+
+  private async ensure(signal: AbortSignal | undefined): Promise<Conn> {
+    if (this.closed) throw new TmuxConnectionError("control client is closed");
+    if (this.conn && !this.conn.dead) return this.conn;
+    this.connecting ??= this.connectWithRetries().finally(() => {
+      this.connecting = undefined;
+    });
+    if (!signal) return this.connecting;
+    return raceAbort(this.connecting, signal);
+  }
+
+  private async connectWithRetries(): Promise<Conn> {
+    let last: unknown;
+    for (let i = 0; i < CONNECT_ATTEMPTS; i++) {
+      if (this.closed) break;
+      try {
+        const conn = await this.connectOnce();
+        if (this.closed) {
+          conn.child.stdin.end();
+          throw new TmuxConnectionError("control client is closed");
+        }
+        this.conn = conn;
+        return conn;
+      } catch (e) {
+        last = e;
+        // Two gc processes creating the keeper at once: the loser's client exits; retry.
+      }
+    }
+    throw last instanceof TmuxConnectionError
+      ? last
+      : new TmuxConnectionError(`cannot connect to tmux: ${String(last)}`, { cause: last });
+  }
+
+  private connectOnce(): Promise<Conn> {
+    const keeper = this.opts.keeper ?? KEEPER_SESSION;
+    const child = spawn(
+      this.opts.tmuxPath ?? "tmux",
+      [
+        "-u",
+        ...socketArgs(this.opts.socket),
+        "-f",
+        "/dev/null",
+        "-C",
+        "new-session",
+        "-A",
+        "-s",
+        keeper,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "--",
+        "sleep",
+        "2147483647",
+      ],
+      { stdio: ["pipe", "pipe", "pipe"], env: this.opts.env ?? process.env },
+    );
+    let markExited!: () => void;
+    const conn: Conn = {
+      child,
+      parser: new ControlParser(),
+      pending: [],
+      exited: new Promise<void>((r) => {
+        markExited = r;
+      }),
+      stderr: [],
+      dead: false,
+      gen: 0,
+    };
+    return new Promise<Conn>((resolve, reject) => {
+      let ready = false;
+      const timer = setTimeout(() => {
+        fail(new TmuxConnectionError(`no answer from tmux within ${this.timeout("connect")} ms`));
+        child.kill("SIGKILL");
+      }, this.timeout("connect"));
+      const fail = (e: unknown) => {
+        clearTimeout(timer);
+        if (!ready) {
+          ready = true; // settled
+          reject(e);
+        }
+      };
+      const decoder = new StringDecoder("utf8");
+      let partial = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        const text = partial + decoder.write(chunk);
+        const lines = text.split("\n");
+        partial = lines.pop() ?? "";
+        for (const line of lines) {
+          const ev = conn.parser.push(line);
+          if (!ev) continue;
+          if (ev.type === "notification") {
+            for (const fn of this.listeners) fn(ev);
+            continue;
+          }
+          if ((ev.flags & 1) === 0) {
+            // The reply to the client's own `new-session -A`: connected (or refused).
+            if (!ev.ok) {
+              fail(new TmuxConnectionError(`tmux: ${ev.lines.join(" ") || "cannot create keeper session"}`));
+              continue;
+            }
+            void this.finishConnect(conn).then(
+              () => {
+                clearTimeout(timer);
+                if (!ready) {
+                  ready = true;
+                  resolve(conn);
+                }
+              },
+              (e: unknown) => {
+                fail(e);
+                child.kill("SIGKILL");
+              },
+            );
+            continue;
+          }
+          const entry = conn.pending.shift();
+          if (!entry) {
+            // A reply nobody asked for: framing can no longer be trusted.
+            this.destroy(conn);
+            continue;
+          }
+          entry.settle(ev.ok, ev.lines);
+          this.updateRef(conn);
+        }
+      });
+      child.stderr.on("data", (b: Buffer) => {
+        if (conn.stderr.length < 20) conn.stderr.push(b.toString("utf8"));
+      });
+      child.stdin.on("error", () => {
+        // EPIPE after the server went away; the exit handler reports it
+      });
+      child.once("error", (e) => {
+        conn.dead = true;
+        fail(new TmuxConnectionError(`cannot run tmux: ${e.message}`, { cause: e }));
+        markExited();
+      });
+      child.once("close", (code, sig) => {
+        conn.dead = true;
+        const why = conn.stderr.join("").trim() || `tmux client exited (${sig ?? code})`;
+        const err = new TmuxConnectionError(`connection lost: ${why}`);
+        for (const e of conn.pending.splice(0)) e.fail(err);
+        if (this.conn === conn) this.conn = undefined;
+        fail(err);
+        markExited();
+      });
+    });
+  }
+
+  private async finishConnect(conn: Conn): Promise<void> {
+    const setup = [["display-message", "-p", "#{version}"], ...(this.opts.setup ?? [])];
+    const replies = await Promise.all(
+      setup.map((argv) => this.send(conn, commandLine(argv), argv[0]!, {}, true)),
+    );
+    this.versionText = replies[0]?.[0]?.trim() ?? "";
+    conn.gen = ++this.gen;
+    this.updateRef(conn);
+  }
+
+  private send(
+    conn: Conn,
+    line: string,
+    name: string,
+    opts: CommandOptions,
+    duringConnect = false,
+  ): Promise<string[]> {
+    return new Promise<string[]>((resolve, reject) => {
+      if (conn.dead) {
+        reject(new TmuxConnectionError("connection lost"));
+        return;
+      }
+      let settled = false;
+      const ms = opts.timeoutMs ?? this.timeout("command");
+      const done = () => {
+        settled = true;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener("abort", onAbort);
+      };
+      const timer = setTimeout(() => {
+        if (settled) return;
+        done();
+        reject(new OperationTimeoutError(`tmux ${name}`, ms));
+        // No reply in time: the server is wedged or the stream is out of step. Start over.
+        this.destroy(conn);
+      }, ms);
+      const onAbort = () => {
+        if (settled) return;
+        done();
+        reject(opts.signal?.reason);
+        // The reply still arrives later and is dropped: the slot stays in the queue.
+      };
+      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      conn.pending.push({
+        name,
+        settle(ok, lines) {
+          if (settled) return;
+          done();
+          if (ok) resolve([...lines]);
+          else reject(new TmuxCommandError(name, lines));
+        },
+        fail(e) {
+          if (settled) return;
+          done();
+          reject(e);
+        },
+      });
+      if (!duringConnect) this.updateRef(conn);
+      conn.child.stdin.write(`${line}\n`);
+    });
+  }
+
+  private destroy(conn: Conn): void {
+    if (!conn.dead) conn.child.kill("SIGKILL");
+  }
+
+  /** While nothing is pending, the client process must not keep Node alive. */
+  private updateRef(conn: Conn): void {
+    if (conn.dead) return;
+    const busy = conn.pending.length > 0;
+    const handles = [conn.child.stdout, conn.child.stderr, conn.child.stdin] as unknown as Socket[];
+    if (busy) {
+      conn.child.ref();
+      for (const h of handles) h.ref?.();
+    } else {
+      conn.child.unref();
+      for (const h of handles) h.unref?.();
+    }
+  }
+
+  private timeout(kind: "command" | "connect"): number {
+    return kind === "command"
+      ? (this.opts.commandTimeoutMs ?? COMMAND_TIMEOUT_MS)
+      : (this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS);
+  }
+}
+
+async function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<boolean>((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true), t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}

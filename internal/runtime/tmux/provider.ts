@@ -1,0 +1,1065 @@
+/**
+ * TmuxProvider: gc sessions as tmux sessions on a per-city socket, driven through one
+ * persistent control-mode connection. Sessions are tagged `@gc_city`, addressed exactly
+ * (`=name`, then by session id), and observed in one `list-panes` call per question.
+ * Built by `createProvider` (index.ts) from the composition root and `gc conformance`.
+ */
+import { spawn } from "node:child_process";
+import { cp, mkdir, stat } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { killTree } from "../../proc/kill.js";
+import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
+import { run, runHooks } from "../../proc/run.js";
+import {
+  acceptStartupDialogs,
+  DialogRefusedError,
+  type DialogStep,
+  dismissStartupDialog,
+  findInteraction,
+  looksLikePrompt,
+  respondToInteraction,
+  type ScreenIO,
+  screenAwaitsChoice,
+  screenLooksBusy,
+  screenShowsPrompt,
+} from "../dialogs.js";
+import {
+  HookFailedError,
+  InvalidNameError,
+  NudgeNotDeliveredError,
+  ProviderError,
+  SessionDiedDuringStartupError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../errors.js";
+import type { ProviderFactoryOptions } from "../factory.js";
+import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
+import { validateMetaKey, validateSessionName } from "../names.js";
+import {
+  type CommandProvider,
+  type ExecCommandOptions,
+  type ExecCommandResult,
+  type ExitStatus,
+  type ExitStatusProvider,
+  flattenContent,
+  type IdleResult,
+  type IdleWaitProvider,
+  type ImmediateNudgeProvider,
+  type InteractionProvider,
+  type InteractionResponse,
+  type NudgeContent,
+  type OpOptions,
+  type PendingInteraction,
+  type Provider,
+  type ProviderCapabilities,
+  type SessionSnapshot,
+  type SnapshotProvider,
+  type StartConfig,
+} from "../provider.js";
+import { type CommandOptions, ControlClient, socketArgs } from "./control-client.js";
+import { fromHex, tmuxSessionName, toHex } from "./quote.js";
+import {
+  isDuplicate,
+  isLive,
+  isNotFound,
+  ownerTag,
+  PANE_FORMAT,
+  parseSessions,
+  type SessionInfo,
+} from "./sessions.js";
+import { type ResolvedTmuxSettings, resolveSettings } from "./settings.js";
+
+/** Environment variables of gc's own process that must not reach a session's program. */
+const NOT_INHERITED = [
+  "TMUX",
+  "TMUX_PANE",
+  "TERM",
+  "TERM_PROGRAM",
+  "TERM_PROGRAM_VERSION",
+  "COLUMNS",
+  "LINES",
+];
+/** What the tmux client (and a server it starts) gets from gc's environment. */
+const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR"];
+/** Runs the program in its work dir without tmux's `-c`, which expands `#{}` and `#()`. */
+const CD_WRAPPER = 'cd "$1" || exit 127; shift; exec "$@"';
+const POLL_MS = 100;
+const STATE_POLL_MS = 25;
+const PASTE_SETTLE_MS = 3_000;
+const ENTER_ATTEMPTS = 3;
+const TAIL_CHARS = 16;
+
+/** What the pane looks like right now: cursor, history size and every visible row. */
+interface PaneState {
+  readonly dead: boolean;
+  readonly cursorY: number;
+  readonly rows: readonly string[];
+  /** Changes whenever anything visible (or the history size) changes. */
+  readonly sig: string;
+}
+
+/** Options for {@link TmuxProvider}. */
+export interface TmuxProviderOptions extends ProviderFactoryOptions {}
+
+/**
+ * The tmux {@link Provider}. One instance owns one control connection to the city's
+ * socket; any number of gc processes may drive the same server at once. Every method
+ * validates the session name first ({@link InvalidNameError}) so a hostile name never
+ * reaches tmux. Sessions of other cities (or untagged ones) on the same server are
+ * invisible: they are never listed, stopped, read or written.
+ */
+export class TmuxProvider
+  implements
+    Provider,
+    IdleWaitProvider,
+    InteractionProvider,
+    ImmediateNudgeProvider,
+    ExitStatusProvider,
+    CommandProvider,
+    SnapshotProvider
+{
+  readonly name = "tmux";
+  /** Resolved settings (socket, timeouts, window size). */
+  readonly settings: ResolvedTmuxSettings;
+  private readonly city: string;
+  private readonly cityDir: string;
+  private readonly tag: string;
+  private readonly client: ControlClient;
+  private readonly starting = new Set<string>();
+  private readonly nudgeChains = new Map<string, Promise<void>>();
+  private bufferSeq = 0;
+
+  constructor(opts: TmuxProviderOptions) {
+    this.city = opts.city;
+    this.cityDir = opts.cityDir;
+    this.tag = ownerTag(opts.city);
+    this.settings = resolveSettings(opts.city, opts.settings);
+    const env: NodeJS.ProcessEnv = {};
+    for (const k of CLIENT_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
+    this.client = new ControlClient({
+      socket: this.settings.socket,
+      tmuxPath: this.settings.tmuxPath,
+      commandTimeoutMs: this.settings.commandTimeoutMs,
+      env,
+      setup: [
+        ["refresh-client", "-f", "no-output"],
+        ["set-option", "-s", "exit-empty", "off"],
+        ["set-option", "-g", "destroy-unattached", "off"],
+        ["set-option", "-gw", "remain-on-exit", "on"],
+        ["set-option", "-g", "history-limit", String(this.settings.historyLimit)],
+      ],
+    });
+  }
+
+  /** argv prefix that reaches this provider's server with a plain `tmux` (for tests and `gc attach`). */
+  tmuxArgv(): string[] {
+    return [this.settings.tmuxPath, "-u", ...socketArgs(this.settings.socket)];
+  }
+
+  /** The control connection (exposed for diagnostics and benchmarks). */
+  get control(): ControlClient {
+    return this.client;
+  }
+
+  capabilities(): ProviderCapabilities {
+    return {
+      executes: true,
+      attach: true,
+      attachDetect: true,
+      activity: true,
+      interaction: true,
+      idleWait: true,
+      processNames: true,
+      copyTo: true,
+      runLive: true,
+      exitStatus: true,
+      exec: true,
+    };
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------
+
+  /**
+   * Creates the session: pre_start (failure → {@link HookFailedError}, nothing created),
+   * overlay/copy files, `new-session` (env via `-e`, work dir via argv, the prompt as an
+   * argument), readiness (`readyPromptPrefix`, else `readyDelayMs`) with startup dialogs
+   * answered, session_setup, session_setup_script, the initial nudge, session_live.
+   * A dead session of ours with this name is cleaned up first.
+   * @throws SessionExistsError when the name is live, taken by a foreign session, or
+   * another start of it is in progress in this process.
+   * @throws SessionDiedDuringStartupError when the program exits before start finishes.
+   * @throws DialogRefusedError when a startup dialog's layout is unfamiliar.
+   * Any rejection (including an abort) kills what was created.
+   */
+  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    opts.signal?.throwIfAborted();
+    if (this.starting.has(name))
+      throw new SessionExistsError(name, { cause: "a start is already in progress" });
+    this.starting.add(name);
+    try {
+      await this.doStart(name, config, opts.signal);
+    } finally {
+      this.starting.delete(name);
+    }
+  }
+
+  private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
+    const existing = await this.lookup(`=${tmuxSessionName(name)}`, signal);
+    if (existing) {
+      if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
+      await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
+    }
+    const workDir = resolve(this.cityDir, cfg.workDir);
+    const hookDir = resolve(this.cityDir, hookDirOf(cfg));
+    const env = this.hookEnv(name, cfg, workDir);
+    if (cfg.preStart?.length) {
+      await mkdir(hookDir, { recursive: true });
+      await runHooks("pre_start", cfg.preStart, {
+        cwd: hookDir,
+        env,
+        signal,
+        timeoutMs: this.settings.hookTimeoutMs,
+      });
+    }
+    signal?.throwIfAborted();
+    await mkdir(workDir, { recursive: true });
+    await this.stage(cfg, workDir);
+    signal?.throwIfAborted();
+    let id: string | undefined;
+    try {
+      id = await this.create(name, cfg, workDir, signal);
+      await this.awaitReady(name, id, cfg, signal);
+      const s = await this.lookup(id, signal);
+      if (!s || !isLive(s)) throw await this.died(name, id);
+      if (cfg.sessionSetup?.length) {
+        await runHooks("session_setup", cfg.sessionSetup, {
+          cwd: hookDir,
+          env,
+          signal,
+          timeoutMs: this.settings.hookTimeoutMs,
+        });
+      }
+      if (cfg.sessionSetupScript) await this.runScript(cfg.sessionSetupScript, hookDir, env, signal);
+      if (cfg.nudge) {
+        const live = await this.lookup(id, signal);
+        if (!live || !isLive(live)) throw await this.died(name, id);
+        await this.nudgeSession(name, live, cfg.nudge, true, signal);
+      }
+      if (cfg.sessionLive?.length) {
+        await runHooks("session_live", cfg.sessionLive, {
+          cwd: hookDir,
+          env,
+          signal,
+          timeoutMs: this.settings.hookTimeoutMs,
+        });
+      }
+    } catch (e) {
+      if (id !== undefined) await this.destroy(id).catch(() => undefined);
+      if (signal?.aborted) throw signal.reason;
+      throw e;
+    }
+  }
+
+  private async create(
+    name: string,
+    cfg: StartConfig,
+    workDir: string,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const env = sessionEnv(this.programBaseEnv(), name, { env: cfg.env, workDir }, this.city);
+    const envArgs = Object.entries(env)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    let out: string[];
+    try {
+      out = await this.tmux(
+        [
+          "new-session",
+          "-d",
+          "-P",
+          "-F",
+          "#{session_id}",
+          "-s",
+          tmuxSessionName(name),
+          "-x",
+          String(this.settings.cols),
+          "-y",
+          String(this.settings.rows),
+          ...envArgs,
+          "--",
+          SHELL,
+          "-c",
+          CD_WRAPPER,
+          "gc-session",
+          workDir,
+          ...launchArgv(cfg),
+        ],
+        { signal },
+      );
+    } catch (e) {
+      if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
+      throw e;
+    }
+    const id = out[0]?.trim() ?? "";
+    if (!/^\$\d+$/.test(id))
+      throw new ProviderError("tmux", `new-session printed ${JSON.stringify(out.join(" "))}`);
+    try {
+      const set = (k: string, v: string) => this.tmux(["set-option", "-t", id, k, v]);
+      const tags = [set("@gc_city", this.tag), set("@gc_name", name), set("@gc_workdir", toHex(workDir))];
+      tags.push(set("@gc_env", toHex(JSON.stringify(cfg.env))));
+      if (cfg.readyPromptPrefix?.trim()) tags.push(set("@gc_prefix", toHex(cfg.readyPromptPrefix)));
+      await Promise.all(tags);
+      signal?.throwIfAborted();
+    } catch (e) {
+      await this.destroy(id).catch(() => undefined);
+      throw e;
+    }
+    return id;
+  }
+
+  /** Readiness (prompt or delay) with startup dialogs answered on the way. */
+  private async awaitReady(
+    name: string,
+    id: string,
+    cfg: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
+    const delay = cfg.readyDelayMs ?? 0;
+    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
+    const io = this.screenIO(id, signal);
+    const t0 = Date.now();
+    const deadline = t0 + (prefix ? this.settings.readyTimeoutMs : delay);
+    let last: DialogStep = { status: "none" };
+    for (;;) {
+      const s = await this.lookup(id, signal);
+      if (!s || !isLive(s)) throw await this.died(name, id);
+      const screen = await io.screen();
+      last = await dismissStartupDialog(io, screen, { signal });
+      if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
+      if (last.status === "handled") continue;
+      if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await sleep(Math.min(POLL_MS, left), undefined, { signal });
+    }
+    if (last.status === "pending")
+      throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
+    if (cfg.emitsPermissionWarning) {
+      // Some agents show their warning only after the first ready screen.
+      const out = await acceptStartupDialogs(io, {
+        timeoutMs: this.settings.dialogTimeoutMs,
+        signal,
+        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
+      });
+      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
+    }
+  }
+
+  private async died(name: string, id: string): Promise<SessionDiedDuringStartupError> {
+    let detail = "the session is gone";
+    try {
+      const s = await this.lookup(id);
+      const pane = s?.panes[0];
+      if (pane?.dead) {
+        const how =
+          pane.exitStatus !== undefined
+            ? `exit status ${pane.exitStatus}`
+            : pane.exitSignal !== undefined
+              ? `signal ${pane.exitSignal}`
+              : "killed";
+        const screen = (await this.capture(id, 0))
+          .split("\n")
+          .filter((l) => l.trim() !== "")
+          .slice(-6);
+        const tail = screen.filter((l) => !/^Pane is dead/.test(l)).join(" ⏎ ");
+        detail = `${how}${tail ? `; last output: ${tail.slice(0, 400)}` : ""}`;
+      }
+    } catch {
+      // keep the generic detail
+    }
+    return new SessionDiedDuringStartupError(name, detail);
+  }
+
+  private async runScript(
+    script: string,
+    cwd: string,
+    env: NodeJS.ProcessEnv,
+    signal: AbortSignal | undefined,
+  ) {
+    const path = resolve(cwd, script);
+    let r: Awaited<ReturnType<typeof run>>;
+    try {
+      r = await run([path], { cwd, env, signal, timeoutMs: this.settings.hookTimeoutMs });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "EACCES" && code !== "ENOEXEC") {
+        throw new HookFailedError("session_setup_script", `${path}: ${(e as Error).message}`, { cause: e });
+      }
+      r = await run([SHELL, path], { cwd, env, signal, timeoutMs: this.settings.hookTimeoutMs });
+    }
+    if (r.exitCode !== 0) {
+      throw new HookFailedError(
+        "session_setup_script",
+        `${path}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
+      );
+    }
+  }
+
+  private async stage(cfg: StartConfig, workDir: string): Promise<void> {
+    if (cfg.overlayDir) {
+      const src = resolve(this.cityDir, cfg.overlayDir);
+      await cp(src, workDir, { recursive: true, force: true }).catch((e: unknown) => {
+        throw new ProviderError("tmux", `overlay_dir ${src}: ${(e as Error).message}`, { cause: e });
+      });
+    }
+    for (const entry of cfg.copyFiles ?? []) {
+      const src = resolve(this.cityDir, entry.src);
+      await copyInto(src, workDir, entry.relDst).catch((e: unknown) => {
+        throw new ProviderError("tmux", `copy_files ${src}: ${(e as Error).message}`, { cause: e });
+      });
+    }
+  }
+
+  /**
+   * Kills the session's whole process tree (every live pane), then the session. Returns as
+   * soon as the processes are gone. Idempotent; sessions of other cities are never touched.
+   */
+  async stop(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    this.nudgeChains.delete(name);
+    if (s) await this.destroy(s.id);
+  }
+
+  private async destroy(id: string): Promise<void> {
+    const s = await this.lookup(id).catch(() => undefined);
+    if (s) await Promise.all(s.panes.filter((p) => !p.dead && p.pid > 0).map((p) => killTree(p.pid)));
+    try {
+      await this.tmux(["kill-session", "-t", id]);
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  /** Sends C-c to the session's pane. Best-effort: resolves when missing or not running. */
+  async interrupt(name: string, opts: OpOptions = {}): Promise<void> {
+    await this.sendKeys(name, ["C-c"], opts);
+  }
+
+  /** True when the session is ours and some pane's program is alive. */
+  async isRunning(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    return s !== undefined && isLive(s);
+  }
+
+  /**
+   * This city's running sessions whose names start with `prefix`, from one `list-panes -a`.
+   * Dead sessions (program exited, kept for its exit status) and foreign sessions are not listed.
+   * @throws when tmux cannot be reached.
+   */
+  async listRunning(prefix: string, opts: OpOptions = {}): Promise<string[]> {
+    return (await this.snapshot(prefix, opts))
+      .filter((s) => s.running)
+      .map((s) => s.name)
+      .sort();
+  }
+
+  /**
+   * Every session of this city whose name starts with `prefix` (dead ones with
+   * `running: false`), with attached state and last activity, from one `list-panes -a`.
+   * @throws when tmux cannot be reached.
+   */
+  async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
+    const lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
+      signal: opts.signal,
+      retry: true,
+    });
+    const out: SessionSnapshot[] = [];
+    for (const s of parseSessions(lines, this.tag)) {
+      if (s.name === undefined || !s.name.startsWith(prefix)) continue;
+      out.push({
+        name: s.name,
+        running: isLive(s),
+        attached: s.attached > 0,
+        lastActivity: s.activity > 0 ? new Date(s.activity * 1000) : undefined,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * True when `names` is empty and the session runs, or when a live process named in
+   * `names` is in the process tree of one of its panes (one /proc snapshot). False when
+   * missing or dead.
+   */
+  async processAlive(name: string, names: readonly string[], opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return false;
+    if (names.length === 0) return true;
+    const table = await readProcessTable();
+    return s.panes.some((p) => !p.dead && anyProcessNamed(processTree(table, p.pid), names));
+  }
+
+  /** The exit of a session whose program ended (kept until stop or the next start). */
+  async lastExit(name: string, opts: OpOptions = {}): Promise<ExitStatus | undefined> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || isLive(s)) return undefined;
+    const pane = s.panes[0];
+    if (!pane) return undefined;
+    const signal =
+      pane.exitStatus === undefined
+        ? pane.exitSignal !== undefined
+          ? (signalName(pane.exitSignal) ?? String(pane.exitSignal))
+          : "unknown"
+        : null;
+    const at = pane.deadAt ?? s.activity;
+    return { code: pane.exitStatus ?? null, signal, at: at > 0 ? new Date(at * 1000) : new Date() };
+  }
+
+  // ---- input -----------------------------------------------------------------------------
+
+  /**
+   * Waits (up to `nudgeIdleWaitMs`) for the session to be idle, then delivers like
+   * {@link nudgeNow}. Resolves when the session is missing or not running.
+   * @throws NudgeNotDeliveredError when the text could not be confirmed as submitted, or
+   * a menu/dialog is waiting for a choice (typing would answer it).
+   */
+  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return;
+    await this.nudgeSession(name, s, flattenContent(content), true, opts.signal);
+  }
+
+  /**
+   * Delivers the text as one transaction: it goes into a named paste buffer (never argv,
+   * never key by key), is pasted (bracketed when the program asked for it), then a literal
+   * CR submits it; the screen is read to confirm the paste landed and the input was
+   * submitted, and CR is retried (bounded) while the text still sits on the cursor line.
+   * Nudges to one session are serialized. Resolves when the session is missing.
+   * @throws NudgeNotDeliveredError when submission could not be confirmed, or a menu is on screen.
+   */
+  async nudgeNow(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return;
+    await this.nudgeSession(name, s, flattenContent(content), false, opts.signal);
+  }
+
+  private nudgeSession(
+    name: string,
+    s: SessionInfo,
+    text: string,
+    waitIdle: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (text.includes("\0")) return Promise.reject(new NudgeNotDeliveredError(name, "the text contains NUL"));
+    const prev = this.nudgeChains.get(name) ?? Promise.resolve();
+    const mine = prev.then(async () => {
+      if (text === "") return;
+      if (waitIdle && this.settings.nudgeIdleWaitMs > 0) {
+        const r = await this.idleWait(s, this.settings.nudgeIdleWaitMs, signal);
+        if (r === "gone") return;
+      }
+      await this.deliver(name, s, text, signal);
+    });
+    const tail = mine.catch(() => undefined);
+    this.nudgeChains.set(name, tail);
+    void tail.then(() => {
+      if (this.nudgeChains.get(name) === tail) this.nudgeChains.delete(name);
+    });
+    return mine;
+  }
+
+  private async deliver(
+    name: string,
+    s: SessionInfo,
+    text: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const target = `${s.id}:`;
+    const before = await this.paneState(s.id, signal);
+    if (!before || before.dead) return;
+    if (screenAwaitsChoice(before.rows.join("\n"))) {
+      throw new NudgeNotDeliveredError(
+        name,
+        "a menu or dialog is waiting for a choice; typing would answer it",
+      );
+    }
+    const tail = textTail(text);
+    const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
+    await this.tmux(["set-buffer", "-b", buffer, "--", text], { signal });
+    try {
+      await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target], { signal });
+    } catch (e) {
+      await this.tmux(["delete-buffer", "-b", buffer]).catch(() => undefined);
+      if (isNotFound(e)) return;
+      throw e;
+    }
+    // The paste is visible when the screen changed; it has settled when it stops changing.
+    let landed = false;
+    let base = before;
+    let stableSince = 0;
+    const settleBy = Date.now() + PASTE_SETTLE_MS;
+    while (Date.now() < settleBy) {
+      await sleep(STATE_POLL_MS, undefined, { signal });
+      const st = await this.paneState(s.id, signal);
+      if (!st || st.dead) return;
+      if (st.sig !== base.sig) {
+        landed = landed || st.sig !== before.sig;
+        base = st;
+        stableSince = Date.now();
+      } else if (landed && Date.now() - stableSince >= 2 * STATE_POLL_MS) break;
+    }
+    // Only keep pressing Enter when the text visibly sits in an input line.
+    const attempts = landed ? ENTER_ATTEMPTS : 1;
+    for (let i = 0; i < attempts; i++) {
+      await this.tmux(["send-keys", "-t", target, "-H", "0d"], { signal });
+      const by = Date.now() + this.settings.nudgeConfirmMs;
+      while (Date.now() < by) {
+        await sleep(STATE_POLL_MS, undefined, { signal });
+        const st = await this.paneState(s.id, signal);
+        if (!st || st.dead) return; // the program took the input and exited
+        if (st.sig !== base.sig && !cursorRowHolds(st, tail)) return;
+      }
+      base = (await this.paneState(s.id, signal)) ?? base;
+    }
+    throw new NudgeNotDeliveredError(
+      name,
+      landed
+        ? `the text is still on the input line after ${attempts} Enter presses`
+        : "neither the pasted text nor Enter changed the screen",
+    );
+  }
+
+  /** Raw keys (tmux key names) in one `send-keys`; no implicit Enter. Resolves when missing or dead. */
+  async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    if (keys.length === 0) return;
+    for (const k of keys) {
+      if (k === "" || k.includes("\0"))
+        throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
+    }
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return;
+    try {
+      await this.tmux(["send-keys", "-t", `${s.id}:`, "--", ...keys], { signal: opts.signal });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  // ---- observation -----------------------------------------------------------------------
+
+  /**
+   * The last `lines` lines of the pane (wrapped lines joined, trailing blanks dropped),
+   * newest last; `lines <= 0` = all scrollback. Works on dead sessions too (last words).
+   * @throws SessionNotFoundError when the session is missing.
+   */
+  async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s) throw new SessionNotFoundError(name);
+    try {
+      return await this.capture(s.id, lines, opts.signal);
+    } catch (e) {
+      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw e;
+    }
+  }
+
+  private async capture(id: string, lines: number, signal?: AbortSignal): Promise<string> {
+    const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
+    const out = await this.tmux(["capture-pane", "-p", "-J", "-t", `${id}:`, ...range], {
+      signal,
+      retry: true,
+    });
+    const rows = out.map((l) => l.trimEnd());
+    while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
+    return (lines > 0 ? rows.slice(-Math.floor(lines)) : rows).join("\n");
+  }
+
+  /** Time of the last output (second resolution), or `undefined` when missing. */
+  async getLastActivity(name: string, opts: OpOptions = {}): Promise<Date | undefined> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    return s && s.activity > 0 ? new Date(s.activity * 1000) : undefined;
+  }
+
+  /** True when at least one client is attached. False when missing. */
+  async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    return s !== undefined && s.attached > 0;
+  }
+
+  /**
+   * Runs `tmux attach-session` on this socket with the caller's terminal and resolves when
+   * the user detaches (or the session ends). Aborting detaches.
+   * @throws SessionNotFoundError when missing; ProviderError when stdin is not a terminal.
+   */
+  async attach(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s) throw new SessionNotFoundError(name);
+    if (!process.stdin.isTTY) throw new ProviderError("tmux", "attach needs a terminal on stdin");
+    const env = { ...process.env };
+    delete env.TMUX;
+    delete env.TMUX_PANE;
+    const [bin, ...args] = this.tmuxArgv();
+    const child = spawn(bin!, [...args, "attach-session", "-t", s.id], { stdio: "inherit", env });
+    const onAbort = () => child.kill("SIGTERM");
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const code = await new Promise<number | null>((res, rej) => {
+        child.once("error", rej);
+        child.once("exit", (c) => res(c));
+      });
+      opts.signal?.throwIfAborted();
+      if (code !== 0) throw new ProviderError("tmux", `attach-session exited with ${code}`);
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Drops the pane's scrollback. Best-effort: resolves when missing. */
+  async clearScrollback(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s) return;
+    try {
+      await this.tmux(["clear-history", "-t", `${s.id}:`], { signal: opts.signal });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  // ---- metadata --------------------------------------------------------------------------
+
+  /**
+   * Stores `value` (any UTF-8) as the session user option `@gc_m_<hex key>`, hex-encoded,
+   * so no value is ever parsed by tmux. Lives as long as the session.
+   * @throws SessionNotFoundError when missing.
+   */
+  async setMeta(name: string, key: string, value: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    await this.setOption(name, `@gc_m_${toHex(key)}`, `v${toHex(value)}`, opts.signal);
+  }
+
+  /** The stored value or `undefined`; one tmux command. @throws SessionNotFoundError when missing. */
+  async getMeta(name: string, key: string, opts: OpOptions = {}): Promise<string | undefined> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    let lines: string[];
+    try {
+      lines = await this.tmux(
+        [
+          "list-panes",
+          "-s",
+          "-t",
+          `=${tmuxSessionName(name)}`,
+          "-F",
+          `#{@gc_city}|#{@gc_name}|#{@gc_m_${toHex(key)}}`,
+        ],
+        { signal: opts.signal, retry: true },
+      );
+    } catch (e) {
+      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw e;
+    }
+    const [city, owner, stored] = (lines[0] ?? "").split("|");
+    if (city !== this.tag || owner !== name) throw new SessionNotFoundError(name);
+    if (!stored) return undefined;
+    return stored.startsWith("v") ? (fromHex(stored.slice(1)) ?? undefined) : undefined;
+  }
+
+  /** Removes a key; resolves when it was not set. @throws SessionNotFoundError when missing. */
+  async removeMeta(name: string, key: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    await this.setOption(name, `@gc_m_${toHex(key)}`, undefined, opts.signal);
+  }
+
+  private async setOption(name: string, option: string, value: string | undefined, signal?: AbortSignal) {
+    const s = await this.find(name, signal);
+    if (!s) throw new SessionNotFoundError(name);
+    const argv =
+      value === undefined
+        ? ["set-option", "-u", "-t", s.id, option]
+        : ["set-option", "-t", s.id, option, value];
+    try {
+      await this.tmux(argv, { signal });
+    } catch (e) {
+      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw e;
+    }
+  }
+
+  // ---- files and commands ----------------------------------------------------------------
+
+  /**
+   * Copies `src` (file or directory) to `relDst` under the session's work dir.
+   * Best-effort: resolves when the session or `src` is missing.
+   * @throws InvalidNameError when `relDst` leaves the work dir.
+   */
+  async copyTo(name: string, src: string, relDst: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s?.workDir) return;
+    const exists = await stat(src).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) return;
+    await copyInto(src, s.workDir, relDst);
+  }
+
+  /** Runs `config.sessionLive` (hook env, hook dir) against a running session. Resolves when missing. */
+  async runLive(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s) || !config.sessionLive?.length) return;
+    const workDir = s.workDir ?? resolve(this.cityDir, config.workDir);
+    await runHooks("session_live", config.sessionLive, {
+      cwd: resolve(this.cityDir, hookDirOf(config)),
+      env: this.hookEnv(name, config, workDir),
+      signal: opts.signal,
+      timeoutMs: this.settings.hookTimeoutMs,
+    });
+  }
+
+  /**
+   * Runs `argv` directly (no shell) in the session's work dir with the session's declared
+   * environment (plus `opts.env`). A missing program yields exit code 127.
+   * @throws SessionNotFoundError when the session is missing.
+   */
+  async execCommand(
+    name: string,
+    argv: readonly string[],
+    opts: ExecCommandOptions = {},
+  ): Promise<ExecCommandResult> {
+    validateSessionName(name);
+    if (argv.length === 0) throw new ProviderError("tmux", "execCommand: empty argv");
+    const s = await this.find(name, opts.signal);
+    if (!s) throw new SessionNotFoundError(name);
+    let declared: Record<string, string> = {};
+    try {
+      const [hex] = await this.tmux(["show-options", "-qv", "-t", s.id, "@gc_env"], {
+        signal: opts.signal,
+        retry: true,
+      });
+      const parsed: unknown = hex ? JSON.parse(fromHex(hex.trim()) ?? "{}") : {};
+      if (parsed && typeof parsed === "object") declared = parsed as Record<string, string>;
+    } catch (e) {
+      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw e;
+    }
+    const workDir = s.workDir ?? this.cityDir;
+    const env = {
+      ...sessionEnv(this.programBaseEnv(), name, { env: declared, workDir }, this.city),
+      ...opts.env,
+    };
+    try {
+      const r = await run(argv, {
+        cwd: opts.cwd ? resolve(workDir, opts.cwd) : workDir,
+        env,
+        stdin: opts.stdin,
+        signal: opts.signal,
+        timeoutMs: opts.timeoutMs ?? this.settings.hookTimeoutMs,
+      });
+      const code = r.exitCode ?? 128 + (r.signal ? (osConstants.signals[r.signal] ?? 0) : 0);
+      return { exitCode: code, stdout: r.stdout, stderr: r.stderr };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") {
+        return { exitCode: 127, stdout: "", stderr: `${argv[0]}: command not found\n` };
+      }
+      throw e;
+    }
+  }
+
+  // ---- idleness and interactions ---------------------------------------------------------
+
+  /**
+   * Resolves `idle` once the screen has been unchanged for `idleQuietMs` with the ready
+   * prompt visible (when the session declared one), no busy marker and no menu or dialog on
+   * screen; `timeout` at `timeoutMs` (a hard bound); `gone` when missing or dead.
+   */
+  async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return "gone";
+    return this.idleWait(s, timeoutMs, opts.signal);
+  }
+
+  private async idleWait(
+    s: SessionInfo,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<IdleResult> {
+    const deadline = Date.now() + timeoutMs;
+    let lastSig: string | undefined;
+    let since = Date.now();
+    for (;;) {
+      const st = await this.paneState(s.id, signal);
+      if (!st || st.dead) return "gone";
+      const now = Date.now();
+      if (st.sig !== lastSig) {
+        lastSig = st.sig;
+        since = now;
+      }
+      const screen = st.rows.join("\n");
+      const calm =
+        !screenAwaitsChoice(screen) &&
+        !screenLooksBusy(screen) &&
+        (s.readyPrefix === undefined || screenShowsPrompt(screen, s.readyPrefix));
+      if (calm && now - since >= this.settings.idleQuietMs) return "idle";
+      const left = deadline - now;
+      if (left <= 0) return "timeout";
+      await sleep(Math.min(POLL_MS, left), undefined, { signal });
+    }
+  }
+
+  /** The approval prompt, dialog or menu on screen, or `undefined` (also when missing). */
+  async pending(name: string, opts: OpOptions = {}): Promise<PendingInteraction | undefined> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return undefined;
+    const st = await this.paneState(s.id, opts.signal);
+    return st ? findInteraction(st.rows.join("\n")) : undefined;
+  }
+
+  /**
+   * Answers the interaction on screen by moving the cursor to the chosen option, verifying
+   * it, and confirming. @throws SessionNotFoundError when missing; ProviderError when
+   * nothing is pending, the id differs, or no option fits; DialogRefusedError when it
+   * could not be answered safely.
+   */
+  async respond(name: string, response: InteractionResponse, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) throw new SessionNotFoundError(name);
+    await respondToInteraction(this.screenIO(s.id, opts.signal), response, { signal: opts.signal });
+  }
+
+  /** Closes the control connection (sessions and the server keep running). Idempotent. */
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------
+
+  private tmux(argv: readonly string[], opts: CommandOptions = {}): Promise<string[]> {
+    return this.client.command(argv, opts);
+  }
+
+  /** One session by target (`=name` or `$id`), owned or not; `undefined` when missing. */
+  private async lookup(target: string, signal?: AbortSignal): Promise<SessionInfo | undefined> {
+    try {
+      const lines = await this.tmux(["list-panes", "-s", "-t", target, "-F", PANE_FORMAT], {
+        signal,
+        retry: true,
+      });
+      return parseSessions(lines, this.tag)[0];
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /** The session named `name` when this city owns it. */
+  private async find(name: string, signal?: AbortSignal): Promise<SessionInfo | undefined> {
+    const s = await this.lookup(`=${tmuxSessionName(name)}`, signal);
+    return s?.name === name ? s : undefined;
+  }
+
+  private async paneState(id: string, signal?: AbortSignal): Promise<PaneState | undefined> {
+    try {
+      const [info, rows] = await Promise.all([
+        this.tmux(
+          [
+            "display-message",
+            "-p",
+            "-t",
+            `${id}:`,
+            "#{session_id}|#{pane_dead}|#{cursor_x}|#{cursor_y}|#{history_size}",
+          ],
+          { signal, retry: true },
+        ),
+        this.tmux(["capture-pane", "-p", "-t", `${id}:`], { signal, retry: true }),
+      ]);
+      const [sid, dead, cx, cy, hist] = (info[0] ?? "").split("|");
+      // display-message falls back to another pane when the target is gone: check the id.
+      if (sid !== id) return undefined;
+      const trimmed = rows.map((r) => r.trimEnd());
+      return {
+        dead: dead === "1",
+        cursorY: Number(cy),
+        rows: trimmed,
+        sig: `${cx},${cy},${hist}\n${trimmed.join("\n")}`,
+      };
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  private screenIO(id: string, signal: AbortSignal | undefined): ScreenIO {
+    return {
+      screen: async () => (await this.paneState(id, signal))?.rows.join("\n") ?? "",
+      sendKeys: async (keys) => {
+        await this.tmux(["send-keys", "-t", `${id}:`, "--", ...keys], { signal });
+      },
+    };
+  }
+
+  private programBaseEnv(): NodeJS.ProcessEnv {
+    const env = { ...process.env };
+    for (const k of NOT_INHERITED) delete env[k];
+    return env;
+  }
+
+  private hookEnv(name: string, cfg: StartConfig, workDir: string): NodeJS.ProcessEnv {
+    return {
+      ...sessionEnv(this.programBaseEnv(), name, { env: cfg.env, workDir }, this.city),
+      GC_TMUX_SOCKET: this.settings.socketLabel,
+    };
+  }
+}
+
+/** Last line of `text` (trailing blanks dropped), at most {@link TAIL_CHARS} characters. */
+function textTail(text: string): string {
+  const last =
+    text
+      .split(/\r?\n|\r/)
+      .pop()
+      ?.trimEnd() ?? "";
+  if (last.includes("\t")) return ""; // tabs are drawn as spaces: cannot be matched on screen
+  return [...last].slice(-TAIL_CHARS).join("");
+}
+
+function cursorRowHolds(st: PaneState, tail: string): boolean {
+  return tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail);
+}
+
+function signalName(n: number): string | undefined {
+  return Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0];
+}
+
+/** Copies `src` to `relDst` under `root` (a file with an empty `relDst` keeps its name). */
+async function copyInto(src: string, root: string, relDst: string): Promise<void> {
+  const dst = resolve(root, relDst || ((await stat(src)).isDirectory() ? "." : basename(src)));
+  const rel = relative(root, dst);
+  if (rel.startsWith("..") || isAbsolute(rel)) {
+    throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
+  }
+  await mkdir(join(dst, ".."), { recursive: true });
+  await cp(src, dst, { recursive: true, force: true });
+}

@@ -1,0 +1,69 @@
+/**
+ * The only way a tmux command line is built from values: {@link commandLine} quotes every
+ * argument with {@link quoteArg}, following tmux's own parser rules (double quotes, `\`
+ * escapes, octal for control bytes, `~` and `$` neutralised). Also the reversible mapping
+ * between gc session names and tmux session names, and the hex codec for stored values.
+ */
+
+/** Tokens made only of these characters are passed unquoted (tmux gives none of them a meaning). */
+const SAFE_TOKEN = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/**
+ * Quotes one argument for a tmux command line so tmux's parser yields exactly `arg`:
+ * no command separator (`;`), no comment (`#`), no `$VAR`/`~` expansion, no line break
+ * (control bytes become octal escapes). Non-ASCII is passed as UTF-8. A lone UTF-16
+ * surrogate becomes U+FFFD (it has no UTF-8 form).
+ * @throws TypeError when `arg` contains NUL, which no tmux string can hold.
+ */
+export function quoteArg(arg: string): string {
+  if (SAFE_TOKEN.test(arg)) return arg;
+  let out = '"';
+  for (const ch of arg) {
+    const cp = ch.codePointAt(0)!;
+    if (cp === 0) throw new TypeError("a tmux argument cannot contain NUL");
+    if (ch === '"' || ch === "\\" || ch === "$") out += `\\${ch}`;
+    else if (ch === "~")
+      out += "\\176"; // "~/x" would be expanded to $HOME/x even inside quotes
+    else if (cp < 0x20 || cp === 0x7f) out += `\\${cp.toString(8).padStart(3, "0")}`;
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += "\uFFFD";
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+/**
+ * One tmux command line (no trailing newline) from a command name and its arguments.
+ * The result never contains a line break or an unquoted `;`, so it is exactly one command.
+ * @throws TypeError for an empty argv, a command name that is not a plain word, or NUL.
+ */
+export function commandLine(argv: readonly string[]): string {
+  const [cmd, ...args] = argv;
+  if (!cmd || !/^[a-z][a-z-]*$/.test(cmd))
+    throw new TypeError(`not a tmux command name: ${JSON.stringify(cmd)}`);
+  return [cmd, ...args.map(quoteArg)].join(" ");
+}
+
+/**
+ * tmux replaces `.` and `:` in session names with `_`, which would make `a.b` and `a_b`
+ * collide. gc names never contain `+`, so `.` ↔ `+` is a reversible mapping that keeps
+ * ordinary names unchanged. Pure; expects a validated gc name.
+ */
+export function tmuxSessionName(name: string): string {
+  return name.replaceAll(".", "+");
+}
+
+/** Inverse of {@link tmuxSessionName}. Pure. */
+export function gcSessionName(tmuxName: string): string {
+  return tmuxName.replaceAll("+", ".");
+}
+
+/** Hex of the UTF-8 bytes of `s` (what gc stores in tmux user options). Pure. */
+export function toHex(s: string): string {
+  return Buffer.from(s, "utf8").toString("hex");
+}
+
+/** Inverse of {@link toHex}; `undefined` for text that is not even-length lowercase hex. Pure. */
+export function fromHex(hex: string): string | undefined {
+  if (hex.length % 2 !== 0 || !/^[0-9a-f]*$/.test(hex)) return undefined;
+  return Buffer.from(hex, "hex").toString("utf8");
+}

@@ -1,0 +1,164 @@
+/**
+ * Reading tmux's view of sessions: the one `list-panes` format the provider uses for every
+ * lookup and listing, its strict parser, the ownership tag, and tmux error classification.
+ * Pure; used by the tmux provider.
+ */
+import { nameProblem } from "../names.js";
+import { TmuxCommandError, TmuxConnectionError } from "./control-client.js";
+import { fromHex, tmuxSessionName, toHex } from "./quote.js";
+
+/** One pane of a session. */
+export interface PaneInfo {
+  readonly id: string;
+  readonly pid: number;
+  readonly dead: boolean;
+  /** Exit status of a dead pane, when tmux knows it. */
+  readonly exitStatus?: number | undefined;
+  /** Signal number that killed a dead pane, when tmux reports it (tmux ≥ 3.4). */
+  readonly exitSignal?: number | undefined;
+  /** When the pane died (epoch seconds), when tmux reports it. */
+  readonly deadAt?: number | undefined;
+}
+
+/** One tmux session as seen in a single observation. */
+export interface SessionInfo {
+  /** Session id (`$N`), stable for the server's lifetime and never reused. */
+  readonly id: string;
+  readonly tmuxName: string;
+  /** The gc name when this city owns the session; `undefined` for foreign sessions. */
+  readonly name: string | undefined;
+  readonly panes: readonly PaneInfo[];
+  /** Number of attached clients. */
+  readonly attached: number;
+  /** Last output (epoch seconds, max over windows). */
+  readonly activity: number;
+  readonly workDir?: string | undefined;
+  readonly readyPrefix?: string | undefined;
+}
+
+const FIELDS = [
+  "session_id",
+  "session_name",
+  "@gc_city",
+  "@gc_name",
+  "@gc_workdir",
+  "@gc_prefix",
+  "pane_id",
+  "pane_pid",
+  "pane_dead",
+  "pane_dead_status",
+  "pane_dead_signal",
+  "pane_dead_time",
+  "session_attached",
+  "window_activity",
+] as const;
+
+/** The `-F` format of every session lookup: one line per pane, `|`-separated. */
+export const PANE_FORMAT = FIELDS.map((f) => `#{${f}}`).join("|");
+
+/**
+ * The value of `@gc_city` for `city`: the name itself when it is a plain word (readable in
+ * `tmux show`), else a hex form, so the value never contains the field separator.
+ */
+export function ownerTag(city: string): string {
+  return /^[A-Za-z0-9._-]+$/.test(city) ? city : `hex-${toHex(city)}`;
+}
+
+/** True when a session is running: some pane's program is alive. */
+export function isLive(s: SessionInfo): boolean {
+  return s.panes.some((p) => !p.dead);
+}
+
+const optInt = (s: string): number | undefined => (/^\d+$/.test(s) ? Number(s) : undefined);
+
+/**
+ * Parses `list-panes … -F PANE_FORMAT` output into sessions (in first-seen order). A line
+ * with any other number of fields is skipped, so a foreign session whose name contains
+ * the separator can never be mistaken for another. `name` is set only for sessions tagged
+ * with `tag` whose tmux name is the mapping of their recorded gc name. Pure.
+ */
+export function parseSessions(lines: readonly string[], tag: string): SessionInfo[] {
+  const byId = new Map<string, { info: Omit<SessionInfo, "panes">; panes: PaneInfo[] }>();
+  for (const line of lines) {
+    const f = line.split("|");
+    if (f.length !== FIELDS.length) continue;
+    const [
+      sid,
+      sname,
+      city,
+      gcName,
+      wd,
+      prefix,
+      paneId,
+      pid,
+      dead,
+      status,
+      signal,
+      deadTime,
+      attached,
+      activity,
+    ] = f as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    if (!/^\$\d+$/.test(sid) || !/^%\d+$/.test(paneId)) continue;
+    let entry = byId.get(sid);
+    if (!entry) {
+      const owned = city === tag && nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname;
+      entry = {
+        info: {
+          id: sid,
+          tmuxName: sname,
+          name: owned ? gcName : undefined,
+          attached: optInt(attached) ?? 0,
+          activity: 0,
+          workDir: wd ? fromHex(wd) : undefined,
+          readyPrefix: prefix ? fromHex(prefix) : undefined,
+        },
+        panes: [],
+      };
+      byId.set(sid, entry);
+    }
+    const act = optInt(activity) ?? 0;
+    if (act > entry.info.activity) entry.info = { ...entry.info, activity: act };
+    entry.panes.push({
+      id: paneId,
+      pid: optInt(pid) ?? 0,
+      dead: dead === "1",
+      exitStatus: optInt(status),
+      exitSignal: optInt(signal),
+      deadAt: optInt(deadTime),
+    });
+  }
+  return [...byId.values()].map((e) => ({ ...e.info, panes: e.panes }));
+}
+
+const NOT_FOUND_RE =
+  /can't find (?:session|window|pane)|no such (?:session|window|pane)|session not found|no current target/i;
+
+/** True when tmux said the target does not exist. */
+export function isNotFound(e: unknown): boolean {
+  return e instanceof TmuxCommandError && NOT_FOUND_RE.test(e.output.join(" "));
+}
+
+/** True when tmux refused to create a session because the name is taken. */
+export function isDuplicate(e: unknown): boolean {
+  return e instanceof TmuxCommandError && /duplicate session/i.test(e.output.join(" "));
+}
+
+/** True when the control connection (not the command) failed. */
+export function isConnectionLost(e: unknown): boolean {
+  return e instanceof TmuxConnectionError;
+}
