@@ -8,11 +8,16 @@ import { mkdir } from "node:fs/promises";
 import { parseDuration } from "../../config/duration.js";
 import { ProviderError } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
-import { ExecProvider } from "./provider.js";
 import { probeScript } from "./probe.js";
-import { EXEC_OP_TIMEOUT_MS, EXEC_START_TIMEOUT_MS, execStateDir, resolveScript, scriptEnv } from "./script.js";
+import { ExecProvider } from "./provider.js";
+import {
+  EXEC_OP_TIMEOUT_MS,
+  EXEC_START_TIMEOUT_MS,
+  execStateDir,
+  resolveScript,
+  scriptEnv,
+} from "./script.js";
 
-export { ExecProvider, type ExecProviderOptions } from "./provider.js";
 export {
   type ExecOperationReport,
   type ExecProbeOptions,
@@ -31,6 +36,7 @@ export {
   renderOperationTable,
   startPayload,
 } from "./protocol.js";
+export { ExecProvider, type ExecProviderOptions } from "./provider.js";
 export { EXEC_KILL_GRACE_MS, EXEC_OP_TIMEOUT_MS, EXEC_START_TIMEOUT_MS } from "./script.js";
 
 /** Extra options beyond the uniform factory options (tests and tools). */
@@ -62,12 +68,18 @@ export async function createProvider(
   return new ExecProvider({ context, city: opts.city, probe, timeoutMs, startTimeoutMs });
 }
 
-function durationSetting(settings: Readonly<Record<string, unknown>> | undefined, key: string): number | undefined {
+function durationSetting(
+  settings: Readonly<Record<string, unknown>> | undefined,
+  key: string,
+): number | undefined {
   const v = settings?.[key];
   if (v === undefined) return undefined;
   const ms = typeof v === "number" ? v : typeof v === "string" ? parseDuration(v) : undefined;
   if (ms === undefined || !Number.isFinite(ms) || ms <= 0) {
-    throw new ProviderError("exec", `session.exec.${key}: expected a positive duration, got ${JSON.stringify(v)}`);
+    throw new ProviderError(
+      "exec",
+      `session.exec.${key}: expected a positive duration, got ${JSON.stringify(v)}`,
+    );
   }
   return ms;
 }

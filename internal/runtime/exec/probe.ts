@@ -98,7 +98,11 @@ export async function probeExecScript(script: string, opts: ExecProbeOptions = {
       env: scriptEnv(base, undefined, opts.stateDir ?? tempState ?? "", opts.city ?? "gc-probe"),
       cwd: opts.cwd ?? process.cwd(),
     };
-    return await probeScript(ctx, { timeoutMs: opts.timeoutMs, thorough: opts.thorough ?? true, signal: opts.signal });
+    return await probeScript(ctx, {
+      timeoutMs: opts.timeoutMs,
+      thorough: opts.thorough ?? true,
+      signal: opts.signal,
+    });
   } finally {
     if (tempState) await rm(tempState, { recursive: true, force: true });
   }
@@ -136,7 +140,8 @@ export async function probeScript(
       const declared = doc.operations.includes(o.op);
       let detail = obs?.detail;
       if (obs && declared && obs.unknown) detail = "declared by capabilities, but exited 2 when probed";
-      if (obs && !declared && !obs.unknown) detail = `not declared by capabilities, but answered (${obs.summary})`;
+      if (obs && !declared && !obs.unknown)
+        detail = `not declared by capabilities, but answered (${obs.summary})`;
       return { ...row, status: declared ? "implemented" : "missing", detail };
     }
     if (!obs) return { ...row, status: "not-probed" };
@@ -208,7 +213,9 @@ function checkAnswer(op: ExecOperationName, stdout: string): string | undefined 
         parseActivity(op, stdout);
         return undefined;
       case "list-running":
-        return stdout.trim() === "" ? undefined : `listed sessions for an impossible prefix: ${clip(stdout, 80)}`;
+        return stdout.trim() === ""
+          ? undefined
+          : `listed sessions for an impossible prefix: ${clip(stdout, 80)}`;
       case "get-meta":
       case "peek":
         return "exit 0 for a session that cannot exist (expected exit 3, or exit 1 with is-running false)";
@@ -236,6 +243,7 @@ export function formatProbe(p: ExecProbeResult): string {
       `  ${mark} ${o.op.padEnd(18)} ${o.status}${o.required ? " (required)" : ""}${o.detail ? ` — ${o.detail}` : ""}`,
     );
   }
-  if (p.missingRequired.length > 0) lines.push(`  missing required operations: ${p.missingRequired.join(", ")}`);
+  if (p.missingRequired.length > 0)
+    lines.push(`  missing required operations: ${p.missingRequired.join(", ")}`);
   return lines.join("\n");
 }

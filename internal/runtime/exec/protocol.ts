@@ -463,7 +463,10 @@ export function parseBool(what: string, stdout: string): boolean {
   const t = stdout.trim();
   if (t === "true") return true;
   if (t === "false") return false;
-  throw new ProviderError("exec", `${what}: expected "true" or "false" on stdout, got ${JSON.stringify(clip(t, 200))}`);
+  throw new ProviderError(
+    "exec",
+    `${what}: expected "true" or "false" on stdout, got ${JSON.stringify(clip(t, 200))}`,
+  );
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -477,7 +480,10 @@ export function parseActivity(what: string, stdout: string): Date | undefined {
   if (t === "") return undefined;
   const d = new Date(t);
   if (!RFC3339.test(t) || Number.isNaN(d.getTime())) {
-    throw new ProviderError("exec", `${what}: expected an RFC 3339 time on stdout, got ${JSON.stringify(clip(t, 200))}`);
+    throw new ProviderError(
+      "exec",
+      `${what}: expected an RFC 3339 time on stdout, got ${JSON.stringify(clip(t, 200))}`,
+    );
   }
   return d;
 }

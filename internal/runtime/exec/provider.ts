@@ -67,7 +67,6 @@ type Outcome = "ok" | "unknown" | "not-found" | "exists" | "died" | "hook" | "un
 
 const HOOK_NAMES = ["session_setup_script", "session_setup", "session_live", "pre_start"] as const;
 const PREFIX_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
 const CONTROL_RE = /[\u0000-\u001f\u007f]/;
 
 /**
@@ -273,7 +272,8 @@ export class ExecProvider implements Provider {
   async sendKeys(name: string, keys: readonly string[], opts?: OpOptions): Promise<void> {
     validateSessionName(name);
     for (const k of keys) {
-      if (!isKeyName(k)) throw new InvalidNameError("key", k, "must be a key name such as Enter, C-c, Down or y");
+      if (!isKeyName(k))
+        throw new InvalidNameError("key", k, "must be a key name such as Enter, C-c, Down or y");
     }
     if (keys.length === 0) return;
     await this.command("send-keys", name, keys, opts);
@@ -376,12 +376,18 @@ export class ExecProvider implements Provider {
     opts?.signal?.throwIfAborted();
     const signal = opts?.signal;
     const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn(this.script, ["attach", name], { stdio: "inherit", env: this.ctx.env, cwd: this.ctx.cwd });
+      const child = spawn(this.script, ["attach", name], {
+        stdio: "inherit",
+        env: this.ctx.env,
+        cwd: this.ctx.cwd,
+      });
       const onAbort = () => child.kill("SIGTERM");
       signal?.addEventListener("abort", onAbort, { once: true });
       child.once("error", (e) => {
         signal?.removeEventListener("abort", onAbort);
-        reject(new ProviderError("exec", `${describeCall(this.ctx, "attach", name)}: ${e.message}`, { cause: e }));
+        reject(
+          new ProviderError("exec", `${describeCall(this.ctx, "attach", name)}: ${e.message}`, { cause: e }),
+        );
       });
       child.once("close", (c) => {
         signal?.removeEventListener("abort", onAbort);
@@ -442,7 +448,11 @@ export class ExecProvider implements Provider {
     op: ExecOperationName,
     name: string | undefined,
     args: readonly string[],
-    opts: { stdin?: string | undefined; signal?: AbortSignal | undefined; timeoutMs?: number | undefined } = {},
+    opts: {
+      stdin?: string | undefined;
+      signal?: AbortSignal | undefined;
+      timeoutMs?: number | undefined;
+    } = {},
   ): Promise<CallResult> {
     return callScript(this.ctx, op, name, args, {
       stdin: opts.stdin,
@@ -613,8 +623,11 @@ function checkRelPath(kind: string, rel: string): string {
     n.startsWith("-") ||
     n.split("/").includes("..")
   ) {
-    throw new InvalidNameError(kind, rel, "must be a relative path inside the work dir (no .., no leading -)");
+    throw new InvalidNameError(
+      kind,
+      rel,
+      "must be a relative path inside the work dir (no .., no leading -)",
+    );
   }
   return n === "." ? "" : n;
 }
-

@@ -139,7 +139,8 @@ export async function callScript(
     return { exit: r.exitCode, stdout: r.stdout, stderr: r.stderr };
   } catch (e) {
     if (opts.signal?.aborted && e === opts.signal.reason) throw e;
-    if (isGcError(e, "GC_TIMEOUT")) throw new OperationTimeoutError(`exec ${what}`, opts.timeoutMs, { cause: e });
+    if (isGcError(e, "GC_TIMEOUT"))
+      throw new OperationTimeoutError(`exec ${what}`, opts.timeoutMs, { cause: e });
     if (isGcError(e)) throw e;
     throw new ProviderError("exec", `${what}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
