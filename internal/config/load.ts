@@ -261,7 +261,12 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   const issues: ConfigIssue[] = [];
   const reporter = new IssueReporter(file, parsed.positions, issues);
   const promptTemplates = await checkFiles(parsed.config, cityDir, reporter);
-  if (issues.length > 0) throw new ConfigError(issues);
+  if (issues.length > 0) {
+    const order = (i: ConfigIssue) => (i.file === file ? 0 : 1);
+    throw new ConfigError(
+      [...issues].sort((a, b) => order(a) - order(b) || a.line - b.line || a.col - b.col),
+    );
+  }
 
   const defaultProviderReason = providerReason(
     parsed.positions,

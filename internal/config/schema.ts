@@ -7,7 +7,10 @@ import { MAX_NAME_LENGTH, nameProblem } from "../runtime/names.js";
 import { type Infer, type JsonSchema, s } from "./schema-builder.js";
 import { didYouMean } from "./suggest.js";
 
-/** Session providers selectable by name (`exec:<script>` is the other form). */
+/**
+ * Session providers selectable by name (`exec:<script>` is the other form). `fake` is the
+ * in-memory test double and `fail` its broken twin (every operation fails).
+ */
 export const SESSION_PROVIDER_KINDS = [
   "tmux",
   "subprocess",
@@ -16,9 +19,10 @@ export const SESSION_PROVIDER_KINDS = [
   "auto",
   "hybrid",
   "fake",
+  "fail",
 ] as const;
 /** Session providers that run sessions themselves (not routers). */
-export const CONCRETE_SESSION_PROVIDERS = ["tmux", "subprocess", "k8s", "docker", "fake"] as const;
+export const CONCRETE_SESSION_PROVIDERS = ["tmux", "subprocess", "k8s", "docker", "fake", "fail"] as const;
 /** How a preset's initial prompt reaches the program. */
 export const PROMPT_MODES = ["argument", "flag", "nudge", "none"] as const;
 /** A prompt delivery mode. */
@@ -175,7 +179,7 @@ export const CITY_SCHEMA = s.object(
         provider: sessionProvider(SESSION_PROVIDER_KINDS)
           .optional()
           .describe(
-            "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake; default: tmux if on PATH, else subprocess.",
+            "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake | fail; default: tmux if on PATH, else subprocess.",
           ),
         startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
         setup_timeout: s
