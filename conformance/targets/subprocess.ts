@@ -19,7 +19,8 @@ async function holdersUnder(root: string): Promise<number[]> {
     if (!/^\d+$/.test(e)) continue;
     try {
       const args = (await readFile(`/proc/${e}/cmdline`, "utf8")).split("\0");
-      if (args.some((a) => a.endsWith("holder.js")) && args.some((a) => a.startsWith(root))) out.push(Number(e));
+      if (args.some((a) => a.endsWith("holder.js")) && args.some((a) => a.startsWith(root)))
+        out.push(Number(e));
     } catch {
       // exited meanwhile
     }

@@ -6,6 +6,7 @@
  * Started by SubprocessProvider as `node holder.js <session dir>`; reads `<dir>/spec.json`.
  */
 import {
+  chmodSync,
   closeSync,
   existsSync,
   openSync,
@@ -208,6 +209,13 @@ class Holder {
       try {
         this.server.listen(this.spec.socket, () => {
           this.server.off("error", reject);
+          try {
+            chmodSync(this.spec.socket, 0o600);
+          } catch (e) {
+            this.server.close();
+            reject(e);
+            return;
+          }
           this.server.on("error", (e) => log(`server error: ${describeError(e)}`));
           try {
             this.term = pty.spawn(file, args, {

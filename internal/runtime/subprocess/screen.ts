@@ -87,11 +87,12 @@ export class Screen {
       const continues = next?.isWrapped === true;
       current += line.translateToString(!continues);
       if (!continues) {
-        out.push(current);
+        // xterm trims only never-written cells; written trailing blanks go too, as in tmux.
+        out.push(current.replace(/ +$/, ""));
         current = "";
       }
     }
-    if (current !== "") out.push(current);
+    if (current !== "") out.push(current.replace(/ +$/, ""));
     return out;
   }
 
@@ -100,7 +101,7 @@ export class Screen {
     return tailLines(this.logicalLines(), lines).join("\n");
   }
 
-  /** The rows currently visible (no scrollback), right-trimmed. */
+  /** The rows currently visible (no scrollback), right-trimmed of never-written cells. */
   viewportLines(): string[] {
     const buf = this.term.buffer.active;
     const out: string[] = [];

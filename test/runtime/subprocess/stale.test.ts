@@ -1,0 +1,92 @@
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pidAlive } from "../../../internal/proc/kill.js";
+import { providerRoot, sessionPaths } from "../../../internal/runtime/subprocess/layout.js";
+import type { HolderRecord } from "../../../internal/runtime/subprocess/protocol.js";
+import { makeCity, type TestCity, until } from "./helpers.js";
+
+describe("subprocess stale sessions", () => {
+  let city: TestCity;
+  beforeAll(async () => {
+    city = await makeCity();
+  });
+  afterAll(async () => {
+    await city?.cleanup();
+  });
+  const paths = (name: string) => sessionPaths(providerRoot(city.stateDir), name);
+  const record = async (name: string) =>
+    JSON.parse(await readFile(paths(name).record, "utf8")) as HolderRecord;
+
+  it("listRunning: a killed holder's socket is cleaned, its orphan killed, and never listed", async () => {
+    const name = "stale-killed";
+    // The program ignores SIGHUP, so it outlives its holder's pty.
+    await city.provider.start(name, await city.config("trap '' HUP; exec sleep 300"));
+    const rec = await record(name);
+    process.kill(rec.holderPid, "SIGKILL");
+    await until("the holder to die", async () => !(await pidAlive(rec.holderPid)));
+    expect(await pidAlive(rec.childPid)).toBe(true);
+    await stat(paths(name).socket); // the socket file is left behind
+
+    expect(await city.provider.isRunning(name)).toBe(false);
+    expect(await city.provider.listRunning("stale-")).toEqual([]);
+    await expect(stat(paths(name).socket)).rejects.toThrow();
+    await expect(stat(paths(name).dir)).rejects.toThrow();
+    await until("the orphaned program to die", async () => !(await pidAlive(rec.childPid)));
+
+    await city.provider.start(name, await city.config("exec sleep 300"));
+    expect(await city.provider.listRunning("stale-")).toEqual([name]);
+    await city.provider.stop(name);
+  });
+
+  it("stop: cleans up after a holder that was killed", async () => {
+    const name = "stale-stop";
+    await city.provider.start(name, await city.config("trap '' HUP; exec sleep 300"));
+    const rec = await record(name);
+    process.kill(rec.holderPid, "SIGKILL");
+    await until("the holder to die", async () => !(await pidAlive(rec.holderPid)));
+    await city.provider.stop(name);
+    await until("the orphaned program to die", async () => !(await pidAlive(rec.childPid)));
+    await expect(stat(paths(name).dir)).rejects.toThrow();
+  });
+
+  it("listRunning: a half-created dir without a lock is removed; another city's leftovers are not", async () => {
+    const junk = paths("stale-junk");
+    await mkdir(junk.dir, { recursive: true });
+    await writeFile(junk.spec, "{}");
+    const foreign = paths("stale-foreign");
+    await mkdir(foreign.dir, { recursive: true });
+    const foreignRecord: HolderRecord = {
+      protocol: 1,
+      city: "another-city",
+      name: "stale-foreign",
+      holderPid: 999_999,
+      childPid: 999_998,
+      childStart: null,
+      socket: foreign.socket,
+      workDir: "/nonexistent",
+      startedAt: Date.now(),
+      exit: null,
+    };
+    await writeFile(foreign.record, JSON.stringify(foreignRecord));
+    expect(await city.provider.listRunning("stale-")).toEqual([]);
+    await expect(stat(junk.dir)).rejects.toThrow();
+    expect((await stat(foreign.record)).isFile()).toBe(true);
+    await city.provider.stop("stale-foreign");
+    expect((await stat(foreign.record)).isFile()).toBe(true);
+  });
+
+  it("listRunning: a dir whose start lock is held by a live process is left alone", async () => {
+    const p = paths("stale-starting");
+    await mkdir(p.dir, { recursive: true });
+    await mkdir(p.lock.slice(0, p.lock.lastIndexOf("/")), { recursive: true });
+    await writeFile(p.lock, `${process.pid}\n`);
+    expect(await city.provider.listRunning("stale-")).toEqual([]);
+    expect((await stat(p.dir)).isDirectory()).toBe(true);
+    // A stale lock (dead owner) does not block a start.
+    await writeFile(p.lock, "999999\n");
+    await city.provider.start("stale-starting", await city.config("exec sleep 300"));
+    expect(await city.provider.listRunning("stale-")).toEqual(["stale-starting"]);
+    await expect(stat(p.lock)).rejects.toThrow();
+    await city.provider.stop("stale-starting");
+  });
+});
