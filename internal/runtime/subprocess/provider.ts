@@ -64,7 +64,7 @@ import {
   type HolderStatus,
   PROTOCOL_VERSION,
 } from "./protocol.js";
-import { killSession, sessionProcesses } from "./tree.js";
+import { killSession, procStartTime, sessionProcesses } from "./tree.js";
 
 /** Longest wait for a new holder to answer on its socket. */
 export const HOLDER_START_TIMEOUT_MS = 15_000;
@@ -315,7 +315,7 @@ export class SubprocessProvider
       try {
         const fh = await open(path, "wx", 0o600);
         try {
-          await fh.writeFile(`${process.pid}\n`);
+          await fh.writeFile(`${process.pid} ${procStartTime(process.pid) ?? ""}\n`);
         } finally {
           await fh.close();
         }
@@ -477,7 +477,8 @@ export class SubprocessProvider
       const ex = st.value.exit;
       detail = ex.signal ? `killed by ${ex.signal}` : `exit code ${ex.code}`;
       const screen = await this.call(name, { op: "peek", lines: 5 }, STATUS_TIMEOUT_MS);
-      if (screen.ok && screen.value.text.trim()) detail += `; last output: ${screen.value.text.trim()}`;
+      const last = screen.ok ? screen.value.text.trim() : "";
+      if (last) detail += `; last output: ${last.length > 500 ? `…${last.slice(-500)}` : last}`;
     }
     throw new SessionDiedDuringStartupError(name, detail);
   }
@@ -664,6 +665,16 @@ export class SubprocessProvider
       opts.signal,
     );
     return r.ok ? r.value : undefined;
+  }
+
+  /**
+   * The session's raw output log (rotated to `<path>.1`) and the holder's own diagnostics log.
+   * Both are kept after stop; pure (the files may not exist).
+   */
+  logFiles(name: string): { readonly output: string; readonly holder: string } {
+    validateSessionName(name);
+    const p = this.paths(name);
+    return { output: p.log, holder: p.holderLog };
   }
 
   // ---------------------------------------------------------------- input
@@ -918,7 +929,11 @@ export class SubprocessProvider
   }
 }
 
-/** `live` when a live process holds the lock file at `path` (or it was just created), else `stale` or `none`. */
+/**
+ * `live` when the process recorded in lock file `path` (`<pid> <start time>`) still runs, or
+ * the file was created so recently that its owner may still be writing it; else `stale`
+ * (dead owner, reused pid, long-empty file) or `none` (no lock).
+ */
 async function lockOwner(path: string): Promise<"live" | "stale" | "none"> {
   let text: string;
   let mtimeMs: number;
@@ -928,10 +943,14 @@ async function lockOwner(path: string): Promise<"live" | "stale" | "none"> {
   } catch {
     return "none";
   }
-  const pid = Number(text.trim());
+  const [pidText = "", startText = ""] = text.trim().split(" ");
+  const pid = Number(pidText);
   if (!Number.isInteger(pid) || pid <= 0)
     return Date.now() - mtimeMs < EMPTY_LOCK_STALE_MS ? "live" : "stale";
-  return (await pidAlive(pid)) ? "live" : "stale";
+  if (!(await pidAlive(pid))) return "stale";
+  // A live pid that started at another time is a reused pid, not the starter.
+  const started = procStartTime(pid);
+  return startText === "" || started === null || String(started) === startText ? "live" : "stale";
 }
 
 /** Copies overlay_dir (failure aborts start) and copy_files (best-effort) into the work dir. */

@@ -32,6 +32,8 @@ export function tailLines(all: readonly string[], lines: number): string[] {
 /** A headless terminal that renders a program's output. */
 export class Screen {
   private readonly term: XTerminal;
+  /** Chunks written but not yet parsed: xterm parses on a timer, so waiting costs ≥ 1 ms. */
+  private unparsed = 0;
 
   constructor(cols: number, rows: number, scrollback: number) {
     this.term = new xterm.Terminal({ cols, rows, scrollback, allowProposedApi: true });
@@ -39,17 +41,21 @@ export class Screen {
 
   /** Feeds raw output bytes. Parsing is asynchronous; see {@link Screen.flush}. */
   write(data: Uint8Array | string): void {
-    this.term.write(data);
+    this.unparsed++;
+    this.term.write(data, () => {
+      this.unparsed--;
+    });
   }
 
-  /** Calls `fn` synchronously right after everything written so far has been parsed. */
+  /** Calls `fn` right after everything written so far has been parsed (at once when it is). */
   afterParsed(fn: () => void): void {
-    this.term.write("", fn);
+    if (this.unparsed === 0) fn();
+    else this.term.write("", fn);
   }
 
   /** Resolves once everything written so far has been parsed. */
   flush(): Promise<void> {
-    return new Promise((resolve) => this.term.write("", resolve));
+    return new Promise((resolve) => this.afterParsed(resolve));
   }
 
   get cols(): number {
@@ -96,9 +102,26 @@ export class Screen {
     return out;
   }
 
-  /** The last `lines` non-blank-terminated logical lines, newest last; `lines <= 0` = all. */
+  /**
+   * The last `lines` logical lines up to the last non-blank one, newest last; `lines <= 0` =
+   * all. Walks up from the bottom, so the cost follows `lines`, not the scrollback size.
+   */
   peek(lines: number): string {
-    return tailLines(this.logicalLines(), lines).join("\n");
+    if (lines <= 0) return tailLines(this.logicalLines(), 0).join("\n");
+    const buf = this.term.buffer.active;
+    const out: string[] = [];
+    let end = buf.length - 1;
+    while (end >= 0 && out.length < lines) {
+      let start = end;
+      while (start > 0 && buf.getLine(start)?.isWrapped) start--;
+      let text = "";
+      for (let r = start; r <= end; r++) text += buf.getLine(r)?.translateToString(r === end) ?? "";
+      text = text.replace(/ +$/, "");
+      end = start - 1;
+      if (out.length === 0 && text.trim() === "") continue; // trailing blank rows
+      out.push(text);
+    }
+    return out.reverse().join("\n");
   }
 
   /** The rows currently visible (no scrollback), right-trimmed of never-written cells. */

@@ -82,8 +82,8 @@ describe("subprocess stale sessions", () => {
     await writeFile(p.lock, `${process.pid}\n`);
     expect(await city.provider.listRunning("stale-")).toEqual([]);
     expect((await stat(p.dir)).isDirectory()).toBe(true);
-    // A stale lock (dead owner) does not block a start.
-    await writeFile(p.lock, "999999\n");
+    // A stale lock does not block a start: here a live pid with another start time (pid reuse).
+    await writeFile(p.lock, `${process.pid} 1\n`);
     await city.provider.start("stale-starting", await city.config("exec sleep 300"));
     expect(await city.provider.listRunning("stale-")).toEqual(["stale-starting"]);
     await expect(stat(p.lock)).rejects.toThrow();
