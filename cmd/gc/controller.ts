@@ -17,6 +17,7 @@ import { progressLine, summarizeTick, type TickSummary } from "../../internal/re
 import { describeError } from "../../internal/runtime/errors.js";
 import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
 import { type City, policyOf } from "./deps.js";
+import { createOperatorPass } from "./operator-pass.js";
 
 /** Files of the controller under the state dir. */
 export function controllerPaths(stateDir: string) {
@@ -81,6 +82,7 @@ export async function runController(
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
   const reconciler = await openReconciler(city);
+  const operatorPass = createOperatorPass(city, opts.log);
   const startedAt = Date.now();
   let passes = 0;
   let last: TickSummary | undefined;
@@ -115,7 +117,13 @@ export async function runController(
       if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
       for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);
       emit({ type: "done", summary: last });
-      return { report: last, requeueAt: report.plan.requeueAt };
+      // Queued nudges, approvals, wait expiry, exec-state cleanup (operator-pass.ts).
+      const op = await operatorPass(report, signal);
+      const due = Math.min(
+        report.plan.requeueAt ?? Number.POSITIVE_INFINITY,
+        op.nextDueAt ?? Number.POSITIVE_INFINITY,
+      );
+      return { report: last, requeueAt: Number.isFinite(due) ? due : undefined };
     } catch (e) {
       lastError = describeError(e);
       opts.log(`pass failed: ${lastError}`);

@@ -7,7 +7,11 @@ import { didYouMean } from "../../internal/config/suggest.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import { observe } from "../../internal/reconcile/reconciler.js";
 import { describeError, SessionNotFoundError } from "../../internal/runtime/errors.js";
-import { supportsSnapshot } from "../../internal/runtime/provider.js";
+import {
+  type PendingInteraction,
+  supportsInteraction,
+  supportsSnapshot,
+} from "../../internal/runtime/provider.js";
 import type { SessionRecord } from "../../internal/session/store.js";
 import type { City } from "./deps.js";
 
@@ -26,6 +30,8 @@ export interface SessionView {
   readonly lastActivity: string | null;
   readonly attached: boolean;
   readonly desired: boolean;
+  /** The interaction the session waits on (state `waiting-for-input`, reason = its prompt). */
+  readonly interaction?: PendingInteraction | undefined;
 }
 
 /** Everything `gc status` shows. */
@@ -81,6 +87,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
       );
     }),
   );
+  const pending = await pendingInteractions(city, observation, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
   const recordOf = new Map(records.map((r) => [r.name, r]));
   const names = [
@@ -91,25 +98,52 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
     const r = recordOf.get(name);
     const running = observation.running.has(name);
     const det = details.get(name);
+    const waiting = running ? pending.get(name) : undefined;
     return {
       name,
       agent: d?.agent ?? r?.agent ?? "?",
       provider: d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?",
-      state: r?.state ?? (running ? "untracked" : "new"),
-      reason: r
-        ? (r.quarantineReason ?? r.metadata["gc.hold"] ?? r.stateReason)
-        : running
-          ? "running without a record"
-          : "not started yet",
+      state: waiting ? "waiting-for-input" : (r?.state ?? (running ? "untracked" : "new")),
+      reason: waiting
+        ? waiting.prompt || `${waiting.kind} (request ${waiting.requestId})`
+        : r
+          ? (r.quarantineReason ?? r.metadata["gc.hold"] ?? r.stateReason)
+          : running
+            ? "running without a record"
+            : "not started yet",
       running,
       drift: driftOf(r, d),
       restarts: r?.restarts ?? 0,
       lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,
       attached: det?.attached ?? false,
       desired: d !== undefined,
+      interaction: waiting,
     };
   });
   return { sessions, desired, records, configError, observeErrors: errors };
+}
+
+/**
+ * Pending interactions (approval prompts…) of the running sessions whose provider reports
+ * them; a provider that fails to answer is skipped (status must still render).
+ */
+async function pendingInteractions(
+  city: City,
+  observation: { running: ReadonlySet<string>; providerOf: ReadonlyMap<string, string> },
+  signal?: AbortSignal,
+): Promise<Map<string, PendingInteraction>> {
+  const out = new Map<string, PendingInteraction>();
+  await Promise.all(
+    [...observation.running].map(async (name) => {
+      const pName = observation.providerOf.get(name);
+      if (pName === undefined) return;
+      const p = await city.providerFor(pName);
+      if (!supportsInteraction(p) || !p.capabilities().interaction) return;
+      const pi = await p.pending(name, { signal }).catch(() => undefined);
+      if (pi) out.set(name, pi);
+    }),
+  );
+  return out;
 }
 
 /** A session named on the command line, resolved against the city. */

@@ -162,6 +162,44 @@ export const AGENT_SCHEMA = s.object({
   suspended: s.bool().default(false).describe("Declared but not run."),
 });
 
+/** What an approval rule (or the policy's fallback) does with a pending interaction. */
+export const APPROVAL_ACTIONS = ["approve", "deny", "ask"] as const;
+
+function regexProblem(v: string): string | undefined {
+  try {
+    new RegExp(v);
+    return undefined;
+  } catch (e) {
+    return `invalid regular expression: ${e instanceof Error ? e.message : String(e)}`;
+  }
+}
+
+/** `session.approval`: how the controller answers pending interactions (approval prompts). */
+const APPROVAL_SCHEMA = s.union(
+  s.enum(["allow-all", "ask"] as const),
+  s.object({
+    rules: s
+      .array(
+        s.object({
+          kind: s
+            .string({ nonEmpty: true })
+            .optional()
+            .describe("Interaction kind to match (approval, dialog, menu); default: any."),
+          match: s
+            .string({ nonEmpty: true, check: regexProblem })
+            .optional()
+            .describe("Regular expression searched in the prompt text; default: any prompt."),
+          action: s
+            .enum(APPROVAL_ACTIONS)
+            .describe("approve, deny, or ask (leave it to `gc session respond`)."),
+        }),
+      )
+      .default([])
+      .describe("Checked in order; the first matching rule decides."),
+    default: s.enum(APPROVAL_ACTIONS).default("ask").describe("What to do when no rule matches."),
+  }),
+);
+
 /** The whole city file. */
 export const CITY_SCHEMA = s.object(
   {
@@ -182,6 +220,9 @@ export const CITY_SCHEMA = s.object(
             "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake | fail; default: tmux if on PATH, else subprocess.",
           ),
         startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
+        approval: APPROVAL_SCHEMA.default("allow-all").describe(
+          "Answers pending interactions from the controller: allow-all (approve everything), ask (leave all to `gc session respond`), or {rules, default}.",
+        ),
         setup_timeout: s
           .duration({ min: "100ms" })
           .default("10s")

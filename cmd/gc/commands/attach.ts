@@ -1,0 +1,35 @@
+/**
+ * `gc attach SESSION`: hands this terminal to the session until you detach (tmux: C-b d).
+ */
+import { parseArgs } from "node:util";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { type Command, EXIT } from "../context.js";
+import { requireRunning, withTarget } from "../operate.js";
+
+const USAGE = `Usage: gc attach SESSION
+
+Attaches this terminal to the session; returns when you detach. Needs a terminal and a
+provider that can attach (tmux, subprocess).`;
+
+export const command: Command = {
+  name: "attach",
+  summary: "attach your terminal to a session",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+    if (positionals.length !== 1) throw new UsageError(`gc attach takes one session\n\n${USAGE}`);
+    return withTarget(ctx, positionals[0]!, async (t) => {
+      await requireRunning(t, ctx.signal);
+      if (!t.provider.capabilities().attach) {
+        ctx.err(`gc: provider ${t.provider.name} cannot attach a terminal; use \`gc peek ${t.name}\``);
+        return EXIT.failed;
+      }
+      if (!process.stdin.isTTY) {
+        ctx.err("gc: attach needs a terminal (stdin is not a TTY)");
+        return EXIT.failed;
+      }
+      await t.provider.attach(t.name, { signal: ctx.signal });
+      return EXIT.ok;
+    });
+  },
+};

@@ -1,0 +1,115 @@
+/**
+ * `gc exec SESSION -- CMD [ARGS...]`: runs a command in the session's environment through
+ * its provider (local work dir today; a pod or container later). Commands run wrapped in a
+ * small shell that restores and captures the working directory and exported variables, so
+ * `cd` and `export` persist across calls of one session (exec-state.ts). The command's exit
+ * code becomes gc's; stdout and stderr stay apart.
+ */
+import { existsSync, fstatSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { supportsExecCommand } from "../../../internal/runtime/provider.js";
+import { type Command, EXIT } from "../context.js";
+import {
+  dropShellState,
+  incarnationOf,
+  loadShellState,
+  needsShell,
+  newNonce,
+  nextShellState,
+  saveShellState,
+  shellStatePath,
+  unwrapOutput,
+  wrapArgv,
+} from "../exec-state.js";
+import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
+
+const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] -- CMD [ARGS...]
+
+Runs CMD with ARGS (no shell parsing: each argument is passed as is) in the session's
+environment: its work dir and environment, on the machine or pod where it lives.
+
+\`cd\`, \`export\`, \`unset\` and \`source\` persist across gc exec calls of the session: each
+command runs wrapped as restore → run → capture, with the state in
+.gc/exec-shell/SESSION.state; it is dropped when the session stops or restarts. A program
+with no state to restore passes straight through; --raw always runs CMD directly.
+
+stdout and stderr are kept apart; stdin is passed on when it is a pipe or a file. The exit
+code of CMD becomes gc's (2 and 3 still mean usage error and unknown session when gc itself
+fails before CMD runs). --timeout (default 5m) bounds the command.`;
+
+/** Default bound on one command. */
+const DEFAULT_TIMEOUT_MS = 5 * 60_000;
+
+/** True when stdin is a pipe or a file (something that ends), not a terminal or socket. */
+function stdinHasData(): boolean {
+  try {
+    const st = fstatSync(0);
+    return st.isFIFO() || st.isFile();
+  } catch {
+    return false;
+  }
+}
+
+export const command: Command = {
+  name: "exec",
+  summary: "run a command in a session's environment",
+  usage: USAGE,
+  async run(ctx, args) {
+    const dash = args.indexOf("--");
+    const own = dash < 0 ? args : args.slice(0, dash);
+    const { positionals, values } = parseArgs({
+      args: own,
+      allowPositionals: true,
+      options: { raw: { type: "boolean" }, timeout: { type: "string" }, json: { type: "boolean" } },
+    });
+    const argv = dash < 0 ? positionals.slice(1) : [...positionals.slice(1), ...args.slice(dash + 1)];
+    if (positionals.length < 1 || argv.length === 0) {
+      throw new UsageError(`gc exec needs a session and a command\n\n${USAGE}`);
+    }
+    if (argv[0] === "") throw new UsageError("the command is empty");
+    const json = ctx.json || values.json === true;
+    const timeoutMs = durationFlag("timeout", values.timeout, DEFAULT_TIMEOUT_MS);
+    const stdin = stdinHasData() ? await readStdin(ctx) : undefined;
+    return withTarget(ctx, positionals[0]!, async (t) => {
+      await requireRunning(t, ctx.signal);
+      if (!supportsExecCommand(t.provider) || !t.provider.capabilities().exec) {
+        ctx.err(`gc: provider ${t.provider.name} cannot run commands in a session's environment`);
+        return EXIT.failed;
+      }
+      const stateDir = t.city.stateDir;
+      const incarnation = incarnationOf(t.session.record);
+      const state = await loadShellState(stateDir, t.name, incarnation);
+      if (!state && existsSync(shellStatePath(stateDir, t.name))) await dropShellState(stateDir, t.name);
+      const wrapped = !values.raw && (state !== undefined || needsShell(argv));
+      const nonce = newNonce();
+      let r: { exitCode: number; stdout: string; stderr: string };
+      try {
+        r = await t.provider.execCommand(t.name, wrapped ? wrapArgv(argv, state, nonce) : argv, {
+          signal: ctx.signal,
+          timeoutMs,
+          ...(stdin !== undefined ? { stdin } : {}),
+        });
+      } catch (e) {
+        if (ctx.signal.aborted) {
+          ctx.err("gc exec: interrupted");
+          return REPORT_EXIT.cancelled;
+        }
+        throw e;
+      }
+      let stdout = r.stdout;
+      if (wrapped) {
+        const u = unwrapOutput(r.stdout, nonce);
+        stdout = u.stdout;
+        await saveShellState(stateDir, t.name, nextShellState(state, u, incarnation, Date.now()));
+      }
+      if (json) {
+        printJson(ctx, { session: t.name, exitCode: r.exitCode, stdout, stderr: r.stderr, wrapped });
+      } else {
+        ctx.stdout.write(stdout);
+        ctx.stderr.write(r.stderr);
+      }
+      return Math.max(0, Math.min(255, r.exitCode));
+    });
+  },
+};

@@ -1,0 +1,35 @@
+/**
+ * `gc peek SESSION [-n LINES]`: the session's recent screen text, read without touching the
+ * program (no keys, no resize, no cursor of any observer moves).
+ */
+import { parseArgs } from "node:util";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { type Command, EXIT } from "../context.js";
+import { printJson, withTarget } from "../operate.js";
+
+const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
+
+Prints the last LINES lines (default 50; 0 = all scrollback) of the session's screen.
+Observing never types into, pauses or restarts the session.`;
+
+export const command: Command = {
+  name: "peek",
+  summary: "recent screen text of a session",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { lines: { type: "string", short: "n" }, json: { type: "boolean" } },
+    });
+    if (positionals.length !== 1) throw new UsageError(`gc peek takes one session\n\n${USAGE}`);
+    const lines = values.lines === undefined ? 50 : Number(values.lines);
+    if (!Number.isSafeInteger(lines) || lines < 0) throw new UsageError("-n: expected a whole number ≥ 0");
+    return withTarget(ctx, positionals[0]!, async (t) => {
+      const text = await t.provider.peek(t.name, lines, { signal: ctx.signal });
+      if (ctx.json || values.json) printJson(ctx, { session: t.name, lines, text });
+      else ctx.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+      return EXIT.ok;
+    });
+  },
+};

@@ -1,0 +1,258 @@
+/**
+ * `gc run SESSION PROMPT`: one turn — confirm the session is idle, deliver the prompt as a
+ * verified nudge, wait until the session is idle again, and report
+ * `{status, output, durationMs}`. Ctrl-C or `--timeout` interrupts the agent (not the
+ * session) and reports `cancelled`/`timeout` with the partial output; the next run continues
+ * the same session. Runs on one session never overlap: the per-session lock is taken
+ * without waiting and a second run is refused with who holds it.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { formatDuration } from "../../../internal/config/duration.js";
+import { type IdleProbe, probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
+import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import { supportsInteraction } from "../../../internal/runtime/provider.js";
+import type { SessionLock } from "../../../internal/session/store.js";
+import { type Command, type CommandContext, EXIT } from "../context.js";
+import { deltaSince, screenLines } from "../observe.js";
+import {
+  durationFlag,
+  humanDuration,
+  lockSession,
+  printJson,
+  REPORT_EXIT,
+  readStdin,
+  type Target,
+  withTarget,
+} from "../operate.js";
+
+const USAGE = `Usage: gc run SESSION PROMPT... [--timeout DUR] [--idle-wait DUR] [--json]
+       gc run SESSION - ...            (reads the prompt from stdin)
+
+One turn: waits (at most --idle-wait, default 30s) for the session to be idle, delivers
+PROMPT and submits it, then waits until the session is idle again. Reports
+{status, output, durationMs}; output is what the session printed during the turn.
+  completed   the turn ended (whatever the agent answered, errors included)
+  timeout     --timeout passed: the agent was interrupted (Ctrl-C), partial output kept
+  cancelled   you pressed Ctrl-C: the agent was interrupted, partial output kept
+  error       the turn could not run (session not running or busy, delivery failed, the
+              session ended during the turn)
+The session itself keeps running; the next gc run continues it. Only one control operation
+runs on a session at a time: a second gc run is refused while one is in progress.
+
+Exit: 0 completed · 4 timeout · 130 cancelled · 1 error · 2 usage · 3 unknown session.`;
+
+/** Default bound on waiting for the session to be idle before the prompt is delivered. */
+const DEFAULT_IDLE_WAIT_MS = 30_000;
+/** After an interrupt: how long to wait for the agent to settle and show its prompt. */
+const SETTLE_AFTER_INTERRUPT_MS = 3_000;
+/** Bound on the interrupt call itself. */
+const INTERRUPT_TIMEOUT_MS = 5_000;
+
+/** The report of one turn. */
+export interface RunReport {
+  readonly session: string;
+  readonly status: "completed" | "cancelled" | "timeout" | "error";
+  readonly output: string;
+  readonly durationMs: number;
+  readonly reason?: string | undefined;
+}
+
+class TurnTimeout extends Error {
+  override readonly name = "TurnTimeout";
+}
+
+export const command: Command = {
+  name: "run",
+  summary: "one turn: nudge, wait for idle, report",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        timeout: { type: "string" },
+        "idle-wait": { type: "string" },
+        json: { type: "boolean" },
+      },
+    });
+    const json = ctx.json || values.json === true;
+    if (positionals.length < 2) throw new UsageError(`gc run needs a session and a prompt\n\n${USAGE}`);
+    const timeoutMs = values.timeout === undefined ? undefined : durationFlag("timeout", values.timeout, 0);
+    if (timeoutMs === 0) throw new UsageError("--timeout must be more than 0");
+    const idleWaitMs = durationFlag("idle-wait", values["idle-wait"], DEFAULT_IDLE_WAIT_MS);
+    const [name, ...words] = positionals as [string, ...string[]];
+    const prompt = words.length === 1 && words[0] === "-" ? await readStdin(ctx) : words.join(" ");
+    if (prompt.trim() === "") throw new UsageError("the prompt is empty");
+    return withTarget(ctx, name, async (t) => {
+      const report = await turn(ctx, t, prompt, idleWaitMs, timeoutMs);
+      await t.store
+        .appendEvent({
+          session: t.name,
+          type: "run.finished",
+          payload: {
+            status: report.status,
+            durationMs: report.durationMs,
+            ...(report.reason ? { reason: report.reason } : {}),
+          },
+        })
+        .catch(() => undefined);
+      if (json) printJson(ctx, report);
+      else {
+        if (report.output) ctx.stdout.write(`${report.output}\n`);
+        const took = report.durationMs > 0 ? ` in ${humanDuration(report.durationMs)}` : "";
+        ctx.err(`gc run: ${report.status}${took}${report.reason ? `: ${report.reason}` : ""}`);
+      }
+      switch (report.status) {
+        case "completed":
+          return EXIT.ok;
+        case "timeout":
+          return REPORT_EXIT.stillWorking;
+        case "cancelled":
+          return REPORT_EXIT.cancelled;
+        default:
+          return EXIT.failed;
+      }
+    });
+  },
+};
+
+/** Runs one turn under the session lock; always resolves a report (rejects only on store failure). */
+async function turn(
+  ctx: CommandContext,
+  t: Target,
+  prompt: string,
+  idleWaitMs: number,
+  timeoutMs: number | undefined,
+): Promise<RunReport> {
+  const error = (reason: string, output = "", durationMs = 0): RunReport => ({
+    session: t.name,
+    status: "error",
+    output,
+    durationMs,
+    reason,
+  });
+  if (ctx.signal.aborted) return { ...error("cancelled before it started"), status: "cancelled" };
+  if (!(await t.provider.isRunning(t.name, { signal: ctx.signal }))) {
+    return error(
+      `session ${t.name} is not running${t.session.record ? ` (state: ${t.session.record.state})` : ""}`,
+    );
+  }
+  let lock: SessionLock;
+  try {
+    lock = await lockSession(t, "gc run");
+  } catch (e) {
+    if (isGcError(e, "GC_LOCKED")) return error(`${describeError(e)}; try again when it has finished`);
+    throw e;
+  }
+  try {
+    return await locked(ctx, t, prompt, idleWaitMs, timeoutMs, error);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function locked(
+  ctx: CommandContext,
+  t: Target,
+  prompt: string,
+  idleWaitMs: number,
+  timeoutMs: number | undefined,
+  error: (reason: string, output?: string, durationMs?: number) => RunReport,
+): Promise<RunReport> {
+  const readyPrompt = t.config?.readyPromptPrefix;
+  let before: IdleProbe;
+  try {
+    before = await probeIdle(t.provider, t.name, {
+      readyPromptPrefix: readyPrompt,
+      boundMs: idleWaitMs,
+      signal: ctx.signal,
+    });
+  } catch (e) {
+    if (ctx.signal.aborted)
+      return { ...error("cancelled before the prompt was delivered"), status: "cancelled" };
+    return error(describeError(e));
+  }
+  if (before === "gone") return error(`session ${t.name} is not running`);
+  if (before === "waiting-for-input") {
+    return error(
+      `session ${t.name} is waiting for input; answer it with \`gc session respond ${t.name} ACTION\``,
+    );
+  }
+  if (before === "busy")
+    return error(`session ${t.name} is busy (not idle within ${formatDuration(idleWaitMs)})`);
+
+  const baseline = screenLines(await t.provider.peek(t.name, 0, { signal: ctx.signal }));
+  // The turn is over only once it visibly happened: the prompt was echoed and a fresh prompt
+  // follows (prompt-driven programs), or at least the screen changed (others).
+  const minLines = readyPrompt?.trim() ? 2 : 1;
+  const progressed = (screen: string) => {
+    const d = deltaSince(baseline, screenLines(screen));
+    return d.gap || d.lines.length >= minLines;
+  };
+  const outputNow = async (): Promise<string> => {
+    try {
+      return deltaSince(baseline, screenLines(await t.provider.peek(t.name, 0))).lines.join("\n");
+    } catch {
+      return "";
+    }
+  };
+
+  const timer = new AbortController();
+  const clock =
+    timeoutMs === undefined ? undefined : setTimeout(() => timer.abort(new TurnTimeout()), timeoutMs);
+  const signal = AbortSignal.any([ctx.signal, timer.signal]);
+  const startedAt = Date.now();
+  const elapsed = () => Date.now() - startedAt;
+  try {
+    await t.provider.nudge(t.name, prompt, { signal });
+    let announced = false;
+    for (;;) {
+      const r = await probeIdle(t.provider, t.name, {
+        readyPromptPrefix: readyPrompt,
+        boundMs: 60_000,
+        accept: progressed,
+        signal,
+      });
+      if (r === "idle")
+        return { session: t.name, status: "completed", output: await outputNow(), durationMs: elapsed() };
+      if (r === "gone") return error(`session ${t.name} ended during the turn`, await outputNow(), elapsed());
+      if (r === "waiting-for-input" && !announced) {
+        announced = true;
+        const p = supportsInteraction(t.provider)
+          ? await t.provider.pending(t.name, { signal }).catch(() => undefined)
+          : undefined;
+        ctx.err(
+          `gc run: ${t.name} is waiting for input${p?.prompt ? `: ${p.prompt}` : ""} ` +
+            `(the approval policy or \`gc session respond ${t.name} ACTION\` answers it)`,
+        );
+      }
+      if (r === "waiting-for-input") await sleep(500, undefined, { signal });
+    }
+  } catch (e) {
+    if (!signal.aborted) return error(describeError(e), await outputNow(), elapsed());
+    // Cancelled or timed out while the turn runs: interrupt the agent, let it settle, report.
+    const status = ctx.signal.aborted ? "cancelled" : "timeout";
+    const durationMs = elapsed();
+    await t.provider
+      .interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
+      .catch(() => undefined);
+    await probeIdle(t.provider, t.name, {
+      readyPromptPrefix: readyPrompt,
+      boundMs: SETTLE_AFTER_INTERRUPT_MS,
+      accept: progressed,
+    }).catch(() => undefined);
+    return {
+      session: t.name,
+      status,
+      output: await outputNow(),
+      durationMs,
+      reason:
+        status === "timeout"
+          ? `no answer within ${formatDuration(timeoutMs ?? 0)}; the agent was interrupted`
+          : "interrupted by the operator; the agent was interrupted",
+    };
+  } finally {
+    clearTimeout(clock);
+  }
+}

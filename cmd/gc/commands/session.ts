@@ -1,0 +1,398 @@
+/**
+ * `gc session list | kill | restart | reset | logs | respond`: bookkeeping views and operator
+ * actions on single sessions. kill, restart and reset take the session's control lock (they
+ * never overlap a `gc run`); restart and reset clear the operator hold set by `gc stop NAME`.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
+import { walkTo } from "../../../internal/reconcile/walk.js";
+import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import { supportsInteraction } from "../../../internal/runtime/provider.js";
+import type { LifecycleState } from "../../../internal/session/lifecycle.js";
+import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
+import { type Command, type CommandContext, EXIT } from "../context.js";
+import { findController } from "../controller.js";
+import { openCity } from "../deps.js";
+import { dropShellState } from "../exec-state.js";
+import { deltaSince, dropCursors, screenLines } from "../observe.js";
+import { lockSession, printJson, type Target, withTarget } from "../operate.js";
+import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
+import { collectCity } from "../sessions.js";
+
+const USAGE = `Usage: gc session list [--json]
+       gc session kill SESSION [--json]
+       gc session restart SESSION [--json]
+       gc session reset SESSION [--json]
+       gc session logs SESSION [-f] [-n LINES] [--events] [--json]
+       gc session respond SESSION ACTION [--text TEXT] [--request ID] [--json]
+
+  list      every session: state, running, generation, restarts, why, who holds its lock
+  kill      stop the session's runtime now; the controller starts it again on its next pass
+            (\`gc stop SESSION\` keeps it down instead)
+  restart   stop it and start it fresh now (through the controller when one runs); clears a
+            hold from \`gc stop SESSION\`
+  reset     forget crash history, quarantine and holds so the controller may start it again
+            (a running session keeps running)
+  logs      the session's output (scrollback); -f follows new output; --events shows the
+            session's event log instead (-f tails it)
+  respond   answer the interaction the session waits on (approve, deny, an option label…)
+
+kill, restart and reset are refused while another control operation (gc run…) holds the
+session. Exit: 0 ok · 1 failed · 2 usage · 3 unknown session.`;
+
+const SUBCOMMANDS = ["list", "kill", "restart", "reset", "logs", "respond"] as const;
+/** States in which the session holds a runtime the record must be moved off when killed. */
+const LIVE_STATES: readonly LifecycleState[] = ["starting", "running", "draining"];
+
+export const command: Command = {
+  name: "session",
+  summary: "session bookkeeping: list, kill, restart, reset, logs, respond",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        json: { type: "boolean" },
+        follow: { type: "boolean", short: "f" },
+        lines: { type: "string", short: "n" },
+        events: { type: "boolean" },
+        text: { type: "string" },
+        request: { type: "string" },
+      },
+    });
+    const json = ctx.json || values.json === true;
+    const [sub, name, ...rest] = positionals;
+    if (!sub || !(SUBCOMMANDS as readonly string[]).includes(sub)) {
+      throw new UsageError(`${sub ? `unknown subcommand ${JSON.stringify(sub)}\n\n` : ""}${USAGE}`);
+    }
+    if (sub === "list") {
+      if (name) throw new UsageError("gc session list takes no session");
+      return list(ctx, json);
+    }
+    if (!name) throw new UsageError(`gc session ${sub} needs a session\n\n${USAGE}`);
+    if (sub === "respond") {
+      if (rest.length !== 1) throw new UsageError(`gc session respond needs SESSION ACTION\n\n${USAGE}`);
+    } else if (rest.length > 0) {
+      throw new UsageError(`gc session ${sub} takes one session\n\n${USAGE}`);
+    }
+    return withTarget(ctx, name, async (t) => {
+      switch (sub) {
+        case "kill":
+          return kill(ctx, t, json);
+        case "restart":
+          return restart(ctx, t, json);
+        case "reset":
+          return reset(ctx, t, json);
+        case "logs": {
+          const lines = values.lines === undefined ? 0 : Number(values.lines);
+          if (!Number.isSafeInteger(lines) || lines < 0)
+            throw new UsageError("-n: expected a whole number ≥ 0");
+          return values.events
+            ? eventLog(ctx, t, values.follow === true, lines, json)
+            : outputLog(ctx, t, values.follow === true, lines, json);
+        }
+        default:
+          return respond(ctx, t, rest[0]!, values.text, values.request, json);
+      }
+    });
+  },
+};
+
+async function list(ctx: CommandContext, json: boolean): Promise<number> {
+  const city = await openCity(ctx);
+  try {
+    const view = await collectCity(city, ctx.signal);
+    const store = await city.store();
+    const recordOf = new Map(view.records.map((r) => [r.name, r]));
+    const rows = await Promise.all(
+      view.sessions.map(async (s) => {
+        const r = recordOf.get(s.name);
+        const holder = await store.lockHolder(s.name);
+        return {
+          name: s.name,
+          agent: s.agent,
+          provider: s.provider,
+          state: s.state,
+          reason: s.reason,
+          running: s.running,
+          desired: s.desired,
+          generation: r?.generation ?? 0,
+          restarts: s.restarts,
+          drift: s.drift,
+          lastActivity: s.lastActivity,
+          attached: s.attached,
+          held: r?.metadata[HOLD_KEY] ?? null,
+          lastError: r?.lastError ?? null,
+          lockedBy: holder ? { pid: holder.pid, host: holder.host, purpose: holder.purpose } : null,
+          interaction: s.interaction ?? null,
+        };
+      }),
+    );
+    if (json) {
+      printJson(ctx, { city: city.name, sessions: rows });
+      return EXIT.ok;
+    }
+    if (rows.length === 0) {
+      ctx.out("(no sessions)");
+      return EXIT.ok;
+    }
+    const header = ["NAME", "AGENT", "STATE", "RUNNING", "GEN", "RESTARTS", "BUSY", "REASON"];
+    const table = rows.map((r) => [
+      r.name,
+      r.agent,
+      r.state,
+      r.running ? "yes" : "no",
+      String(r.generation),
+      String(r.restarts),
+      r.lockedBy ? `${r.lockedBy.purpose} (pid ${r.lockedBy.pid})` : "-",
+      r.reason.replace(/\s+/g, " ").slice(0, 80),
+    ]);
+    const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
+    const fmt = (r: string[]) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd();
+    ctx.out(fmt(header));
+    for (const r of table) ctx.out(fmt(r));
+    return EXIT.ok;
+  } finally {
+    await city.close();
+  }
+}
+
+/** Forgets what belonged to the session's previous run: exec shell state and observer cursors. */
+async function forgetIncarnation(t: Target): Promise<void> {
+  await Promise.all([dropShellState(t.city.stateDir, t.name), dropCursors(t.city.stateDir, t.name)]);
+}
+
+async function kill(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
+  const lock = await lockSession(t, "gc session kill");
+  try {
+    const wasRunning = await t.provider.isRunning(t.name, { signal: ctx.signal });
+    await t.provider.stop(t.name, { signal: ctx.signal });
+    const rec = await t.store.get(t.name);
+    if (rec && LIVE_STATES.includes(rec.state)) {
+      await walkTo(t.store, t.name, "stopped", "killed by operator (gc session kill)", { pending: null });
+    }
+    await forgetIncarnation(t);
+    await t.store.appendEvent({ session: t.name, type: "session.killed", payload: { wasRunning } });
+    if (json) printJson(ctx, { session: t.name, killed: true, wasRunning });
+    else {
+      ctx.out(
+        wasRunning
+          ? `killed ${t.name}; the controller starts it again on its next pass (\`gc stop ${t.name}\` keeps it down)`
+          : `${t.name} was not running`,
+      );
+    }
+    return EXIT.ok;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Clears the operator hold and failure bookkeeping; moves a parked record back to `pending`. */
+async function clearHold(t: Target, reason: string, resetFailures: boolean): Promise<void> {
+  if (!(await t.store.get(t.name))) return;
+  await casUpdate(t.store, t.name, () => ({
+    metadata: { [HOLD_KEY]: null },
+    ...(resetFailures
+      ? { recentFailures: [], backoffUntil: null, quarantineReason: null, lastError: null }
+      : {}),
+  }));
+  const rec = await t.store.get(t.name);
+  if (rec && !LIVE_STATES.includes(rec.state) && rec.state !== "pending") {
+    await walkTo(t.store, t.name, "pending", reason, { pending: null });
+  }
+}
+
+/** Runs a pass (through the controller when one runs) so the reconciler acts now. */
+async function passNow(ctx: CommandContext, t: Target, json: boolean): Promise<void> {
+  const quiet: CommandContext = { ...ctx, json: true, out: () => undefined };
+  const info = await findController(t.city.stateDir);
+  const c = json ? quiet : ctx;
+  if (info.running) reportSummary(c, await watchControllerPass(c, t.city, true), {});
+  else await runPassHere(c, t.city, { dryRun: false });
+}
+
+async function restart(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
+  if (!t.session.desired) {
+    ctx.err(`gc: ${t.name} is not declared in the city file, so it cannot be started again`);
+    return EXIT.failed;
+  }
+  const lock = await lockSession(t, "gc session restart");
+  try {
+    await t.provider.stop(t.name, { signal: ctx.signal });
+    const rec = await t.store.get(t.name);
+    if (rec && LIVE_STATES.includes(rec.state)) {
+      await walkTo(t.store, t.name, "stopped", "restart requested by operator", { pending: null });
+    }
+    await clearHold(t, "restart requested by operator", false);
+    await forgetIncarnation(t);
+    await t.store.appendEvent({ session: t.name, type: "session.restart-requested", payload: {} });
+    await passNow(ctx, t, json);
+    const running = await t.provider.isRunning(t.name, { signal: ctx.signal });
+    const after = await t.store.get(t.name);
+    if (json) printJson(ctx, { session: t.name, restarted: running, state: after?.state ?? null });
+    else if (running) ctx.out(`restarted ${t.name} (generation ${after?.generation ?? "?"})`);
+    else
+      ctx.err(`gc: ${t.name} did not come back up: ${after?.lastError ?? after?.stateReason ?? "unknown"}`);
+    return running ? EXIT.ok : EXIT.failed;
+  } finally {
+    await lock.release();
+  }
+}
+
+async function reset(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
+  const lock = await lockSession(t, "gc session reset");
+  try {
+    const before = await t.store.get(t.name);
+    await clearHold(t, "reset by operator (gc session reset)", true);
+    await t.store.appendEvent({
+      session: t.name,
+      type: "session.reset",
+      payload: { from: before?.state ?? null },
+    });
+    if (t.session.desired) await passNow(ctx, t, json);
+    const running = await t.provider.isRunning(t.name, { signal: ctx.signal });
+    const after = await t.store.get(t.name);
+    if (json) printJson(ctx, { session: t.name, reset: true, state: after?.state ?? null, running });
+    else
+      ctx.out(
+        `reset ${t.name}: state ${after?.state ?? "(no record)"}, ${running ? "running" : "not running"}`,
+      );
+    return EXIT.ok;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** A line that never occurs on a screen: marks "the last line was not printed yet". */
+const HELD = "\u0000held";
+
+async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines: number, json: boolean) {
+  const read = async () => {
+    try {
+      return screenLines(await t.provider.peek(t.name, 0, { signal: ctx.signal }));
+    } catch (e) {
+      if (isGcError(e, "GC_SESSION_NOT_FOUND")) return undefined;
+      throw e;
+    }
+  };
+  let screen = await read();
+  if (screen === undefined) {
+    ctx.err(`gc: ${t.name} is not running: its output is gone with it`);
+    return EXIT.failed;
+  }
+  const first = lines > 0 ? screen.slice(-lines) : screen;
+  if (!follow) {
+    if (json) printJson(ctx, { session: t.name, lines: first });
+    else for (const l of first) ctx.out(l);
+    return EXIT.ok;
+  }
+  // Following: print complete lines only; the last screen line may still grow (a prompt).
+  const emit = (ls: readonly string[]) => {
+    for (const l of ls) ctx.out(json ? JSON.stringify({ line: l }) : l);
+  };
+  emit(first.slice(0, -1));
+  let printed = screen.slice(0, -1);
+  try {
+    for (;;) {
+      await sleep(500, undefined, { signal: ctx.signal });
+      const now = await read();
+      if (now === undefined) {
+        emit(screen.slice(-1));
+        ctx.err(`gc: ${t.name} ended`);
+        return EXIT.ok;
+      }
+      const d = deltaSince([...printed, HELD], now);
+      emit(d.lines.slice(0, -1));
+      printed = now.slice(0, -1);
+      screen = now;
+    }
+  } catch (e) {
+    if (ctx.signal.aborted) return EXIT.ok;
+    throw e;
+  }
+}
+
+function eventLine(e: SessionEvent): string {
+  const payload = Object.keys(e.payload).length > 0 ? ` ${JSON.stringify(e.payload)}` : "";
+  return `${new Date(e.at).toISOString()}  #${e.seq}  ${e.type}${payload}`;
+}
+
+async function eventLog(ctx: CommandContext, t: Target, follow: boolean, lines: number, json: boolean) {
+  const initial = await t.store.queryEvents({
+    session: t.name,
+    order: "desc",
+    ...(lines > 0 ? { limit: lines } : {}),
+  });
+  initial.reverse();
+  const emit = (es: readonly SessionEvent[]) => {
+    for (const e of es) ctx.out(json ? JSON.stringify(e) : eventLine(e));
+  };
+  if (json && !follow) printJson(ctx, { session: t.name, events: initial });
+  else emit(initial);
+  if (!follow) return EXIT.ok;
+  let since = initial.at(-1)?.seq ?? 0;
+  try {
+    for (;;) {
+      await sleep(1_000, undefined, { signal: ctx.signal });
+      const more = await t.store.queryEvents({ session: t.name, since });
+      emit(more);
+      since = more.at(-1)?.seq ?? since;
+    }
+  } catch (e) {
+    if (ctx.signal.aborted) return EXIT.ok;
+    throw e;
+  }
+}
+
+async function respond(
+  ctx: CommandContext,
+  t: Target,
+  action: string,
+  text: string | undefined,
+  requestId: string | undefined,
+  json: boolean,
+): Promise<number> {
+  if (!supportsInteraction(t.provider) || !t.provider.capabilities().interaction) {
+    ctx.err(`gc: provider ${t.provider.name} does not report interactions`);
+    return EXIT.failed;
+  }
+  const pending = await t.provider.pending(t.name, { signal: ctx.signal });
+  if (!pending) {
+    ctx.err(`gc: ${t.name} is not waiting for input`);
+    return EXIT.failed;
+  }
+  if (requestId !== undefined && requestId !== pending.requestId) {
+    ctx.err(`gc: ${t.name} waits on request ${pending.requestId}, not ${requestId}`);
+    return EXIT.failed;
+  }
+  try {
+    await t.provider.respond(
+      t.name,
+      { requestId: pending.requestId, action, ...(text !== undefined ? { text } : {}) },
+      { signal: ctx.signal },
+    );
+  } catch (e) {
+    ctx.err(`gc: could not answer ${t.name}: ${describeError(e)}`);
+    return EXIT.failed;
+  }
+  await t.store.appendEvent({
+    session: t.name,
+    type: "interaction.responded",
+    payload: {
+      requestId: pending.requestId,
+      kind: pending.kind,
+      prompt: pending.prompt ?? "",
+      action,
+      by: "operator",
+    },
+  });
+  if (json) printJson(ctx, { session: t.name, requestId: pending.requestId, action, answered: true });
+  else ctx.out(`answered ${t.name} (${pending.kind}): ${action}`);
+  return EXIT.ok;
+}

@@ -1,0 +1,297 @@
+/**
+ * `gc wait SESSION (--idle | --match REGEX | --state STATE | --exit)`: blocks until the
+ * condition holds, recording a durable wait in the store, and reports what the session
+ * printed since this observer's previous observation. Observing only reads: it never types
+ * into, pauses, resumes or restarts the session, and many waits may run on one session.
+ */
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { formatDuration } from "../../../internal/config/duration.js";
+import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
+import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import { supportsExitStatus } from "../../../internal/runtime/provider.js";
+import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
+import type { JsonObject, Wait } from "../../../internal/session/store.js";
+import { type Command, type CommandContext, EXIT } from "../context.js";
+import { openCity } from "../deps.js";
+import {
+  checkObserverId,
+  DEFAULT_OBSERVER,
+  loadCursor,
+  observe,
+  saveCursor,
+  screenLines,
+} from "../observe.js";
+import { durationFlag, printJson, REPORT_EXIT, type Target, withTarget } from "../operate.js";
+
+const USAGE = `Usage: gc wait SESSION (--idle | --match REGEX | --state STATE | --exit)
+               [--timeout DUR] [--observer ID] [--json]
+       gc wait list [SESSION] [--all] [--json]
+
+Blocks until the condition holds:
+  --idle          the session is idle (at its empty prompt / quiet; never while it waits for input)
+  --match REGEX   the session printed a line matching REGEX (JavaScript syntax) since this
+                  observer's previous observation
+  --state STATE   the session's lifecycle state is STATE (${LIFECYCLE_STATES.join(", ")})
+  --exit          the session's program has ended
+
+The result is {status, output, cursor}: output is what the session printed since this
+observer's (--observer, default "${DEFAULT_OBSERVER}") previous observation; cursor counts the lines
+this observer has been shown. Each wait is recorded in the store (gc wait list).
+
+Exit: 0 completed · 4 still_working (the --timeout passed first) · 5 terminated (the
+session ended first) · 1 error · 2 usage · 3 unknown session · 130 interrupted.`;
+
+const POLL_MS = 200;
+
+type Condition =
+  | { kind: "idle" }
+  | { kind: "match"; regex: RegExp }
+  | { kind: "state"; state: string }
+  | { kind: "exit" };
+
+/** The report of one wait. */
+export interface WaitResult {
+  readonly status: "completed" | "still_working" | "terminated" | "error";
+  readonly output: string;
+  readonly cursor: number;
+  readonly gap: boolean;
+  readonly reason?: string | undefined;
+  readonly state?: string | undefined;
+  readonly exit?: { code: number | null; signal: string | null } | undefined;
+}
+
+export const command: Command = {
+  name: "wait",
+  summary: "block until a session condition holds",
+  usage: USAGE,
+  async run(ctx, args) {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        idle: { type: "boolean" },
+        match: { type: "string" },
+        state: { type: "string" },
+        exit: { type: "boolean" },
+        timeout: { type: "string" },
+        observer: { type: "string" },
+        all: { type: "boolean" },
+        json: { type: "boolean" },
+      },
+    });
+    const json = ctx.json || values.json === true;
+    if (positionals[0] === "list") return list(ctx, positionals.slice(1), values.all === true, json);
+    if (positionals.length !== 1) throw new UsageError(`gc wait takes one session\n\n${USAGE}`);
+    const given = [values.idle, values.match !== undefined, values.state !== undefined, values.exit].filter(
+      Boolean,
+    );
+    if (given.length !== 1) {
+      throw new UsageError(`give exactly one of --idle, --match, --state, --exit\n\n${USAGE}`);
+    }
+    let cond: Condition;
+    if (values.match !== undefined) {
+      try {
+        cond = { kind: "match", regex: new RegExp(values.match, "m") };
+      } catch (e) {
+        throw new UsageError(`--match: ${describeError(e)}`);
+      }
+    } else if (values.state !== undefined) {
+      if (!isLifecycleState(values.state)) {
+        throw new UsageError(
+          `--state: unknown state ${JSON.stringify(values.state)} (${LIFECYCLE_STATES.join(", ")})`,
+        );
+      }
+      cond = { kind: "state", state: values.state };
+    } else cond = values.idle ? { kind: "idle" } : { kind: "exit" };
+    const timeoutMs = values.timeout === undefined ? undefined : durationFlag("timeout", values.timeout, 0);
+    const observer = values.observer ?? DEFAULT_OBSERVER;
+    checkObserverId(observer);
+    return withTarget(ctx, positionals[0]!, async (t) => {
+      const condition: JsonObject = {
+        ...(cond.kind === "match" ? { regex: cond.regex.source } : {}),
+        ...(cond.kind === "state" ? { state: cond.state } : {}),
+        observer,
+        pid: process.pid,
+        host: hostname(),
+      };
+      const startedAt = Date.now();
+      const w = await t.store.createWait({
+        session: t.name,
+        kind: cond.kind,
+        condition,
+        note: `gc wait --${cond.kind} (pid ${process.pid})`,
+        expiresAt: timeoutMs === undefined ? null : startedAt + timeoutMs,
+      });
+      let result: WaitResult;
+      try {
+        result = await waitFor(ctx, t, cond, observer, timeoutMs);
+      } catch (e) {
+        if (ctx.signal.aborted) {
+          await t.store.cancelWait(w.id, "interrupted").catch(() => undefined);
+          ctx.err("gc: wait interrupted");
+          return REPORT_EXIT.cancelled;
+        }
+        result = { status: "error", output: "", cursor: 0, gap: false, reason: describeError(e) };
+      }
+      const stored = {
+        status: result.status,
+        cursor: result.cursor,
+        ...(result.reason ? { reason: result.reason } : {}),
+      };
+      if (result.status === "still_working") {
+        await t.store.expireWait(w.id, `timeout after ${formatDuration(timeoutMs ?? 0)}: still working`);
+      } else if (result.status === "error") {
+        await t.store.cancelWait(w.id, result.reason ?? "error");
+      } else {
+        await t.store.resolveWait(w.id, stored);
+      }
+      if (json) {
+        printJson(ctx, { session: t.name, waitId: w.id, kind: cond.kind, observer, ...result });
+      } else {
+        if (result.output) ctx.stdout.write(`${result.output}\n`);
+        const extra =
+          result.status === "still_working"
+            ? ` after ${formatDuration(timeoutMs ?? 0)}`
+            : result.reason
+              ? `: ${result.reason}`
+              : "";
+        ctx.err(`gc wait: ${result.status}${extra} (cursor ${result.cursor})`);
+      }
+      switch (result.status) {
+        case "completed":
+          return EXIT.ok;
+        case "still_working":
+          return REPORT_EXIT.stillWorking;
+        case "terminated":
+          return REPORT_EXIT.terminated;
+        default:
+          return EXIT.failed;
+      }
+    });
+  },
+};
+
+/** Polls until the condition holds, the session ends, or the timeout passes. */
+async function waitFor(
+  ctx: CommandContext,
+  t: Target,
+  cond: Condition,
+  observer: string,
+  timeoutMs: number | undefined,
+): Promise<WaitResult> {
+  const signal = ctx.signal;
+  const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+  const cursor = await loadCursor(t.city.stateDir, t.name, observer);
+  let screen: string[] | undefined;
+  const look = async (): Promise<boolean> => {
+    try {
+      screen = screenLines(await t.provider.peek(t.name, 0, { signal }));
+      return true;
+    } catch (e) {
+      if (isGcError(e, "GC_SESSION_NOT_FOUND")) return false;
+      throw e;
+    }
+  };
+  const finish = async (
+    status: WaitResult["status"],
+    extra: Partial<WaitResult> = {},
+  ): Promise<WaitResult> => {
+    if (screen === undefined)
+      return { status, output: "", cursor: cursor?.offset ?? 0, gap: false, ...extra };
+    const { delta, next } = observe(cursor, screen, Date.now());
+    await saveCursor(t.city.stateDir, t.name, observer, next);
+    return { status, output: delta.lines.join("\n"), cursor: next.offset, gap: delta.gap, ...extra };
+  };
+  const exitInfo = async () => {
+    if (!supportsExitStatus(t.provider)) return undefined;
+    const e = await t.provider.lastExit(t.name, { signal }).catch(() => undefined);
+    return e ? { code: e.code, signal: e.signal } : undefined;
+  };
+  for (;;) {
+    signal.throwIfAborted();
+    const running = (await t.provider.isRunning(t.name, { signal })) && (await look());
+    switch (cond.kind) {
+      case "exit":
+        if (!running) return finish("completed", { exit: await exitInfo() });
+        break;
+      case "state": {
+        const rec = await t.store.get(t.name);
+        if (!rec) return finish("terminated", { reason: "the session's record was removed" });
+        if (rec.state === cond.state) return finish("completed", { state: rec.state });
+        break;
+      }
+      case "match": {
+        if (screen && cond.regex.test(observe(cursor, screen, 0).delta.lines.join("\n"))) {
+          return finish("completed");
+        }
+        if (!running) return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
+        break;
+      }
+      case "idle": {
+        if (!running) return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
+        const left = deadline - Date.now();
+        const r = await probeIdle(t.provider, t.name, {
+          readyPromptPrefix: t.config?.readyPromptPrefix,
+          boundMs: Math.max(1, Math.min(left, 60_000)),
+          signal,
+        });
+        if (r === "idle") {
+          await look();
+          return finish("completed");
+        }
+        if (r === "gone")
+          return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
+        break;
+      }
+    }
+    if (Date.now() >= deadline) return finish("still_working");
+    await sleep(Math.max(1, Math.min(POLL_MS, deadline - Date.now())), undefined, { signal });
+  }
+}
+
+function waitView(w: Wait) {
+  return {
+    id: w.id,
+    session: w.session,
+    kind: w.kind,
+    condition: w.condition,
+    state: w.state,
+    createdAt: new Date(w.createdAt).toISOString(),
+    expiresAt: w.expiresAt === null ? null : new Date(w.expiresAt).toISOString(),
+    settledAt: w.settledAt === null ? null : new Date(w.settledAt).toISOString(),
+    result: w.result,
+    reason: w.reason,
+  };
+}
+
+async function list(ctx: CommandContext, rest: string[], all: boolean, json: boolean): Promise<number> {
+  if (rest.length > 1) throw new UsageError(`gc wait list takes at most one session\n\n${USAGE}`);
+  const city = await openCity(ctx);
+  try {
+    const store = await city.store();
+    const waits = await store.listWaits({
+      ...(rest[0] ? { session: rest[0] } : {}),
+      ...(all ? {} : { states: ["pending"] as const }),
+    });
+    const views = waits.map(waitView);
+    if (json) {
+      printJson(ctx, { waits: views });
+      return EXIT.ok;
+    }
+    if (views.length === 0) {
+      ctx.out(all ? "(no waits)" : "(no pending waits)");
+      return EXIT.ok;
+    }
+    for (const v of views) {
+      const cond = v.condition && typeof v.condition === "object" ? JSON.stringify(v.condition) : "";
+      ctx.out(
+        `#${v.id} ${v.session} ${v.kind} ${v.state}${v.reason ? ` (${v.reason})` : ""} since ${v.createdAt} ${cond}`,
+      );
+    }
+    return EXIT.ok;
+  } finally {
+    await city.close();
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * Shared plumbing of the commands that operate one session (`peek`, `nudge`, `attach`,
+ * `wait`, `run`, `exec`, `session …`): resolve the name against the city, pick its provider,
+ * parse durations, take the per-session control lock with a clear refusal, poke the
+ * controller, and the exit codes of reports that are not failures.
+ */
+import { parseDuration } from "../../internal/config/duration.js";
+import { describeError, UsageError } from "../../internal/runtime/errors.js";
+import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
+import type { SessionLock, SessionStore } from "../../internal/session/store.js";
+import type { CommandContext } from "./context.js";
+import { requestControl } from "./control.js";
+import { controllerPaths, findController } from "./controller.js";
+import { type City, openCity } from "./deps.js";
+import { type ResolvedSession, resolveSession } from "./sessions.js";
+
+/**
+ * Exit codes of reports that are outcomes, not failures (beside 0 ok · 1 failed · 2 usage ·
+ * 3 not found): the time limit passed with the session still working (`gc wait`
+ * `still_working`, `gc run` `timeout`); the session ended before the condition (`gc wait`
+ * `terminated`); the run was cancelled by Ctrl-C (`gc run` `cancelled`, like a shell's 130).
+ */
+export const REPORT_EXIT = { stillWorking: 4, terminated: 5, cancelled: 130 } as const;
+
+/** A session named on the command line, with everything needed to operate it. */
+export interface Target {
+  readonly city: City;
+  readonly session: ResolvedSession;
+  readonly name: string;
+  readonly provider: Provider;
+  readonly store: SessionStore;
+  /** The declared start config, when the city file declares the session. */
+  readonly config: StartConfig | undefined;
+}
+
+/**
+ * Opens the city and resolves `name` (exit 3 with a did-you-mean when unknown), then runs
+ * `fn`; the city is closed however `fn` ends.
+ */
+export async function withTarget<T>(
+  ctx: CommandContext,
+  name: string,
+  fn: (t: Target) => Promise<T>,
+): Promise<T> {
+  const city = await openCity(ctx);
+  try {
+    const session = await resolveSession(city, name, ctx.signal);
+    const [provider, store] = await Promise.all([city.providerFor(session.provider), city.store()]);
+    return await fn({
+      city,
+      session,
+      name: session.name,
+      provider,
+      store,
+      config: session.desired?.config,
+    });
+  } finally {
+    await city.close();
+  }
+}
+
+/** A session that exists in the city but has no live runtime. Exit 1. */
+export class SessionNotRunningError extends Error {
+  override readonly name = "SessionNotRunningError";
+  constructor(session: string, state?: string) {
+    super(
+      `session ${JSON.stringify(session)} is not running${state ? ` (state: ${state})` : ""}; ` +
+        "`gc start` or `gc session restart` starts it",
+    );
+  }
+}
+
+/** @throws SessionNotRunningError unless the session's runtime is up. */
+export async function requireRunning(t: Target, signal: AbortSignal): Promise<void> {
+  if (!(await t.provider.isRunning(t.name, { signal }))) {
+    throw new SessionNotRunningError(t.name, t.session.record?.state);
+  }
+}
+
+/** Parses a duration flag (`30s`, `2m`, `1500ms`, `0`). @throws UsageError when malformed. */
+export function durationFlag(flag: string, value: string | undefined, fallbackMs: number): number {
+  if (value === undefined) return fallbackMs;
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    throw new UsageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 30s, 2m, 1500ms)`);
+  }
+  return ms;
+}
+
+/** Parses a positive integer flag. @throws UsageError otherwise. */
+export function intFlag(flag: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${flag}: expected a positive integer`);
+  return n;
+}
+
+/**
+ * Takes the session's control lock without waiting (run, restart, kill, reset and nudges
+ * never overlap on one session, across processes).
+ * @throws SessionLockedError (GC_LOCKED, exit 1) naming the holder when someone has it.
+ */
+export function lockSession(t: Target, purpose: string): Promise<SessionLock> {
+  return t.store.tryLock(t.name, { purpose });
+}
+
+/**
+ * Asks a running controller for a pass now (fire and wait for its end, quietly).
+ * Resolves whether a controller was reached.
+ */
+export async function pokeController(city: City): Promise<boolean> {
+  const info = await findController(city.stateDir);
+  if (!info.running) return false;
+  try {
+    await requestControl(controllerPaths(city.stateDir).socket, { op: "poke" }, { timeoutMs: 60_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Prints a value as indented JSON. */
+export function printJson(ctx: CommandContext, value: unknown): void {
+  ctx.out(JSON.stringify(value, null, 2));
+}
+
+/** Reads all of stdin as UTF-8 (for `gc nudge SESSION -`). */
+export async function readStdin(ctx: CommandContext): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of ctx.stdin) chunks.push(typeof c === "string" ? Buffer.from(c) : (c as Buffer));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** `err` as one line for reports. */
+export const errorText = describeError;
+
+/** A duration for people: `850ms`, `4.2s`, `3m05s`. Pure. */
+export function humanDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
+  const s = Math.round(ms / 1_000);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+}

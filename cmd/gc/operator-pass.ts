@@ -1,0 +1,123 @@
+/**
+ * The controller's operator work after each reconcile pass: deliver due queued nudges to
+ * idle sessions, answer pending interactions by the approval policy, expire durable waits
+ * past their deadline, and drop `gc exec` shell state of sessions that stopped. Each step is
+ * isolated: one failing step is logged and never stops the others or the controller.
+ */
+import { stat } from "node:fs/promises";
+import { loadCity } from "../../internal/config/index.js";
+import {
+  type ApprovalPolicy,
+  applyApprovalPolicy,
+  approvalPolicyOf,
+} from "../../internal/reconcile/approval.js";
+import { type DeliveryTarget, deliverDueNudges } from "../../internal/reconcile/nudge-delivery.js";
+import type { TickReport } from "../../internal/reconcile/reconciler.js";
+import { describeError } from "../../internal/runtime/errors.js";
+import type { City } from "./deps.js";
+import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";
+
+/** Shortest delay before the loop looks at the nudge queue again. */
+const MIN_REQUEUE_MS = 1_000;
+
+/** What one operator pass found worth telling the loop. */
+export interface OperatorPassResult {
+  /** Earliest time a queued nudge becomes due (the loop should look again then). */
+  readonly nextDueAt: number | undefined;
+}
+
+/** The per-pass hook; keeps what it must remember between passes (announced prompts, policy). */
+export type OperatorPass = (report: TickReport, signal: AbortSignal) => Promise<OperatorPassResult>;
+
+/** Builds the hook for one controller. */
+export function createOperatorPass(city: City, log: (line: string) => void): OperatorPass {
+  const announced = new Map<string, string>();
+  let policy: ApprovalPolicy = approvalPolicyOf(city.loaded.config.session.approval);
+  let fileTime = 0;
+
+  // The city file may change while the controller runs: re-read the policy when it does
+  // (an invalid file keeps the last good policy, as the reconciler keeps its config).
+  const refreshPolicy = async () => {
+    const mtime = (await stat(city.loaded.file)).mtimeMs;
+    if (mtime === fileTime) return;
+    const fresh = await loadCity({ cityDir: city.cityDir, configFile: city.loaded.file, env: process.env });
+    policy = approvalPolicyOf(fresh.config.session.approval);
+    fileTime = mtime;
+  };
+
+  const step = async <T>(what: string, fn: () => Promise<T>, signal: AbortSignal): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (e) {
+      if (signal.aborted) throw e;
+      log(`${what} failed: ${describeError(e)}`);
+      return undefined;
+    }
+  };
+
+  return async (report, signal) => {
+    const store = await city.store();
+    const records = await store.list();
+    const targets = new Map<string, DeliveryTarget>();
+    for (const r of records) targets.set(r.name, { provider: r.provider });
+    for (const d of report.desired) {
+      targets.set(d.name, { provider: d.provider, readyPromptPrefix: d.config.readyPromptPrefix });
+    }
+    const nudges = await step(
+      "nudge delivery",
+      () =>
+        deliverDueNudges({
+          store,
+          providerFor: (p) => city.providerFor(p),
+          targetOf: (s) => targets.get(s),
+          signal,
+          log,
+        }),
+      signal,
+    );
+    await step("approval policy", refreshPolicy, signal);
+    await step(
+      "approval policy",
+      () =>
+        applyApprovalPolicy({
+          store,
+          providerFor: (p) => city.providerFor(p),
+          policy,
+          sessions: records
+            .filter((r) => r.state === "running")
+            .map((r) => ({ name: r.name, provider: r.provider })),
+          announced,
+          signal,
+          log,
+        }),
+      signal,
+    );
+    await step(
+      "wait expiry",
+      async () => {
+        for (const w of await store.expireDueWaits()) log(`wait #${w.id} on ${w.session} expired`);
+      },
+      signal,
+    );
+    await step(
+      "exec state cleanup",
+      async () => {
+        const live = new Map(
+          records
+            .filter((r) => r.state === "starting" || r.state === "running" || r.state === "draining")
+            .map((r) => [r.name, r]),
+        );
+        for (const name of await listShellStates(city.stateDir)) {
+          const rec = live.get(name);
+          if (!rec || !(await loadShellState(city.stateDir, name, incarnationOf(rec)))) {
+            await dropShellState(city.stateDir, name);
+          }
+        }
+      },
+      signal,
+    );
+    // Never sooner than a second from now: a session's next nudge waits for it to settle.
+    const next = nudges?.nextDueAt;
+    return { nextDueAt: next === undefined ? undefined : Math.max(next, Date.now() + MIN_REQUEUE_MS) };
+  };
+}

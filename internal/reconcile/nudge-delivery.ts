@@ -1,0 +1,303 @@
+/**
+ * Delivering queued nudges at a session's next idle moment, and the idle probe that
+ * decides "idle" for nudges, `gc wait --idle` and `gc run`. The controller calls
+ * {@link deliverDueNudges} once per pass; every attempt ends in delivered, failed with a
+ * reason (retried with backoff) or a dead letter, so a busy session never starves a queued
+ * nudge silently (field-lessons §5 D).
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { describeError, isGcError } from "../runtime/errors.js";
+import { type Provider, supportsIdleWait, supportsInteraction } from "../runtime/provider.js";
+import type { Nudge, SessionLock, SessionStore } from "../session/store.js";
+
+/** How long the controller waits for a session to look idle before it defers a nudge. */
+export const DELIVERY_IDLE_BOUND_MS = 2_000;
+/** First retry delay after a failed attempt; doubles per attempt up to {@link NUDGE_RETRY_MAX_MS}. */
+export const NUDGE_RETRY_MIN_MS = 15_000;
+/** Longest retry delay between attempts of one queued nudge. */
+export const NUDGE_RETRY_MAX_MS = 10 * 60_000;
+/** Poll interval of the idle probe. */
+export const IDLE_POLL_MS = 150;
+/** Without a ready prompt or provider support: the screen must not change for this long. */
+export const IDLE_QUIET_MS = 1_500;
+
+/**
+ * Screen text as comparable lines: `\r\n` normalised, trailing whitespace of each line and
+ * trailing blank lines dropped (terminals pad both). Pure.
+ */
+export function screenLines(text: string): string[] {
+  const lines = text
+    .replace(/\r\n?/g, "\n")
+    .split("\n")
+    .map((l) => l.trimEnd());
+  while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+  return lines;
+}
+
+/**
+ * True when the program sits at an empty prompt: the last non-blank screen line is exactly
+ * the ready prompt (trailing spaces ignored). A prompt with typed text after it, or output
+ * below it, is not idle. Pure.
+ */
+export function atBarePrompt(lines: readonly string[], readyPromptPrefix: string): boolean {
+  const prompt = readyPromptPrefix.trimEnd();
+  return prompt !== "" && lines.length > 0 && lines[lines.length - 1] === prompt;
+}
+
+/** Result of {@link probeIdle}. */
+export type IdleProbe = "idle" | "busy" | "gone" | "waiting-for-input";
+
+/** Options of {@link probeIdle}. */
+export interface IdleProbeOptions {
+  /** The session's ready prompt (`>>> `): idle means sitting at it, empty. */
+  readonly readyPromptPrefix?: string | undefined;
+  /** Hard bound: `busy` when the session has not looked idle by then. */
+  readonly boundMs: number;
+  /**
+   * Extra condition on the screen (full scrollback is peeked when given): idle only counts
+   * while it holds, e.g. "the turn visibly started".
+   */
+  readonly accept?: ((screen: string) => boolean) | undefined;
+  readonly signal?: AbortSignal | undefined;
+  readonly pollMs?: number | undefined;
+  readonly quietMs?: number | undefined;
+}
+
+/**
+ * Decides whether a session is idle, within `boundMs`, without ever typing into it.
+ * A pending interaction (approval prompt, menu) is never idle. Strategy, first that applies:
+ * a ready prompt → the empty prompt is the last screen line on two consecutive polls; a
+ * provider with `waitForIdle` → its answer; otherwise → the screen unchanged for `quietMs`.
+ * Resolves `gone` when the session is not running. Rejects with `signal.reason` when aborted
+ * and with provider errors other than a missing session.
+ */
+export async function probeIdle(
+  provider: Provider,
+  name: string,
+  opts: IdleProbeOptions,
+): Promise<IdleProbe> {
+  const { signal } = opts;
+  const pollMs = opts.pollMs ?? IDLE_POLL_MS;
+  const quietMs = opts.quietMs ?? IDLE_QUIET_MS;
+  const deadline = Date.now() + opts.boundMs;
+  const prompt = opts.readyPromptPrefix?.trimEnd() || undefined;
+  const useIdleWait = prompt === undefined && supportsIdleWait(provider) && provider.capabilities().idleWait;
+  const peekLines = opts.accept ? 0 : 50;
+  let stable: string | undefined;
+  let stableSince = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    if (!(await provider.isRunning(name, { signal }))) return "gone";
+    if (supportsInteraction(provider) && provider.capabilities().interaction) {
+      const p = await provider.pending(name, { signal }).catch((e: unknown) => {
+        if (isGcError(e, "GC_SESSION_NOT_FOUND")) return undefined;
+        throw e;
+      });
+      if (p) return "waiting-for-input";
+    }
+    let screen: string;
+    try {
+      screen = await provider.peek(name, peekLines, { signal });
+    } catch (e) {
+      if (isGcError(e, "GC_SESSION_NOT_FOUND")) return "gone";
+      throw e;
+    }
+    const accepted = opts.accept ? opts.accept(screen) : true;
+    const now = Date.now();
+    if (prompt !== undefined) {
+      const ok = accepted && atBarePrompt(screenLines(screen), prompt);
+      if (ok && stable === screen) return "idle";
+      stable = ok ? screen : undefined;
+    } else if (useIdleWait) {
+      if (accepted) {
+        const left = Math.max(1, Math.min(deadline - now, 5_000));
+        const r = await provider.waitForIdle(name, left, { signal });
+        if (r === "gone") return "gone";
+        if (r === "idle") return "idle";
+      }
+    } else if (accepted) {
+      if (stable !== screen) {
+        stable = screen;
+        stableSince = now;
+      } else if (now - stableSince >= quietMs) {
+        return "idle";
+      }
+    } else {
+      stable = undefined;
+    }
+    if (Date.now() >= deadline) return "busy";
+    await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), undefined, { signal });
+  }
+}
+
+/** Delay before the next attempt after `attempts` attempts: 15 s doubling, capped at 10 min. Pure. */
+export function nudgeRetryDelayMs(attempts: number): number {
+  return Math.min(NUDGE_RETRY_MAX_MS, NUDGE_RETRY_MIN_MS * 2 ** Math.max(0, attempts - 1));
+}
+
+/** Where a session lives and how to tell it is idle. */
+export interface DeliveryTarget {
+  readonly provider: string;
+  readonly readyPromptPrefix?: string | undefined;
+}
+
+/** What {@link deliverDueNudges} needs. */
+export interface NudgeDeliveryDeps {
+  readonly store: SessionStore;
+  providerFor(provider: string): Promise<Provider>;
+  /** The session's provider and ready prompt; `undefined` for a session the city does not know. */
+  targetOf(session: string): DeliveryTarget | undefined;
+  readonly now?: (() => number) | undefined;
+  /** Idle probe bound per attempt (default {@link DELIVERY_IDLE_BOUND_MS}). */
+  readonly idleBoundMs?: number | undefined;
+  /** Sessions handled at once (default 4). */
+  readonly concurrency?: number | undefined;
+  readonly signal?: AbortSignal | undefined;
+  readonly log?: ((line: string) => void) | undefined;
+}
+
+/** What one delivery round did. */
+export interface NudgeDeliveryReport {
+  readonly delivered: readonly Nudge[];
+  /** Attempts that failed; the nudge is queued again or, when `state` is `dead`, a dead letter. */
+  readonly failed: readonly Nudge[];
+  /** Nudges that expired (TTL) this round, now dead letters. */
+  readonly expired: readonly Nudge[];
+  /** Earliest time a remaining queued nudge becomes due, if any. */
+  readonly nextDueAt: number | undefined;
+}
+
+/**
+ * One delivery round: expired nudges become dead letters; then, for each session with a due
+ * nudge, one attempt: take the session lock without waiting (a `gc run` in progress means
+ * busy), claim the next nudge, confirm the session runs, has nothing pending and is idle
+ * (bounded), nudge, and complete it — or fail it with the reason and a backoff. One nudge
+ * per session per round: a delivered nudge makes the session busy. Each step is recorded as
+ * an event (`nudge.delivered`, `nudge.failed`, `nudge.dead`). Never rejects for one
+ * session's failure; rejects on abort or when the store fails.
+ */
+export async function deliverDueNudges(deps: NudgeDeliveryDeps): Promise<NudgeDeliveryReport> {
+  const now = deps.now ?? Date.now;
+  const log = deps.log ?? (() => undefined);
+  const { store, signal } = deps;
+  const expired = await store.expireNudges();
+  for (const n of expired) {
+    log(`nudge #${n.id} for ${n.session} is a dead letter: ${n.deadReason ?? "expired"}`);
+    await store.appendEvent({
+      session: n.session,
+      type: "nudge.dead",
+      payload: { id: n.id, reason: n.deadReason ?? "expired", lastError: n.lastError, attempts: n.attempts },
+    });
+  }
+  const open = await store.listNudges({ states: ["queued", "claimed"] });
+  const at = now();
+  const due = [
+    ...new Set(
+      open
+        .filter((n) =>
+          n.state === "queued" ? n.notBefore <= at : n.claimedUntil !== null && n.claimedUntil <= at,
+        )
+        .map((n) => n.session),
+    ),
+  ].sort();
+  const delivered: Nudge[] = [];
+  const failed: Nudge[] = [];
+  const queue = [...due];
+  const worker = async () => {
+    for (let s = queue.shift(); s !== undefined; s = queue.shift()) {
+      signal?.throwIfAborted();
+      const r = await attemptOne(deps, s, log);
+      if (r?.ok) delivered.push(r.nudge);
+      else if (r) failed.push(r.nudge);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(deps.concurrency ?? 4, due.length)) }, worker));
+  const left = await store.listNudges({ states: ["queued"] });
+  const nextDueAt = left.length > 0 ? Math.min(...left.map((n) => n.notBefore)) : undefined;
+  return { delivered, failed, expired, nextDueAt };
+}
+
+async function attemptOne(
+  deps: NudgeDeliveryDeps,
+  session: string,
+  log: (line: string) => void,
+): Promise<{ ok: boolean; nudge: Nudge } | undefined> {
+  const { store } = deps;
+  let lock: SessionLock | undefined;
+  let busy: string | undefined;
+  try {
+    lock = await store.tryLock(session, { purpose: "nudge delivery" });
+  } catch (e) {
+    if (!isGcError(e, "GC_LOCKED")) throw e;
+    busy = describeError(e);
+  }
+  try {
+    const n = await store.claimNudge(session);
+    if (!n) return undefined;
+    const reason = busy ?? (await tryDeliver(deps, session, n.text));
+    if (reason === undefined) {
+      const done = await store.completeNudge(n.id, n.attempts);
+      log(`nudge #${n.id} delivered to ${session} (attempt ${n.attempts})`);
+      await store.appendEvent({
+        session,
+        type: "nudge.delivered",
+        payload: { id: n.id, attempt: n.attempts, source: n.source },
+      });
+      return { ok: true, nudge: done };
+    }
+    const f = await store.failNudge(n.id, n.attempts, reason, {
+      retryAfterMs: nudgeRetryDelayMs(n.attempts),
+    });
+    log(
+      f.state === "dead"
+        ? `nudge #${n.id} for ${session} is a dead letter: ${f.deadReason ?? reason}`
+        : `nudge #${n.id} for ${session}: attempt ${n.attempts}/${n.maxAttempts} failed: ${reason}`,
+    );
+    await store.appendEvent({
+      session,
+      type: f.state === "dead" ? "nudge.dead" : "nudge.failed",
+      payload: {
+        id: n.id,
+        attempt: n.attempts,
+        reason,
+        ...(f.deadReason ? { deadReason: f.deadReason } : {}),
+      },
+    });
+    return { ok: false, nudge: f };
+  } finally {
+    await lock?.release();
+  }
+}
+
+/** One delivery attempt; resolves `undefined` when delivered, else why not. */
+async function tryDeliver(
+  deps: NudgeDeliveryDeps,
+  session: string,
+  text: string,
+): Promise<string | undefined> {
+  const target = deps.targetOf(session);
+  if (!target) return "session is not part of the city";
+  try {
+    const provider = await deps.providerFor(target.provider);
+    const bound = deps.idleBoundMs ?? DELIVERY_IDLE_BOUND_MS;
+    const state = await probeIdle(provider, session, {
+      readyPromptPrefix: target.readyPromptPrefix,
+      boundMs: bound,
+      signal: deps.signal,
+    });
+    switch (state) {
+      case "gone":
+        return "session is not running";
+      case "waiting-for-input":
+        return "session is waiting for input (pending interaction)";
+      case "busy":
+        return `session busy (not idle within ${bound} ms)`;
+      case "idle":
+        await provider.nudge(session, text, { signal: deps.signal });
+        return undefined;
+    }
+  } catch (e) {
+    if (deps.signal?.aborted) throw e;
+    return describeError(e);
+  }
+}

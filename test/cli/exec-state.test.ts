@@ -1,0 +1,100 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  loadShellState,
+  needsShell,
+  newNonce,
+  nextShellState,
+  type ShellState,
+  saveShellState,
+  shellStatePath,
+  unwrapOutput,
+  wrapArgv,
+} from "../../cmd/gc/exec-state.js";
+
+const scratch = mkdtempSync(join(tmpdir(), "gc-exec-state-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Runs argv through the wrapper with a local `sh`, threading the state like `gc exec`. */
+function shell() {
+  let state: ShellState | undefined;
+  return {
+    get state() {
+      return state;
+    },
+    run(argv: string[]) {
+      const nonce = newNonce();
+      const w = wrapArgv(argv, state, nonce);
+      const r = spawnSync(w[0]!, w.slice(1), { encoding: "utf8", cwd: scratch });
+      const u = unwrapOutput(r.stdout, nonce);
+      state = nextShellState(state, u, "inc", 1);
+      return { code: r.status, stdout: u.stdout, stderr: r.stderr };
+    },
+  };
+}
+
+describe("exec shell state", () => {
+  it("wrap: cd persists into the next call", () => {
+    const sh = shell();
+    expect(sh.run(["cd", "/tmp"]).code).toBe(0);
+    expect(sh.run(["pwd"]).stdout).toBe("/tmp\n");
+  });
+
+  it("wrap: export persists and values are never evaluated by a shell", () => {
+    const sh = shell();
+    const marker = join(scratch, "pwned");
+    sh.run(["export", `X=1 $(touch ${marker}) \`touch ${marker}\``]);
+    expect(sh.run(["sh", "-c", 'printf "%s" "$X"']).stdout).toBe(`1 $(touch ${marker}) \`touch ${marker}\``);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("wrap: unset of an inherited variable persists", () => {
+    const sh = shell();
+    sh.run(["export", "KEEP=1"]);
+    sh.run(["unset", "HOME"]);
+    expect(sh.state?.unset).toContain("HOME");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    expect(sh.run(["sh", "-c", 'echo "home=${HOME-unset} keep=$KEEP"']).stdout).toBe("home=unset keep=1\n");
+  });
+
+  it("wrap: exit status, stdout without a trailing newline and stderr pass through", () => {
+    const sh = shell();
+    expect(sh.run(["false"]).code).toBe(1);
+    expect(sh.run(["printf", "no newline"]).stdout).toBe("no newline");
+    const r = sh.run(["sh", "-c", "echo out; echo err >&2; exit 7"]);
+    expect(r).toEqual({ code: 7, stdout: "out\n", stderr: "err\n" });
+  });
+
+  it("wrap: a command that ends the shell keeps the previous state", () => {
+    const sh = shell();
+    sh.run(["cd", "/tmp"]);
+    expect(sh.run(["exit", "3"]).code).toBe(3);
+    expect(sh.run(["pwd"]).stdout).toBe("/tmp\n");
+  });
+
+  it("wrap: output that looks like a marker of another call is kept", () => {
+    const sh = shell();
+    const fake = `\n${newNonce()}:E\n`;
+    expect(sh.run(["printf", "%s", fake]).stdout).toBe(fake);
+  });
+
+  it("needsShell: only state builtins need the shell", () => {
+    expect(needsShell(["cd", "/tmp"])).toBe(true);
+    expect(needsShell(["export", "X=1"])).toBe(true);
+    expect(needsShell(["ls"])).toBe(false);
+  });
+
+  it("state file: saved 0600, read back only for the same incarnation, removed when empty", async () => {
+    const st: ShellState = { cwd: "/tmp", env: { A: "b" }, unset: [], incarnation: "1:5", updatedAt: 1 };
+    await saveShellState(scratch, "s1", st);
+    expect(await loadShellState(scratch, "s1", "1:5")).toEqual(st);
+    expect(await loadShellState(scratch, "s1", "2:9")).toBeUndefined();
+    const { statSync } = await import("node:fs");
+    expect(statSync(shellStatePath(scratch, "s1")).mode & 0o777).toBe(0o600);
+    await saveShellState(scratch, "s1", { ...st, cwd: undefined, env: {} });
+    expect(existsSync(shellStatePath(scratch, "s1"))).toBe(false);
+  });
+});
