@@ -120,7 +120,7 @@ export async function runController(
       // Queued nudges, approvals, wait expiry, exec-state cleanup (operator-pass.ts).
       const op = await operatorPass(report, signal);
       const due = Math.min(
-        report.plan.requeueAt ?? Number.POSITIVE_INFINITY,
+        report.requeueAt ?? Number.POSITIVE_INFINITY,
         op.nextDueAt ?? Number.POSITIVE_INFINITY,
       );
       return { report: last, requeueAt: Number.isFinite(due) ? due : undefined };

@@ -3,18 +3,19 @@
  * city, opens its store, builds providers by name (lazily, so `gc peek` on tmux never loads
  * another backend), and turns the city file into the reconciler's desired sessions.
  */
-import { mkdir } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { copyFile, mkdir } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import {
   type DesiredSession as ConfigDesired,
   daemonSettings,
+  findCityDir,
   type LoadedCity,
   loadCity,
   resolveCity,
 } from "../../internal/config/index.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import type { PlanPolicy } from "../../internal/reconcile/plan.js";
-import { UsageError } from "../../internal/runtime/errors.js";
+import { ConfigError, describeError, UsageError } from "../../internal/runtime/errors.js";
 import type { ProviderFactoryOptions } from "../../internal/runtime/factory.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
 import { fingerprint } from "../../internal/runtime/fingerprint.js";
@@ -36,12 +37,27 @@ export interface City {
   readonly stateDir: string;
   /** The city's default session provider spec (`tmux`, `exec:/abs`, …). */
   readonly defaultProvider: string;
+  /**
+   * Set when the city file is invalid and the last good copy (`.gc/last-good.yaml`) is in
+   * use instead: read-only and operating commands keep working, and say so.
+   */
+  readonly configError: string | undefined;
   store(): Promise<SessionStore>;
   providerFor(spec: string): Promise<Provider>;
   /** Re-reads the city file and resolves it (throws ConfigError when invalid). */
   loadDesired(): Promise<DesiredSession[]>;
   /** Releases the store and provider connections (never the sessions). */
   close(): Promise<void>;
+}
+
+/** Copy of the last city file that loaded cleanly, under the state dir. */
+const LAST_GOOD_FILE = "last-good.yaml";
+
+/** Keeps a copy of a valid city file so commands still work after a bad edit. Best-effort. */
+async function saveLastGood(loaded: LoadedCity): Promise<void> {
+  const dir = join(loaded.cityDir, ".gc");
+  await mkdir(dir, { recursive: true, mode: 0o700 }).catch(() => undefined);
+  await copyFile(loaded.file, join(dir, LAST_GOOD_FILE)).catch(() => undefined);
 }
 
 /** Resolves and fingerprints every session the city file declares. */
@@ -117,13 +133,27 @@ export async function createProvider(
  * nearest directory upward holding city.yaml).
  * @throws ConfigError when the file is missing or invalid.
  */
-export async function openCity(ctx: CommandContext): Promise<City> {
-  const loaded = await loadCity({
-    cityDir: ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : undefined,
-    configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
-    env: ctx.env,
-    cwd: ctx.cwd,
-  });
+export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boolean } = {}): Promise<City> {
+  const cityDir = ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : undefined;
+  const configFile = ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined;
+  let loaded: LoadedCity;
+  let configError: string | undefined;
+  let lastGood: string | undefined;
+  try {
+    loaded = await loadCity({ cityDir, configFile, env: ctx.env, cwd: ctx.cwd });
+    await saveLastGood(loaded);
+  } catch (e) {
+    if (!(e instanceof ConfigError) || !opts.allowInvalid) throw e;
+    const dir = cityDir ?? (configFile ? dirname(configFile) : await findCityDir(ctx.cwd));
+    if (!dir) throw e;
+    lastGood = join(dir, ".gc", LAST_GOOD_FILE);
+    try {
+      loaded = await loadCity({ cityDir: dir, configFile: lastGood, env: ctx.env, cwd: ctx.cwd });
+    } catch {
+      throw e; // no usable last good copy: report the real problem
+    }
+    configError = describeError(e);
+  }
   const stateDir = join(loaded.cityDir, ".gc");
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
   const name = loaded.config.workspace.name;
@@ -141,6 +171,7 @@ export async function openCity(ctx: CommandContext): Promise<City> {
     cityDir: loaded.cityDir,
     stateDir,
     defaultProvider: loaded.config.session.provider,
+    configError,
     store() {
       store ??= Promise.resolve(openSqliteStore({ cityDir: loaded.cityDir, singleTenant: true }));
       return store;

@@ -54,11 +54,11 @@ export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | unde
 /** Joins desired, recorded and observed sessions of the city. */
 export async function collectCity(city: City, signal?: AbortSignal): Promise<CityView> {
   let desired: DesiredSession[] = [];
-  let configError: string | undefined;
+  let configError = city.configError;
   try {
     desired = await city.loadDesired();
   } catch (e) {
-    configError = describeError(e);
+    configError ??= describeError(e);
   }
   const store = await city.store();
   const records = await store.list();

@@ -66,12 +66,25 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
     });
     let failure: unknown;
     let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    let forceClose: NodeJS.Timeout | undefined;
     const terminate = (reason: unknown) => {
       failure ??= reason;
+      const grace = opts.killGraceMs ?? KILL_GRACE_MS;
       if (child.pid !== undefined) {
         // Kill the whole group: grandchildren keep pipes open otherwise (gascity's WaitDelay).
-        killGroup(child.pid, opts.killGraceMs ?? KILL_GRACE_MS);
+        killGroup(child.pid, grace);
       }
+      // A grandchild that left the group (setsid) may still hold our pipes: stop waiting for them.
+      forceClose ??= setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        if (!settled) {
+          settled = true;
+          cleanup();
+          reject(failure);
+        }
+      }, grace + 500);
     };
     const onAbort = () => terminate(opts.signal?.reason);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
@@ -86,10 +99,14 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
       // EPIPE when the child does not read stdin: not an error of ours
     });
     child.once("error", (e) => {
+      if (settled) return;
+      settled = true;
       cleanup();
       reject(e);
     });
     child.once("close", (code, sig) => {
+      if (settled) return;
+      settled = true;
       cleanup();
       if (failure !== undefined) {
         reject(failure);
@@ -104,6 +121,7 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
     });
     function cleanup() {
       if (timer) clearTimeout(timer);
+      if (forceClose) clearTimeout(forceClose);
       opts.signal?.removeEventListener("abort", onAbort);
     }
     child.stdin.end(opts.stdin ?? "");

@@ -43,6 +43,8 @@ export interface TickReport {
   /** Providers whose observation failed, with why. */
   readonly observeErrors: readonly { readonly provider: string; readonly error: string }[];
   readonly desired: readonly DesiredSession[];
+  /** When the next pass is due at the latest: the earliest backoff end now recorded. */
+  readonly requeueAt: number | undefined;
 }
 
 /** Observes every provider once: running names, exits of recorded sessions that stopped. */
@@ -116,6 +118,7 @@ export class Reconciler {
         configError,
         observeErrors: [],
         desired: [],
+        requeueAt: undefined,
       };
     }
     const desired = this.lastGood;
@@ -138,7 +141,15 @@ export class Reconciler {
     );
     const p = plan({ desired, observed: observation, records, now: at, policy: deps.policy, random });
     if (opts.dryRun) {
-      return { at, plan: p, outcomes: [], configError, observeErrors: errors, desired };
+      return {
+        at,
+        plan: p,
+        outcomes: [],
+        configError,
+        observeErrors: errors,
+        desired,
+        requeueAt: p.requeueAt,
+      };
     }
     const desiredMap = new Map(desired.map((d) => [d.name, d]));
     const recordProvider = new Map(records.map((r) => [r.name, r.provider]));
@@ -155,6 +166,12 @@ export class Reconciler {
       signal: opts.signal,
       onProgress: opts.onProgress,
     });
-    return { at, plan: p, outcomes, configError, observeErrors: errors, desired };
+    // Starts that failed during execute scheduled backoffs the plan could not know about.
+    const backoffs = (await deps.store.list({ states: ["backoff", "crashed"] })).map((r) =>
+      r.state === "crashed" ? now() : (r.backoffUntil ?? now()),
+    );
+    const dues = [...backoffs, ...(p.requeueAt === undefined ? [] : [p.requeueAt])];
+    const requeueAt = dues.length > 0 ? Math.min(...dues) : undefined;
+    return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt };
   }
 }

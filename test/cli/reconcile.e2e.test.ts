@@ -52,7 +52,7 @@ agents:
 `;
 }
 
-describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", () => {
+describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_000 }, () => {
   it("start --once: starts every session; status reports them running and in sync", async () => {
     const city = makeCity(twoAgents());
     const r = await city.gc(["start", "--once"]);

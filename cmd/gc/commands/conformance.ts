@@ -15,6 +15,13 @@ const USAGE = `Usage: gc conformance PROVIDER [--only PATTERN] [--json] [--concu
 Runs the provider conformance suite (${PROVIDER_CASES.length} cases) against PROVIDER:
 fake, tmux, subprocess, exec:PATH. --only keeps cases whose id or title contains PATTERN.`;
 
+/** Which exec-protocol operations the script implements (exit 2 = unknown operation). */
+async function probeScript(script: string, signal: AbortSignal) {
+  const { formatProbe, probeExecScript } = await import("../../../internal/runtime/exec/index.js");
+  const result = await probeExecScript(script, { signal });
+  return { script, result, text: formatProbe(result) };
+}
+
 export const command: Command = {
   name: "conformance",
   summary: "run the provider conformance suite",
@@ -34,6 +41,8 @@ export const command: Command = {
     const target = await createTarget(spec);
     try {
       if (!json) ctx.out(`conformance: ${target.label} (${PROVIDER_CASES.length} cases)`);
+      const probe = spec.startsWith("exec:") ? await probeScript(spec.slice(5), ctx.signal) : undefined;
+      if (probe && !json) ctx.out(`protocol probe of ${probe.script}:\n${probe.text}`);
       const report = await runConformance(target, PROVIDER_CASES, {
         only: values.only,
         concurrency,
@@ -47,7 +56,7 @@ export const command: Command = {
             },
       });
       if (json) {
-        ctx.out(JSON.stringify(report, null, 2));
+        ctx.out(JSON.stringify(probe ? { ...report, probe: probe.result } : report, null, 2));
       } else {
         ctx.out(`${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped`);
       }

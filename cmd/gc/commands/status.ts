@@ -31,7 +31,7 @@ export const command: Command = {
       options: { json: { type: "boolean" } },
     });
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { allowInvalid: true });
     try {
       const [view, ctl] = await Promise.all([collectCity(city, ctx.signal), findController(city.stateDir)]);
       if (ctx.json || values.json) {

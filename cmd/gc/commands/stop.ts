@@ -43,7 +43,7 @@ export const command: Command = {
       options: { json: { type: "boolean" } },
     });
     const json = ctx.json || values.json === true;
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { allowInvalid: true });
     try {
       const store = await city.store();
       if (positionals.length > 0) {
