@@ -47,6 +47,8 @@ const SUBMIT_DELAY_MS = 120;
 const WRITE_TIMEOUT_MS = 10_000;
 /** Default quiet period for `waitIdle`. */
 const IDLE_QUIET_MS = 1_000;
+/** Output queued for an attached terminal beyond which it is disconnected (it stopped reading). */
+const MAX_ATTACH_BACKLOG_BYTES = 16 * 1024 * 1024;
 /** Grace between SIGTERM and SIGKILL when stopping the program. */
 const STOP_GRACE_MS = 2_000;
 
@@ -283,6 +285,8 @@ class Holder {
     for (const c of this.conns) {
       if (!c.attached) continue;
       if (c.pending) c.pending.push(chunk);
+      else if (c.sock.writableLength > MAX_ATTACH_BACKLOG_BYTES)
+        c.sock.destroy(); // a terminal that stopped reading
       else c.sock.write(chunk);
     }
     this.scheduleCheck();
@@ -514,10 +518,15 @@ class Holder {
       const tui = paste || this.screen.alternateScreen;
       // Bracketed paste like a real terminal: newlines become CR inside the markers.
       const body = paste ? `\x1b[200~${text.replace(/\r?\n/g, "\r")}\x1b[201~` : text;
-      await this.writeInput(body);
-      if (tui) await delay(SUBMIT_DELAY_MS);
-      this.requireRunning();
-      await this.writeInput("\r");
+      if (!tui) {
+        // A line-oriented program reads the same bytes either way: one write, one round trip.
+        await this.writeInput(`${body}\r`);
+      } else {
+        await this.writeInput(body);
+        await delay(SUBMIT_DELAY_MS);
+        this.requireRunning();
+        await this.writeInput("\r");
+      }
       return { bytes: Buffer.byteLength(body) + 1 };
     });
   }
@@ -641,24 +650,24 @@ class Holder {
     this.requireRunning();
     if (typeof cols === "number" && typeof rows === "number")
       this.resize(int(cols, "cols"), int(rows, "rows"));
-    // Output parsed before the marker is in the repaint; output after it is queued for
-    // this client. Both are decided inside the parser callback, so nothing shows twice.
+    // From here on output is queued for this client. The repaint is taken inside the parser
+    // callback for everything that arrived before, so each byte shows exactly once.
     conn.pending = [];
     let repaint = "";
-    let pending: Buffer[] = [];
     await new Promise<void>((resolve) =>
       this.screen.afterParsed(() => {
         repaint = this.screen.repaint();
-        pending = conn.pending ?? [];
-        conn.pending = undefined;
         resolve();
       }),
     );
-    // The reply goes out first (the caller resolves with it), then the screen, then live output.
+    // The reply goes out first (the caller resolves with it), then the screen, then the
+    // queued output, then live output.
     setImmediate(() => {
+      const queued = conn.pending ?? [];
+      conn.pending = undefined;
       if (conn.sock.destroyed) return;
       conn.sock.write(repaint);
-      for (const chunk of pending) conn.sock.write(chunk);
+      for (const chunk of queued) conn.sock.write(chunk);
       // A full-screen program repaints itself (with colours) on SIGWINCH.
       const pgid = foregroundGroup(this.term.pid);
       if (pgid > 0 && this.screen.alternateScreen) {
