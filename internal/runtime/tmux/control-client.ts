@@ -5,7 +5,8 @@
  * keeper) after the server dies, and never leaks its process. Used by the tmux provider.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import type { Socket } from "node:net";
+import { createConnection, type Socket } from "node:net";
+import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { ControlParser, type Notification } from "./protocol.js";
@@ -26,6 +27,33 @@ export type TmuxSocket = { readonly name: string } | { readonly path: string };
 /** tmux's own argv for `socket`. Pure. */
 export function socketArgs(socket: TmuxSocket): string[] {
   return "path" in socket ? ["-S", socket.path] : ["-L", socket.name];
+}
+
+/**
+ * Where tmux puts the socket: `-S` paths as given, `-L` names under
+ * `$TMUX_TMPDIR` (default `/tmp`) `/tmux-<uid>/`. Pure apart from reading the env.
+ */
+export function socketPath(socket: TmuxSocket, env: NodeJS.ProcessEnv = process.env): string {
+  if ("path" in socket) return socket.path;
+  return join(env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socket.name);
+}
+
+/**
+ * True when a tmux server accepts connections on `path`. A missing file or a refused
+ * connection (a socket left behind by a dead server) means no server; this never starts one.
+ */
+export function serverListening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createConnection({ path });
+    sock.once("connect", () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once("error", (e: NodeJS.ErrnoException) => {
+      sock.destroy();
+      resolve(e.code !== "ENOENT" && e.code !== "ECONNREFUSED" && e.code !== "ENOTSOCK");
+    });
+  });
 }
 
 /** Options for {@link ControlClient}. */
@@ -52,6 +80,11 @@ export interface CommandOptions {
    * Only for commands that are harmless to repeat (queries).
    */
   readonly retry?: boolean | undefined;
+  /**
+   * When no server is running: start one (default true), or reject with
+   * {@link TmuxNoServerError} without starting anything (for read-only operations).
+   */
+  readonly create?: boolean | undefined;
 }
 
 /** tmux answered a command with `%error`. `output` holds tmux's message lines. */
@@ -69,6 +102,13 @@ export class TmuxCommandError extends ProviderError {
 export class TmuxConnectionError extends ProviderError {
   constructor(message: string, options?: ErrorOptions) {
     super("tmux", message, options);
+  }
+}
+
+/** No tmux server is running on the socket (and the caller asked not to start one). */
+export class TmuxNoServerError extends TmuxConnectionError {
+  constructor(path: string) {
+    super(`no tmux server running on ${path}`);
   }
 }
 
@@ -130,9 +170,14 @@ export class ControlClient {
     return () => this.listeners.delete(fn);
   }
 
-  /** Connects now (otherwise the first command does). @throws TmuxConnectionError. */
+  /** Connects now, starting the server if needed (otherwise the first command does). @throws TmuxConnectionError. */
   async connect(signal?: AbortSignal): Promise<void> {
-    await this.ensure(signal);
+    await this.ensure(signal, true);
+  }
+
+  /** Absolute path of the server socket. */
+  get socketPath(): string {
+    return socketPath(this.opts.socket, this.opts.env ?? process.env);
   }
 
   /**
@@ -147,11 +192,20 @@ export class ControlClient {
     const line = commandLine(argv);
     for (let attempt = 0; ; attempt++) {
       opts.signal?.throwIfAborted();
-      const conn = await this.ensure(opts.signal);
+      const conn = await this.ensure(opts.signal, opts.create ?? true);
+      opts.signal?.throwIfAborted();
       try {
         return await this.send(conn, line, argv[0]!, opts);
       } catch (e) {
-        if (e instanceof TmuxConnectionError && opts.retry && attempt === 0 && !this.closed) continue;
+        if (
+          e instanceof TmuxConnectionError &&
+          !(e instanceof TmuxNoServerError) &&
+          opts.retry &&
+          attempt === 0 &&
+          !this.closed
+        ) {
+          continue;
+        }
         throw e;
       }
     }
@@ -161,7 +215,11 @@ export class ControlClient {
   async close(): Promise<void> {
     this.closed = true;
     const conn = this.conn ?? (await this.connecting?.catch(() => undefined));
-    if (!conn || conn.dead) return;
+    if (!conn) return;
+    if (conn.dead) {
+      await conn.exited;
+      return;
+    }
     conn.child.stdin.end();
     if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
     conn.child.kill("SIGTERM");
@@ -170,8 +228,13 @@ export class ControlClient {
     await conn.exited;
   }
 
-  private async ensure(signal: AbortSignal | undefined): Promise<Conn> {
+  private async ensure(signal: AbortSignal | undefined, create: boolean): Promise<Conn> {
     if (this.closed) throw new TmuxConnectionError("control client is closed");
+    if (this.conn && !this.conn.dead) return this.conn;
+    // Attaching a control client always starts a server, so look before connecting.
+    if (!create && !this.connecting && !(await serverListening(this.socketPath))) {
+      throw new TmuxNoServerError(this.socketPath);
+    }
     if (this.conn && !this.conn.dead) return this.conn;
     this.connecting ??= this.connectWithRetries().finally(() => {
       this.connecting = undefined;
@@ -280,7 +343,7 @@ export class ControlClient {
               },
               (e: unknown) => {
                 fail(e);
-                child.kill("SIGKILL");
+                this.destroy(conn, new TmuxConnectionError("setup failed"));
               },
             );
             continue;
@@ -288,7 +351,7 @@ export class ControlClient {
           const entry = conn.pending.shift();
           if (!entry) {
             // A reply nobody asked for: framing can no longer be trusted.
-            this.destroy(conn);
+            this.destroy(conn, new TmuxConnectionError("unexpected reply from tmux; connection recycled"));
             continue;
           }
           entry.settle(ev.ok, ev.lines);
@@ -302,16 +365,15 @@ export class ControlClient {
         // EPIPE after the server went away; the exit handler reports it
       });
       child.once("error", (e) => {
-        conn.dead = true;
-        fail(new TmuxConnectionError(`cannot run tmux: ${e.message}`, { cause: e }));
+        const err = new TmuxConnectionError(`cannot run tmux: ${e.message}`, { cause: e });
+        this.destroy(conn, err);
+        fail(err);
         markExited();
       });
       child.once("close", (code, sig) => {
-        conn.dead = true;
         const why = conn.stderr.join("").trim() || `tmux client exited (${sig ?? code})`;
         const err = new TmuxConnectionError(`connection lost: ${why}`);
-        for (const e of conn.pending.splice(0)) e.fail(err);
-        if (this.conn === conn) this.conn = undefined;
+        this.destroy(conn, err);
         fail(err);
         markExited();
       });
@@ -340,6 +402,10 @@ export class ControlClient {
         reject(new TmuxConnectionError("connection lost"));
         return;
       }
+      if (opts.signal?.aborted) {
+        reject(opts.signal.reason);
+        return;
+      }
       let settled = false;
       const ms = opts.timeoutMs ?? this.timeout("command");
       const done = () => {
@@ -352,7 +418,7 @@ export class ControlClient {
         done();
         reject(new OperationTimeoutError(`tmux ${name}`, ms));
         // No reply in time: the server is wedged or the stream is out of step. Start over.
-        this.destroy(conn);
+        this.destroy(conn, new TmuxConnectionError(`connection recycled after tmux ${name} timed out`));
       }, ms);
       const onAbort = () => {
         if (settled) return;
@@ -380,8 +446,16 @@ export class ControlClient {
     });
   }
 
-  private destroy(conn: Conn): void {
-    if (!conn.dead) conn.child.kill("SIGKILL");
+  /**
+   * Retires a connection at once: no new command is written to it, every pending one
+   * rejects with `err`, and the client process is killed. Idempotent.
+   */
+  private destroy(conn: Conn, err: TmuxConnectionError): void {
+    if (this.conn === conn) this.conn = undefined;
+    if (conn.dead) return;
+    conn.dead = true;
+    for (const e of conn.pending.splice(0)) e.fail(err);
+    conn.child.kill("SIGKILL");
   }
 
   /** While nothing is pending, the client process must not keep Node alive. */

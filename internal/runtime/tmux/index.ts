@@ -12,6 +12,7 @@ export {
   KEEPER_SESSION,
   TmuxCommandError,
   TmuxConnectionError,
+  TmuxNoServerError,
   type TmuxSocket,
 } from "./control-client.js";
 export { TmuxProvider, type TmuxProviderOptions } from "./provider.js";

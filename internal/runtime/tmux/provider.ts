@@ -5,7 +5,7 @@
  * Built by `createProvider` (index.ts) from the composition root and `gc conformance`.
  */
 import { spawn } from "node:child_process";
-import { cp, mkdir, stat } from "node:fs/promises";
+import { cp, mkdir, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -38,6 +38,7 @@ import type { ProviderFactoryOptions } from "../factory.js";
 import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type BackendShutdownProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -58,12 +59,19 @@ import {
   type SnapshotProvider,
   type StartConfig,
 } from "../provider.js";
-import { type CommandOptions, ControlClient, socketArgs } from "./control-client.js";
+import {
+  type CommandOptions,
+  ControlClient,
+  KEEPER_SESSION,
+  serverListening,
+  socketArgs,
+  TmuxConnectionError,
+} from "./control-client.js";
 import { fromHex, tmuxSessionName, toHex } from "./quote.js";
 import {
+  isAbsent,
   isDuplicate,
   isLive,
-  isNotFound,
   ownerTag,
   PANE_FORMAT,
   parseSessions,
@@ -82,12 +90,11 @@ const NOT_INHERITED = [
   "LINES",
 ];
 /** What the tmux client (and a server it starts) gets from gc's environment. */
-const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR"];
+const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TMUX_TMPDIR"];
 /** Runs the program in its work dir without tmux's `-c`, which expands `#{}` and `#()`. */
 const CD_WRAPPER = 'cd "$1" || exit 127; shift; exec "$@"';
 const POLL_MS = 100;
 const STATE_POLL_MS = 25;
-const PASTE_SETTLE_MS = 3_000;
 const ENTER_ATTEMPTS = 3;
 const TAIL_CHARS = 16;
 
@@ -118,7 +125,8 @@ export class TmuxProvider
     ImmediateNudgeProvider,
     ExitStatusProvider,
     CommandProvider,
-    SnapshotProvider
+    SnapshotProvider,
+    BackendShutdownProvider
 {
   readonly name = "tmux";
   /** Resolved settings (socket, timeouts, window size). */
@@ -215,8 +223,8 @@ export class TmuxProvider
     const workDir = resolve(this.cityDir, cfg.workDir);
     const hookDir = resolve(this.cityDir, hookDirOf(cfg));
     const env = this.hookEnv(name, cfg, workDir);
+    await mkdir(hookDir, { recursive: true });
     if (cfg.preStart?.length) {
-      await mkdir(hookDir, { recursive: true });
       await runHooks("pre_start", cfg.preStart, {
         cwd: hookDir,
         env,
@@ -297,7 +305,7 @@ export class TmuxProvider
           workDir,
           ...launchArgv(cfg),
         ],
-        { signal },
+        { signal, create: true },
       );
     } catch (e) {
       if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
@@ -362,7 +370,11 @@ export class TmuxProvider
   private async died(name: string, id: string): Promise<SessionDiedDuringStartupError> {
     let detail = "the session is gone";
     try {
-      const s = await this.lookup(id);
+      let s = await this.lookup(id);
+      for (let i = 0; i < 10 && s && !isLive(s) && !hasExitInfo(s.panes[0]); i++) {
+        await sleep(STATE_POLL_MS);
+        s = await this.lookup(id);
+      }
       const pane = s?.panes[0];
       if (pane?.dead) {
         const how =
@@ -441,7 +453,7 @@ export class TmuxProvider
     try {
       await this.tmux(["kill-session", "-t", id]);
     } catch (e) {
-      if (!isNotFound(e)) throw e;
+      if (!isAbsent(e)) throw e;
     }
   }
 
@@ -475,10 +487,13 @@ export class TmuxProvider
    * @throws when tmux cannot be reached.
    */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
-    const lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
-      signal: opts.signal,
-      retry: true,
-    });
+    let lines: string[];
+    try {
+      lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], { signal: opts.signal, retry: true });
+    } catch (e) {
+      if (isAbsent(e)) return []; // no server: nothing of ours can be running
+      throw e;
+    }
     const out: SessionSnapshot[] = [];
     for (const s of parseSessions(lines, this.tag)) {
       if (s.name === undefined || !s.name.startsWith(prefix)) continue;
@@ -509,10 +524,16 @@ export class TmuxProvider
   /** The exit of a session whose program ended (kept until stop or the next start). */
   async lastExit(name: string, opts: OpOptions = {}): Promise<ExitStatus | undefined> {
     validateSessionName(name);
-    const s = await this.find(name, opts.signal);
+    let s = await this.find(name, opts.signal);
     if (!s || isLive(s)) return undefined;
-    const pane = s.panes[0];
-    if (!pane) return undefined;
+    // tmux marks a pane dead when its pty closes, and records the status only once the
+    // child is reaped a moment later; a signal death (tmux < 3.4) never gets a status.
+    for (let i = 0; i < 10 && s && !hasExitInfo(s.panes[0]); i++) {
+      await sleep(STATE_POLL_MS, undefined, { signal: opts.signal });
+      s = await this.find(name, opts.signal);
+    }
+    const pane = s?.panes[0];
+    if (!s || !pane || isLive(s)) return undefined;
     const signal =
       pane.exitStatus === undefined
         ? pane.exitSignal !== undefined
@@ -600,14 +621,14 @@ export class TmuxProvider
       await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target], { signal });
     } catch (e) {
       await this.tmux(["delete-buffer", "-b", buffer]).catch(() => undefined);
-      if (isNotFound(e)) return;
+      if (isAbsent(e)) return;
       throw e;
     }
     // The paste is visible when the screen changed; it has settled when it stops changing.
     let landed = false;
     let base = before;
     let stableSince = 0;
-    const settleBy = Date.now() + PASTE_SETTLE_MS;
+    const settleBy = Date.now() + 2 * this.settings.nudgeConfirmMs;
     while (Date.now() < settleBy) {
       await sleep(STATE_POLL_MS, undefined, { signal });
       const st = await this.paneState(s.id, signal);
@@ -652,7 +673,7 @@ export class TmuxProvider
     try {
       await this.tmux(["send-keys", "-t", `${s.id}:`, "--", ...keys], { signal: opts.signal });
     } catch (e) {
-      if (!isNotFound(e)) throw e;
+      if (!isAbsent(e)) throw e;
     }
   }
 
@@ -670,7 +691,7 @@ export class TmuxProvider
     try {
       return await this.capture(s.id, lines, opts.signal);
     } catch (e) {
-      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
       throw e;
     }
   }
@@ -737,7 +758,7 @@ export class TmuxProvider
     try {
       await this.tmux(["clear-history", "-t", `${s.id}:`], { signal: opts.signal });
     } catch (e) {
-      if (!isNotFound(e)) throw e;
+      if (!isAbsent(e)) throw e;
     }
   }
 
@@ -772,7 +793,7 @@ export class TmuxProvider
         { signal: opts.signal, retry: true },
       );
     } catch (e) {
-      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
       throw e;
     }
     const [city, owner, stored] = (lines[0] ?? "").split("|");
@@ -798,7 +819,7 @@ export class TmuxProvider
     try {
       await this.tmux(argv, { signal });
     } catch (e) {
-      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
       throw e;
     }
   }
@@ -859,7 +880,7 @@ export class TmuxProvider
       const parsed: unknown = hex ? JSON.parse(fromHex(hex.trim()) ?? "{}") : {};
       if (parsed && typeof parsed === "object") declared = parsed as Record<string, string>;
     } catch (e) {
-      if (isNotFound(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
       throw e;
     }
     const workDir = s.workDir ?? this.cityDir;
@@ -949,6 +970,32 @@ export class TmuxProvider
     await respondToInteraction(this.screenIO(s.id, opts.signal), response, { signal: opts.signal });
   }
 
+  /**
+   * Stops every session of this city (dead ones too), then kills the city's tmux server and
+   * removes its socket, unless sessions that are not ours still live on it (those are never
+   * touched). Reads afterwards do not start a new server. Idempotent.
+   */
+  async shutdown(opts: OpOptions = {}): Promise<void> {
+    for (const s of await this.snapshot("", opts)) await this.stop(s.name, opts);
+    let names: string[];
+    try {
+      names = await this.tmux(["list-sessions", "-F", "#{session_name}"], { signal: opts.signal });
+    } catch (e) {
+      if (isAbsent(e)) return;
+      throw e;
+    }
+    if (names.some((n) => n !== KEEPER_SESSION)) return; // someone else's sessions live here
+    const path = this.client.socketPath;
+    try {
+      await this.tmux(["kill-server"], { signal: opts.signal });
+    } catch (e) {
+      if (!(e instanceof TmuxConnectionError)) throw e; // the reply may be lost as the server exits
+    }
+    // tmux leaves its socket file behind; remove it unless a new server already listens there.
+    for (let i = 0; i < 20 && (await serverListening(path)); i++) await sleep(STATE_POLL_MS);
+    if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
+  }
+
   /** Closes the control connection (sessions and the server keep running). Idempotent. */
   async close(): Promise<void> {
     await this.client.close();
@@ -956,8 +1003,9 @@ export class TmuxProvider
 
   // ---- helpers ---------------------------------------------------------------------------
 
+  /** One tmux command. Never starts a server unless `create` is set (only `new-session` does). */
   private tmux(argv: readonly string[], opts: CommandOptions = {}): Promise<string[]> {
-    return this.client.command(argv, opts);
+    return this.client.command(argv, { ...opts, create: opts.create ?? false });
   }
 
   /** One session by target (`=name` or `$id`), owned or not; `undefined` when missing. */
@@ -969,7 +1017,7 @@ export class TmuxProvider
       });
       return parseSessions(lines, this.tag)[0];
     } catch (e) {
-      if (isNotFound(e)) return undefined;
+      if (isAbsent(e)) return undefined;
       throw e;
     }
   }
@@ -1006,14 +1054,18 @@ export class TmuxProvider
         sig: `${cx},${cy},${hist}\n${trimmed.join("\n")}`,
       };
     } catch (e) {
-      if (isNotFound(e)) return undefined;
+      if (isAbsent(e)) return undefined;
       throw e;
     }
   }
 
   private screenIO(id: string, signal: AbortSignal | undefined): ScreenIO {
     return {
-      screen: async () => (await this.paneState(id, signal))?.rows.join("\n") ?? "",
+      // A dead pane still shows its last screen, but nothing on it can be answered.
+      screen: async () => {
+        const st = await this.paneState(id, signal);
+        return st && !st.dead ? st.rows.join("\n") : "";
+      },
       sendKeys: async (keys) => {
         await this.tmux(["send-keys", "-t", `${id}:`, "--", ...keys], { signal });
       },
@@ -1047,6 +1099,10 @@ function textTail(text: string): string {
 
 function cursorRowHolds(st: PaneState, tail: string): boolean {
   return tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail);
+}
+
+function hasExitInfo(pane: SessionInfo["panes"][number] | undefined): boolean {
+  return pane !== undefined && (pane.exitStatus !== undefined || pane.exitSignal !== undefined);
 }
 
 function signalName(n: number): string | undefined {

@@ -12,7 +12,9 @@ const SAFE_TOKEN = /^[A-Za-z0-9_@%+=:,./-]+$/;
  * Quotes one argument for a tmux command line so tmux's parser yields exactly `arg`:
  * no command separator (`;`), no comment (`#`), no `$VAR`/`~` expansion, no line break
  * (control bytes become octal escapes). Non-ASCII is passed as UTF-8. A lone UTF-16
- * surrogate becomes U+FFFD (it has no UTF-8 form).
+ * surrogate becomes U+FFFD (it has no UTF-8 form). Quoting protects the command line
+ * only: arguments that tmux itself format-expands (`-F`, `-c`, display-message text,
+ * `if-shell -F`) must never carry user text, whatever the quoting.
  * @throws TypeError when `arg` contains NUL, which no tmux string can hold.
  */
 export function quoteArg(arg: string): string {

@@ -4,7 +4,7 @@
  * Pure; used by the tmux provider.
  */
 import { nameProblem } from "../names.js";
-import { TmuxCommandError, TmuxConnectionError } from "./control-client.js";
+import { TmuxCommandError, TmuxConnectionError, TmuxNoServerError } from "./control-client.js";
 import { fromHex, tmuxSessionName, toHex } from "./quote.js";
 
 /** One pane of a session. */
@@ -151,6 +151,11 @@ const NOT_FOUND_RE =
 /** True when tmux said the target does not exist. */
 export function isNotFound(e: unknown): boolean {
   return e instanceof TmuxCommandError && NOT_FOUND_RE.test(e.output.join(" "));
+}
+
+/** True when the target does not exist, including because no server runs at all. */
+export function isAbsent(e: unknown): boolean {
+  return isNotFound(e) || e instanceof TmuxNoServerError;
 }
 
 /** True when tmux refused to create a session because the name is taken. */

@@ -1,0 +1,350 @@
+import { describe, expect, it } from "vitest";
+import {
+  acceptStartupDialogs,
+  DialogRefusedError,
+  dismissStartupDialog,
+  findInteraction,
+  looksLikePrompt,
+  matchDialog,
+  parseMenu,
+  respondToInteraction,
+  type ScreenIO,
+  screenAwaitsChoice,
+  screenLooksBusy,
+  screenShowsPrompt,
+} from "../../internal/runtime/dialogs.js";
+
+// Screens as captured from agent CLIs (trailing blanks trimmed, as capture-pane gives them).
+const TRUST_OLD = `╭──────────────────────────────────────────────────────────────────╮
+│                                                                  │
+│ Do you trust the files in this folder?                           │
+│                                                                  │
+│ /home/dev/project                                                │
+│                                                                  │
+│ Claude Code may read files in this folder. Reading untrusted     │
+│ files may lead Claude Code to behave in unexpected ways.         │
+│                                                                  │
+│ ❯ 1. Yes, proceed                                                │
+│   2. No, exit                                                    │
+│                                                                  │
+╰──────────────────────────────────────────────────────────────────╯
+   Enter to confirm · Esc to exit`;
+
+/** The layout that killed every session: "No, exit" pre-selected (field-lessons §5 E). */
+const TRUST_NO_PRESELECTED = `────────────────────────────────────────────────────────────────────
+ Accessing workspace:
+
+ /home/dev/project
+
+ Quick safety check: Is this a project you created or one you trust? (Like your own
+ code, a well-known open source project, or work from your team). If not, take a
+ moment to review what's in this folder first.
+
+ Claude Code'll be able to read, edit, and execute files here.
+
+   1. Yes, I trust this folder
+ ❯ 2. No, exit
+
+ Enter to confirm · Esc to cancel`;
+
+const BYPASS = `╭──────────────────────────────────────────────────────────────────╮
+│                                                                  │
+│ WARNING: Claude Code running in Bypass Permissions mode          │
+│                                                                  │
+│ In Bypass Permissions mode, Claude Code will not ask for your    │
+│ approval before running potentially dangerous commands.          │
+│                                                                  │
+│ ❯ 1. No, exit                                                    │
+│   2. Yes, I accept                                               │
+│                                                                  │
+╰──────────────────────────────────────────────────────────────────╯`;
+
+const TRUST_UNKNOWN_OPTION = `Do you trust the files in this folder?
+
+❯ 1. Yes, proceed
+  2. Yes, and remember for all folders
+  3. No, exit`;
+
+const TRUST_NO_CURSOR = `Do you trust the files in this folder?
+
+  1. Yes, proceed
+  2. No, exit`;
+
+const APPROVAL = `● Bash(rm -rf build && npm run build)
+  ⎿  Running…
+
+╭──────────────────────────────────────────────────────────────────╮
+│ Bash command                                                     │
+│                                                                  │
+│   rm -rf build && npm run build                                  │
+│   Clean and rebuild                                              │
+│                                                                  │
+│ Do you want to proceed?                                          │
+│ ❯ 1. Yes                                                         │
+│   2. Yes, and don't ask again for npm run build commands in      │
+│      /home/dev/project                                           │
+│   3. No, and tell Claude what to do differently (esc)            │
+╰──────────────────────────────────────────────────────────────────╯`;
+
+const GENERIC_MENU = `Select a model:
+   1. opus
+ › 2. sonnet
+   3. haiku`;
+
+const PROSE_LIST = `Here is the plan:
+1. Read the file
+2. Fix the bug
+3. Run the tests
+❯ `;
+
+/**
+ * A simulated terminal showing one menu: Up/Down move the cursor, Enter chooses. Renders
+ * the same frame (lines above, options, lines below) the real agent would.
+ */
+class MenuTerminal implements ScreenIO {
+  readonly keys: string[] = [];
+  chosen: string | undefined;
+  selected: number;
+  frozen = false;
+  private readonly head: string;
+  private readonly labels: string[];
+  private readonly after: string;
+  constructor(head: string, labels: string[], selected: number, after = "READY> ") {
+    this.head = head;
+    this.labels = labels;
+    this.selected = selected;
+    this.after = after;
+  }
+  async screen(): Promise<string> {
+    if (this.chosen !== undefined) return this.after;
+    const opts = this.labels.map((l, i) => `${i === this.selected ? "❯" : " "} ${i + 1}. ${l}`);
+    return `${this.head}\n\n${opts.join("\n")}\n\nEnter to confirm · Esc to exit`;
+  }
+  async sendKeys(keys: readonly string[]): Promise<void> {
+    for (const k of keys) {
+      this.keys.push(k);
+      if (this.chosen !== undefined) continue;
+      if (this.frozen) continue;
+      if (k === "Up") this.selected = Math.max(0, this.selected - 1);
+      else if (k === "Down") this.selected = Math.min(this.labels.length - 1, this.selected + 1);
+      else if (k === "Enter") this.chosen = this.labels[this.selected];
+    }
+  }
+}
+
+const fast = { settleMs: 200, pollMs: 5 };
+
+describe("parseMenu", () => {
+  it("parseMenu: reads options and the cursor row inside a box", () => {
+    const m = parseMenu(TRUST_OLD);
+    expect(m?.options.map((o) => o.label)).toEqual(["Yes, proceed", "No, exit"]);
+    expect(m?.selected).toBe(0);
+    expect(m?.context.join("\n")).toContain("Do you trust the files in this folder?");
+  });
+
+  it("parseMenu: sees that the second option is pre-selected", () => {
+    expect(parseMenu(TRUST_NO_PRESELECTED)?.selected).toBe(1);
+  });
+
+  it("parseMenu: continuation lines between options are allowed", () => {
+    const m = parseMenu(APPROVAL);
+    expect(m?.options.map((o) => o.number)).toEqual([1, 2, 3]);
+    expect(m?.options[1]?.label).toBe("Yes, and don't ask again for npm run build commands in");
+  });
+
+  it("parseMenu: a numbered list in prose has no cursor", () => {
+    expect(parseMenu(PROSE_LIST)?.selected).toBe(-1);
+  });
+
+  it("parseMenu: nothing on a plain screen", () => {
+    expect(parseMenu("$ ls\nfile.txt\n$ ")).toBeUndefined();
+  });
+});
+
+describe("matchDialog", () => {
+  it("matchDialog: a familiar trust dialog maps every option to a role", () => {
+    const m = matchDialog(TRUST_OLD);
+    expect(m?.status).toBe("match");
+    if (m?.status === "match") expect(m.roles).toEqual(["accept", "exit"]);
+  });
+
+  it("matchDialog: an unknown option makes the layout unfamiliar", () => {
+    const m = matchDialog(TRUST_UNKNOWN_OPTION);
+    expect(m?.status).toBe("unfamiliar");
+    if (m?.status === "unfamiliar") expect(m.reason).toContain("Yes, and remember for all folders");
+  });
+
+  it("matchDialog: no visible cursor makes the layout unfamiliar", () => {
+    const m = matchDialog(TRUST_NO_CURSOR);
+    expect(m?.status).toBe("unfamiliar");
+  });
+
+  it("matchDialog: prose mentioning a dialog phrase is not a dialog without a menu", () => {
+    const m = matchDialog("I saw 'Do you trust the files in this folder?' in the logs\n❯ ");
+    expect(m?.status).toBe("unfamiliar");
+    expect(m?.status === "unfamiliar" && m.menu).toBeFalsy();
+    expect(screenAwaitsChoice("I saw 'Do you trust the files in this folder?' in the logs\n❯ ")).toBe(false);
+  });
+});
+
+describe("dismissStartupDialog", () => {
+  it("dismissStartupDialog: with 'No, exit' pre-selected, moves up, verifies, then confirms 'Yes'", async () => {
+    const term = new MenuTerminal(
+      "Quick safety check: Is this a project you created or one you trust?",
+      ["Yes, I trust this folder", "No, exit"],
+      1,
+    );
+    const step = await dismissStartupDialog(term, await term.screen(), fast);
+    expect(step).toEqual({ status: "handled", dialog: "trust-folder", chose: "Yes, I trust this folder" });
+    expect(term.chosen).toBe("Yes, I trust this folder");
+    // Enter only after the cursor was seen on the safe option.
+    expect(term.keys).toEqual(["Up", "Enter"]);
+  });
+
+  it("dismissStartupDialog: never presses Enter when the cursor does not move", async () => {
+    const term = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
+    term.frozen = true;
+    const step = await dismissStartupDialog(term, await term.screen(), fast);
+    expect(step.status).toBe("refused");
+    expect(term.keys).not.toContain("Enter");
+    expect(term.chosen).toBeUndefined();
+  });
+
+  it("dismissStartupDialog: bypass warning chooses 'Yes, I accept' (Down from the default)", async () => {
+    const term = new MenuTerminal(
+      "WARNING: Claude Code running in Bypass Permissions mode",
+      ["No, exit", "Yes, I accept"],
+      0,
+    );
+    const step = await dismissStartupDialog(term, await term.screen(), fast);
+    expect(step.status).toBe("handled");
+    expect(term.keys).toEqual(["Down", "Enter"]);
+  });
+
+  it("dismissStartupDialog: refuses an unfamiliar layout without sending a key", async () => {
+    const keys: string[] = [];
+    const io: ScreenIO = {
+      screen: async () => TRUST_UNKNOWN_OPTION,
+      sendKeys: async (k) => void keys.push(...k),
+    };
+    const step = await dismissStartupDialog(io, TRUST_UNKNOWN_OPTION, fast);
+    expect(step.status).toBe("refused");
+    expect(keys).toEqual([]);
+  });
+
+  it("dismissStartupDialog: the recorded bypass screen is recognised with the cursor on 'No, exit'", () => {
+    const m = matchDialog(BYPASS);
+    expect(m?.status === "match" && m.menu.selected).toBe(0);
+  });
+
+  it("dismissStartupDialog: nothing to do on a normal screen", async () => {
+    const io: ScreenIO = { screen: async () => "❯ ", sendKeys: async () => undefined };
+    expect(await dismissStartupDialog(io, "❯ ", fast)).toEqual({ status: "none" });
+  });
+});
+
+describe("acceptStartupDialogs", () => {
+  it("acceptStartupDialogs: handles two dialogs in a row, then stops at the prompt", async () => {
+    const first = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
+    const second = new MenuTerminal("WARNING: Bypass Permissions mode", ["No, exit", "Yes, I accept"], 0);
+    const io: ScreenIO = {
+      screen: async () => (first.chosen === undefined ? first.screen() : second.screen()),
+      sendKeys: async (k) => (first.chosen === undefined ? first.sendKeys(k) : second.sendKeys(k)),
+    };
+    const out = await acceptStartupDialogs(io, { timeoutMs: 2_000, ...fast, until: looksLikePrompt });
+    expect(out).toEqual({ status: "handled", handled: ["trust-folder", "bypass-permissions"] });
+    expect(second.chosen).toBe("Yes, I accept");
+  });
+
+  it("acceptStartupDialogs: a dialog text without a readable menu until the deadline is refused", async () => {
+    const io: ScreenIO = {
+      screen: async () => "Do you trust the files in this folder?\n[Yes]  [No]",
+      sendKeys: async () => undefined,
+    };
+    const out = await acceptStartupDialogs(io, { timeoutMs: 100, ...fast });
+    expect(out.status).toBe("refused");
+  });
+
+  it("acceptStartupDialogs: none when no dialog appears", async () => {
+    const io: ScreenIO = { screen: async () => "$ ", sendKeys: async () => undefined };
+    expect(await acceptStartupDialogs(io, { timeoutMs: 50, ...fast })).toEqual({ status: "none" });
+  });
+});
+
+describe("interactions", () => {
+  it("findInteraction: an approval prompt with a stable id independent of the cursor", () => {
+    const p = findInteraction(APPROVAL);
+    expect(p?.kind).toBe("approval");
+    expect(p?.options).toHaveLength(3);
+    expect(p?.prompt).toContain("Do you want to proceed?");
+    expect(p?.metadata?.roles).toBe("approve,approve-always,deny");
+    const moved = APPROVAL.replace("│ ❯ 1. Yes", "│   1. Yes").replace("│   3. No", "│ ❯ 3. No");
+    expect(findInteraction(moved)?.requestId).toBe(p?.requestId);
+  });
+
+  it("findInteraction: a generic menu with a cursor is a pending 'menu'", () => {
+    expect(findInteraction(GENERIC_MENU)?.kind).toBe("menu");
+    expect(findInteraction(PROSE_LIST)).toBeUndefined();
+  });
+
+  it("respondToInteraction: deny moves the cursor to 'No' and confirms", async () => {
+    const term = new MenuTerminal(
+      "Bash command\n  rm -rf build\nDo you want to proceed?",
+      ["Yes", "Yes, and don't ask again for rm commands", "No, and tell Claude what to do differently (esc)"],
+      0,
+    );
+    const id = findInteraction(await term.screen())?.requestId;
+    await respondToInteraction(term, { requestId: id, action: "deny" }, fast);
+    expect(term.chosen).toBe("No, and tell Claude what to do differently (esc)");
+    expect(term.keys).toEqual(["Down", "Down", "Enter"]);
+  });
+
+  it("respondToInteraction: a stale request id is rejected and nothing is sent", async () => {
+    const term = new MenuTerminal("Do you want to proceed?", ["Yes", "No"], 0);
+    await expect(
+      respondToInteraction(term, { requestId: "scr-0000", action: "approve" }, fast),
+    ).rejects.toThrow(/changed/);
+    expect(term.keys).toEqual([]);
+  });
+
+  it("respondToInteraction: an option label or number works for a generic menu", async () => {
+    const term = new MenuTerminal("Select a model:", ["opus", "sonnet", "haiku"], 1);
+    await respondToInteraction(term, { action: "3" }, fast);
+    expect(term.chosen).toBe("haiku");
+  });
+
+  it("respondToInteraction: rejects when nothing is pending", async () => {
+    const io: ScreenIO = { screen: async () => "❯ ", sendKeys: async () => undefined };
+    await expect(respondToInteraction(io, { action: "approve" }, fast)).rejects.toThrow(/no interaction/);
+  });
+
+  it("respondToInteraction: refuses when the cursor cannot be verified", async () => {
+    const term = new MenuTerminal("Do you want to proceed?", ["Yes", "No"], 0);
+    term.frozen = true;
+    await expect(respondToInteraction(term, { action: "deny" }, fast)).rejects.toBeInstanceOf(
+      DialogRefusedError,
+    );
+    expect(term.keys).not.toContain("Enter");
+  });
+});
+
+describe("screen heuristics", () => {
+  it("screenShowsPrompt: NBSP, borders and trailing blanks are tolerated", () => {
+    expect(screenShowsPrompt("output\n❯\u00a0", "❯ ")).toBe(true);
+    expect(screenShowsPrompt("│ > hello  │", "> ")).toBe(true);
+    expect(screenShowsPrompt("RDY>", "RDY> ")).toBe(true);
+    expect(screenShowsPrompt("not ready", "RDY> ")).toBe(false);
+    expect(screenShowsPrompt("anything", "   ")).toBe(false);
+  });
+
+  it("screenAwaitsChoice: menus and dialogs block idleness; prose lists do not", () => {
+    expect(screenAwaitsChoice(APPROVAL)).toBe(true);
+    expect(screenAwaitsChoice(GENERIC_MENU)).toBe(true);
+    expect(screenAwaitsChoice(PROSE_LIST)).toBe(false);
+  });
+
+  it("screenLooksBusy: recognises working markers", () => {
+    expect(screenLooksBusy("✻ Thinking… (12s · esc to interrupt)")).toBe(true);
+    expect(screenLooksBusy("❯ ")).toBe(false);
+  });
+});

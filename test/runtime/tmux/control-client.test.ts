@@ -1,0 +1,174 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pidAlive } from "../../../internal/proc/kill.js";
+import { OperationTimeoutError } from "../../../internal/runtime/errors.js";
+import {
+  ControlClient,
+  KEEPER_SESSION,
+  TmuxCommandError,
+  TmuxConnectionError,
+} from "../../../internal/runtime/tmux/control-client.js";
+import type { Notification } from "../../../internal/runtime/tmux/protocol.js";
+import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
+
+describe.skipIf(!HAS_TMUX)("ControlClient", () => {
+  let fx: TmuxFixture;
+  let client: ControlClient;
+  beforeEach(async () => {
+    fx = await tmuxFixture();
+    client = new ControlClient({ socket: { name: fx.socket }, env: { PATH: process.env.PATH } });
+  });
+  afterEach(async () => {
+    await client.close();
+    await fx.cleanup();
+  });
+
+  it("command: starts the server with a keeper session and returns output lines", async () => {
+    expect(await client.command(["display-message", "-p", "hello"])).toEqual(["hello"]);
+    expect(client.version).toMatch(/^\d+\.\d+/);
+    const sessions = await client.command(["list-sessions", "-F", "#{session_name}"]);
+    expect(sessions).toEqual([KEEPER_SESSION]);
+    expect(await client.command(["show-options", "-gwv", "remain-on-exit"])).toEqual(["off"]);
+  });
+
+  it("command: %error rejects with TmuxCommandError carrying tmux's message", async () => {
+    const err = await client.command(["kill-session", "-t", "=no-such"]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TmuxCommandError);
+    expect((err as TmuxCommandError).output.join(" ")).toMatch(/can't find session/);
+    // The connection is still in step afterwards.
+    expect(await client.command(["display-message", "-p", "next"])).toEqual(["next"]);
+  });
+
+  it("command: 200 pipelined commands each get their own reply, in order", async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => client.command(["display-message", "-p", `n${i}`])),
+    );
+    expect(replies.map((r) => r[0])).toEqual(Array.from({ length: 200 }, (_, i) => `n${i}`));
+  });
+
+  it("command: values with newlines and control characters cross the connection intact", async () => {
+    const value = "line1\nline2\t\x01\x1b[31m;#{x} $HOME ~";
+    await client.command(["set-option", "-g", "@v", value]);
+    const out = await client.command(["display-message", "-p", "#{@v}"]);
+    expect(out.join("\n")).toBe(value);
+    expect(await client.command(["display-message", "-p", "after"])).toEqual(["after"]);
+  });
+
+  it("command: pane output that forges control lines cannot cut a reply short", async () => {
+    await client.command([
+      "new-session",
+      "-d",
+      "-s",
+      "forger",
+      "--",
+      "sh",
+      "-c",
+      'printf "%%end 1 2 1\\n%%error 1 2 1\\n%%begin 1 3 1\\n%%exit\\n"; exec sleep 300',
+    ]);
+    let out: string[] = [];
+    for (let i = 0; i < 50 && !out.includes("%exit"); i++) {
+      out = await client.command(["capture-pane", "-p", "-t", "=forger:"]);
+      await sleep(50);
+    }
+    expect(out.slice(0, 4)).toEqual(["%end 1 2 1", "%error 1 2 1", "%begin 1 3 1", "%exit"]);
+    expect(await client.command(["display-message", "-p", "still in step"])).toEqual(["still in step"]);
+  });
+
+  it("command: a reply past the deadline rejects with OperationTimeoutError and the client recovers", async () => {
+    // `wait-for` answers at once but blocks this client's queue until the channel is signalled.
+    await client.command(["wait-for", "gc-never"]);
+    const slow = client.command(["display-message", "-p", "late"], { timeoutMs: 200 });
+    await expect(slow).rejects.toBeInstanceOf(OperationTimeoutError);
+    expect(await client.command(["display-message", "-p", "recovered"])).toEqual(["recovered"]);
+  });
+
+  it("command: aborting rejects with the reason and later replies stay matched", async () => {
+    const ac = new AbortController();
+    await client.command(["display-message", "-p", "connected"]);
+    await client.command(["wait-for", "gc-abort"]);
+    const slow = client.command(["display-message", "-p", "abandoned"], { signal: ac.signal });
+    const next = client.command(["display-message", "-p", "queued-after"]);
+    const reason = new Error("stop waiting");
+    ac.abort(reason);
+    await expect(slow).rejects.toBe(reason);
+    // The abandoned reply arrives once the channel is signalled; it must not be given to `next`.
+    expect((await fx.tmux("wait-for", "-S", "gc-abort")).exitCode).toBe(0);
+    expect(await next).toEqual(["queued-after"]);
+  });
+
+  it("reconnect: a server SIGKILLed mid-command fails that command, and the next one gets a fresh server", async () => {
+    await client.command(["new-session", "-d", "-s", "victim", "--", "sleep", "300"]);
+    const [serverPid] = await client.command(["display-message", "-p", "#{pid}"]);
+    const gen = client.generation;
+    await client.command(["wait-for", "gc-forever"]);
+    const pending = client.command(["display-message", "-p", "never"]);
+    process.kill(Number(serverPid), "SIGKILL");
+    await expect(pending).rejects.toBeInstanceOf(TmuxConnectionError);
+    // Queries may retry once on the new connection.
+    expect(await client.command(["list-sessions", "-F", "#{session_name}"], { retry: true })).toEqual([
+      KEEPER_SESSION,
+    ]);
+    expect(client.generation).toBe(gen + 1);
+    expect(await client.command(["show-options", "-gwv", "remain-on-exit"])).toEqual(["off"]);
+  });
+
+  it("reconnect: kill-server while a command waits; the next command gets a fresh server and keeper", async () => {
+    await client.command(["new-session", "-d", "-s", "victim", "--", "sleep", "300"]);
+    await client.command(["wait-for", "gc-flushed-by-kill"]);
+    const pending = client.command(["display-message", "-p", "maybe"]);
+    expect((await fx.tmux("kill-server")).exitCode).toBe(0);
+    // tmux wakes waiters when it shuts down, so the command may still complete; it must not hang.
+    const r = await pending.then(
+      (v) => v,
+      (e: unknown) => e,
+    );
+    expect(Array.isArray(r) ? r : r instanceof TmuxConnectionError).toBeTruthy();
+    expect(await client.command(["list-sessions", "-F", "#{session_name}"], { retry: true })).toEqual([
+      KEEPER_SESSION,
+    ]);
+  });
+
+  it("connect: concurrent first commands share one client process", async () => {
+    await Promise.all([0, 1, 2, 3].map((i) => client.command(["display-message", "-p", String(i)])));
+    const pid = client.pid;
+    expect(pid).toBeGreaterThan(0);
+    await client.command(["display-message", "-p", "x"]);
+    expect(client.pid).toBe(pid);
+  });
+
+  it("setup: commands run after every connect, before anything else", async () => {
+    const c = new ControlClient({
+      socket: { name: fx.socket },
+      env: { PATH: process.env.PATH },
+      setup: [["set-option", "-g", "@setup", "done"]],
+    });
+    try {
+      expect(await c.command(["show-options", "-gv", "@setup"])).toEqual(["done"]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("notifications: sessions-changed is delivered", async () => {
+    const seen: Notification[] = [];
+    client.onNotification((n) => seen.push(n));
+    await client.command(["new-session", "-d", "-s", "notify", "--", "sleep", "300"]);
+    for (let i = 0; i < 40 && !seen.some((n) => n.name === "sessions-changed"); i++) await sleep(25);
+    expect(seen.some((n) => n.name === "sessions-changed")).toBe(true);
+  });
+
+  it("close: the client process is gone and further commands reject", async () => {
+    await client.command(["display-message", "-p", "x"]);
+    const pid = client.pid!;
+    await client.close();
+    expect(await pidAlive(pid)).toBe(false);
+    await expect(client.command(["display-message", "-p", "x"])).rejects.toBeInstanceOf(TmuxConnectionError);
+    await client.close(); // idempotent
+  });
+
+  it("connect: a missing tmux binary is a TmuxConnectionError", async () => {
+    const c = new ControlClient({ socket: { name: fx.socket }, tmuxPath: "/nonexistent/tmux" });
+    await expect(c.command(["display-message", "-p", "x"])).rejects.toBeInstanceOf(TmuxConnectionError);
+    await c.close();
+  });
+});

@@ -1,0 +1,357 @@
+import { access, readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DialogRefusedError } from "../../../internal/runtime/dialogs.js";
+import { isGcError } from "../../../internal/runtime/errors.js";
+import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { serverListening } from "../../../internal/runtime/tmux/control-client.js";
+import type { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
+import { fakeAgent, HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
+
+const HOSTILE_NAMES = [
+  "a;b",
+  "$(touch x)",
+  "a b",
+  "#{session_name}",
+  "a:b",
+  "-t",
+  "x\ny",
+  "é",
+  "a'b",
+  "_gc_keeper",
+  "",
+];
+
+async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
+  let fx: TmuxFixture;
+  let p: TmuxProvider;
+  const cfg = async (command: string, extra: Partial<StartConfig> = {}): Promise<StartConfig> => ({
+    command,
+    workDir: await fx.dir(),
+    env: {},
+    ...extra,
+  });
+  beforeEach(async () => {
+    fx = await tmuxFixture();
+    p = fx.provider({ nudgeConfirmMs: 400, nudgeIdleWaitMs: 2_000, dialogTimeoutMs: 3_000 });
+  });
+  afterEach(async () => {
+    await fx.cleanup();
+  });
+
+  it("names: hostile names are rejected by every method before tmux is even contacted", async () => {
+    const c = await cfg("exec sleep 300");
+    const calls: ((n: string) => Promise<unknown>)[] = [
+      (n) => p.start(n, c),
+      (n) => p.stop(n),
+      (n) => p.interrupt(n),
+      (n) => p.isRunning(n),
+      (n) => p.processAlive(n, ["sleep"]),
+      (n) => p.nudge(n, "x"),
+      (n) => p.nudgeNow(n, "x"),
+      (n) => p.sendKeys(n, ["Enter"]),
+      (n) => p.peek(n, 5),
+      (n) => p.setMeta(n, "k", "v"),
+      (n) => p.getMeta(n, "k"),
+      (n) => p.removeMeta(n, "k"),
+      (n) => p.getLastActivity(n),
+      (n) => p.clearScrollback(n),
+      (n) => p.copyTo(n, "/etc/hostname", "x"),
+      (n) => p.runLive(n, c),
+      (n) => p.attach(n),
+      (n) => p.isAttached(n),
+      (n) => p.waitForIdle(n, 100),
+      (n) => p.pending(n),
+      (n) => p.respond(n, { action: "approve" }),
+      (n) => p.lastExit(n),
+      (n) => p.execCommand(n, ["true"]),
+    ];
+    for (const bad of HOSTILE_NAMES) {
+      for (const call of calls) {
+        const e = await call(bad).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+        expect(isGcError(e, "GC_INVALID_NAME"), `${JSON.stringify(bad)}: ${String(e)}`).toBe(true);
+      }
+    }
+    expect(p.control.pid).toBeUndefined();
+  });
+
+  it("names: dotted names map reversibly, so a.b and a_b are two sessions", async () => {
+    await p.start("w.1", await cfg("exec sleep 300"));
+    await p.start("w_1", await cfg("exec sleep 300"));
+    expect(await p.listRunning("w")).toEqual(["w.1", "w_1"]);
+    const raw = await fx.tmux("list-sessions", "-F", "#{session_name}");
+    expect(raw.stdout.split("\n")).toEqual(expect.arrayContaining(["w+1", "w_1"]));
+    await p.stop("w.1");
+    expect(await p.isRunning("w_1")).toBe(true);
+  });
+
+  it("setMeta: hostile values round-trip exactly and nothing is executed", async () => {
+    const dir = await fx.dir();
+    await p.start("meta", await cfg("exec sleep 300"));
+    const values = [
+      `$(touch ${dir}/pwned1)`,
+      `#(touch ${dir}/pwned2) #{session_name} ##`,
+      `\`touch ${dir}/pwned3\`; kill-server; ' " \\`,
+      "multi\nline\r\nvalue\n\n",
+      "\x01\x02\x1b[31mred\x7f",
+      "日本語 🦀 \u{10FFFF} e\u0301",
+      "~/not-home $HOME",
+      "",
+    ];
+    for (const [i, v] of values.entries()) {
+      await p.setMeta("meta", `k${i}`, v);
+      expect(await p.getMeta("meta", `k${i}`)).toBe(v);
+    }
+    expect((await readdir(dir)).filter((f) => f.startsWith("pwned"))).toEqual([]);
+    expect(await p.isRunning("meta")).toBe(true);
+  });
+
+  it("nudge: hostile text arrives verbatim and nothing is executed", async () => {
+    const dir = await fx.dir();
+    const c = await cfg("exec cat > nudge.out");
+    await p.start("nud", c);
+    const text = `a;b $(touch ${dir}/pwned) #(touch ${dir}/pwned2) \`x\` '"\\ ~/h $HOME #{pane_id} 🦀 ; kill-server`;
+    await p.nudge("nud", text);
+    await eventually(
+      "nudge.out",
+      async () => (await readFile(join(c.workDir, "nudge.out"), "utf8")) === `${text}\n`,
+    );
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("nudge: a program that shows nothing rejects with NudgeNotDeliveredError, never a silent success", async () => {
+    await p.start("deaf", await cfg("stty raw -echo; exec sleep 300"));
+    await sleep(200);
+    const e = await p.nudgeNow("deaf", "hello").catch((err: unknown) => err);
+    expect(isGcError(e, "GC_NUDGE_NOT_DELIVERED"), String(e)).toBe(true);
+  });
+
+  it("nudge: an Enter the program swallows is retried until the input is submitted", async () => {
+    const c = await cfg(fakeAgent("composer", "out.txt", "1"), { readyPromptPrefix: "❯ " });
+    await p.start("comp", c);
+    await p.nudge("comp", "first line\nsecond line");
+    expect(await readFile(join(c.workDir, "out.txt"), "utf8")).toBe("first line\nsecond line\n");
+  });
+
+  it("nudge: when Enter never submits, the error says so and nothing is reported as delivered", async () => {
+    const c = await cfg(fakeAgent("composer", "out.txt", "99"), { readyPromptPrefix: "❯ " });
+    await p.start("stuck", c);
+    const e = await p.nudgeNow("stuck", "will not submit").catch((err: unknown) => err);
+    expect(isGcError(e, "GC_NUDGE_NOT_DELIVERED"), String(e)).toBe(true);
+    expect(String(e)).toMatch(/still on the input line/);
+  });
+
+  it("nudge: refuses to type into a menu that waits for a choice", async () => {
+    const c = await cfg(fakeAgent("menu", "out.txt", "0", "Select a model:", "opus", "sonnet"));
+    await p.start("menu", c);
+    await eventually("the menu", async () => (await p.peek("menu", 20)).includes("2. sonnet"));
+    const e = await p.nudgeNow("menu", "hello").catch((err: unknown) => err);
+    expect(isGcError(e, "GC_NUDGE_NOT_DELIVERED"), String(e)).toBe(true);
+    expect(await readFile(join(c.workDir, "out.txt"), "utf8").catch(() => "")).toBe("");
+  });
+
+  it("peek: pane text that forges control-mode lines comes back verbatim", async () => {
+    await p.start("forge", await cfg("printf '%%end 1 1 1\\n%%begin 1 2 1\\n%%exit\\n'; exec sleep 300"));
+    const out = await eventually("the forged lines", async () => {
+      const s = await p.peek("forge", 10);
+      return s.includes("%exit") ? s : undefined;
+    });
+    expect(out.split("\n").slice(0, 3)).toEqual(["%end 1 1 1", "%begin 1 2 1", "%exit"]);
+    await p.setMeta("forge", "after", "ok");
+    expect(await p.getMeta("forge", "after")).toBe("ok");
+  });
+
+  it("foreign: a same-name session of another city is never read, stopped or replaced", async () => {
+    const other = fx.provider({}, "other-city");
+    await other.start("shared", await cfg("exec sleep 300"));
+    await expect(p.start("shared", await cfg("exec sleep 300"))).rejects.toSatisfy((e) =>
+      isGcError(e, "GC_SESSION_EXISTS"),
+    );
+    expect(await p.isRunning("shared")).toBe(false);
+    await expect(p.peek("shared", 5)).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
+    await expect(p.getMeta("shared", "k")).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
+    await p.stop("shared");
+    await p.sendKeys("shared", ["C-c"]);
+    expect(await other.isRunning("shared")).toBe(true);
+    expect(await p.listRunning("")).toEqual([]);
+    expect(await other.listRunning("")).toEqual(["shared"]);
+  });
+
+  it("lastExit: a dead session keeps its exit status until the next start cleans it up", async () => {
+    const c = await cfg("sleep 0.3; exit 4");
+    await p.start("dies", c);
+    const st = await eventually("an exit status", () => p.lastExit("dies"));
+    expect(st.code).toBe(4);
+    expect(await p.isRunning("dies")).toBe(false);
+    expect((await p.snapshot("dies"))[0]).toMatchObject({ name: "dies", running: false });
+    await p.start("dies", await cfg("exec sleep 300"));
+    expect(await p.isRunning("dies")).toBe(true);
+    expect(await p.lastExit("dies")).toBeUndefined();
+  });
+
+  it("start: a startup dialog with 'No, exit' pre-selected is answered with the safe option", async () => {
+    const c = await cfg(
+      fakeAgent(
+        "menu",
+        "chosen.txt",
+        "1",
+        "Do you trust the files in this folder?",
+        "Yes, proceed",
+        "No, exit",
+      ),
+      { readyPromptPrefix: "READY> " },
+    );
+    await p.start("trust", c);
+    expect(await readFile(join(c.workDir, "chosen.txt"), "utf8")).toBe("Yes, proceed\n");
+    expect(await p.isRunning("trust")).toBe(true);
+  });
+
+  it("start: emits_permission_warning without a prompt prefix still answers the bypass warning", async () => {
+    const c = await cfg(
+      fakeAgent("menu", "chosen.txt", "0", "WARNING: Bypass Permissions mode", "No, exit", "Yes, I accept"),
+      { emitsPermissionWarning: true },
+    );
+    await p.start("bypass", c);
+    expect(await readFile(join(c.workDir, "chosen.txt"), "utf8")).toBe("Yes, I accept\n");
+  });
+
+  it("start: an unfamiliar dialog layout is refused without a key press and leaves nothing", async () => {
+    const c = await cfg(
+      fakeAgent(
+        "menu",
+        "chosen.txt",
+        "0",
+        "Do you trust the files in this folder?",
+        "Yes, proceed",
+        "Yes, and trust everything forever",
+        "No, exit",
+      ),
+      { readyPromptPrefix: "READY> " },
+    );
+    const e = await p.start("odd", c).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(DialogRefusedError);
+    expect(await p.isRunning("odd")).toBe(false);
+    expect(await p.listRunning("")).toEqual([]);
+    expect(await readFile(join(c.workDir, "chosen.txt"), "utf8").catch(() => "none")).toBe("none");
+  });
+
+  it("pending/respond: an approval prompt is reported, never idle, and answered by role", async () => {
+    const c = await cfg(
+      fakeAgent(
+        "menu",
+        "answer.txt",
+        "0",
+        "● Bash(rm -rf build)\n\nBash command\n  rm -rf build\nDo you want to proceed?",
+        "Yes",
+        "Yes, and don't ask again for rm commands",
+        "No, and tell Claude what to do differently (esc)",
+      ),
+    );
+    await p.start("approve", c);
+    const pending = await eventually("a pending approval", () => p.pending("approve"));
+    expect(pending.kind).toBe("approval");
+    expect(pending.options).toHaveLength(3);
+    expect(await p.waitForIdle("approve", 1_500)).toBe("timeout");
+    await expect(p.respond("approve", { requestId: "scr-stale", action: "deny" })).rejects.toThrow(/changed/);
+    await p.respond("approve", { requestId: pending.requestId, action: "deny" });
+    expect(await readFile(join(c.workDir, "answer.txt"), "utf8")).toBe(
+      "No, and tell Claude what to do differently (esc)\n",
+    );
+    expect(await p.pending("approve")).toBeUndefined();
+  });
+
+  it("recovery: after the server is killed, nothing is reported running and start works again", async () => {
+    await p.start("before", await cfg("exec sleep 300"));
+    expect((await fx.tmux("kill-server")).exitCode).toBe(0);
+    expect(await p.isRunning("before")).toBe(false);
+    expect(await p.listRunning("")).toEqual([]);
+    await p.start("after", await cfg("exec sleep 300"));
+    expect(await p.listRunning("")).toEqual(["after"]);
+  });
+
+  it("shutdown: stops our sessions, ends the server and removes its socket; reads do not revive it", async () => {
+    await p.start("one", await cfg("exec sleep 300"));
+    await p.start("two", await cfg("exit 0"));
+    const path = p.control.socketPath;
+    await p.shutdown();
+    expect(await serverListening(path)).toBe(false);
+    await expect(access(path)).rejects.toThrow();
+    expect(await p.listRunning("")).toEqual([]);
+    expect(await p.isRunning("one")).toBe(false);
+    await expect(p.peek("one", 5)).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
+    await expect(access(path)).rejects.toThrow();
+    await p.shutdown(); // idempotent
+  });
+
+  it("shutdown: a foreign session keeps the server (and itself) alive", async () => {
+    const other = fx.provider({}, "other-city");
+    await other.start("theirs", await cfg("exec sleep 300"));
+    await p.start("ours", await cfg("exec sleep 300"));
+    await p.shutdown();
+    expect(await p.listRunning("")).toEqual([]);
+    expect(await other.listRunning("")).toEqual(["theirs"]);
+  });
+
+  it("snapshot: one observation with running, attached and activity for every session", async () => {
+    await Promise.all(
+      ["s1", "s2", "s3"].map(async (n) => p.start(n, await cfg(`echo ${n}; exec sleep 300`))),
+    );
+    const snap = await p.snapshot("s");
+    expect(snap.map((s) => s.name).sort()).toEqual(["s1", "s2", "s3"]);
+    for (const s of snap) {
+      expect(s.running).toBe(true);
+      expect(s.attached).toBe(false);
+      expect(s.lastActivity).toBeInstanceOf(Date);
+    }
+  });
+
+  it("execCommand: runs with the declared env in the work dir; a missing program is exit 127", async () => {
+    const c = await cfg("exec sleep 300", { env: { GC_EXEC_VAR: "v'a\"l $(x)" } });
+    await p.start("exec", c);
+    const r = await p.execCommand("exec", [
+      "sh",
+      "-c",
+      'printf "%s|%s|%s" "$GC_EXEC_VAR" "$GC_SESSION" "$PWD"',
+    ]);
+    expect(r).toEqual({ exitCode: 0, stdout: `v'a"l $(x)|exec|${c.workDir}`, stderr: "" });
+    expect((await p.execCommand("exec", ["/nonexistent/program"])).exitCode).toBe(127);
+  });
+
+  it("start: a program that exits before start returns is SessionDiedDuringStartupError with its status", async () => {
+    const e = await p.start("quick", await cfg("echo bye; exit 4")).catch((err: unknown) => err);
+    // Without readiness hints the exit may land just after start returns; then it is a dead session.
+    if (e === undefined) {
+      expect((await eventually("an exit status", () => p.lastExit("quick"))).code).toBe(4);
+    } else {
+      expect(isGcError(e, "GC_DIED_DURING_STARTUP"), String(e)).toBe(true);
+      expect(String(e)).toMatch(/exit status 4/);
+      expect(await p.lastExit("quick")).toBeUndefined();
+    }
+  });
+
+  it("start: a failing session_setup is a HookFailedError and the session is gone", async () => {
+    const c = await cfg("exec sleep 300", { sessionSetup: ["echo broken >&2; exit 3"] });
+    const e = await p.start("setup", c).catch((err: unknown) => err);
+    expect(isGcError(e, "GC_HOOK_FAILED"), String(e)).toBe(true);
+    expect(String(e)).toMatch(/broken/);
+    expect(await p.listRunning("")).toEqual([]);
+  });
+});
