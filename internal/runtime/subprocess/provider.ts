@@ -12,7 +12,7 @@ import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { killPids, pidAlive } from "../../proc/kill.js";
+import { killPids, killTree, pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import {
@@ -274,8 +274,9 @@ export class SubprocessProvider
       signal?.throwIfAborted();
       await stageFiles(config);
       signal?.throwIfAborted();
+      const spawned: { child?: ChildProcess } = {};
       try {
-        await this.spawnHolder(name, config, env, signal);
+        await this.spawnHolder(name, config, env, signal, spawned);
         await this.awaitReady(name, config, signal);
         if (config.sessionSetup?.length) await runHooks("session_setup", config.sessionSetup, hookOpts);
         if (config.sessionSetupScript) await runSetupScript(config, env, signal);
@@ -286,6 +287,14 @@ export class SubprocessProvider
         await this.requireAlive(name, signal);
       } catch (e) {
         await this.teardown(name, true);
+        // A holder that had not bound its socket yet is invisible to teardown: kill it by
+        // its handle. Node has not reaped it while exitCode and signalCode are null, so the
+        // pid cannot have been reused.
+        const child = spawned.child;
+        if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+          await killTree(child.pid);
+          await rm(this.paths(name).dir, { recursive: true, force: true });
+        }
         throw e;
       }
     } finally {
@@ -367,12 +376,16 @@ export class SubprocessProvider
     await this.teardown(name, true);
   }
 
-  /** Writes the spec, spawns the holder detached, and waits until its socket answers. */
+  /**
+   * Writes the spec, spawns the holder detached (its handle goes into `spawned` at once), and
+   * waits until its socket answers.
+   */
   private async spawnHolder(
     name: string,
     config: StartConfig,
     env: Record<string, string>,
     signal: AbortSignal | undefined,
+    spawned: { child?: ChildProcess },
   ): Promise<void> {
     if (!existsSync(this.holderPath)) {
       throw new ProviderError("subprocess", `holder not found at ${this.holderPath}: run \`npm run build\``);
@@ -415,6 +428,7 @@ export class SubprocessProvider
     }
     // Detached and unref'd: the holder outlives us; while we live, Node still reaps it.
     child.unref();
+    spawned.child = child;
     let ended: string | undefined;
     child.once("exit", (code, sig) => {
       ended = sig ? `signal ${sig}` : `exit ${code}`;
@@ -441,7 +455,7 @@ export class SubprocessProvider
           `${name}: holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
         );
       }
-      await sleep(POLL_MS, undefined, { signal });
+      await pause(POLL_MS, signal);
     }
   }
 
@@ -462,7 +476,7 @@ export class SubprocessProvider
       );
       if (!r.ok || r.value.result === "exited") await this.requireAlive(name, signal);
     } else if (config.readyDelayMs && config.readyDelayMs > 0) {
-      await sleep(config.readyDelayMs, undefined, { signal });
+      await pause(config.readyDelayMs, signal);
     }
     await this.requireAlive(name, signal);
   }
@@ -926,6 +940,16 @@ export class SubprocessProvider
       input.resume();
       stream.socket.resume();
     });
+  }
+}
+
+/** Sleeps `ms`; aborting rejects with `signal.reason` itself (timers/promises wraps it). */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal });
+  } catch (e) {
+    if (signal?.aborted) throw signal.reason;
+    throw e;
   }
 }
 

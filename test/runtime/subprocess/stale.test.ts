@@ -1,9 +1,10 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pidAlive } from "../../../internal/proc/kill.js";
 import { providerRoot, sessionPaths } from "../../../internal/runtime/subprocess/layout.js";
 import type { HolderRecord } from "../../../internal/runtime/subprocess/protocol.js";
-import { makeCity, type TestCity, until } from "./helpers.js";
+import { holdersUnder, makeCity, type TestCity, until } from "./helpers.js";
 
 describe("subprocess stale sessions", () => {
   let city: TestCity;
@@ -88,5 +89,21 @@ describe("subprocess stale sessions", () => {
     expect(await city.provider.listRunning("stale-")).toEqual(["stale-starting"]);
     await expect(stat(p.lock)).rejects.toThrow();
     await city.provider.stop("stale-starting");
+  });
+
+  it("start: aborting at any point of the holder's boot leaves no holder, program or files", async () => {
+    for (const delayMs of [0, 30, 120]) {
+      const name = `stale-abort-${delayMs}`;
+      const ac = new AbortController();
+      const p = city.provider.start(name, await city.config("echo booted > booted.out; exec sleep 300"), {
+        signal: ac.signal,
+      });
+      await sleep(delayMs);
+      ac.abort(new Error("abort while booting"));
+      await expect(p).rejects.toThrow("abort while booting");
+      await expect(stat(paths(name).dir)).rejects.toThrow();
+    }
+    expect(await holdersUnder(city.stateDir)).toEqual([]);
+    expect(await city.provider.listRunning("stale-abort")).toEqual([]);
   });
 });
