@@ -184,6 +184,39 @@ describe("subprocess holder protocol", () => {
   });
 });
 
+describe("subprocess holder output retention", () => {
+  let city: TestCity;
+  beforeAll(async () => {
+    city = await makeCity();
+  });
+  afterAll(async () => {
+    await city?.cleanup();
+  });
+
+  it("output: the raw log rotates at log_max_bytes and the ring keeps only ring_bytes", async () => {
+    const p = city.fresh({ logMaxBytes: 4096, ringBytes: 1024 });
+    const name = "retain";
+    await p.start(
+      name,
+      await city.config(
+        "i=0; while [ $i -lt 200 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; exec sleep 300",
+      ),
+    );
+    await until("all output", async () => (await p.peek(name, 1)).includes("line-199"));
+    const { output } = p.logFiles(name);
+    const [cur, old] = [await readFile(output, "utf8"), await readFile(`${output}.1`, "utf8")];
+    expect(old.length).toBeGreaterThanOrEqual(4096);
+    expect(cur.length).toBeLessThan(4096 + 1024);
+    expect(old + cur).toContain("line-199");
+    const o = await p.output(name, 0);
+    expect(o?.truncated).toBe(true);
+    expect(Buffer.byteLength(o?.data ?? "")).toBeLessThanOrEqual(1024);
+    expect(o?.data).toContain("line-199");
+    await p.stop(name);
+    expect((await stat(output)).isFile()).toBe(true); // logs outlive the session
+  });
+});
+
 describe("subprocess holder sockets on long paths", () => {
   let city: TestCity;
   beforeAll(async () => {
