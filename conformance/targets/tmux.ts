@@ -27,7 +27,15 @@ export async function createTarget(): Promise<ConformanceTarget> {
   });
   const tmux = provider.tmuxArgv();
   // Connecting starts the private server; remember its socket file to remove it at the end.
-  const [socketPath] = await provider.control.command(["display-message", "-p", "#{socket_path}"]);
+  let socketPath: string | undefined;
+  try {
+    [socketPath] = await provider.control.command(["display-message", "-p", "#{socket_path}"]);
+  } catch (e) {
+    await provider.close();
+    await run([...tmux, "kill-server"], { timeoutMs: 10_000 }).catch(() => undefined);
+    await rm(root, { recursive: true, force: true });
+    throw e;
+  }
   let dirs = 0;
   return {
     label: "tmux",
