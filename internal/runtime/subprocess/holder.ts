@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { IPty } from "@lydell/node-pty";
 import pty from "@lydell/node-pty";
+import { screenAwaitsChoice, screenLooksBusy } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
 import { validateMetaKey } from "../names.js";
 import { keyBytes } from "./keys.js";
@@ -409,6 +410,9 @@ class Holder {
       case "peek":
         await this.screen.flush();
         return { text: this.screen.peek(int(req.lines, "lines")) };
+      case "screen":
+        await this.screen.flush();
+        return { text: this.screen.visibleText() };
       case "nudge":
         return this.nudge(str(req.text, "text"));
       case "keys":
@@ -514,6 +518,12 @@ class Holder {
     return this.serialize(async () => {
       this.requireRunning();
       await this.screen.flush();
+      if (screenAwaitsChoice(this.screen.visibleText())) {
+        throw new OpError(
+          "awaiting_choice",
+          "a menu or dialog is waiting for a choice; typing would answer it",
+        );
+      }
       const paste = this.screen.bracketedPaste;
       const tui = paste || this.screen.alternateScreen;
       // Bracketed paste like a real terminal: newlines become CR inside the markers.
@@ -584,7 +594,8 @@ class Holder {
   }
 
   /**
-   * Idle = no output for `quietMs` and, when a prompt prefix is known, the prompt visible.
+   * Idle = no output for `quietMs`, no busy marker and no menu or dialog on screen, and,
+   * when a prompt prefix is known, the prompt visible (the shared heuristics, dialogs.ts).
    * Re-evaluated on output and when the quiet period would end; never polls.
    */
   private waitIdle(
@@ -600,6 +611,8 @@ class Holder {
         again(quietMs - quietFor + 5);
         return undefined;
       }
+      const screen = this.screen.visibleText();
+      if (screenLooksBusy(screen) || screenAwaitsChoice(screen)) return undefined;
       if (prefix && prefix.trim() !== "" && !this.screen.showsPrompt(prefix)) return undefined;
       return "idle";
     });

@@ -13,6 +13,7 @@ export {
   DEFAULT_RING_BYTES,
   DEFAULT_ROWS,
   DEFAULT_SCROLLBACK,
+  DIALOG_TIMEOUT_MS,
   defaultHolderPath,
   READY_TIMEOUT_MS,
   SubprocessProvider,
@@ -28,7 +29,7 @@ function positiveInt(v: unknown): number | undefined {
 /**
  * Builds the subprocess provider for a city. Sessions live under `<stateDir>/subprocess/`.
  * Recognised `settings` (city file `session.subprocess`): `cols`, `rows`, `scrollback`,
- * `log_max_bytes`, `ring_bytes`, `ready_timeout_ms` (positive integers) and `detach_keys`
+ * `log_max_bytes`, `ring_bytes`, `ready_timeout_ms`, `dialog_timeout_ms` (positive integers) and `detach_keys`
  * (`both` | `C-\` | `C-b d`); anything else is ignored.
  */
 export function createProvider(opts: ProviderFactoryOptions): SubprocessProvider {
@@ -43,6 +44,7 @@ export function createProvider(opts: ProviderFactoryOptions): SubprocessProvider
     logMaxBytes: positiveInt(s.log_max_bytes),
     ringBytes: positiveInt(s.ring_bytes),
     readyTimeoutMs: positiveInt(s.ready_timeout_ms),
+    dialogTimeoutMs: positiveInt(s.dialog_timeout_ms),
     detachKeys: detach,
   };
   return new SubprocessProvider(options);

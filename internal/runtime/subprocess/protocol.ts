@@ -82,6 +82,7 @@ export type HolderRequest =
   | { readonly op: "status" }
   | { readonly op: "info" }
   | { readonly op: "peek"; readonly lines: number }
+  | { readonly op: "screen" }
   | { readonly op: "nudge"; readonly text: string }
   | { readonly op: "keys"; readonly keys: readonly string[] }
   | { readonly op: "interrupt" }
@@ -110,6 +111,7 @@ export interface HolderResults {
   status: HolderStatus;
   info: { readonly workDir: string; readonly env: Record<string, string> };
   peek: { readonly text: string };
+  screen: { readonly text: string };
   nudge: { readonly bytes: number };
   keys: { readonly bytes: number };
   interrupt: { readonly pgid: number };
@@ -136,6 +138,7 @@ export type HolderErrorCode =
   | "write_failed"
   | "shutting_down"
   | "not_owner"
+  | "awaiting_choice"
   | "internal";
 
 /** Identity a request may demand of the holder. */

@@ -16,6 +16,17 @@ import { killPids, killTree, pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import {
+  acceptStartupDialogs,
+  DialogRefusedError,
+  type DialogStep,
+  dismissStartupDialog,
+  findInteraction,
+  looksLikePrompt,
+  respondToInteraction,
+  type ScreenIO,
+  screenShowsPrompt,
+} from "../dialogs.js";
+import {
   describeError,
   HookFailedError,
   InvalidNameError,
@@ -37,8 +48,11 @@ import {
   type IdleResult,
   type IdleWaitProvider,
   type ImmediateNudgeProvider,
+  type InteractionProvider,
+  type InteractionResponse,
   type NudgeContent,
   type OpOptions,
+  type PendingInteraction,
   type Provider,
   type ProviderCapabilities,
   type SessionSnapshot,
@@ -74,6 +88,10 @@ export const READY_TIMEOUT_MS = 60_000;
 export const STATUS_TIMEOUT_MS = 3_000;
 /** Deadline for the holder to stop the program and answer `shutdown`. */
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
+/** How long start keeps answering startup dialogs when `emitsPermissionWarning` is set. */
+export const DIALOG_TIMEOUT_MS = 10_000;
+/** Screen checks while waiting for readiness (a prompt wakes the wait at once). */
+const READY_POLL_MS = 200;
 /** Default terminal size of a new session. */
 export const DEFAULT_COLS = 160;
 export const DEFAULT_ROWS = 50;
@@ -105,6 +123,8 @@ export interface SubprocessProviderOptions {
   readonly detachKeys?: DetachKeys | undefined;
   /** Deadline for `readyPromptPrefix`. Default {@link READY_TIMEOUT_MS}. */
   readonly readyTimeoutMs?: number | undefined;
+  /** How long start answers startup dialogs after readiness. Default {@link DIALOG_TIMEOUT_MS}. */
+  readonly dialogTimeoutMs?: number | undefined;
   /** The built holder script. Default: `holder.js` beside this module (from `dist/`). */
   readonly holderPath?: string | undefined;
   /** Node binary for holders. Default `process.execPath`. */
@@ -163,6 +183,7 @@ export class SubprocessProvider
     Provider,
     IdleWaitProvider,
     ImmediateNudgeProvider,
+    InteractionProvider,
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider
@@ -189,7 +210,7 @@ export class SubprocessProvider
       attach: true,
       attachDetect: true,
       activity: true,
-      interaction: false,
+      interaction: true,
       idleWait: true,
       processNames: true,
       copyTo: true,
@@ -229,6 +250,7 @@ export class SubprocessProvider
       if (e instanceof HolderOpError) {
         if (e.code === "not_owner") return { ok: false, why: "foreign" };
         if (e.code === "not_running" || e.code === "shutting_down") return { ok: false, why: "exited" };
+        if (e.code === "awaiting_choice") throw new NudgeNotDeliveredError(name, e.message, { cause: e });
         if (e.code === "invalid_name" || e.code === "invalid_key") {
           throw new InvalidNameError(e.code === "invalid_key" ? "key" : "metadata key", "", e.message, {
             cause: e,
@@ -286,7 +308,7 @@ export class SubprocessProvider
         signal?.throwIfAborted();
         await this.requireAlive(name, signal);
       } catch (e) {
-        await this.teardown(name, true);
+        await this.teardown(name, true).catch(() => undefined);
         // A holder that had not bound its socket yet is invisible to teardown: kill it by
         // its handle. Node has not reaped it while exitCode and signalCode are null, so the
         // pid cannot have been reused.
@@ -297,6 +319,10 @@ export class SubprocessProvider
         }
         throw e;
       }
+    } catch (e) {
+      // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
+      if (signal?.aborted) throw signal.reason;
+      throw e;
     } finally {
       await release?.();
       this.starting.delete(name);
@@ -459,26 +485,70 @@ export class SubprocessProvider
     }
   }
 
-  /** Readiness: the prompt prefix on screen, else the ready delay; then the program must be alive. */
+  /**
+   * Readiness: the prompt prefix on screen (bounded by the ready timeout, after which start
+   * goes on) or the ready delay, answering catalogued startup dialogs (trust, permissions…)
+   * with their safe option on the way, as every provider that can read its screen does
+   * (dialogs.ts). With `emitsPermissionWarning`, dialogs are watched for a while after
+   * readiness too. Then the program must still be alive.
+   * @throws DialogRefusedError when a dialog could not be answered safely.
+   */
   private async awaitReady(
     name: string,
     config: StartConfig,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const prefix = config.readyPromptPrefix;
-    if (prefix && prefix.trim() !== "") {
-      const timeoutMs = this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
-      const r = await this.call(
-        name,
-        { op: "waitReady", prefix, timeoutMs },
-        timeoutMs + STATUS_TIMEOUT_MS,
-        signal,
-      );
-      if (!r.ok || r.value.result === "exited") await this.requireAlive(name, signal);
-    } else if (config.readyDelayMs && config.readyDelayMs > 0) {
-      await pause(config.readyDelayMs, signal);
+    const prefix = config.readyPromptPrefix?.trim() ? config.readyPromptPrefix : undefined;
+    const delay = config.readyDelayMs ?? 0;
+    if (prefix || delay > 0 || config.emitsPermissionWarning) {
+      const io = this.screenIO(name, signal);
+      const deadline = Date.now() + (prefix ? (this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS) : delay);
+      let last: DialogStep = { status: "none" };
+      for (;;) {
+        await this.requireAlive(name, signal);
+        const screen = await io.screen();
+        last = await dismissStartupDialog(io, screen, { signal });
+        if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
+        if (last.status === "handled") continue;
+        if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+        const left = deadline - Date.now();
+        if (left <= 0) break;
+        const wait = Math.min(READY_POLL_MS, left);
+        // The holder answers as soon as the prompt shows or the program exits.
+        if (prefix)
+          await this.call(
+            name,
+            { op: "waitReady", prefix, timeoutMs: wait },
+            wait + STATUS_TIMEOUT_MS,
+            signal,
+          );
+        else await pause(wait, signal);
+      }
+      if (last.status === "pending")
+        throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
+      if (config.emitsPermissionWarning) {
+        // Some agents show their warning only after the first ready screen.
+        const out = await acceptStartupDialogs(io, {
+          timeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
+          signal,
+          until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
+        });
+        if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
+      }
     }
     await this.requireAlive(name, signal);
+  }
+
+  /** The session's visible screen and keyboard, for the shared dialog code. */
+  private screenIO(name: string, signal: AbortSignal | undefined): ScreenIO {
+    return {
+      screen: async () => {
+        const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal);
+        if (!r.ok) throw new SessionNotFoundError(name);
+        return r.value.text;
+      },
+      sendKeys: (keys) => this.sendKeys(name, keys, { signal }),
+    };
   }
 
   /** @throws SessionDiedDuringStartupError (with exit status and last screen lines) unless running. */
@@ -698,7 +768,8 @@ export class SubprocessProvider
    * paste get the text as one paste, and full-screen programs a short pause before Enter.
    * Resolves once the bytes were accepted by the pty. Best-effort for a missing or exited
    * session (resolves). Empty text sends nothing.
-   * @throws NudgeNotDeliveredError when the pty did not accept the text.
+   * @throws NudgeNotDeliveredError when the pty did not accept the text, or when a menu or
+   * dialog is waiting for a choice (typing would answer it; see {@link SubprocessProvider.pending}).
    */
   async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
@@ -755,9 +826,9 @@ export class SubprocessProvider
   }
 
   /**
-   * Resolves `idle` once the program printed nothing for a quiet period and, when the
-   * session has a `readyPromptPrefix`, shows that prompt; `timeout` at `timeoutMs` (a hard
-   * bound); `gone` when missing or exited.
+   * Resolves `idle` once the program printed nothing for a quiet period, shows no busy
+   * marker and no menu or dialog, and — when the session has a `readyPromptPrefix` — shows
+   * that prompt; `timeout` at `timeoutMs` (a hard bound); `gone` when missing or exited.
    */
   async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {
     validateSessionName(name);
@@ -769,6 +840,33 @@ export class SubprocessProvider
       if (e instanceof HolderUnavailableError) return "timeout";
       throw e;
     }
+  }
+
+  // ---------------------------------------------------------------- interactions
+
+  /**
+   * The approval prompt, startup dialog or menu with a cursor on the visible screen
+   * (dialogs.ts), or `undefined` when none, or when the session is missing or exited.
+   */
+  async pending(name: string, opts: OpOptions = {}): Promise<PendingInteraction | undefined> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok || !st.value.running) return undefined;
+    const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
+    return r.ok ? findInteraction(r.value.text) : undefined;
+  }
+
+  /**
+   * Answers the interaction on screen: moves the cursor to the chosen option, verifies it
+   * there, then confirms. @throws SessionNotFoundError when missing or exited; ProviderError
+   * when nothing is pending, the id differs, or no option fits; DialogRefusedError when it
+   * could not be answered safely.
+   */
+  async respond(name: string, response: InteractionResponse, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok || !st.value.running) throw new SessionNotFoundError(name);
+    await respondToInteraction(this.screenIO(name, opts.signal), response, { signal: opts.signal });
   }
 
   // ---------------------------------------------------------------- metadata

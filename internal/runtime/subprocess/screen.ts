@@ -5,21 +5,9 @@
  * repaint sent to a terminal that attaches. Used only by the holder process.
  */
 import xterm from "@xterm/headless";
+import { screenShowsPrompt } from "../dialogs.js";
 
 type XTerminal = InstanceType<typeof xterm.Terminal>;
-
-const NBSP = /\u00a0/g;
-
-/**
- * True when screen `line` shows prompt `prefix`: the trimmed line (NBSP read as space)
- * starts with the prefix, or equals the trimmed prefix. Claude prints NBSP after `❯`. Pure.
- */
-export function promptLineMatches(line: string, prefix: string): boolean {
-  if (prefix.trim() === "") return false;
-  const l = line.replace(NBSP, " ").trim();
-  const p = prefix.replace(NBSP, " ");
-  return l.startsWith(p) || l === p.trim();
-}
 
 /** Last `lines` entries of `all` after dropping trailing blank lines; `lines <= 0` = all. Pure. */
 export function tailLines(all: readonly string[], lines: number): string[] {
@@ -134,9 +122,14 @@ export class Screen {
     return out;
   }
 
-  /** True when some visible row shows `prefix` (see {@link promptLineMatches}). */
+  /** The visible rows as text, trailing blank rows dropped. */
+  visibleText(): string {
+    return tailLines(this.viewportLines(), 0).join("\n");
+  }
+
+  /** True when some visible row shows the ready prompt `prefix` (the shared rule, dialogs.ts). */
   showsPrompt(prefix: string): boolean {
-    return this.viewportLines().some((l) => promptLineMatches(l, prefix));
+    return screenShowsPrompt(this.visibleText(), prefix);
   }
 
   resize(cols: number, rows: number): void {
