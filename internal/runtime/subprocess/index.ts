@@ -6,7 +6,9 @@ import type { ProviderFactoryOptions } from "../factory.js";
 import type { DetachKeys } from "./keys.js";
 import { SubprocessProvider, type SubprocessProviderOptions } from "./provider.js";
 
+/** Detach-key choices for `attach` and their description. */
 export { type DetachKeys, describeDetachKeys } from "./keys.js";
+/** The provider, its options and defaults. */
 export {
   DEFAULT_COLS,
   DEFAULT_LOG_MAX_BYTES,

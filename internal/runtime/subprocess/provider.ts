@@ -92,8 +92,9 @@ export const SHUTDOWN_TIMEOUT_MS = 10_000;
 export const DIALOG_TIMEOUT_MS = 10_000;
 /** Screen checks while waiting for readiness (a prompt wakes the wait at once). */
 const READY_POLL_MS = 200;
-/** Default terminal size of a new session. */
+/** Default terminal width of a new session. */
 export const DEFAULT_COLS = 160;
+/** Default terminal height of a new session. */
 export const DEFAULT_ROWS = 50;
 /** Default scrollback lines kept by the screen model. */
 export const DEFAULT_SCROLLBACK = 5_000;
