@@ -264,6 +264,10 @@ export class TmuxProvider
           timeoutMs: this.settings.hookTimeoutMs,
         });
       }
+      if (cfg.nudge || cfg.sessionLive?.length) {
+        const after = await this.lookup(id, signal);
+        if (!after || !isLive(after)) throw await this.died(name, id);
+      }
     } catch (e) {
       if (id !== undefined) await this.destroy(id).catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
@@ -342,13 +346,19 @@ export class TmuxProvider
     const t0 = Date.now();
     const deadline = t0 + (prefix ? this.settings.readyTimeoutMs : delay);
     let last: DialogStep = { status: "none" };
+    const answered = new Map<string, number>();
     for (;;) {
       const s = await this.lookup(id, signal);
       if (!s || !isLive(s)) throw await this.died(name, id);
       const screen = await io.screen();
       last = await dismissStartupDialog(io, screen, { signal });
       if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
-      if (last.status === "handled") continue;
+      if (last.status === "handled") {
+        const n = (answered.get(last.dialog) ?? 0) + 1;
+        if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
+        answered.set(last.dialog, n);
+        continue;
+      }
       if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
       const left = deadline - Date.now();
       if (left <= 0) break;
@@ -616,9 +626,10 @@ export class TmuxProvider
     }
     const tail = textTail(text);
     const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
-    await this.tmux(["set-buffer", "-b", buffer, "--", text], { signal });
+    // Not abortable: an abort between the two would leave the buffer behind on the server.
+    await this.tmux(["set-buffer", "-b", buffer, "--", text]);
     try {
-      await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target], { signal });
+      await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target]);
     } catch (e) {
       await this.tmux(["delete-buffer", "-b", buffer]).catch(() => undefined);
       if (isAbsent(e)) return;

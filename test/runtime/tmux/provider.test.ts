@@ -289,7 +289,8 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
 
   it("shutdown: stops our sessions, ends the server and removes its socket; reads do not revive it", async () => {
     await p.start("one", await cfg("exec sleep 300"));
-    await p.start("two", await cfg("exit 0"));
+    await p.start("two", await cfg("sleep 0.2; exit 0"));
+    await eventually("a dead session", async () => (await p.snapshot("two"))[0]?.running === false);
     const path = p.control.socketPath;
     await p.shutdown();
     expect(await serverListening(path)).toBe(false);
