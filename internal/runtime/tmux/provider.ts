@@ -128,6 +128,7 @@ export class TmuxProvider
     SnapshotProvider,
     BackendShutdownProvider
 {
+  /** Backend name reported to the CLI and in conformance reports. */
   readonly name = "tmux";
   /** Resolved settings (socket, timeouts, window size). */
   readonly settings: ResolvedTmuxSettings;
@@ -171,6 +172,7 @@ export class TmuxProvider
     return this.client;
   }
 
+  /** Everything: tmux runs real programs and can observe and drive all of it. Constant. */
   capabilities(): ProviderCapabilities {
     return {
       executes: true,
