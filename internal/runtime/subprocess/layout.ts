@@ -15,7 +15,6 @@ import {
   renameSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ProviderError } from "../errors.js";
 
@@ -62,7 +61,7 @@ export function sessionsDir(root: string): string {
 /**
  * The socket path for `name`: `<dir>/holder.sock` when it fits in
  * {@link MAX_SOCKET_PATH_BYTES}, else `<root>/s/<hash>.sock`, else
- * `<tmpdir>/gc-<uid>-<hash of root>/<hash>.sock`. Deterministic, so any process finds it. Pure.
+ * `/tmp/gc-<uid>-<hash of root>/<hash>.sock`. Deterministic, so any process finds it. Pure.
  */
 export function socketPathFor(root: string, name: string): string {
   const fits = (p: string) => Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES;
@@ -73,10 +72,13 @@ export function socketPathFor(root: string, name: string): string {
   return join(fallbackSocketDir(root), `${shortHash(name)}.sock`);
 }
 
-/** The /tmp directory used for sockets when the state dir path is too long. Pure. */
+/**
+ * The directory used for sockets when the state dir path is too long. Always under `/tmp`,
+ * never `$TMPDIR`: every gc process must derive the same path, whatever its environment. Pure.
+ */
 export function fallbackSocketDir(root: string): string {
   const uid = typeof process.getuid === "function" ? process.getuid() : 0;
-  return join(tmpdir(), `gc-${uid}-${shortHash(root, 12)}`);
+  return join("/tmp", `gc-${uid}-${shortHash(root, 12)}`);
 }
 
 /** Every path of session `name` under provider root `root`. Pure. */
