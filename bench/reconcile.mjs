@@ -10,7 +10,11 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { fake: { type: "string", default: "1000" }, tmux: { type: "string", default: "200" }, passes: { type: "string", default: "5" } },
+  options: {
+    fake: { type: "string", default: "1000" },
+    tmux: { type: "string", default: "200" },
+    passes: { type: "string", default: "5" },
+  },
 });
 const dist = new URL("../dist/", import.meta.url);
 const { Reconciler } = await import(new URL("internal/reconcile/reconciler.js", dist).href);
@@ -28,7 +32,17 @@ function desiredList(n, provider, command) {
     const config = { command, workDir: dir, env: { LOG_LEVEL: "info" } };
     const fp = fingerprint(config);
     const name = `s${String(i).padStart(4, "0")}`;
-    return { name, agent: name, provider, dependsOn: [], suspended: false, core: fp.core, live: fp.live, breakdown: fp.breakdown, config };
+    return {
+      name,
+      agent: name,
+      provider,
+      dependsOn: [],
+      suspended: false,
+      core: fp.core,
+      live: fp.live,
+      breakdown: fp.breakdown,
+      config,
+    };
   });
 }
 
@@ -67,15 +81,30 @@ function forkedListSessionsMs(socket, n = 20) {
 const socket = `gc-bench-rec-${process.pid}`;
 try {
   const nFake = Number(values.fake);
-  const fakeMs = await measure("fake", new FakeProvider({ city: "bench" }), desiredList(nFake, "fake", "sleep 1"), mkdtempSync(join(dir, "f-")));
+  const fakeMs = await measure(
+    "fake",
+    new FakeProvider({ city: "bench" }),
+    desiredList(nFake, "fake", "sleep 1"),
+    mkdtempSync(join(dir, "f-")),
+  );
   results.push({ provider: "fake", sessions: nFake, passMs: fakeMs });
 
   const nTmux = Number(values.tmux);
   if (nTmux > 0) {
     const { createProvider } = await import(new URL("internal/runtime/tmux/index.js", dist).href);
-    const tmux = await createProvider({ city: `bench${process.pid}`, cityDir: dir, stateDir: dir, settings: { socket } });
+    const tmux = await createProvider({
+      city: `bench${process.pid}`,
+      cityDir: dir,
+      stateDir: dir,
+      settings: { socket },
+    });
     try {
-      const ms = await measure("tmux", tmux, desiredList(nTmux, tmux.name, "exec sleep 3600"), mkdtempSync(join(dir, "t-")));
+      const ms = await measure(
+        "tmux",
+        tmux,
+        desiredList(nTmux, tmux.name, "exec sleep 3600"),
+        mkdtempSync(join(dir, "t-")),
+      );
       results.push({ provider: "tmux", sessions: nTmux, passMs: ms });
     } finally {
       await tmux.close();
