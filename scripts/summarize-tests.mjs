@@ -12,15 +12,11 @@ try {
   process.exit(1);
 }
 const passed = report.numPassedTests ?? 0;
-const failed =
-  (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0) - countSuitesWithFailedTests(report);
+// A file that failed without any failed test (an import or setup error) counts as one failure.
+const brokenFiles = (report.testResults ?? []).filter(
+  (f) => f.status === "failed" && !(f.assertionResults ?? []).some((a) => a.status === "failed"),
+).length;
+const failed = (report.numFailedTests ?? 0) + brokenFiles;
 const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed > 0 || report.success === false ? 1 : 0);
-
-// A suite that failed only because its tests failed is already counted by its tests.
-function countSuitesWithFailedTests(r) {
-  return (r.testResults ?? []).filter(
-    (s) => s.status === "failed" && (s.assertionResults ?? []).some((a) => a.status === "failed"),
-  ).length;
-}
