@@ -16,7 +16,7 @@ import { Reconciler, type TickReport } from "../../internal/reconcile/reconciler
 import { progressLine, summarizeTick, type TickSummary } from "../../internal/reconcile/summary.js";
 import { describeError } from "../../internal/runtime/errors.js";
 import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
-import { type City, policyOf } from "./deps.js";
+import { type City, newReconciler, policyOf } from "./deps.js";
 import { createOperatorPass } from "./operator-pass.js";
 
 /** Files of the controller under the state dir. */
@@ -55,20 +55,6 @@ export async function findController(stateDir: string): Promise<ControllerInfo> 
   }
 }
 
-/** A reconciler bound to the city's store. */
-export async function openReconciler(city: City): Promise<Reconciler> {
-  const policy = policyOf(city.loaded);
-  return new Reconciler({
-    store: await city.store(),
-    providerFor: (p) => city.providerFor(p),
-    loadDesired: () => city.loadDesired(),
-    baseProviders: [city.defaultProvider],
-    policy,
-    concurrency: policy.concurrency,
-    drainTimeoutMs: policy.drainTimeoutMs,
-  });
-}
-
 /**
  * Runs the controller in this process until `signal` aborts or a `shutdown` request comes.
  * Takes the city's pid file exclusively (a live other controller → rejects).
@@ -81,7 +67,7 @@ export async function runController(
   await claimPidFile(paths.pid);
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
-  const reconciler = await openReconciler(city);
+  const reconciler = newReconciler(city, await city.store());
   const operatorPass = createOperatorPass(city, opts.log);
   const startedAt = Date.now();
   let passes = 0;

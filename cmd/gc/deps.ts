@@ -15,6 +15,7 @@ import {
 } from "../../internal/config/index.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import type { PlanPolicy } from "../../internal/reconcile/plan.js";
+import { Reconciler } from "../../internal/reconcile/reconciler.js";
 import { ConfigError, describeError, UsageError } from "../../internal/runtime/errors.js";
 import type { ProviderFactoryOptions } from "../../internal/runtime/factory.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
@@ -98,6 +99,20 @@ interface ProviderModule {
 /** Loads `internal/runtime/<kind>/index.js` (kind comes from a closed list, never from a user). */
 async function importProvider(kind: "tmux" | "subprocess" | "exec"): Promise<ProviderModule> {
   return (await import(`../../internal/runtime/${kind}/index.js`)) as ProviderModule;
+}
+
+/** The city's reconciler over `store` (the controller's, or a memory store for dry runs). */
+export function newReconciler(city: City, store: SessionStore): Reconciler {
+  const policy = policyOf(city.loaded);
+  return new Reconciler({
+    store,
+    providerFor: (p) => city.providerFor(p),
+    loadDesired: () => city.loadDesired(),
+    baseProviders: [city.defaultProvider],
+    policy,
+    concurrency: policy.concurrency,
+    drainTimeoutMs: policy.drainTimeoutMs,
+  });
 }
 
 /** Builds a provider from a spec (`tmux`, `subprocess`, `exec:/path`, `fake`, `fail`). */

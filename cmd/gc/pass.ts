@@ -5,7 +5,6 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { Reconciler } from "../../internal/reconcile/reconciler.js";
 import {
   progressLine,
   summarizeTick,
@@ -17,7 +16,7 @@ import { STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
 import { type CommandContext, EXIT } from "./context.js";
 import { type ControlMessage, requestControl } from "./control.js";
 import { controllerPaths } from "./controller.js";
-import { type City, policyOf } from "./deps.js";
+import { type City, newReconciler } from "./deps.js";
 
 /** Runs one pass here and prints progress and the summary (or the plan, for a dry run). */
 export async function runPassHere(
@@ -25,20 +24,11 @@ export async function runPassHere(
   city: City,
   opts: { dryRun: boolean },
 ): Promise<number> {
-  const policy = policyOf(city.loaded);
   const store =
     opts.dryRun && !existsSync(join(city.stateDir, STATE_DB_FILE))
       ? openMemoryStore({ singleTenant: true })
       : await city.store();
-  const reconciler = new Reconciler({
-    store,
-    providerFor: (p) => city.providerFor(p),
-    loadDesired: () => city.loadDesired(),
-    baseProviders: [city.defaultProvider],
-    policy,
-    concurrency: policy.concurrency,
-    drainTimeoutMs: policy.drainTimeoutMs,
-  });
+  const reconciler = newReconciler(city, store);
   const report = await reconciler.tick({
     dryRun: opts.dryRun,
     signal: ctx.signal,
