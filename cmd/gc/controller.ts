@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { pidAlive } from "../../internal/proc/kill.js";
 import type { ProgressEvent } from "../../internal/reconcile/execute.js";
 import { startLoop } from "../../internal/reconcile/loop.js";
-import { Reconciler, type TickReport } from "../../internal/reconcile/reconciler.js";
+import type { TickReport } from "../../internal/reconcile/reconciler.js";
 import { progressLine, summarizeTick, type TickSummary } from "../../internal/reconcile/summary.js";
 import { describeError } from "../../internal/runtime/errors.js";
 import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
