@@ -97,6 +97,8 @@ const POLL_MS = 100;
 const STATE_POLL_MS = 25;
 const ENTER_ATTEMPTS = 3;
 const TAIL_CHARS = 16;
+/** How long a dead pane may lack an exit status before it counts as killed by a signal. */
+const EXIT_STATUS_GRACE_MS = 2_000;
 
 /** What the pane looks like right now: cursor, history size and every visible row. */
 interface PaneState {
@@ -138,6 +140,8 @@ export class TmuxProvider
   private readonly client: ControlClient;
   private readonly starting = new Set<string>();
   private readonly nudgeChains = new Map<string, Promise<void>>();
+  /** When a dead pane without an exit status was first seen (`<generation>:<session id>`). */
+  private readonly deadWithoutStatus = new Map<string, number>();
   private bufferSeq = 0;
 
   constructor(opts: TmuxProviderOptions) {
@@ -383,6 +387,7 @@ export class TmuxProvider
     let detail = "the session is gone";
     try {
       let s = await this.lookup(id);
+      if (s && !isLive(s) && !hasExitInfo(s.panes[0])) await this.reapLostChildren();
       for (let i = 0; i < 10 && s && !isLive(s) && !hasExitInfo(s.panes[0]); i++) {
         await sleep(STATE_POLL_MS);
         s = await this.lookup(id);
@@ -460,6 +465,7 @@ export class TmuxProvider
   }
 
   private async destroy(id: string): Promise<void> {
+    this.deadWithoutStatus.delete(`${this.client.generation}:${id}`);
     const s = await this.lookup(id).catch(() => undefined);
     if (s) await Promise.all(s.panes.filter((p) => !p.dead && p.pid > 0).map((p) => killTree(p.pid)));
     try {
@@ -538,14 +544,26 @@ export class TmuxProvider
     validateSessionName(name);
     let s = await this.find(name, opts.signal);
     if (!s || isLive(s)) return undefined;
-    // tmux marks a pane dead when its pty closes, and records the status only once the
-    // child is reaped a moment later; a signal death (tmux < 3.4) never gets a status.
+    // tmux marks a pane dead when its pty closes and records the exit only once it reaps
+    // the child. A tmux linked with libutempter can miss that SIGCHLD (the utempter helper
+    // resets SIGCHLD while it runs, exactly when a pane closes) and then never reaps the
+    // child until another one exits: make it fork a trivial job, whose SIGCHLD runs tmux's
+    // waitpid(WAIT_ANY) loop. Until the exit is known the answer is "not known yet"; past a
+    // grace period it is reported as a death by an unknown signal.
+    if (s && !hasExitInfo(s.panes[0])) await this.reapLostChildren();
     for (let i = 0; i < 10 && s && !hasExitInfo(s.panes[0]); i++) {
       await sleep(STATE_POLL_MS, undefined, { signal: opts.signal });
       s = await this.find(name, opts.signal);
     }
     const pane = s?.panes[0];
     if (!s || !pane || isLive(s)) return undefined;
+    if (!hasExitInfo(pane)) {
+      const key = `${this.client.generation}:${s.id}`;
+      const first = this.deadWithoutStatus.get(key) ?? Date.now();
+      this.deadWithoutStatus.set(key, first);
+      if (Date.now() - first < EXIT_STATUS_GRACE_MS) return undefined;
+    }
+    // tmux 3.3 reports a status only for normal exits; a death time without one is a signal.
     const signal =
       pane.exitStatus === undefined
         ? pane.exitSignal !== undefined
@@ -699,19 +717,24 @@ export class TmuxProvider
    */
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
     validateSessionName(name);
-    const s = await this.find(name, opts.signal);
-    if (!s) throw new SessionNotFoundError(name);
-    try {
-      return await this.capture(s.id, lines, opts.signal);
-    } catch (e) {
-      if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
-      throw e;
-    }
+    const target = `=${tmuxSessionName(name)}`;
+    // Capturing is read-only, so it goes out together with the ownership lookup (one round
+    // trip) and its text is thrown away unless the session is ours.
+    const [s, text] = await Promise.all([
+      this.lookup(target, opts.signal),
+      this.capture(target, lines, opts.signal).catch((e: unknown) => {
+        if (isAbsent(e)) return undefined;
+        throw e;
+      }),
+    ]);
+    if (s?.name !== name || text === undefined) throw new SessionNotFoundError(name);
+    return text;
   }
 
-  private async capture(id: string, lines: number, signal?: AbortSignal): Promise<string> {
+  /** Joined, right-trimmed pane text of session `target` (`$N` or `=name`): the last `lines`, or all. */
+  private async capture(target: string, lines: number, signal?: AbortSignal): Promise<string> {
     const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
-    const out = await this.tmux(["capture-pane", "-p", "-J", "-t", `${id}:`, ...range], {
+    const out = await this.tmux(["capture-pane", "-p", "-J", "-t", `${target}:`, ...range], {
       signal,
       retry: true,
     });
@@ -1016,6 +1039,14 @@ export class TmuxProvider
 
   // ---- helpers ---------------------------------------------------------------------------
 
+  /**
+   * Makes the server fork and reap a trivial job (a constant command, no user text): its
+   * SIGCHLD makes tmux reap every exited child, including a pane whose SIGCHLD it missed.
+   */
+  private async reapLostChildren(): Promise<void> {
+    await this.tmux(["run-shell", "-b", "true"]).catch(() => undefined);
+  }
+
   /** One tmux command. Never starts a server unless `create` is set (only `new-session` does). */
   private tmux(argv: readonly string[], opts: CommandOptions = {}): Promise<string[]> {
     return this.client.command(argv, { ...opts, create: opts.create ?? false });
@@ -1114,8 +1145,12 @@ function cursorRowHolds(st: PaneState, tail: string): boolean {
   return tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail);
 }
 
+/** True when tmux has reaped the pane's program (it then records a death time, and a status for exits). */
 function hasExitInfo(pane: SessionInfo["panes"][number] | undefined): boolean {
-  return pane !== undefined && (pane.exitStatus !== undefined || pane.exitSignal !== undefined);
+  return (
+    pane !== undefined &&
+    (pane.exitStatus !== undefined || pane.exitSignal !== undefined || pane.deadAt !== undefined)
+  );
 }
 
 function signalName(n: number): string | undefined {

@@ -195,6 +195,13 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     expect(await other.listRunning("")).toEqual(["shared"]);
   });
 
+  it("lastExit: every exit status is known, even when tmux missed the child's SIGCHLD", async () => {
+    // tmux linked with libutempter drops some panes' SIGCHLD; lastExit makes it reap them.
+    const names = ["x0", "x1", "x2", "x3", "x4", "x5"];
+    for (const n of names) await p.start(n, await cfg("sleep 0.2; exit 5"));
+    for (const n of names) expect((await eventually(`${n} exit`, () => p.lastExit(n))).code).toBe(5);
+  });
+
   it("lastExit: a dead session keeps its exit status until the next start cleans it up", async () => {
     const c = await cfg("sleep 0.3; exit 4");
     await p.start("dies", c);
@@ -205,6 +212,13 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     await p.start("dies", await cfg("exec sleep 300"));
     expect(await p.isRunning("dies")).toBe(true);
     expect(await p.lastExit("dies")).toBeUndefined();
+  });
+
+  it("lastExit: a program killed by a signal has no exit code", async () => {
+    await p.start("killed", await cfg("sleep 0.3; kill -TERM $$"));
+    const st = await eventually("an exit status", () => p.lastExit("killed"));
+    expect(st.code).toBeNull();
+    expect(st.signal).toBe("SIGTERM");
   });
 
   it("start: a startup dialog with 'No, exit' pre-selected is answered with the safe option", async () => {
