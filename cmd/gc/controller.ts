@@ -103,6 +103,8 @@ export async function runController(
       if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
       for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);
       emit({ type: "done", summary: last });
+      // The pass is reported: a watcher connecting from now on must wait for the next one.
+      current = undefined;
       // Queued nudges, approvals, wait expiry, exec-state cleanup (operator-pass.ts).
       const op = await operatorPass(report, signal);
       const due = Math.min(

@@ -1,0 +1,118 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type ApprovalPolicy,
+  applyApprovalPolicy,
+  approvalPolicyOf,
+  decideApproval,
+} from "../../internal/reconcile/approval.js";
+import { FakeProvider } from "../../internal/runtime/fake.js";
+import type { PendingInteraction, Provider } from "../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../internal/session/memory-store.js";
+import type { SessionStore } from "../../internal/session/store.js";
+
+const EDIT: PendingInteraction = {
+  requestId: "r1",
+  kind: "approval",
+  prompt: "Do you want to make this edit to a.ts?",
+};
+const RM: PendingInteraction = { requestId: "r2", kind: "approval", prompt: "Bash command: rm -rf build" };
+const MENU: PendingInteraction = { requestId: "r3", kind: "menu", prompt: "Pick a model" };
+
+describe("approval policy", () => {
+  const rules: ApprovalPolicy = {
+    rules: [
+      { kind: "approval", match: "rm -rf", action: "deny" },
+      { kind: "approval", action: "approve" },
+    ],
+    default: "ask",
+  };
+
+  it.each([
+    ["allow-all approves anything", "allow-all", MENU, "approve", "allow-all"],
+    ["ask leaves anything", "ask", EDIT, "ask", "ask"],
+    ["the first matching rule wins (pattern)", rules, RM, "deny", "rules[0]"],
+    ["the first matching rule wins (kind)", rules, EDIT, "approve", "rules[1]"],
+    ["no rule matches: the default", rules, MENU, "ask", "default"],
+  ] as const)("decideApproval: %s", (_what, policy, interaction, action, by) => {
+    expect(decideApproval(policy, interaction)).toEqual({ action, by });
+  });
+
+  it("approvalPolicyOf: absent is allow-all; rules keep their order; bad entries are dropped", () => {
+    expect(approvalPolicyOf(undefined)).toBe("allow-all");
+    expect(approvalPolicyOf("ask")).toBe("ask");
+    expect(
+      approvalPolicyOf({
+        rules: [{ match: "(", action: "deny" }, { kind: "menu", action: "approve" }, { action: "maybe" }],
+        default: "deny",
+      }),
+    ).toEqual({ rules: [{ kind: "menu", action: "approve" }], default: "deny" });
+  });
+});
+
+describe("applyApprovalPolicy", () => {
+  let p: FakeProvider;
+  let store: SessionStore;
+  beforeEach(async () => {
+    p = new FakeProvider({ city: "t" });
+    store = openMemoryStore({ singleTenant: true });
+    await p.start("a", { command: "x", workDir: "/tmp", env: {} });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+  const run = (policy: ApprovalPolicy, announced = new Map<string, string>()) =>
+    applyApprovalPolicy({
+      store,
+      providerFor: async (): Promise<Provider> => p,
+      policy,
+      sessions: [
+        { name: "a", provider: "fake" },
+        { name: "gone", provider: "fake" },
+      ],
+      announced,
+    });
+
+  it("allow-all: answers through the provider and records the decision", async () => {
+    p.setPending("a", EDIT);
+    const out = await run("allow-all");
+    expect(out.map((o) => o.decision.action)).toEqual(["approve"]);
+    expect(p.calls.find((c) => c.method === "respond")?.args[0]).toEqual({
+      requestId: "r1",
+      action: "approve",
+    });
+    const [ev] = await store.queryEvents({ session: "a", types: ["interaction.responded"] });
+    expect(ev?.payload).toMatchObject({
+      requestId: "r1",
+      action: "approve",
+      by: "policy",
+      rule: "allow-all",
+    });
+  });
+
+  it("ask: nothing is answered; the pending prompt is recorded once", async () => {
+    p.setPending("a", EDIT);
+    const announced = new Map<string, string>();
+    await run("ask", announced);
+    await run("ask", announced);
+    expect(p.calls.some((c) => c.method === "respond")).toBe(false);
+    expect(await store.queryEvents({ session: "a", types: ["interaction.pending"] })).toHaveLength(1);
+  });
+
+  it("a failed answer is recorded as such and does not stop the step", async () => {
+    p.setPending("a", RM);
+    const broken: Provider = Object.assign(Object.create(p) as FakeProvider, {
+      respond: async () => {
+        throw new Error("dialog changed");
+      },
+    });
+    const out = await applyApprovalPolicy({
+      store,
+      providerFor: async () => broken,
+      policy: "allow-all",
+      sessions: [{ name: "a", provider: "fake" }],
+      announced: new Map(),
+    });
+    expect(out[0]?.error).toMatch(/dialog changed/);
+    expect(await store.queryEvents({ session: "a", types: ["interaction.respond-failed"] })).toHaveLength(1);
+  });
+});
