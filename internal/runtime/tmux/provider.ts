@@ -5,7 +5,7 @@
  * Built by `createProvider` (index.ts) from the composition root and `gc conformance`.
  */
 import { spawn } from "node:child_process";
-import { cp, mkdir, stat, unlink } from "node:fs/promises";
+import { cp, mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -467,12 +467,15 @@ export class TmuxProvider
   private async destroy(id: string): Promise<void> {
     this.deadWithoutStatus.delete(`${this.client.generation}:${id}`);
     const s = await this.lookup(id).catch(() => undefined);
+    const pids = s?.panes.filter((p) => p.pid > 0).map((p) => p.pid) ?? [];
     if (s) await Promise.all(s.panes.filter((p) => !p.dead && p.pid > 0).map((p) => killTree(p.pid)));
     try {
       await this.tmux(["kill-session", "-t", id]);
     } catch (e) {
       if (!isAbsent(e)) throw e;
     }
+    // A program whose SIGCHLD tmux missed (see lastExit) would stay a zombie in the server.
+    if ((await Promise.all(pids.map(isZombie))).some(Boolean)) await this.reapLostChildren();
   }
 
   /** Sends C-c to the session's pane. Best-effort: resolves when missing or not running. */
@@ -1143,6 +1146,15 @@ function textTail(text: string): string {
 
 function cursorRowHolds(st: PaneState, tail: string): boolean {
   return tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail);
+}
+
+/** True when `pid` exists as a zombie (exited, not yet reaped by its parent). */
+async function isZombie(pid: number): Promise<boolean> {
+  try {
+    return /\) Z /.test(await readFile(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
 }
 
 /** True when tmux has reaped the pane's program (it then records a death time, and a status for exits). */

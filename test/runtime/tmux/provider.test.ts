@@ -202,6 +202,24 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     for (const n of names) expect((await eventually(`${n} exit`, () => p.lastExit(n))).code).toBe(5);
   });
 
+  it("stop: leaves no zombie behind in the tmux server", async () => {
+    // Checked after each stop: a later child's exit would otherwise reap a lost one by chance.
+    for (const n of ["z0", "z1", "z2", "z3", "z4", "z5"]) {
+      const c = await cfg("echo $$ > pid.out; exec sleep 300");
+      await p.start(n, c);
+      const pid = await eventually("pid.out", async () =>
+        Number(await readFile(join(c.workDir, "pid.out"), "utf8")),
+      );
+      await p.stop(n);
+      const gone = async () =>
+        !(await access(`/proc/${pid}`).then(
+          () => true,
+          () => false,
+        ));
+      await eventually(`pid ${pid} of ${n} reaped`, gone, 3_000);
+    }
+  });
+
   it("lastExit: a dead session keeps its exit status until the next start cleans it up", async () => {
     const c = await cfg("sleep 0.3; exit 4");
     await p.start("dies", c);
