@@ -23,7 +23,9 @@ export async function createTarget(spec: string): Promise<ConformanceTarget> {
   const arg = colon < 0 ? undefined : spec.slice(colon + 1);
   const known = KNOWN_PROVIDERS.map((k) => k.split(":")[0]);
   if (!known.includes(kind) || (kind === "exec") !== (arg !== undefined) || arg === "") {
-    throw new UsageError(`unknown provider ${JSON.stringify(spec)}; known providers: ${KNOWN_PROVIDERS.join(", ")}`);
+    throw new UsageError(
+      `unknown provider ${JSON.stringify(spec)}; known providers: ${KNOWN_PROVIDERS.join(", ")}`,
+    );
   }
   const mod = (await import(`./targets/${kind}.js`)) as TargetModule;
   return mod.createTarget(arg);
