@@ -78,7 +78,8 @@ export function wrapArgv(argv: readonly string[], state: ShellState | undefined,
     String(unset.length),
     ...unset,
     "--",
-    ...argv,
+    // `source` is not POSIX (dash lacks it); `.` is the same builtin.
+    ...(argv[0] === "source" ? [".", ...argv.slice(1)] : argv),
   ];
 }
 

@@ -51,6 +51,17 @@ export type IdleProbe = "idle" | "busy" | "gone" | "waiting-for-input";
 export interface IdleProbeOptions {
   /** The session's ready prompt (`>>> `): idle means sitting at it, empty. */
   readonly readyPromptPrefix?: string | undefined;
+  /**
+   * Only the prompt decides: a last line that is not the bare prompt is busy, and the
+   * provider's own idle heuristic is never consulted (for programs known to end their
+   * screen with the prompt when idle, e.g. a REPL or a shell).
+   */
+  readonly promptOnly?: boolean | undefined;
+  /**
+   * Also idle: a last line that looks like a shell prompt (ends in `>`, `$`, `%`, `#`, `❯`)
+   * and has not changed for `quietMs` (the prompt text itself may change, e.g. with the cwd).
+   */
+  readonly promptLike?: boolean | undefined;
   /** Hard bound: `busy` when the session has not looked idle by then. */
   readonly boundMs: number;
   /**
@@ -63,13 +74,20 @@ export interface IdleProbeOptions {
   readonly quietMs?: number | undefined;
 }
 
+/** True when `line` ends like a shell or REPL prompt. Pure. */
+export function looksLikePromptLine(line: string): boolean {
+  return /[>$%#❯]$/u.test(line.trimEnd());
+}
+
 /**
  * Decides whether a session is idle, within `boundMs`, without ever typing into it.
- * A pending interaction (approval prompt, menu) is never idle. Strategy, first that applies:
- * a ready prompt → the empty prompt is the last screen line on two consecutive polls; a
- * provider with `waitForIdle` → its answer; otherwise → the screen unchanged for `quietMs`.
- * Resolves `gone` when the session is not running. Rejects with `signal.reason` when aborted
- * and with provider errors other than a missing session.
+ * A pending interaction (approval prompt, menu) is never idle. Per poll, first that applies:
+ * the last screen line is a prompt line (starts with the ready prompt, or `promptOnly`) →
+ * idle when it is the bare prompt on two consecutive polls with the same screen; a provider
+ * with `waitForIdle` → its answer (full-screen programs whose prompt is not the last line);
+ * otherwise → the screen unchanged for `quietMs`. Resolves `gone` when the session is not
+ * running. Rejects with `signal.reason` when aborted and with provider errors other than a
+ * missing session.
  */
 export async function probeIdle(
   provider: Provider,
@@ -81,10 +99,10 @@ export async function probeIdle(
   const quietMs = opts.quietMs ?? IDLE_QUIET_MS;
   const deadline = Date.now() + opts.boundMs;
   const prompt = opts.readyPromptPrefix?.trimEnd() || undefined;
-  const useIdleWait = prompt === undefined && supportsIdleWait(provider) && provider.capabilities().idleWait;
+  const idleWait = supportsIdleWait(provider) && provider.capabilities().idleWait ? provider : undefined;
   const peekLines = opts.accept ? 0 : 50;
-  let stable: string | undefined;
-  let stableSince = 0;
+  let previous: string | undefined;
+  let since = Date.now();
   for (;;) {
     signal?.throwIfAborted();
     if (!(await provider.isRunning(name, { signal }))) return "gone";
@@ -102,28 +120,25 @@ export async function probeIdle(
       if (isGcError(e, "GC_SESSION_NOT_FOUND")) return "gone";
       throw e;
     }
-    const accepted = opts.accept ? opts.accept(screen) : true;
     const now = Date.now();
-    if (prompt !== undefined) {
-      const ok = accepted && atBarePrompt(screenLines(screen), prompt);
-      if (ok && stable === screen) return "idle";
-      stable = ok ? screen : undefined;
-    } else if (useIdleWait) {
+    const same = screen === previous;
+    if (!same) {
+      previous = screen;
+      since = now;
+    }
+    const accepted = opts.accept ? opts.accept(screen) : true;
+    const last = screenLines(screen).at(-1) ?? "";
+    if (prompt !== undefined && (opts.promptOnly || last.startsWith(prompt))) {
+      if (accepted && last === prompt && same) return "idle";
+      if (accepted && opts.promptLike && looksLikePromptLine(last) && now - since >= quietMs) return "idle";
+    } else if (idleWait) {
       if (accepted) {
-        const left = Math.max(1, Math.min(deadline - now, 5_000));
-        const r = await provider.waitForIdle(name, left, { signal });
+        const r = await idleWait.waitForIdle(name, Math.max(1, Math.min(deadline - now, 5_000)), { signal });
         if (r === "gone") return "gone";
         if (r === "idle") return "idle";
       }
-    } else if (accepted) {
-      if (stable !== screen) {
-        stable = screen;
-        stableSince = now;
-      } else if (now - stableSince >= quietMs) {
-        return "idle";
-      }
-    } else {
-      stable = undefined;
+    } else if (accepted && now - since >= quietMs) {
+      return "idle";
     }
     if (Date.now() >= deadline) return "busy";
     await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), undefined, { signal });

@@ -81,6 +81,15 @@ describe("exec shell state", () => {
     expect(sh.run(["printf", "%s", fake]).stdout).toBe(fake);
   });
 
+  it("wrap: source (mapped to `.` for POSIX sh) persists what the file exports", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const file = join(scratch, "env.sh");
+    writeFileSync(file, "export FROM_FILE=yes\ncd /tmp\n");
+    const sh = shell();
+    expect(sh.run(["source", file]).code).toBe(0);
+    expect(sh.run(["sh", "-c", 'echo "$FROM_FILE $(pwd)"']).stdout).toBe("yes /tmp\n");
+  });
+
   it("needsShell: only state builtins need the shell", () => {
     expect(needsShell(["cd", "/tmp"])).toBe(true);
     expect(needsShell(["export", "X=1"])).toBe(true);

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { turnIdleMode } from "../../cmd/gc/commands/run.js";
 import {
   atBarePrompt,
   deliverDueNudges,
@@ -47,6 +48,30 @@ describe("idle probe", () => {
       accept: () => false,
     });
     expect(r).toBe("busy");
+  });
+
+  it("probeIdle: promptOnly never defers to the provider; promptLike accepts a changed prompt once quiet", async () => {
+    p.peekOutput.set("py", "$ sleep 5");
+    expect(
+      await probeIdle(p, "py", { readyPromptPrefix: "$", promptOnly: true, boundMs: 30, pollMs: 5 }),
+    ).toBe("busy");
+    expect(p.calls.some((c) => c.method === "waitForIdle")).toBe(false);
+    p.peekOutput.set("py", "$ cd /tmp\n/tmp $");
+    const r = await probeIdle(p, "py", {
+      readyPromptPrefix: "$",
+      promptOnly: true,
+      promptLike: true,
+      boundMs: 5_000,
+      pollMs: 5,
+      quietMs: 20,
+    });
+    expect(r).toBe("idle");
+  });
+
+  it("probeIdle: a full-screen program whose prompt is not the last line is left to the provider", async () => {
+    p.peekOutput.set("py", "│ ❯ │\n? for shortcuts");
+    expect(await probeIdle(p, "py", { readyPromptPrefix: "❯ ", boundMs: 1_000 })).toBe("idle");
+    expect(p.calls.some((c) => c.method === "waitForIdle")).toBe(true);
   });
 
   it("probeIdle: a pending interaction is never idle", async () => {
@@ -190,5 +215,31 @@ describe("deliverDueNudges", () => {
     await store.enqueueNudge({ session: "py", text: "second" });
     await deliverDueNudges(deps());
     expect(p.session("py")?.nudges).toEqual(["first"]);
+  });
+});
+
+describe("turnIdleMode", () => {
+  it.each([
+    [
+      "a REPL idle at its declared prompt: prompt only",
+      ">>> ",
+      ">>>",
+      { readyPromptPrefix: ">>>", promptOnly: true },
+    ],
+    [
+      "a declared prompt that is not last (full-screen agent): the provider decides",
+      "❯ ",
+      "? for shortcuts",
+      {},
+    ],
+    [
+      "an undeclared shell prompt is learned",
+      undefined,
+      "bash-5.2#",
+      { readyPromptPrefix: "bash-5.2#", promptOnly: true, promptLike: true },
+    ],
+    ["an undeclared screen that ends in output: the provider decides", undefined, "done", {}],
+  ] as const)("turnIdleMode: %s", (_what, declared, last, mode) => {
+    expect(turnIdleMode(declared, last)).toEqual(mode);
   });
 });

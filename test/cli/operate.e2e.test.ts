@@ -97,6 +97,22 @@ for (const provider of PROVIDERS) {
         expect(json<{ output: string }>(r4).output.split("\n")).toContain("42");
       });
 
+      it("run: a bash agent with no declared prompt: the turn ends at its prompt, even a changed one", async () => {
+        const city = makeCity(pyCity(provider.name).replace("provider: python", "provider: bash"));
+        await started(city);
+        const r1 = json<{ status: string; output: string }>(
+          await city.gc(["run", "py", "echo one; sleep 1; echo two", "--json"]),
+        );
+        expect(r1.status).toBe("completed");
+        expect(r1.output.split("\n")).toEqual(expect.arrayContaining(["one", "two"]));
+        expect((await city.gc(["run", "py", "cd /tmp; PS1='in-tmp$ '"])).code).toBe(0);
+        const r2 = json<{ status: string; output: string }>(
+          await city.gc(["run", "py", "sleep 1; echo three", "--json"]),
+        );
+        expect(r2).toMatchObject({ status: "completed" });
+        expect(r2.output.split("\n")).toContain("three");
+      });
+
       it("run: --timeout interrupts the agent and reports timeout with the partial output", async () => {
         const city = makeCity(pyCity(provider.name));
         await started(city);

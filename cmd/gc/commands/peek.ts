@@ -3,9 +3,9 @@
  * program (no keys, no resize, no cursor of any observer moves).
  */
 import { parseArgs } from "node:util";
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { type Command, EXIT } from "../context.js";
-import { printJson, withTarget } from "../operate.js";
+import { printJson, SessionNotRunningError, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 
@@ -26,7 +26,15 @@ export const command: Command = {
     const lines = values.lines === undefined ? 50 : Number(values.lines);
     if (!Number.isSafeInteger(lines) || lines < 0) throw new UsageError("-n: expected a whole number ≥ 0");
     return withTarget(ctx, positionals[0]!, async (t) => {
-      const text = await t.provider.peek(t.name, lines, { signal: ctx.signal });
+      let text: string;
+      try {
+        text = await t.provider.peek(t.name, lines, { signal: ctx.signal });
+      } catch (e) {
+        // The city knows the session, so "not found" from the provider means "not running".
+        if (isGcError(e, "GC_SESSION_NOT_FOUND"))
+          throw new SessionNotRunningError(t.name, t.session.record?.state);
+        throw e;
+      }
       if (ctx.json || values.json) printJson(ctx, { session: t.name, lines, text });
       else ctx.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
       return EXIT.ok;

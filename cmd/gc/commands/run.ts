@@ -9,7 +9,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
-import { type IdleProbe, probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
+import {
+  type IdleProbe,
+  type IdleProbeOptions,
+  looksLikePromptLine,
+  probeIdle,
+} from "../../../internal/reconcile/nudge-delivery.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
@@ -117,6 +122,27 @@ export const command: Command = {
   },
 };
 
+/**
+ * How to tell the turn has ended, learned from the idle screen before it: a program whose
+ * idle screen ends with its prompt (a REPL, a shell) is done when that bare prompt is the
+ * last line again — the declared ready prompt, or for an undeclared one the idle line itself
+ * when it looks like a prompt (a shell's prompt may change with its cwd, so any prompt-like
+ * last line that stays put counts too). Anything else (full-screen agents whose prompt sits
+ * in a box above a status line) is left to the provider's idle heuristic. Pure.
+ */
+export function turnIdleMode(
+  declared: string | undefined,
+  idleLastLine: string,
+): Pick<IdleProbeOptions, "readyPromptPrefix" | "promptOnly" | "promptLike"> {
+  const prompt = declared?.trimEnd() || undefined;
+  if (prompt !== undefined) {
+    return idleLastLine === prompt ? { readyPromptPrefix: prompt, promptOnly: true } : {};
+  }
+  return looksLikePromptLine(idleLastLine)
+    ? { readyPromptPrefix: idleLastLine, promptOnly: true, promptLike: true }
+    : {};
+}
+
 /** Runs one turn under the session lock; always resolves a report (rejects only on store failure). */
 async function turn(
   ctx: CommandContext,
@@ -183,9 +209,10 @@ async function locked(
     return error(`session ${t.name} is busy (not idle within ${formatDuration(idleWaitMs)})`);
 
   const baseline = screenLines(await t.provider.peek(t.name, 0, { signal: ctx.signal }));
+  const turn = turnIdleMode(readyPrompt, baseline.at(-1) ?? "");
   // The turn is over only once it visibly happened: the prompt was echoed and a fresh prompt
   // follows (prompt-driven programs), or at least the screen changed (others).
-  const minLines = readyPrompt?.trim() ? 2 : 1;
+  const minLines = turn.promptOnly ? 2 : 1;
   const progressed = (screen: string) => {
     const d = deltaSince(baseline, screenLines(screen));
     return d.gap || d.lines.length >= minLines;
@@ -209,7 +236,7 @@ async function locked(
     let announced = false;
     for (;;) {
       const r = await probeIdle(t.provider, t.name, {
-        readyPromptPrefix: readyPrompt,
+        ...turn,
         boundMs: 60_000,
         accept: progressed,
         signal,
@@ -238,7 +265,7 @@ async function locked(
       .interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
       .catch(() => undefined);
     await probeIdle(t.provider, t.name, {
-      readyPromptPrefix: readyPrompt,
+      ...turn,
       boundMs: SETTLE_AFTER_INTERRUPT_MS,
       accept: progressed,
     }).catch(() => undefined);
