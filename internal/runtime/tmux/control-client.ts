@@ -85,6 +85,12 @@ export interface CommandOptions {
    * {@link TmuxNoServerError} without starting anything (for read-only operations).
    */
   readonly create?: boolean | undefined;
+  /**
+   * Only run on the connection with this {@link ControlClient.generation}; otherwise reject
+   * with {@link TmuxGenerationError} without sending. For commands that target session ids
+   * learnt earlier: ids are only meaningful on the server they came from.
+   */
+  readonly generation?: number | undefined;
 }
 
 /** tmux answered a command with `%error`. `output` holds tmux's message lines. */
@@ -109,6 +115,13 @@ export class TmuxConnectionError extends ProviderError {
 export class TmuxNoServerError extends TmuxConnectionError {
   constructor(path: string) {
     super(`no tmux server running on ${path}`);
+  }
+}
+
+/** The command was meant for an earlier connection (the server may have been replaced). */
+export class TmuxGenerationError extends TmuxConnectionError {
+  constructor(expected: number, actual: number) {
+    super(`connection generation ${actual} is not ${expected}; the server may have been replaced`);
   }
 }
 
@@ -194,12 +207,16 @@ export class ControlClient {
       opts.signal?.throwIfAborted();
       const conn = await this.ensure(opts.signal, opts.create ?? true);
       opts.signal?.throwIfAborted();
+      if (opts.generation !== undefined && conn.gen !== opts.generation) {
+        throw new TmuxGenerationError(opts.generation, conn.gen);
+      }
       try {
         return await this.send(conn, line, argv[0]!, opts);
       } catch (e) {
         if (
           e instanceof TmuxConnectionError &&
           !(e instanceof TmuxNoServerError) &&
+          opts.generation === undefined &&
           opts.retry &&
           attempt === 0 &&
           !this.closed

@@ -12,6 +12,7 @@ export {
   KEEPER_SESSION,
   TmuxCommandError,
   TmuxConnectionError,
+  TmuxGenerationError,
   TmuxNoServerError,
   type TmuxSocket,
 } from "./control-client.js";

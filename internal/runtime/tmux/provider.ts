@@ -72,6 +72,7 @@ import {
   isAbsent,
   isDuplicate,
   isLive,
+  isStaleTarget,
   ownerTag,
   PANE_FORMAT,
   parseSessions,
@@ -140,6 +141,8 @@ export class TmuxProvider
   private readonly client: ControlClient;
   private readonly starting = new Set<string>();
   private readonly nudgeChains = new Map<string, Promise<void>>();
+  /** Session ids of our sessions by gc name, with the connection generation they belong to. */
+  private readonly ids = new Map<string, { readonly id: string; readonly generation: number }>();
   /** When a dead pane without an exit status was first seen (`<generation>:<session id>`). */
   private readonly deadWithoutStatus = new Map<string, number>();
   private bufferSeq = 0;
@@ -461,11 +464,13 @@ export class TmuxProvider
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     this.nudgeChains.delete(name);
+    this.ids.delete(name);
     if (s) await this.destroy(s.id);
   }
 
   private async destroy(id: string): Promise<void> {
     this.deadWithoutStatus.delete(`${this.client.generation}:${id}`);
+    for (const [n, r] of this.ids) if (r.id === id) this.ids.delete(n);
     const s = await this.lookup(id).catch(() => undefined);
     const pids = s?.panes.filter((p) => p.pid > 0).map((p) => p.pid) ?? [];
     if (s) await Promise.all(s.panes.filter((p) => !p.dead && p.pid > 0).map((p) => killTree(p.pid)));
@@ -702,12 +707,29 @@ export class TmuxProvider
       if (k === "" || k.includes("\0"))
         throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
     }
+    // Keys sent to a dead pane are dropped by tmux, so a remembered id needs no liveness check.
+    const known = this.remembered(name);
+    if (known) {
+      try {
+        await this.tmux(["send-keys", "-t", `${known.id}:`, "--", ...keys], {
+          signal: opts.signal,
+          generation: known.generation,
+        });
+        return;
+      } catch (e) {
+        if (!isStaleTarget(e)) throw e;
+        this.ids.delete(name);
+      }
+    }
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
     try {
-      await this.tmux(["send-keys", "-t", `${s.id}:`, "--", ...keys], { signal: opts.signal });
+      await this.tmux(["send-keys", "-t", `${s.id}:`, "--", ...keys], {
+        signal: opts.signal,
+        generation: this.client.generation,
+      });
     } catch (e) {
-      if (!isAbsent(e)) throw e;
+      if (!isAbsent(e) && !isStaleTarget(e)) throw e;
     }
   }
 
@@ -720,6 +742,15 @@ export class TmuxProvider
    */
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
     validateSessionName(name);
+    const known = this.remembered(name);
+    if (known) {
+      try {
+        return await this.capture(known.id, lines, opts.signal, known.generation);
+      } catch (e) {
+        if (!isStaleTarget(e)) throw e;
+        this.ids.delete(name);
+      }
+    }
     const target = `=${tmuxSessionName(name)}`;
     // Capturing is read-only, so it goes out together with the ownership lookup (one round
     // trip) and its text is thrown away unless the session is ours.
@@ -731,14 +762,21 @@ export class TmuxProvider
       }),
     ]);
     if (s?.name !== name || text === undefined) throw new SessionNotFoundError(name);
+    this.ids.set(name, { id: s.id, generation: this.client.generation });
     return text;
   }
 
   /** Joined, right-trimmed pane text of session `target` (`$N` or `=name`): the last `lines`, or all. */
-  private async capture(target: string, lines: number, signal?: AbortSignal): Promise<string> {
+  private async capture(
+    target: string,
+    lines: number,
+    signal?: AbortSignal,
+    generation?: number,
+  ): Promise<string> {
     const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
     const out = await this.tmux(["capture-pane", "-p", "-J", "-t", `${target}:`, ...range], {
       signal,
+      generation,
       retry: true,
     });
     const rows = out.map((l) => l.trimEnd());
@@ -849,16 +887,24 @@ export class TmuxProvider
   }
 
   private async setOption(name: string, option: string, value: string | undefined, signal?: AbortSignal) {
+    const argv = (id: string) =>
+      value === undefined ? ["set-option", "-u", "-t", id, option] : ["set-option", "-t", id, option, value];
+    const known = this.remembered(name);
+    if (known) {
+      try {
+        await this.tmux(argv(known.id), { signal, generation: known.generation });
+        return;
+      } catch (e) {
+        if (!isStaleTarget(e)) throw e;
+        this.ids.delete(name);
+      }
+    }
     const s = await this.find(name, signal);
     if (!s) throw new SessionNotFoundError(name);
-    const argv =
-      value === undefined
-        ? ["set-option", "-u", "-t", s.id, option]
-        : ["set-option", "-t", s.id, option, value];
     try {
-      await this.tmux(argv, { signal });
+      await this.tmux(argv(s.id), { signal, generation: this.client.generation });
     } catch (e) {
-      if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (isAbsent(e) || isStaleTarget(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
       throw e;
     }
   }
@@ -1072,7 +1118,19 @@ export class TmuxProvider
   /** The session named `name` when this city owns it. */
   private async find(name: string, signal?: AbortSignal): Promise<SessionInfo | undefined> {
     const s = await this.lookup(`=${tmuxSessionName(name)}`, signal);
-    return s?.name === name ? s : undefined;
+    if (s?.name !== name) return undefined;
+    this.ids.set(name, { id: s.id, generation: this.client.generation });
+    return s;
+  }
+
+  /**
+   * The session id last seen for `name` on the current connection. Ids are never reused
+   * within a server's life and ownership does not change, so a command on a remembered id
+   * either reaches this very session or fails (then the caller looks it up again).
+   */
+  private remembered(name: string): { readonly id: string; readonly generation: number } | undefined {
+    const r = this.ids.get(name);
+    return r && r.generation === this.client.generation ? r : undefined;
   }
 
   private async paneState(id: string, signal?: AbortSignal): Promise<PaneState | undefined> {

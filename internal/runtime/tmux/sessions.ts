@@ -4,7 +4,12 @@
  * Pure; used by the tmux provider.
  */
 import { nameProblem } from "../names.js";
-import { TmuxCommandError, TmuxConnectionError, TmuxNoServerError } from "./control-client.js";
+import {
+  TmuxCommandError,
+  TmuxConnectionError,
+  TmuxGenerationError,
+  TmuxNoServerError,
+} from "./control-client.js";
 import { fromHex, tmuxSessionName, toHex } from "./quote.js";
 
 /** One pane of a session. */
@@ -156,6 +161,11 @@ export function isNotFound(e: unknown): boolean {
 /** True when the target does not exist, including because no server runs at all. */
 export function isAbsent(e: unknown): boolean {
   return isNotFound(e) || e instanceof TmuxNoServerError;
+}
+
+/** True when a command aimed at a remembered session id no longer reaches that session. */
+export function isStaleTarget(e: unknown): boolean {
+  return isAbsent(e) || e instanceof TmuxGenerationError;
 }
 
 /** True when tmux refused to create a session because the name is taken. */

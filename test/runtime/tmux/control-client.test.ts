@@ -7,6 +7,7 @@ import {
   KEEPER_SESSION,
   TmuxCommandError,
   TmuxConnectionError,
+  TmuxGenerationError,
 } from "../../../internal/runtime/tmux/control-client.js";
 import type { Notification } from "../../../internal/runtime/tmux/protocol.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
@@ -126,6 +127,18 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     expect(await client.command(["list-sessions", "-F", "#{session_name}"], { retry: true })).toEqual([
       KEEPER_SESSION,
     ]);
+  });
+
+  it("command: a command bound to an earlier connection generation is refused unsent", async () => {
+    await client.command(["display-message", "-p", "x"]);
+    const gen = client.generation;
+    expect(await client.command(["display-message", "-p", "same"], { generation: gen })).toEqual(["same"]);
+    expect((await fx.tmux("kill-server")).exitCode).toBe(0);
+    for (let i = 0; i < 100 && client.pid !== undefined; i++) await sleep(20); // the client noticed
+    await expect(
+      client.command(["set-option", "-g", "@stale", "1"], { generation: gen }),
+    ).rejects.toBeInstanceOf(TmuxGenerationError);
+    expect(await client.command(["show-options", "-gqv", "@stale"])).toEqual([]);
   });
 
   it("connect: concurrent first commands share one client process", async () => {

@@ -310,6 +310,24 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     expect(await p.pending("approve")).toBeUndefined();
   });
 
+  it("recovery: a remembered session id never reaches another session on a restarted server", async () => {
+    await p.start("a", await cfg("exec sleep 300"));
+    await p.setMeta("a", "k", "v"); // the provider now remembers a's session id
+    const oldId = (await fx.tmux("display-message", "-p", "-t", "=a:", "#{session_id}")).stdout.trim();
+    expect((await fx.tmux("kill-server")).exitCode).toBe(0);
+    const other = fx.provider({}, "other-city");
+    const c = await cfg("exec cat > out.txt");
+    await other.start("b", c);
+    const newId = (await fx.tmux("display-message", "-p", "-t", "=b:", "#{session_id}")).stdout.trim();
+    expect(newId).toBe(oldId); // ids restart with the server: the same id names another session
+    await p.sendKeys("a", ["typed-into-the-wrong-session", "Enter"]);
+    await expect(p.setMeta("a", "k", "w")).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
+    await expect(p.peek("a", 5)).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
+    await sleep(300);
+    expect(await readFile(join(c.workDir, "out.txt"), "utf8")).toBe("");
+    expect(await other.getMeta("b", "k")).toBeUndefined();
+  });
+
   it("recovery: after the server is killed, nothing is reported running and start works again", async () => {
     await p.start("before", await cfg("exec sleep 300"));
     expect((await fx.tmux("kill-server")).exitCode).toBe(0);
