@@ -4,7 +4,7 @@
  * temp dir), even when the test fails.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -59,7 +59,15 @@ export function makeCity(yaml: string): TestCity {
   };
   onTestFinished(async () => {
     await runGc(["--city", dir, "stop"], { timeoutMs: 60_000 }).catch(() => undefined);
+    // Whatever the test did to the city (even an unloadable file), no controller survives it:
+    // a live one would re-create the tmux server we are about to kill.
+    try {
+      process.kill(Number(readFileSync(join(dir, ".gc", "controller.pid"), "utf8").trim()), "SIGKILL");
+    } catch {
+      // no controller left
+    }
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
     rmSync(dir, { recursive: true, force: true });
   });
   return city;
