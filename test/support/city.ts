@@ -62,7 +62,8 @@ export function makeCity(yaml: string): TestCity {
     // Whatever the test did to the city (even an unloadable file), no controller survives it:
     // a live one would re-create the tmux server we are about to kill.
     try {
-      process.kill(Number(readFileSync(join(dir, ".gc", "controller.pid"), "utf8").trim()), "SIGKILL");
+      const pid = Number(readFileSync(join(dir, ".gc", "controller.pid"), "utf8").trim());
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir)) process.kill(pid, "SIGKILL");
     } catch {
       // no controller left
     }
