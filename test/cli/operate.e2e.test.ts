@@ -303,6 +303,9 @@ for (const provider of PROVIDERS) {
         const types = ev.events.map((e) => e.type);
         expect(types).toEqual(expect.arrayContaining(["session.killed", "session.reset", "run.finished"]));
         expect((await city.gc(["session", "bogus"])).code).toBe(2);
+        const attach = await city.gc(["attach", "py"]);
+        expect(attach.code).toBe(1);
+        expect(attach.stderr).toContain("needs a terminal");
       });
     },
   );
