@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ProviderError } from "./errors.js";
+import { GcError, ProviderError } from "./errors.js";
 import type { InteractionResponse, PendingInteraction, Provider } from "./provider.js";
 
 /** What the dialog code needs from a session: its screen and its keyboard. */
@@ -231,11 +231,13 @@ export function matchDialog(
 }
 
 /** Raised when a dialog could not be answered safely; nothing was confirmed. */
-export class DialogRefusedError extends ProviderError {
+export class DialogRefusedError extends GcError {
+  override readonly name = "DialogRefusedError";
+  readonly code = "GC_DIALOG_REFUSED";
   readonly dialog: string;
   readonly reason: string;
   constructor(dialog: string, reason: string) {
-    super("dialogs", `dialog ${JSON.stringify(dialog)} not answered: ${reason}`);
+    super(`dialogs: dialog ${JSON.stringify(dialog)} not answered: ${reason}`);
     this.dialog = dialog;
     this.reason = reason;
   }

@@ -28,8 +28,21 @@ export function promptArgv(cfg: Pick<StartConfig, "prompt" | "promptFlag">): str
 }
 
 /**
+ * Variables describing gc's own terminal or controller, never the session's: a session must
+ * not believe it runs inside the operator's tmux or inherit their window size.
+ */
+const NOT_INHERITED: ReadonlySet<string> = new Set([
+  "TMUX",
+  "TMUX_PANE",
+  "COLUMNS",
+  "LINES",
+  "GC_CONTROLLER_CHILD",
+]);
+
+/**
  * The environment a session's program and hooks see: the caller's base env, then the
- * declared env, then identity variables (`GC_SESSION`, `GC_CITY`, `GC_DIR`). Pure.
+ * declared env, then identity variables (`GC_SESSION`, `GC_CITY`, `GC_DIR`). gc's own terminal variables
+ * (`TMUX`, `COLUMNS`, …) are not passed on. Pure.
  */
 export function sessionEnv(
   base: NodeJS.ProcessEnv,
@@ -38,7 +51,7 @@ export function sessionEnv(
   city: string,
 ): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(base)) if (v !== undefined && !NOT_INHERITED.has(k)) env[k] = v;
   Object.assign(env, cfg.env);
   env.GC_SESSION = name;
   env.GC_CITY = city;

@@ -154,8 +154,9 @@ export interface Provider {
   listRunning(prefix: string, opts?: OpOptions): Promise<string[]>;
 
   /**
-   * True when `names` is empty; otherwise true when a live process whose name is one of
-   * `names` is in the session's process tree. False for a missing session.
+   * For a running session: true when `names` is empty, otherwise true when a live process
+   * whose name is one of `names` is in the session's process tree. False for a missing or
+   * stopped session, whatever `names` is.
    */
   processAlive(name: string, names: readonly string[], opts?: OpOptions): Promise<boolean>;
 
