@@ -109,7 +109,10 @@ async function main(): Promise<number> {
     return EXIT.usage;
   }
   const command = await entry.load();
-  if (g.help || args.includes("--help") || args.includes("-h")) {
+  // `--help` after `--` belongs to the command being run (`gc exec S -- grep --help`).
+  const dashDash = args.indexOf("--");
+  const own = dashDash < 0 ? args : args.slice(0, dashDash);
+  if (g.help || own.includes("--help") || own.includes("-h")) {
     process.stdout.write(`${command.usage}\n`);
     return EXIT.ok;
   }

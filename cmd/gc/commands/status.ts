@@ -14,6 +14,15 @@ const USAGE = `Usage: gc status [--json]
 One row per session of the city: name, agent, provider, state, running, drift, restarts,
 last activity, attached — and whether the controller runs.`;
 
+/** States whose reason `gc status` prints under the table. */
+const EXPLAINED_STATES: ReadonlySet<string> = new Set([
+  "quarantined",
+  "backoff",
+  "crashed",
+  "suspended",
+  "waiting-for-input",
+]);
+
 function ago(iso: string | null): string {
   if (!iso) return "-";
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
@@ -98,12 +107,7 @@ export const command: Command = {
       ctx.out(fmt(header));
       for (const r of rows) ctx.out(fmt(r));
       for (const s of view.sessions) {
-        if (
-          s.state === "quarantined" ||
-          s.state === "backoff" ||
-          s.state === "crashed" ||
-          s.state === "suspended"
-        ) {
+        if (EXPLAINED_STATES.has(s.state)) {
           ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
         }
       }

@@ -13,7 +13,7 @@ import { casUpdate } from "../../../internal/session/store.js";
 import { type Command, EXIT } from "../context.js";
 import { findController, stopController } from "../controller.js";
 import { type City, openCity } from "../deps.js";
-import { resolveSession } from "../sessions.js";
+import { type ResolvedSession, resolveSession } from "../sessions.js";
 
 const USAGE = `Usage: gc stop [SESSION...]
 
@@ -47,9 +47,18 @@ export const command: Command = {
     try {
       const store = await city.store();
       if (positionals.length > 0) {
-        const resolved = [];
+        const resolved: ResolvedSession[] = [];
         for (const name of positionals) resolved.push(await resolveSession(city, name, ctx.signal));
         for (const s of resolved) {
+          // Control operations on one session never overlap (gc run, restart, kill hold this too).
+          const lock = await store.tryLock(s.name, { purpose: "gc stop" });
+          try {
+            await stopOne(s);
+          } finally {
+            await lock.release();
+          }
+        }
+        async function stopOne(s: ResolvedSession): Promise<void> {
           const provider = await city.providerFor(s.provider);
           const rec = s.record ?? (await store.get(s.name));
           if (rec) {
