@@ -37,6 +37,18 @@ export interface ControlHandlers {
   shutdown(): void;
 }
 
+const OPS: ReadonlySet<string> = new Set(["status", "watch", "poke", "shutdown"]);
+
+/** True for a well-formed request (anything else gets "bad request", never a crash). */
+function isRequest(v: unknown): v is ControlRequest {
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof (v as { op?: unknown }).op === "string" &&
+    OPS.has((v as { op: string }).op)
+  );
+}
+
 /** Listens on `path` (replacing a stale socket file) with mode 0600. */
 export async function serveControl(path: string, h: ControlHandlers): Promise<Server> {
   await rm(path, { force: true });
@@ -53,15 +65,20 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
       if (nl < 0) return;
       const line = buf.slice(0, nl);
       buf = "";
-      let req: ControlRequest;
+      let req: unknown;
       try {
-        req = JSON.parse(line) as ControlRequest;
+        req = JSON.parse(line);
       } catch {
+        req = undefined;
+      }
+      if (!isRequest(req)) {
         send({ type: "error", error: "bad request" });
         sock.end();
         return;
       }
-      void handle(req).finally(() => sock.end());
+      handle(req)
+        .catch((e: unknown) => send({ type: "error", error: e instanceof Error ? e.message : String(e) }))
+        .finally(() => sock.end());
     });
     async function handle(req: ControlRequest): Promise<void> {
       switch (req.op) {

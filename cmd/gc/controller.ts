@@ -4,7 +4,7 @@
  * pokes, backoff requeues), serves status/watch/poke/shutdown, and logs every pass.
  */
 import { spawn } from "node:child_process";
-import { watch as watchFs } from "node:fs";
+import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -35,6 +35,16 @@ export interface ControllerInfo {
   readonly status: ControllerStatus | undefined;
 }
 
+/** True when `pid` runs `gc start --foreground` (a reused pid of another program is not ours). */
+async function isControllerProcess(pid: number): Promise<boolean> {
+  try {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
+    return argv.includes("start") && argv.includes("--foreground");
+  } catch {
+    return false;
+  }
+}
+
 /** Reads the pid file and asks the socket for status. Never throws. */
 export async function findController(stateDir: string): Promise<ControllerInfo> {
   const paths = controllerPaths(stateDir);
@@ -44,7 +54,7 @@ export async function findController(stateDir: string): Promise<ControllerInfo> 
   } catch {
     pid = undefined;
   }
-  if (pid === undefined || !(await pidAlive(pid)))
+  if (pid === undefined || !(await pidAlive(pid)) || !(await isControllerProcess(pid)))
     return { running: false, pid: undefined, status: undefined };
   try {
     const msgs = await requestControl(paths.socket, { op: "status" }, { timeoutMs: 3_000 });
@@ -123,6 +133,13 @@ export async function runController(
   };
 
   const loop = startLoop({ pass: runPass, intervalMs: policyOf(city.loaded).intervalMs, signal });
+  // If the socket or the watcher cannot be set up, no controller may keep running unreachable.
+  const setupFailed = async (e: unknown): Promise<never> => {
+    stop.abort(e);
+    await loop.done;
+    await rm(paths.pid, { force: true });
+    throw e;
+  };
   const server = await serveControl(paths.socket, {
     status: () => ({ pid: process.pid, startedAt, passes, last, lastError, busy: current !== undefined }),
     watch: (send, poke) =>
@@ -141,35 +158,45 @@ export async function runController(
           return;
         }
         for (const e of pass.events) send({ type: "progress", event: e });
+        const onAbort = () => resolve();
         const listener = (m: ControlMessage) => {
           send(m);
           if (m.type === "done") {
             pass?.listeners.delete(listener);
+            signal.removeEventListener("abort", onAbort);
             resolve();
           }
         };
         pass.listeners.add(listener);
-        signal.addEventListener("abort", () => resolve(), { once: true });
+        signal.addEventListener("abort", onAbort, { once: true });
       }),
     shutdown: () => stop.abort(new Error("shutdown requested")),
-  });
+  }).catch(setupFailed);
 
   // Config file changes trigger a pass (debounced); editors replace files, so watch the dir.
   let debounce: NodeJS.Timeout | undefined;
-  const watcher = watchFs(dirname(city.loaded.file), (_ev, file) => {
-    if (file !== null && file !== basename(city.loaded.file)) return;
-    clearTimeout(debounce);
-    debounce = setTimeout(() => {
-      opts.log("city file changed: reconciling");
-      loop.poke();
-    }, 300);
-  });
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watchFs(dirname(city.loaded.file), (_ev, file) => {
+      if (file !== null && file !== basename(city.loaded.file)) return;
+      clearTimeout(debounce);
+      debounce = setTimeout(() => {
+        opts.log("city file changed: reconciling");
+        loop.poke();
+      }, 300);
+    });
+    watcher.on("error", (e) =>
+      opts.log(`watching the city file failed (interval passes go on): ${describeError(e)}`),
+    );
+  } catch (e) {
+    opts.log(`cannot watch the city file (interval passes go on): ${describeError(e)}`);
+  }
   opts.log(`controller ${process.pid} running for city ${city.name} (${city.cityDir})`);
   try {
     await loop.done;
   } finally {
     clearTimeout(debounce);
-    watcher.close();
+    watcher?.close();
     await new Promise<void>((r) => server.close(() => r()));
     await rm(paths.socket, { force: true });
     await rm(paths.pid, { force: true });
@@ -188,7 +215,7 @@ async function claimPidFile(path: string): Promise<void> {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const pid = Number((await readFile(path, "utf8").catch(() => "")).trim());
-      if (pid && pid !== process.pid && (await pidAlive(pid))) {
+      if (pid && pid !== process.pid && (await pidAlive(pid)) && (await isControllerProcess(pid))) {
         throw new Error(`a controller is already running for this city (pid ${pid})`);
       }
       await rm(path, { force: true });

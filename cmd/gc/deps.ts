@@ -196,6 +196,8 @@ export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boole
       if (!p) {
         p = createProvider(spec, { city: name, cityDir: loaded.cityDir, stateDir }, settingsFor(spec));
         providers.set(spec, p);
+        // A failed construction (e.g. an exec script's probe timing out) is retried next time.
+        p.catch(() => providers.delete(spec));
       }
       return p;
     },

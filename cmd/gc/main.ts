@@ -140,7 +140,9 @@ function fail(e: unknown): number {
     return EXIT.usage;
   }
   process.stderr.write(`gc: ${describeError(e)}\n`);
+  const nodeCode = (e as { code?: unknown } | null)?.code;
   if (isGcError(e, "GC_USAGE") || isGcError(e, "GC_INVALID_NAME")) return EXIT.usage;
+  if (typeof nodeCode === "string" && nodeCode.startsWith("ERR_PARSE_ARGS_")) return EXIT.usage;
   if (isGcError(e, "GC_SESSION_NOT_FOUND")) return EXIT.notFound;
   return EXIT.failed;
 }

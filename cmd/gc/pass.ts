@@ -82,7 +82,7 @@ export async function watchControllerPass(
   return summary;
 }
 
-/** Prints a summary (JSON or text); resolves the exit code. */
+/** Prints a summary (JSON or text); resolves the exit code: 1 when an action failed. */
 export function reportSummary(
   ctx: CommandContext,
   s: TickSummary | undefined,
@@ -97,5 +97,7 @@ export function reportSummary(
     for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
     ctx.out(summaryLine(s));
   }
-  return EXIT.ok;
+  // A pass in which an action failed is a failed operation (the background `gc start`
+  // reports it but exits 0: the controller is running and keeps retrying).
+  return s && s.failed.length > 0 ? EXIT.failed : EXIT.ok;
 }

@@ -6,7 +6,7 @@
 import { describeError, isGcError } from "../runtime/errors.js";
 import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
 import type { SessionRecord, SessionStore } from "../session/store.js";
-import { type Action, crashAction, type DesiredEntry, type PlanPolicy } from "./plan.js";
+import { type Action, crashAction, type DesiredEntry, HOLD_KEY, type PlanPolicy } from "./plan.js";
 import { walkTo } from "./walk.js";
 
 /** Provider metadata keys gc writes at start, read back when adopting a session. */
@@ -97,12 +97,28 @@ export async function execute(actions: readonly Action[], deps: ExecuteDeps): Pr
     done.set(action.name, p);
     return p;
   });
-  return Promise.all(work);
+  // Let every started action finish before reporting, even when one rejects (abort):
+  // the caller closes the store and providers right after.
+  const settled = await Promise.allSettled(work);
+  const rejected = settled.find((r) => r.status === "rejected");
+  if (rejected) throw rejected.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<ActionOutcome>).value);
 }
+
+/** Actions that would disrupt a live session: never while an operator holds its lock. */
+const DISRUPTIVE: ReadonlySet<Action["kind"]> = new Set(["restart", "stop", "suspend"]);
 
 async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutcome> {
   if (action.kind === "wait") return { action, ok: true };
   deps.signal?.throwIfAborted();
+  if (DISRUPTIVE.has(action.kind)) {
+    const holder = await deps.store.lockHolder(action.name);
+    if (holder) {
+      const detail = `skipped this pass: session busy (${holder.purpose}, pid ${holder.pid})`;
+      deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
+      return { action, ok: true };
+    }
+  }
   deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
   try {
     const detail = await perform(action, deps);
@@ -124,11 +140,9 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
   switch (action.kind) {
     case "start":
       return startSession(d!, action.reason, deps);
-    case "restart": {
+    case "restart":
       await drain(d!, action.reason, deps);
-      const rec = await store.get(d!.name);
-      return startSession(d!, action.reason, deps, (rec?.restarts ?? 0) + 1);
-    }
+      return startSession(d!, action.reason, deps);
     case "run-live": {
       const provider = await deps.providerFor(d!.provider);
       await store.appendEvent({
@@ -197,14 +211,13 @@ async function ensureRecord(d: DesiredSession, deps: ExecuteDeps): Promise<Sessi
 }
 
 /** Records intent, starts the session, and records the outcome (running, or crashed + backoff). */
-async function startSession(
-  d: DesiredSession,
-  reason: string,
-  deps: ExecuteDeps,
-  restarts?: number,
-): Promise<string> {
+async function startSession(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<string> {
   const { store } = deps;
   const before = await ensureRecord(d, deps);
+  // `gc stop NAME` may have held the session after this pass was planned.
+  const hold = before.metadata[HOLD_KEY];
+  if (hold) return `not started: held by the operator (${hold})`;
+  const restarts = before.generation > 0 ? before.restarts + 1 : before.restarts;
   const provider = await deps.providerFor(d.provider);
   await walkTo(store, d.name, "starting", reason, {
     pending: intent("start", before, deps.now()),
@@ -240,7 +253,7 @@ async function startSession(
     liveHash: d.live,
     breakdown: d.breakdown,
     pending: null,
-    ...(restarts === undefined ? {} : { restarts }),
+    restarts,
   });
   return reason;
 }
@@ -266,8 +279,9 @@ async function adopt(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
 
 /** Interrupt, bounded wait for idle, stop; the record ends `stopped`. */
 async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
-  const provider = await deps.providerFor(d.provider);
   const rec = await deps.store.get(d.name);
+  // After a provider change the old session still lives on the old provider.
+  const provider = await deps.providerFor(rec?.provider ?? d.provider);
   if (rec && rec.state !== "draining") {
     await walkTo(deps.store, d.name, "draining", reason, { pending: intent("drain", rec, deps.now()) });
   }
@@ -300,7 +314,8 @@ async function recordCrash(
     pending: null,
   });
   const provider = await deps.providerFor(d.provider);
-  await provider.stop(d.name, { signal: deps.signal }); // reap remains (dead panes, holders)
+  // Reap remains (dead panes, holders); best-effort, so a failing stop cannot wedge the loop.
+  await provider.stop(d.name, { signal: deps.signal }).catch(() => undefined);
   if (a.next.kind === "quarantine") {
     const why = `${a.failures.length} failures within the quarantine window; last: ${a.reason}`;
     await walkTo(store, d.name, "quarantined", why, { quarantineReason: why, backoffUntil: null });

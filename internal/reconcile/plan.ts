@@ -200,6 +200,14 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
         : { kind: "start", name: d.name, reason: "resumed in the city file" };
     case "running":
       if (!up) return crashAction(d.name, rec, input.observed.exits.get(d.name) ?? null, input, "died");
+      if (rec.provider !== d.provider) {
+        return {
+          kind: "restart",
+          name: d.name,
+          reason: `provider changed: ${rec.provider} → ${d.provider}`,
+          fields: ["provider"],
+        };
+      }
       if (rec.coreHash !== d.core) {
         const fields = driftedFields(rec, d);
         return { kind: "restart", name: d.name, reason: `config drift: ${fields.join(", ")}`, fields };

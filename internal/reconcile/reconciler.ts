@@ -167,9 +167,11 @@ export class Reconciler {
       onProgress: opts.onProgress,
     });
     // Starts that failed during execute scheduled backoffs the plan could not know about.
-    const backoffs = (await deps.store.list({ states: ["backoff", "crashed"] })).map((r) =>
-      r.state === "crashed" ? now() : (r.backoffUntil ?? now()),
-    );
+    // Never in the past (that would spin the loop), never for a provider we cannot observe.
+    const soon = now() + 1_000;
+    const backoffs = (await deps.store.list({ states: ["backoff", "crashed"] }))
+      .filter((r) => !observation.unobservable.has(r.provider))
+      .map((r) => (r.state === "crashed" ? soon : Math.max(r.backoffUntil ?? soon, now() + 50)));
     const dues = [...backoffs, ...(p.requeueAt === undefined ? [] : [p.requeueAt])];
     const requeueAt = dues.length > 0 ? Math.min(...dues) : undefined;
     return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt };

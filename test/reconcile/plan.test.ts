@@ -303,3 +303,15 @@ describe("plan: operator hold", () => {
     expect(a).toEqual([{ kind: "wait", name: "a", reason: "held by the operator: stopped by operator" }]);
   });
 });
+
+describe("plan: provider change", () => {
+  it("plan: an agent moved to another provider is restarted (drained where it runs)", () => {
+    const [a] = run({
+      desired: [desired("a", { provider: "subprocess" })],
+      observed: observed(["a"]),
+      records: [record("a", "running", { provider: "tmux" })],
+    });
+    expect(a).toMatchObject({ kind: "restart", fields: ["provider"] });
+    expect(a?.reason).toContain("tmux → subprocess");
+  });
+});

@@ -44,14 +44,16 @@ export const command: Command = {
       }
       if (info.running) {
         if (!ctx.json) ctx.out(`controller already running (pid ${info.pid}); reconciling now`);
-        return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
+        reportSummary(ctx, await watchControllerPass(ctx, city, true), {
           controller: { pid: info.pid },
         });
+        return EXIT.ok;
       }
       if (values.once) return await runPassHere(ctx, city, { dryRun: false });
       const pid = await spawnController(city, ctx.signal);
       if (!ctx.json) ctx.out(`controller started (pid ${pid}); log: ${controllerPaths(city.stateDir).log}`);
-      return reportSummary(ctx, await watchControllerPass(ctx, city, false), { controller: { pid } });
+      reportSummary(ctx, await watchControllerPass(ctx, city, false), { controller: { pid } });
+      return EXIT.ok; // the controller runs and retries failed sessions; failures were printed
     } finally {
       await city.close();
     }
