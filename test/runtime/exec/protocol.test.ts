@@ -56,13 +56,14 @@ describe("exec provider: protocol v2 exit codes", () => {
   });
 
   it("exit 3: queries reject with SessionNotFoundError, commands resolve, is-running is false", async () => {
-    for (const p of [
-      t.provider.getMeta("gone", "k"),
-      t.provider.setMeta("gone", "k", "v"),
-      t.provider.removeMeta("gone", "k"),
-      t.provider.peek("gone", 5),
+    // Call one at a time: a rejected promise nobody awaits yet is an unhandled rejection.
+    for (const call of [
+      () => t.provider.getMeta("gone", "k"),
+      () => t.provider.setMeta("gone", "k", "v"),
+      () => t.provider.removeMeta("gone", "k"),
+      () => t.provider.peek("gone", 5),
     ]) {
-      const err = await rejection(p);
+      const err = await rejection(call());
       expect(isGcError(err, "GC_SESSION_NOT_FOUND"), String(err)).toBe(true);
     }
     await t.provider.nudge("gone", "hello");

@@ -98,7 +98,7 @@ describe("subprocess interactions", () => {
       { readyPromptPrefix: "ready> " },
     );
     const e = await p.start("odd", cfg).catch((x: unknown) => x);
-    expect(isGcError(e, "GC_PROVIDER")).toBe(true);
+    expect(isGcError(e, "GC_DIALOG_REFUSED")).toBe(true);
     expect(String(e)).toMatch(/not answered/);
     expect(await read(cfg, "chose.out")).toBeUndefined();
     expect(await p.listRunning("odd")).toEqual([]);
