@@ -14,6 +14,7 @@ import {
   supportsExecCommand,
   supportsExitStatus,
   supportsIdleWait,
+  supportsInteraction,
 } from "../internal/runtime/provider.js";
 import type { CaseContext, ConformanceCase } from "./harness.js";
 
@@ -66,7 +67,7 @@ async function fileEquals(ctx: CaseContext, name: string, cfg: StartConfig, rel:
 }
 
 const BIG_LINE = "0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMNOPQRSTUVWXYZ_αβγδ".repeat(14);
-const BIG_TEXT = Array.from({ length: 64 }, (_, i) =>
+const BIG_TEXT = Array.from({ length: 100 }, (_, i) =>
   `${String(i).padStart(3, "0")} ${BIG_LINE}`.slice(0, 1000),
 ).join("\n");
 
@@ -81,7 +82,7 @@ export const NUDGE_TEXTS: readonly (readonly [string, string])[] = [
   ["tmux-format", "#{session_name} #(touch pwned3) ## #[fg=red] %1"],
   ["key-words", "C-c Enter Escape C-d Up"],
   ["multiline", "line one\nline two\n\n  line four"],
-  ["64k", BIG_TEXT],
+  ["100k", BIG_TEXT],
 ];
 
 const INVALID_NAMES = ["", "a b", "a;b", "$(x)", "-rf", "a:b", "../x", "x\ny", "é", "a'b", "x".repeat(200)];
@@ -950,6 +951,8 @@ const observation: ConformanceCase[] = [
       if (caps.idleWait) assert.ok(supportsIdleWait(ctx.provider), "idleWait without waitForIdle");
       if (caps.exitStatus) assert.ok(supportsExitStatus(ctx.provider), "exitStatus without lastExit");
       if (caps.exec) assert.ok(supportsExecCommand(ctx.provider), "exec without execCommand");
+      if (caps.interaction)
+        assert.ok(supportsInteraction(ctx.provider), "interaction without pending/respond");
     },
   },
   {
