@@ -45,6 +45,8 @@ export interface City {
   readonly configError: string | undefined;
   store(): Promise<SessionStore>;
   providerFor(spec: string): Promise<Provider>;
+  /** The most recently loaded valid city file (updated by every `loadDesired`). */
+  current(): LoadedCity;
   /** Re-reads the city file and resolves it (throws ConfigError when invalid). */
   loadDesired(): Promise<DesiredSession[]>;
   /** Releases the store and provider connections (never the sessions). */
@@ -109,7 +111,8 @@ export function newReconciler(city: City, store: SessionStore): Reconciler {
     providerFor: (p) => city.providerFor(p),
     loadDesired: () => city.loadDesired(),
     baseProviders: [city.defaultProvider],
-    policy,
+    // Backoff, quarantine and start budget follow edits of the city file pass by pass.
+    policy: () => policyOf(city.current()),
     concurrency: policy.concurrency,
     drainTimeoutMs: policy.drainTimeoutMs,
   });
@@ -170,6 +173,7 @@ export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boole
     configError = describeError(e);
   }
   const stateDir = join(loaded.cityDir, ".gc");
+  let current = loaded;
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
   const name = loaded.config.workspace.name;
   let store: Promise<SessionStore> | undefined;
@@ -187,6 +191,7 @@ export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boole
     stateDir,
     defaultProvider: loaded.config.session.provider,
     configError,
+    current: () => current,
     store() {
       store ??= Promise.resolve(openSqliteStore({ cityDir: loaded.cityDir, singleTenant: true }));
       return store;
@@ -204,10 +209,12 @@ export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boole
     async loadDesired() {
       const fresh = await loadCity({
         cityDir: loaded.cityDir,
-        configFile: loaded.file,
+        configFile: lastGood ?? loaded.file,
         env: ctx.env,
         cwd: ctx.cwd,
       });
+      if (!lastGood) await saveLastGood(fresh);
+      current = fresh;
       return desiredFrom(fresh, now);
     },
     async close() {

@@ -18,7 +18,8 @@ export interface ReconcilerDeps {
   loadDesired(): Promise<DesiredSession[]>;
   /** Providers to observe even when nothing desired uses them (e.g. the city default). */
   readonly baseProviders: readonly string[];
-  readonly policy: PlanPolicy;
+  /** Crash-loop and start policy; a function is re-read every pass (city file edits apply). */
+  readonly policy: PlanPolicy | (() => PlanPolicy);
   readonly concurrency: number;
   readonly drainTimeoutMs: number;
   readonly now?: () => number;
@@ -88,6 +89,7 @@ export async function observe(
 /** Runs reconcile ticks for one city. Not re-entrant: callers serialise ticks. */
 export class Reconciler {
   private lastGood: DesiredSession[] | undefined;
+  private lastConfigError: string | undefined;
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -104,10 +106,12 @@ export class Reconciler {
       this.lastGood = await deps.loadDesired();
     } catch (e) {
       configError = describeError(e);
-      if (!opts.dryRun) {
+      // One event per distinct problem, not one per pass while the file stays broken.
+      if (!opts.dryRun && configError !== this.lastConfigError) {
         await deps.store.appendEvent({ type: "config.invalid", payload: { error: configError } });
       }
     }
+    this.lastConfigError = configError;
     const at = now();
     if (!this.lastGood) {
       // Never had a good config: touch nothing.
@@ -139,7 +143,8 @@ export class Reconciler {
       expectRunning,
       opts.signal,
     );
-    const p = plan({ desired, observed: observation, records, now: at, policy: deps.policy, random });
+    const policy = typeof deps.policy === "function" ? deps.policy() : deps.policy;
+    const p = plan({ desired, observed: observation, records, now: at, policy, random });
     if (opts.dryRun) {
       return {
         at,
@@ -160,7 +165,7 @@ export class Reconciler {
       providerOfUndesired: (name) => observation.providerOf.get(name) ?? recordProvider.get(name),
       now,
       concurrency: deps.concurrency,
-      policy: deps.policy,
+      policy,
       random,
       drainTimeoutMs: deps.drainTimeoutMs,
       signal: opts.signal,

@@ -238,6 +238,7 @@ agents:
     await new Promise((r) => setTimeout(r, 1000)); // let the file watcher fire a pass
     const st = await city.gc(["status", "--json"]);
     const parsed = JSON.parse(st.stdout);
+    expect(parsed.configError).toContain("bogus_key");
     expect(parsed.sessions.filter((s: StatusRow) => s.running).map((s: StatusRow) => s.name)).toEqual([
       "alpha",
       "beta",

@@ -60,11 +60,19 @@ export const command: Command = {
         }
         async function stopOne(s: ResolvedSession): Promise<void> {
           const provider = await city.providerFor(s.provider);
+          const hold = { [HOLD_KEY]: `stopped by operator at ${new Date().toISOString()}` };
           const rec = s.record ?? (await store.get(s.name));
-          if (rec) {
-            await casUpdate(store, s.name, () => ({
-              metadata: { [HOLD_KEY]: `stopped by operator at ${new Date().toISOString()}` },
-            }));
+          if (rec) await casUpdate(store, s.name, () => ({ metadata: hold }));
+          else {
+            // An untracked session gets a record, so the hold outlives this command.
+            await store.create({
+              name: s.name,
+              agent: s.desired?.agent ?? s.name,
+              provider: s.provider,
+              state: "suspended",
+              stateReason: "stopped by operator (gc stop)",
+              metadata: hold,
+            });
           }
           await provider.stop(s.name, { signal: ctx.signal });
           if (rec)
