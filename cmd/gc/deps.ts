@@ -11,7 +11,9 @@ import {
   findCityDir,
   type LoadedCity,
   loadCity,
+  poolBounds,
   resolveCity,
+  resolvePoolInstance,
 } from "../../internal/config/index.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import type { PlanPolicy } from "../../internal/reconcile/plan.js";
@@ -25,6 +27,7 @@ import type { Provider } from "../../internal/runtime/provider.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import type { SessionStore } from "../../internal/session/store.js";
 import type { CommandContext } from "./context.js";
+import { extraInstances, readPoolScale } from "./pool-scale.js";
 
 /** Provider kinds `session.provider` may name that this build implements. */
 export const PROVIDER_KINDS = ["tmux", "subprocess", "exec", "fake", "fail"] as const;
@@ -64,11 +67,22 @@ async function saveLastGood(loaded: LoadedCity): Promise<void> {
 }
 
 /** Resolves and fingerprints every session the city file declares. */
-export async function desiredFrom(loaded: LoadedCity, now: Date): Promise<DesiredSession[]> {
-  const resolved: ConfigDesired[] = resolveCity(
-    { cityDir: loaded.cityDir, config: loaded.config, promptTemplates: loaded.promptTemplates },
-    { now },
-  );
+export async function desiredFrom(
+  loaded: LoadedCity,
+  now: Date,
+  scale: Readonly<Record<string, number>> = {},
+): Promise<DesiredSession[]> {
+  const model = { cityDir: loaded.cityDir, config: loaded.config, promptTemplates: loaded.promptTemplates };
+  const resolved: ConfigDesired[] = resolveCity(model, { now });
+  // Pools scaled up by `gc scale` run their extra instances too (bounded by max).
+  for (const agent of loaded.config.agents) {
+    const bounds = poolBounds(agent);
+    if (!bounds) continue;
+    for (const n of extraInstances(bounds, scale[agent.name])) {
+      const extra = resolvePoolInstance(model, agent.name, n, { now });
+      if (extra) resolved.push(extra);
+    }
+  }
   return Promise.all(
     resolved.map(async (d) => {
       const fp = fingerprint(d.config, await readFingerprintFiles(d.config), d.declaredEnvKeys);
@@ -215,7 +229,7 @@ export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boole
       });
       if (!lastGood) await saveLastGood(fresh);
       current = fresh;
-      return desiredFrom(fresh, now);
+      return desiredFrom(fresh, now, await readPoolScale(stateDir));
     },
     async close() {
       await Promise.all([...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()));

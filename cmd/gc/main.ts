@@ -14,6 +14,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   status: { summary: "one row per session", load: () => load("status") },
   reconcile: { summary: "one reconcile pass now", load: () => load("reconcile") },
   drift: { summary: "which fields drifted, old → new", load: () => load("drift") },
+  scale: { summary: "set how many instances a pool runs", load: () => load("scale") },
   peek: { summary: "recent screen text of a session", load: () => load("peek") },
   nudge: { summary: "deliver text to a session", load: () => load("nudge") },
   attach: { summary: "attach your terminal to a session", load: () => load("attach") },

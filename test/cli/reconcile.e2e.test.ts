@@ -246,3 +246,41 @@ agents:
     expect(pidOf(city, "alpha")).toBe(a1);
   });
 });
+
+describe.skipIf(!hasTmux)("gc scale on tmux", { timeout: 120_000 }, () => {
+  it("scale: a pool grows and shrinks between min and max with stable names; out-of-bounds is a usage error", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+  - name: solo
+    start_command: "exec sleep 100000"
+  - name: w
+    start_command: "exec sleep 100000"
+    min_active_sessions: 1
+    max_active_sessions: 3
+`);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const running = async () =>
+      (await status(city)).sessions
+        .filter((s) => s.running)
+        .map((s) => s.name)
+        .sort();
+    expect(await running()).toEqual(["solo", "w-1"]);
+    expect((await city.gc(["scale", "w", "3"])).code).toBe(0);
+    expect(await running()).toEqual(["solo", "w-1", "w-2", "w-3"]);
+    expect((await city.gc(["scale", "w", "2"])).code).toBe(0);
+    expect(await running()).toEqual(["solo", "w-1", "w-2"]);
+    const tooMany = await city.gc(["scale", "w", "4"]);
+    expect(tooMany.code).toBe(2);
+    expect(tooMany.stderr).toContain("between 1 and 3");
+    expect((await city.gc(["scale", "solo", "2"])).code).toBe(2);
+    const typo = await city.gc(["scale", "ww", "2"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('did you mean "w"');
+    expect(await running()).toEqual(["solo", "w-1", "w-2"]);
+  });
+});
