@@ -3,7 +3,7 @@
  * city, opens its store, builds providers by name (lazily, so `gc peek` on tmux never loads
  * another backend), and turns the city file into the reconciler's desired sessions.
  */
-import { copyFile, mkdir } from "node:fs/promises";
+import { chmod, copyFile, mkdir } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import {
   type DesiredSession as ConfigDesired,
@@ -63,7 +63,10 @@ const LAST_GOOD_FILE = "last-good.yaml";
 async function saveLastGood(loaded: LoadedCity): Promise<void> {
   const dir = join(loaded.cityDir, ".gc");
   await mkdir(dir, { recursive: true, mode: 0o700 }).catch(() => undefined);
-  await copyFile(loaded.file, join(dir, LAST_GOOD_FILE)).catch(() => undefined);
+  const copy = join(dir, LAST_GOOD_FILE);
+  await copyFile(loaded.file, copy)
+    .then(() => chmod(copy, 0o600))
+    .catch(() => undefined);
 }
 
 /** Resolves and fingerprints every session the city file declares. */
