@@ -15,7 +15,7 @@ import { openMemoryStore } from "../../internal/session/memory-store.js";
 import { STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
 import { type CommandContext, EXIT } from "./context.js";
 import { type ControlMessage, requestControl } from "./control.js";
-import { controllerPaths } from "./controller.js";
+import { controllerPaths, findController } from "./controller.js";
 import { type City, newReconciler } from "./deps.js";
 
 /** Runs one pass here and prints progress and the summary (or the plan, for a dry run). */
@@ -100,4 +100,16 @@ export function reportSummary(
   // A pass in which an action failed is a failed operation (the background `gc start`
   // reports it but exits 0: the controller is running and keeps retrying).
   return s && s.failed.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * One pass now: through the running controller (poked, its pass streamed) or, without one,
+ * in this process. Resolves the exit code of {@link reportSummary}.
+ */
+export async function reconcileNow(ctx: CommandContext, city: City): Promise<number> {
+  const info = await findController(city.stateDir);
+  if (info.running) {
+    return reportSummary(ctx, await watchControllerPass(ctx, city, true), { controller: { pid: info.pid } });
+  }
+  return runPassHere(ctx, city, { dryRun: false });
 }

@@ -2,27 +2,19 @@
  * Secret redaction applied by the session store before anything reaches disk: values of
  * env-like keys that look secret (TOKEN, SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, …) in
  * record metadata, event payloads, history entries and wait data. Small, pure and
- * deliberately independent of internal/config so the store has no config dependency.
+ * independent of internal/config; the key pattern is the shared one in runtime/secrets.ts.
  */
+
+import { isSecretKey, SECRET_KEY_PATTERN } from "../runtime/secrets.js";
+
+export { isSecretKey, SECRET_KEY_PATTERN };
 
 /** What a redacted value is replaced with. */
 export const REDACTED = "[REDACTED]";
 
-/**
- * Key names whose values are secrets, matched case-insensitively anywhere in the key
- * (`GITHUB_TOKEN`, `db.password`, `x-api-key`). `AUTH` matches `AUTHORIZATION` but not `AUTHOR`.
- */
-export const SECRET_KEY_PATTERN =
-  /TOKEN|SECRET|PASSW(?:OR)?D|PASSPHRASE|API[_.-]?KEY|CREDENTIAL|AUTH(?!OR(?!IZ))|PRIVATE[_.-]?KEY|ACCESS[_.-]?KEY|COOKIE/i;
-
 // `KEY=value` in env arrays (`["API_TOKEN=x"]`), argv and free text (error messages, notes);
 // the value ends at whitespace or its closing quote.
 const TEXT_ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_.-]*)=("[^"]*"|'[^']*'|[^\s"']+)/g;
-
-/** True when values stored under `key` must never be persisted or printed. Pure. */
-export function isSecretKey(key: string): boolean {
-  return SECRET_KEY_PATTERN.test(key);
-}
 
 /**
  * Redacts every `SECRET_KEY=value` in a string: env entries (`"API_TOKEN=abc"`) and free text

@@ -6,6 +6,7 @@
  * conformance/store.ts. Used by the reconciler and the CLI; never calls a provider.
  */
 import { SessionNotFoundError, StaleVersionError } from "../runtime/errors.js";
+import type { FieldFingerprint } from "../runtime/fingerprint.js";
 import type { LifecycleState } from "./lifecycle.js";
 
 /** Any value that survives a JSON round trip. */
@@ -13,11 +14,8 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 /** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue };
 
-/** One field of a fingerprint breakdown: its hash and a printable value (for `gc drift`). */
-export interface FieldFingerprint {
-  readonly hash: string;
-  readonly value: string;
-}
+/** One field of a fingerprint breakdown (defined with the fingerprints themselves). */
+export type { FieldFingerprint } from "../runtime/fingerprint.js";
 
 /** How a session's program last ended. */
 export interface ExitInfo {

@@ -24,6 +24,7 @@ import {
   type Target,
   withTarget,
 } from "../operate.js";
+import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc nudge SESSION TEXT... [--now | --queue [--ttl DUR] [--attempts N]] [--wait DUR]
        gc nudge SESSION - ...          (reads the text from stdin)
@@ -245,14 +246,7 @@ async function list(ctx: CommandContext, rest: string[], all: boolean, json: boo
       ),
       clip(v.text, 40),
     ]);
-    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const fmt = (r: string[]) =>
-      r
-        .map((c, i) => c.padEnd(widths[i]!))
-        .join("  ")
-        .trimEnd();
-    ctx.out(fmt(header));
-    for (const r of rows) ctx.out(fmt(r));
+    for (const line of formatTable(header, rows)) ctx.out(line);
     return EXIT.ok;
   } finally {
     await city.close();

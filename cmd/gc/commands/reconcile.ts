@@ -5,9 +5,8 @@
 import { parseArgs } from "node:util";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Command } from "../context.js";
-import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
-import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
+import { reconcileNow, runPassHere } from "../pass.js";
 
 const USAGE = `Usage: gc reconcile [--dry-run]
 
@@ -28,12 +27,7 @@ export const command: Command = {
     const city = await openCity(ctx);
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
-      const info = await findController(city.stateDir);
-      if (info.running)
-        return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
-          controller: { pid: info.pid },
-        });
-      return await runPassHere(ctx, city, { dryRun: false });
+      return await reconcileNow(ctx, city);
     } finally {
       await city.close();
     }

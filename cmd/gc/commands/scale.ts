@@ -9,9 +9,8 @@ import { poolBounds } from "../../../internal/config/index.js";
 import { didYouMean } from "../../../internal/config/suggest.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Command } from "../context.js";
-import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
-import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
+import { reconcileNow } from "../pass.js";
 import { writePoolScale } from "../pool-scale.js";
 
 const USAGE = `Usage: gc scale AGENT N
@@ -58,12 +57,7 @@ export const command: Command = {
         ctx.out(
           `${agentName}: ${count} instance${count === 1 ? "" : "s"} (bounds ${bounds.min}…${bounds.max})`,
         );
-      const info = await findController(city.stateDir);
-      if (info.running)
-        return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
-          controller: { pid: info.pid },
-        });
-      return await runPassHere(ctx, city, { dryRun: false });
+      return await reconcileNow(ctx, city);
     } finally {
       await city.close();
     }

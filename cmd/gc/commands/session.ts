@@ -12,13 +12,13 @@ import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { LifecycleState } from "../../../internal/session/lifecycle.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import { type Command, type CommandContext, EXIT } from "../context.js";
-import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
 import { dropShellState } from "../exec-state.js";
 import { deltaSince, dropCursors, screenLines } from "../observe.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
-import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
+import { reconcileNow } from "../pass.js";
 import { collectCity } from "../sessions.js";
+import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc session list [--json]
        gc session kill SESSION [--json]
@@ -149,14 +149,7 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
       r.lockedBy ? `${r.lockedBy.purpose} (pid ${r.lockedBy.pid})` : "-",
       r.reason.replace(/\s+/g, " ").slice(0, 80),
     ]);
-    const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
-    const fmt = (r: string[]) =>
-      r
-        .map((c, i) => c.padEnd(widths[i]!))
-        .join("  ")
-        .trimEnd();
-    ctx.out(fmt(header));
-    for (const r of table) ctx.out(fmt(r));
+    for (const line of formatTable(header, table)) ctx.out(line);
     return EXIT.ok;
   } finally {
     await city.close();
@@ -211,10 +204,8 @@ async function clearHold(t: Target, reason: string, resetFailures: boolean): Pro
 /** Runs a pass (through the controller when one runs) so the reconciler acts now. */
 async function passNow(ctx: CommandContext, t: Target, json: boolean): Promise<void> {
   const quiet: CommandContext = { ...ctx, json: true, out: () => undefined };
-  const info = await findController(t.city.stateDir);
-  const c = json ? quiet : ctx;
-  if (info.running) reportSummary(c, await watchControllerPass(c, t.city, true), {});
-  else await runPassHere(c, t.city, { dryRun: false });
+  // The outcome is judged by the caller from the session itself, not from the pass summary.
+  await reconcileNow(json ? quiet : ctx, t.city);
 }
 
 async function restart(ctx: CommandContext, t: Target, json: boolean): Promise<number> {

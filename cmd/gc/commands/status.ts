@@ -8,6 +8,7 @@ import { type Command, EXIT } from "../context.js";
 import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
 import { collectCity } from "../sessions.js";
+import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc status [--json]
 
@@ -98,14 +99,7 @@ export const command: Command = {
         ago(s.lastActivity),
         s.attached ? "yes" : "no",
       ]);
-      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-      const fmt = (r: string[]) =>
-        r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join("  ")
-          .trimEnd();
-      ctx.out(fmt(header));
-      for (const r of rows) ctx.out(fmt(r));
+      for (const line of formatTable(header, rows)) ctx.out(line);
       for (const s of view.sessions) {
         if (EXPLAINED_STATES.has(s.state)) {
           ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
