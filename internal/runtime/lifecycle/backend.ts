@@ -48,8 +48,6 @@ export interface StartBackend {
   readonly provider: string;
   /** Steps `create` already performs (the lifecycle then skips them). Default: none. */
   readonly delegates?: ReadonlySet<DelegatedStep> | undefined;
-  /** Base environment of the program before the declared env. Default: this process's. */
-  readonly baseEnv?: NodeJS.ProcessEnv | undefined;
   /** Extra variables hooks see beside the program's env (e.g. `GC_TMUX_SOCKET`). */
   readonly hookEnv?: Readonly<Record<string, string>> | undefined;
   /**

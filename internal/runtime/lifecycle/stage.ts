@@ -34,11 +34,7 @@ export async function stageLocal(provider: string, plan: StartPlan, baseDir: str
     } catch (e) {
       throw new ProviderError(provider, `copy_files ${src}: ${describeError(e)}`, { cause: e });
     }
-    const dst = resolve(workDir, entry.relDst || (isDir ? "." : basename(src)));
-    const rel = relative(workDir, dst);
-    if (rel.startsWith("..") || isAbsolute(rel)) {
-      throw new InvalidNameError("copy destination", entry.relDst, "must stay inside the work dir");
-    }
+    const dst = destinationIn(workDir, entry.relDst, isDir ? "." : basename(src));
     try {
       await mkdir(dirname(dst), { recursive: true });
       await cp(src, dst, { recursive: true, force: true });
@@ -46,4 +42,24 @@ export async function stageLocal(provider: string, plan: StartPlan, baseDir: str
       throw new ProviderError(provider, `copy_files ${src}: ${describeError(e)}`, { cause: e });
     }
   }
+}
+
+/**
+ * `relDst` (or `fallback` when empty) under `root`, absolute.
+ * @throws InvalidNameError when it would leave `root`.
+ */
+export function destinationIn(root: string, relDst: string, fallback: string): string {
+  const dst = resolve(root, relDst || fallback);
+  const rel = relative(root, dst);
+  if (rel.startsWith("..") || isAbsolute(rel)) {
+    throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
+  }
+  return dst;
+}
+
+/** Copies `src` (file or directory) to `relDst` under `root` (empty: its own name). */
+export async function copyInto(src: string, root: string, relDst: string): Promise<void> {
+  const dst = destinationIn(root, relDst, (await stat(src)).isDirectory() ? "." : basename(src));
+  await mkdir(dirname(dst), { recursive: true });
+  await cp(src, dst, { recursive: true, force: true });
 }

@@ -45,21 +45,23 @@ export function limitsFor(config: StartConfig, defaults: Partial<StartLimits> = 
   };
 }
 
-/** The plan of a start: absolute dirs, the program's env and argv. Pure. */
+/**
+ * The plan of a start: dirs, the program's env and argv. `config`'s dirs should already be
+ * absolute. `terminal` holds the provider's own terminal variables (a pty's `TERM`). Pure.
+ */
 export function planStart(
   name: string,
   city: string,
   config: StartConfig,
-  baseEnv: NodeJS.ProcessEnv = process.env,
+  opts: { baseEnv?: NodeJS.ProcessEnv; terminal?: Readonly<Record<string, string>> } = {},
 ): StartPlan {
-  const workDir = config.workDir;
   return {
     name,
     city,
     config,
-    workDir,
+    workDir: config.workDir,
     hookDir: hookDirOf(config),
-    env: sessionEnv(baseEnv, name, config, city),
+    env: sessionEnv(opts.baseEnv ?? process.env, name, config, city, opts.terminal),
     argv: launchArgv(config),
   };
 }
