@@ -18,6 +18,8 @@ export interface StartPlan {
   readonly workDir: string;
   /** Absolute directory hooks run in (`hookDir`, else the work dir). */
   readonly hookDir: string;
+  /** What relative `overlay_dir`/`copy_files` sources resolve against (the city dir). */
+  readonly sourceDir: string;
   /**
    * The program's environment: the backend's base env minus gc's own terminal variables
    * (`TMUX`, `COLUMNS`, … — {@link NOT_INHERITED}), then the declared env, then the identity
@@ -64,7 +66,9 @@ export interface StartBackend {
   stage(plan: StartPlan, signal: AbortSignal): Promise<void>;
   /**
    * Creates the target and starts the program (`plan.argv`, `plan.env`, `plan.workDir`).
-   * @throws SessionExistsError when the name is taken. Leaves nothing behind when it rejects.
+   * Must leave nothing behind when it rejects (the lifecycle calls `destroy` only after
+   * `create` resolved, so a SessionExistsError never destroys the session that exists).
+   * @throws SessionExistsError when the name is taken.
    */
   create(plan: StartPlan, signal: AbortSignal): Promise<void>;
   /** True while the program runs. */

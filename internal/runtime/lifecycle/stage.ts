@@ -10,12 +10,12 @@ import type { StartPlan } from "./backend.js";
 
 /**
  * Copies the overlay directory's contents, then each `copy_files` entry, into
- * `plan.workDir` (overwriting). Relative sources resolve against `baseDir`.
+ * `plan.workDir` (overwriting). Relative sources resolve against `plan.sourceDir`.
  * @throws ProviderError (GC_PROVIDER) naming the source that is missing or unreadable.
  * @throws InvalidNameError when a destination would leave the work dir.
  */
-export async function stageLocal(provider: string, plan: StartPlan, baseDir: string): Promise<void> {
-  const { config, workDir } = plan;
+export async function stageLocal(provider: string, plan: StartPlan): Promise<void> {
+  const { config, workDir, sourceDir: baseDir } = plan;
   await mkdir(workDir, { recursive: true });
   if (config.overlayDir) {
     const src = resolve(baseDir, config.overlayDir);
@@ -40,6 +40,29 @@ export async function stageLocal(provider: string, plan: StartPlan, baseDir: str
       await cp(src, dst, { recursive: true, force: true });
     } catch (e) {
       throw new ProviderError(provider, `copy_files ${src}: ${describeError(e)}`, { cause: e });
+    }
+  }
+}
+
+/**
+ * Checks that `overlay_dir` and every `copy_files` source exist (relative ones against
+ * `plan.sourceDir`), before anything of the start runs — whoever does the copying.
+ * @throws ProviderError (GC_PROVIDER) naming the first missing source.
+ */
+export async function checkStageSources(provider: string, plan: StartPlan): Promise<void> {
+  const baseDir = plan.sourceDir;
+  const { config } = plan;
+  const sources = [
+    ...(config.overlayDir ? [["overlay_dir", config.overlayDir] as const] : []),
+    ...(config.copyFiles ?? []).map((c) => ["copy_files", c.src] as const),
+  ];
+  for (const [what, rel] of sources) {
+    const src = resolve(baseDir, rel);
+    try {
+      const st = await stat(src);
+      if (what === "overlay_dir" && !st.isDirectory()) throw new Error("not a directory");
+    } catch (e) {
+      throw new ProviderError(provider, `${what} ${src}: ${describeError(e)}`, { cause: e });
     }
   }
 }

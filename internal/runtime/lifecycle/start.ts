@@ -23,6 +23,7 @@ import { describeError, HookFailedError, OperationTimeoutError } from "../errors
 import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
 import type { StartConfig } from "../provider.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
+import { checkStageSources } from "./stage.js";
 
 /** `session.startup_timeout`'s default: the deadline of one whole start. */
 export const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
@@ -53,7 +54,12 @@ export function planStart(
   name: string,
   city: string,
   config: StartConfig,
-  opts: { baseEnv?: NodeJS.ProcessEnv; terminal?: Readonly<Record<string, string>> } = {},
+  opts: {
+    baseEnv?: NodeJS.ProcessEnv;
+    terminal?: Readonly<Record<string, string>>;
+    /** Base of relative copy sources; default the current directory. */
+    sourceDir?: string;
+  } = {},
 ): StartPlan {
   return {
     name,
@@ -61,6 +67,7 @@ export function planStart(
     config,
     workDir: config.workDir,
     hookDir: hookDirOf(config),
+    sourceDir: opts.sourceDir ?? process.cwd(),
     env: sessionEnv(opts.baseEnv ?? process.env, name, config, city, opts.terminal),
     argv: launchArgv(config),
   };
@@ -133,11 +140,14 @@ class Sequence {
 
   async run(): Promise<void> {
     const cfg = this.plan.config;
+    // A missing copy source fails every start alike, before anything runs.
+    await checkStageSources(this.b.provider, this.plan);
     if (this.does("pre_start")) await this.hooks("pre_start", cfg.preStart);
     if (this.does("stage")) await this.b.stage(this.plan, this.signal);
     this.signal.throwIfAborted();
-    this.created = true; // from here on a failure destroys whatever create got to make
+    // create leaves nothing behind when it rejects; from its success on, failures destroy.
     await this.b.create(this.plan, this.signal);
+    this.created = true;
     this.signal.throwIfAborted();
     if (this.does("readiness")) await this.awaitReady();
     if (this.does("session_setup")) {

@@ -293,11 +293,26 @@ export class SubprocessProvider
       });
       await mkdir(plan.hookDir, { recursive: true });
       const spawned: { child?: ChildProcess } = {};
+      const destroy = async () => {
+        await this.teardown(name, true).catch(() => undefined);
+        // A holder that had not bound its socket yet is invisible to teardown: kill it by
+        // its handle. Node has not reaped it while exitCode and signalCode are null, so the
+        // pid cannot have been reused.
+        const child = spawned.child;
+        if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+          await killTree(child.pid);
+          await rm(this.paths(name).dir, { recursive: true, force: true });
+        }
+      };
       const backend: StartBackend = {
         provider: "subprocess",
         runCommand: runLocalCommand,
-        stage: (p) => stageLocal("subprocess", p, process.cwd()),
-        create: (p, sig) => this.spawnHolder(name, p.config, p.env, sig, spawned),
+        stage: (p) => stageLocal("subprocess", p),
+        create: (p, sig) =>
+          this.spawnHolder(name, p.config, p.env, sig, spawned).catch(async (e: unknown) => {
+            await destroy();
+            throw e;
+          }),
         alive: async (sig) => {
           const st = await this.statusOf(name, sig);
           return st.ok && st.value.running;
@@ -313,17 +328,7 @@ export class SubprocessProvider
           await this.call(name, { op: "waitReady", prefix, timeoutMs: ms }, ms + STATUS_TIMEOUT_MS, sig);
         },
         nudge: (text, sig) => this.deliver(name, text, sig, true),
-        destroy: async () => {
-          await this.teardown(name, true).catch(() => undefined);
-          // A holder that had not bound its socket yet is invisible to teardown: kill it by
-          // its handle. Node has not reaped it while exitCode and signalCode are null, so the
-          // pid cannot have been reused.
-          const child = spawned.child;
-          if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-            await killTree(child.pid);
-            await rm(this.paths(name).dir, { recursive: true, force: true });
-          }
-        },
+        destroy,
       };
       const limits = limitsFor(config, {
         readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,

@@ -229,7 +229,7 @@ export class TmuxProvider
       workDir: resolve(this.cityDir, cfg.workDir),
       hookDir: resolve(this.cityDir, hookDirOf(cfg)),
     };
-    const plan = planStart(name, this.city, config, { baseEnv: process.env });
+    const plan = planStart(name, this.city, config, { sourceDir: this.cityDir });
     await mkdir(plan.hookDir, { recursive: true });
     let id: string | undefined;
     const live = async (sig: AbortSignal) => {
@@ -240,7 +240,7 @@ export class TmuxProvider
       provider: "tmux",
       hookEnv: { GC_TMUX_SOCKET: this.settings.socketLabel },
       runCommand: runLocalCommand,
-      stage: (p) => stageLocal("tmux", p, this.cityDir),
+      stage: (p) => stageLocal("tmux", p),
       create: async (p, sig) => {
         id = await this.create(p, sig);
       },
