@@ -4,6 +4,7 @@
  * session name given on the command line, with a did-you-mean when it is unknown.
  */
 import { didYouMean } from "../config/suggest.js";
+import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { observe } from "../reconcile/reconciler.js";
 import { describeError, SessionNotFoundError } from "../runtime/errors.js";
@@ -42,9 +43,7 @@ export interface CityView {
 /** Drift of a record against its desired session. Pure. */
 export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
   if (!rec || !d || rec.coreHash === null) return "none";
-  if (rec.coreHash !== d.core) return "core";
-  if (rec.liveHash !== d.live) return "live";
-  return "none";
+  return decideDrift(rec, d).kind;
 }
 
 /** Joins desired, recorded and observed sessions of the city. */
