@@ -9,6 +9,7 @@
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import { isAbsolute, posix } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   HookFailedError,
   InvalidNameError,
@@ -32,6 +33,7 @@ import {
   clip,
   EXIT,
   type ExecOperationName,
+  type ExecStartPayload,
   isImageRef,
   isKeyName,
   parseActivity,
@@ -47,6 +49,14 @@ import {
   EXEC_START_TIMEOUT_MS,
   type ScriptContext,
 } from "./script.js";
+import {
+  classifyV1StartFailure,
+  diedDuringStartupDetail,
+  frameMetaV1,
+  unframeMetaV1,
+  V1_START_SETTLE_MS,
+  v1PromptCommand,
+} from "./v1.js";
 
 /** Options of {@link ExecProvider}. */
 export interface ExecProviderOptions {
@@ -141,7 +151,7 @@ export class ExecProvider implements Provider {
     validateSessionName(name);
     opts?.signal?.throwIfAborted();
     if (!this.supports("start")) throw this.unsupported("start");
-    const stdin = JSON.stringify(startPayload(name, config, this.city));
+    const stdin = JSON.stringify(this.v2 ? startPayload(name, config, this.city) : this.v1StartPayload(name, config));
     let r: CallResult;
     try {
       r = await this.call("start", name, [], { stdin, signal: opts?.signal, timeoutMs: this.startTimeoutMs });
@@ -150,9 +160,11 @@ export class ExecProvider implements Provider {
       await this.cleanupFailedStart(name);
       throw e;
     }
+    if (!this.v2 && r.exit !== EXIT.OK && r.exit !== EXIT.UNKNOWN_OP) return this.v1StartFailed(name, r);
     const out = this.outcome(r, "start");
     switch (out) {
       case "ok":
+        if (!this.v2) await this.v1ConfirmStarted(name, opts);
         return;
       case "exists":
         throw new SessionExistsError(name, { cause: this.failure("start", name, r) });
@@ -287,26 +299,33 @@ export class ExecProvider implements Provider {
     return trimTrailingNewlines(r.stdout);
   }
 
-  /** `set-meta <name> <key>` with the value on stdin. @throws SessionNotFoundError when missing. */
+  /**
+   * `set-meta <name> <key>` with the value on stdin (v1: framed by {@link frameMetaV1}, and
+   * only after `is-running` confirmed the session).
+   * @throws SessionNotFoundError when missing.
+   */
   async setMeta(name: string, key: string, value: string, opts?: OpOptions): Promise<void> {
     validateSessionName(name);
     validateMetaKey(key);
+    if (!this.v2) {
+      await this.v1RequireRunning(name, "set-meta", opts);
+      await this.metaCommand("set-meta", name, key, frameMetaV1(value), opts);
+      return;
+    }
     await this.metaCommand("set-meta", name, key, value, opts);
   }
 
   /**
-   * `get-meta <name> <key>`. v2: stdout is the exact value and exit 7 means unset; v1:
-   * trailing newlines are trimmed and empty means unset.
+   * `get-meta <name> <key>`. v2: stdout is the exact value and exit 7 means unset; v1: see
+   * {@link v1GetMeta}.
    * @throws SessionNotFoundError when the session is missing.
    */
   async getMeta(name: string, key: string, opts?: OpOptions): Promise<string | undefined> {
     validateSessionName(name);
     validateMetaKey(key);
+    if (!this.v2) return this.v1GetMeta(name, key, opts);
     const r = await this.query("get-meta", name, [key], opts, true);
-    if (r === undefined) return undefined;
-    if (this.v2) return r.stdout;
-    const v = trimTrailingNewlines(r.stdout);
-    return v === "" ? undefined : v;
+    return r?.stdout;
   }
 
   /** `remove-meta <name> <key>`. @throws SessionNotFoundError when missing. */
@@ -441,6 +460,94 @@ export class ExecProvider implements Provider {
 
   /** Nothing to release: every call is its own process. */
   async close(): Promise<void> {}
+
+  // ---- protocol v1 compensations (what a v1 script cannot say; see v1.ts)
+
+  /**
+   * The start JSON for a v1 script: the v1 keys only, with the prompt and its flag carried
+   * inside `command` ({@link v1PromptCommand}); the v2 `prompt`, `prompt_flag` and `hook_dir`
+   * keys are left out so a script cannot deliver the prompt twice.
+   * @throws UnsupportedError when the prompt cannot be carried (nothing is started).
+   */
+  private v1StartPayload(name: string, config: StartConfig): ExecStartPayload {
+    const command = v1PromptCommand(this.script, config);
+    const { prompt: _p, prompt_flag: _f, hook_dir: _h, ...payload } = startPayload(
+      name,
+      { ...config, command, prompt: undefined, promptFlag: undefined },
+      this.city,
+    );
+    return payload;
+  }
+
+  /**
+   * A v1 `start` failed (exit other than 0 and 2): classify its stderr
+   * ({@link classifyV1StartFailure}). An existing session is left alone; in every other case
+   * `stop` runs so nothing is left behind.
+   */
+  private async v1StartFailed(name: string, r: CallResult): Promise<never> {
+    const cause = this.failure("start", name, r);
+    const kind = classifyV1StartFailure(r.stderr);
+    if (kind.kind === "exists") throw new SessionExistsError(name, { cause });
+    await this.cleanupFailedStart(name);
+    if (kind.kind === "died") throw new SessionDiedDuringStartupError(name, stderrOf(r), { cause });
+    if (kind.kind === "hook") throw new HookFailedError(kind.hook, kind.detail, { cause });
+    throw cause;
+  }
+
+  /**
+   * After a v1 `start` exited 0: peek, let the program settle ({@link V1_START_SETTLE_MS}),
+   * peek again, then ask `is-running`. A program that is gone → `stop` (nothing left behind)
+   * and SessionDiedDuringStartupError with the last screen gc could read.
+   */
+  private async v1ConfirmStarted(name: string, opts?: OpOptions): Promise<void> {
+    let lastPeek: string | undefined;
+    const look = async () => {
+      try {
+        lastPeek = await this.peek(name, 50, opts);
+      } catch {
+        // gone already, or peek unsupported: keep what was seen before
+      }
+    };
+    await look();
+    await sleep(V1_START_SETTLE_MS, undefined, { signal: opts?.signal }).catch(async (e) => {
+      await this.cleanupFailedStart(name);
+      throw opts?.signal?.reason ?? e;
+    });
+    await look();
+    let alive: boolean;
+    try {
+      alive = await this.isRunning(name, opts);
+    } catch (e) {
+      await this.cleanupFailedStart(name);
+      throw e;
+    }
+    if (alive) return;
+    await this.cleanupFailedStart(name);
+    throw new SessionDiedDuringStartupError(name, diedDuringStartupDetail(lastPeek));
+  }
+
+  /**
+   * v1 `get-meta` (run together with `is-running`, since a v1 script cannot say "no such
+   * session"): a session that is not running → SessionNotFoundError; otherwise the value
+   * unframed by {@link unframeMetaV1} (empty output = unset).
+   */
+  private async v1GetMeta(name: string, key: string, opts?: OpOptions): Promise<string | undefined> {
+    const [got, running] = await Promise.allSettled([
+      this.query("get-meta", name, [key], opts, true),
+      this.isRunning(name, opts),
+    ]);
+    if (running.status === "fulfilled" && !running.value) throw new SessionNotFoundError(name);
+    if (got.status === "rejected") throw got.reason;
+    if (running.status === "rejected") throw running.reason;
+    return got.value === undefined ? undefined : unframeMetaV1(got.value.stdout);
+  }
+
+  /** SessionNotFoundError unless `is-running` says the session runs (v1 `set-meta` would create it). */
+  private async v1RequireRunning(name: string, op: ExecOperationName, opts?: OpOptions): Promise<void> {
+    if (!(await this.isRunning(name, opts))) {
+      throw new SessionNotFoundError(name, `${this.script} ${op}: the session is not running`);
+    }
+  }
 
   // ---- internals
 

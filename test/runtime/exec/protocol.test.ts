@@ -132,11 +132,13 @@ describe("exec provider: failures of start", () => {
     expect(isGcError(e2, "GC_PROVIDER"), String(e2)).toBe(true);
   });
 
-  it("a v1 script: empty get-meta is unset; a failing query on a missing session is SessionNotFoundError", async () => {
+  it("a v1 script: values round-trip framed, empty get-meta is unset; a missing session is SessionNotFoundError", async () => {
     const t = await scoped({ env: { MOCK_V1: "1" } });
     await t.provider.start("v1m", CFG);
     await t.provider.setMeta("v1m", "k", "value\n");
-    expect(await t.provider.getMeta("v1m", "k")).toBe("value");
+    expect(await t.provider.getMeta("v1m", "k")).toBe("value\n");
+    await t.provider.setMeta("v1m", "empty", "");
+    expect(await t.provider.getMeta("v1m", "empty")).toBe("");
     expect(await t.provider.getMeta("v1m", "unset")).toBeUndefined();
     const err = await rejection(t.provider.getMeta("missing", "k"));
     expect(isGcError(err, "GC_SESSION_NOT_FOUND"), String(err)).toBe(true);
