@@ -308,7 +308,7 @@ export const EXEC_OPERATIONS: readonly ExecOperation[] = [
     kind: "query",
     onUnknown: "UnsupportedError",
     required: false,
-    probe: false,
+    probe: true,
   },
 ];
 

@@ -495,8 +495,8 @@ export class ExecProvider implements Provider {
   }
 
   /**
-   * After a v1 `start` exited 0: peek, let the program settle ({@link V1_START_SETTLE_MS}),
-   * peek again, then ask `is-running`. A program that is gone → `stop` (nothing left behind)
+   * After a v1 `start` exited 0: peek while the program settles ({@link V1_START_SETTLE_MS}),
+   * then ask `is-running` (and peek again). A program that is gone → `stop` (nothing left behind)
    * and SessionDiedDuringStartupError with the last screen gc could read.
    */
   private async v1ConfirmStarted(name: string, opts?: OpOptions): Promise<void> {
@@ -508,18 +508,14 @@ export class ExecProvider implements Provider {
         // gone already, or peek unsupported: keep what was seen before
       }
     };
-    await look();
-    await sleep(V1_START_SETTLE_MS, undefined, { signal: opts?.signal }).catch(async (e) => {
-      await this.cleanupFailedStart(name);
-      throw opts?.signal?.reason ?? e;
-    });
-    await look();
     let alive: boolean;
     try {
-      alive = await this.isRunning(name, opts);
+      // The first look runs while the program settles; the second together with is-running.
+      await Promise.all([look(), sleep(V1_START_SETTLE_MS, undefined, { signal: opts?.signal })]);
+      [alive] = await Promise.all([this.isRunning(name, opts), look()]);
     } catch (e) {
       await this.cleanupFailedStart(name);
-      throw e;
+      throw opts?.signal?.aborted ? opts.signal.reason : e;
     }
     if (alive) return;
     await this.cleanupFailedStart(name);

@@ -31,7 +31,7 @@ export const V1_MAX_COMMAND_BYTES = 128 * 1024 - 1024;
  * How long gc waits after a v1 `start` exits 0 before asking `is-running`: long enough for a
  * program that cannot start (bad binary, syntax error, `exit 3`) to be gone.
  */
-export const V1_START_SETTLE_MS = 500;
+export const V1_START_SETTLE_MS = 250;
 
 /** Marks a metadata value gc stored through a v1 script (see {@link frameMetaV1}). */
 export const V1_META_FRAME = "#gc1";
