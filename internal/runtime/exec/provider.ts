@@ -55,6 +55,7 @@ import {
   frameMetaV1,
   unframeMetaV1,
   V1_START_SETTLE_MS,
+  v1Hooks,
   v1PromptCommand,
 } from "./v1.js";
 
@@ -153,6 +154,7 @@ export class ExecProvider implements Provider {
     if (!this.supports("start")) throw this.unsupported("start");
     const stdin = JSON.stringify(this.v2 ? startPayload(name, config, this.city) : this.v1StartPayload(name, config));
     let r: CallResult;
+    const began = Date.now();
     try {
       r = await this.call("start", name, [], { stdin, signal: opts?.signal, timeoutMs: this.startTimeoutMs });
     } catch (e) {
@@ -164,7 +166,7 @@ export class ExecProvider implements Provider {
     const out = this.outcome(r, "start");
     switch (out) {
       case "ok":
-        if (!this.v2) await this.v1ConfirmStarted(name, opts);
+        if (!this.v2) await this.v1ConfirmStarted(name, Date.now() - began, opts);
         return;
       case "exists":
         throw new SessionExistsError(name, { cause: this.failure("start", name, r) });
@@ -465,15 +467,16 @@ export class ExecProvider implements Provider {
 
   /**
    * The start JSON for a v1 script: the v1 keys only, with the prompt and its flag carried
-   * inside `command` ({@link v1PromptCommand}); the v2 `prompt`, `prompt_flag` and `hook_dir`
-   * keys are left out so a script cannot deliver the prompt twice.
+   * inside `command` ({@link v1PromptCommand}) and the hook dir inside the hook commands
+   * ({@link v1Hooks}); the v2 `prompt`, `prompt_flag` and `hook_dir` keys are left out so a
+   * script cannot deliver the prompt twice.
    * @throws UnsupportedError when the prompt cannot be carried (nothing is started).
    */
   private v1StartPayload(name: string, config: StartConfig): ExecStartPayload {
     const command = v1PromptCommand(this.script, config);
     const { prompt: _p, prompt_flag: _f, hook_dir: _h, ...payload } = startPayload(
       name,
-      { ...config, command, prompt: undefined, promptFlag: undefined },
+      { ...config, ...v1Hooks(config), command, prompt: undefined, promptFlag: undefined, hookDir: undefined },
       this.city,
     );
     return payload;
@@ -495,11 +498,11 @@ export class ExecProvider implements Provider {
   }
 
   /**
-   * After a v1 `start` exited 0: peek while the program settles ({@link V1_START_SETTLE_MS}),
-   * then ask `is-running` (and peek again). A program that is gone → `stop` (nothing left behind)
+   * After a v1 `start` exited 0: let the program settle — {@link V1_START_SETTLE_MS} from when
+   * `start` was called, peeking meanwhile — then ask `is-running` (and peek again). A program that is gone → `stop` (nothing left behind)
    * and SessionDiedDuringStartupError with the last screen gc could read.
    */
-  private async v1ConfirmStarted(name: string, opts?: OpOptions): Promise<void> {
+  private async v1ConfirmStarted(name: string, startTookMs: number, opts?: OpOptions): Promise<void> {
     let lastPeek: string | undefined;
     const look = async () => {
       try {
@@ -510,8 +513,11 @@ export class ExecProvider implements Provider {
     };
     let alive: boolean;
     try {
-      // The first look runs while the program settles; the second together with is-running.
-      await Promise.all([look(), sleep(V1_START_SETTLE_MS, undefined, { signal: opts?.signal })]);
+      // The program has run at least as long as the script's start call took: only the rest of
+      // the settle time is waited, with a first look meanwhile; the second look runs together
+      // with is-running.
+      const settle = Math.max(0, V1_START_SETTLE_MS - startTookMs);
+      if (settle > 0) await Promise.all([look(), sleep(settle, undefined, { signal: opts?.signal })]);
       [alive] = await Promise.all([this.isRunning(name, opts), look()]);
     } catch (e) {
       await this.cleanupFailedStart(name);

@@ -76,6 +76,39 @@ export function v1PromptCommand(
   return line;
 }
 
+/**
+ * The hooks of `cfg` for a v1 script, which runs them in `work_dir` (it knows no `hook_dir`):
+ * when the hook dir differs, each command becomes `cd -- '<hook_dir>' || exit 1` followed by
+ * the command on its own line, and `session_setup_script` becomes a last `session_setup`
+ * command of that form (executed directly when executable, else by `/bin/sh`). Pure.
+ */
+export function v1Hooks(
+  cfg: Pick<StartConfig, "workDir" | "hookDir" | "preStart" | "sessionSetup" | "sessionSetupScript" | "sessionLive">,
+): Pick<StartConfig, "preStart" | "sessionSetup" | "sessionSetupScript" | "sessionLive"> {
+  const hookDir = cfg.hookDir;
+  if (!hookDir || hookDir === cfg.workDir) {
+    return {
+      preStart: cfg.preStart,
+      sessionSetup: cfg.sessionSetup,
+      sessionSetupScript: cfg.sessionSetupScript,
+      sessionLive: cfg.sessionLive,
+    };
+  }
+  const cd = `cd -- ${shellQuote(hookDir)} || exit 1\n`;
+  const inDir = (cmds: readonly string[] | undefined) => cmds?.map((c) => `${cd}${c}`);
+  const setup = [...(inDir(cfg.sessionSetup) ?? [])];
+  if (cfg.sessionSetupScript) {
+    const q = shellQuote(cfg.sessionSetupScript);
+    setup.push(`${cd}if [ -x ${q} ]; then exec ${q}; else exec /bin/sh ${q}; fi`);
+  }
+  return {
+    preStart: inDir(cfg.preStart),
+    sessionSetup: setup.length > 0 ? setup : undefined,
+    sessionSetupScript: undefined,
+    sessionLive: inDir(cfg.sessionLive),
+  };
+}
+
 /** How a failed v1 `start` classifies itself on stderr. */
 export type V1StartFailure =
   | { readonly kind: "exists" }
