@@ -55,7 +55,10 @@ agents:
       const r = await city.gc(["start", "--once"]);
       expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
       const pidFile = join(city.dir, "w", "pid.out");
-      const pid = await until("the program's pid", () => existsSync(pidFile) && readFileSync(pidFile, "utf8"));
+      const pid = await until(
+        "the program's pid",
+        () => existsSync(pidFile) && readFileSync(pidFile, "utf8"),
+      );
       const argv = readFileSync(`/proc/${pid}/cmdline`).toString("utf8").split("\0").slice(0, -1);
       // python3 -c CODE <prompt>: the prompt is the last argument, exactly one argument.
       expect(argv[0], JSON.stringify(argv)).toMatch(/(^|\/)python3$/);
@@ -64,7 +67,9 @@ agents:
       const prompt = argv[3]!;
       // gc prefixes the beacon line ("[city] session • time") and a blank line.
       const beacon = prompt.slice(0, prompt.indexOf("\n\n"));
-      expect(beacon).toMatch(new RegExp(`^\\[${city.name}\\] argv • \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d$`));
+      expect(beacon).toMatch(
+        new RegExp(`^\\[${city.name}\\] argv • \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d$`),
+      );
       expect(prompt).toBe(`${beacon}\n\n${PROMPT}`);
       for (const f of ["pwned", "pwned2", "pwned3"]) {
         expect(existsSync(join(city.dir, "w", f)), f).toBe(false);

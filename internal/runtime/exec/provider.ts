@@ -152,7 +152,9 @@ export class ExecProvider implements Provider {
     validateSessionName(name);
     opts?.signal?.throwIfAborted();
     if (!this.supports("start")) throw this.unsupported("start");
-    const stdin = JSON.stringify(this.v2 ? startPayload(name, config, this.city) : this.v1StartPayload(name, config));
+    const stdin = JSON.stringify(
+      this.v2 ? startPayload(name, config, this.city) : this.v1StartPayload(name, config),
+    );
     let r: CallResult;
     const began = Date.now();
     try {
@@ -474,9 +476,21 @@ export class ExecProvider implements Provider {
    */
   private v1StartPayload(name: string, config: StartConfig): ExecStartPayload {
     const command = v1PromptCommand(this.script, config);
-    const { prompt: _p, prompt_flag: _f, hook_dir: _h, ...payload } = startPayload(
+    const {
+      prompt: _p,
+      prompt_flag: _f,
+      hook_dir: _h,
+      ...payload
+    } = startPayload(
       name,
-      { ...config, ...v1Hooks(config), command, prompt: undefined, promptFlag: undefined, hookDir: undefined },
+      {
+        ...config,
+        ...v1Hooks(config),
+        command,
+        prompt: undefined,
+        promptFlag: undefined,
+        hookDir: undefined,
+      },
       this.city,
     );
     return payload;

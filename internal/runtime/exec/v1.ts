@@ -83,7 +83,10 @@ export function v1PromptCommand(
  * command of that form (executed directly when executable, else by `/bin/sh`). Pure.
  */
 export function v1Hooks(
-  cfg: Pick<StartConfig, "workDir" | "hookDir" | "preStart" | "sessionSetup" | "sessionSetupScript" | "sessionLive">,
+  cfg: Pick<
+    StartConfig,
+    "workDir" | "hookDir" | "preStart" | "sessionSetup" | "sessionSetupScript" | "sessionLive"
+  >,
 ): Pick<StartConfig, "preStart" | "sessionSetup" | "sessionSetupScript" | "sessionLive"> {
   const hookDir = cfg.hookDir;
   if (!hookDir || hookDir === cfg.workDir) {

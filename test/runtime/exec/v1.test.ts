@@ -29,6 +29,7 @@ const HUNDRED_KB = Array.from({ length: 1000 }, (_, i) => `${i} ${"x'y\"z $(q) `
 const HOSTILE: readonly (readonly [string, string])[] = [
   ["single quotes", "it's 'quoted' '' ' and '\\''"],
   ["double quotes", 'say "hi" "" "\\"'],
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the literal text is the point
   ["command substitution", "$(touch pwned) $((1+2)) ${HOME} $HOME $1 $@ $* $$ $?"],
   ["backticks", "`touch pwned2` `id`"],
   ["newlines", "line one\nline two\n\n  line four\n"],
@@ -68,7 +69,7 @@ describe("v1PromptCommand: the prompt travels inside command and reaches argv ex
     });
   }
   it("with prompt_flag: the flag comes first, both are single arguments", () => {
-    const prompt = "do \"this\"; $(touch pwned)\nnext line #{x}";
+    const prompt = 'do "this"; $(touch pwned)\nnext line #{x}';
     const line = v1PromptCommand("s", {
       command: `f() { printf '%s|%s|%s' "$#" "$1" "$2"; }; f`,
       prompt,
@@ -111,8 +112,19 @@ describe("v1PromptCommand: the prompt travels inside command and reaches argv ex
 
 describe("v1Hooks: hooks run in the hook dir although a v1 script runs them in work_dir", () => {
   it("unchanged when the hook dir is the work dir or unset", () => {
-    const cfg = { workDir: "/w", preStart: ["a"], sessionSetup: ["b"], sessionSetupScript: "/s.sh", sessionLive: ["c"] };
-    expect(v1Hooks(cfg)).toEqual({ preStart: ["a"], sessionSetup: ["b"], sessionSetupScript: "/s.sh", sessionLive: ["c"] });
+    const cfg = {
+      workDir: "/w",
+      preStart: ["a"],
+      sessionSetup: ["b"],
+      sessionSetupScript: "/s.sh",
+      sessionLive: ["c"],
+    };
+    expect(v1Hooks(cfg)).toEqual({
+      preStart: ["a"],
+      sessionSetup: ["b"],
+      sessionSetupScript: "/s.sh",
+      sessionLive: ["c"],
+    });
     expect(v1Hooks({ ...cfg, hookDir: "/w" }).sessionSetupScript).toBe("/s.sh");
   });
   it("each command runs in the hook dir; the setup script becomes the last setup command", () => {
@@ -146,7 +158,11 @@ describe("classifyV1StartFailure: what a v1 start's stderr can say", () => {
     expect(classifyV1StartFailure("session a Already Exists")).toEqual({ kind: "exists" });
     expect(classifyV1StartFailure("x: the program died during startup")).toEqual({ kind: "died" });
     expect(classifyV1StartFailure("exited during startup")).toEqual({ kind: "died" });
-    expect(classifyV1StartFailure("pre_start: exit 7")).toEqual({ kind: "hook", hook: "pre_start", detail: "exit 7" });
+    expect(classifyV1StartFailure("pre_start: exit 7")).toEqual({
+      kind: "hook",
+      hook: "pre_start",
+      detail: "exit 7",
+    });
     expect(classifyV1StartFailure("warming up\nsession_setup failed: boom")).toEqual({
       kind: "hook",
       hook: "session_setup",
@@ -160,7 +176,9 @@ describe("classifyV1StartFailure: what a v1 start's stderr can say", () => {
   });
   it("the died-during-startup detail shows the last screen lines", () => {
     expect(diedDuringStartupDetail(undefined)).toMatch(/no screen output/);
-    expect(diedDuringStartupDetail("boot\nerror: bad flag\n\n")).toMatch(/last screen:\nboot\nerror: bad flag$/);
+    expect(diedDuringStartupDetail("boot\nerror: bad flag\n\n")).toMatch(
+      /last screen:\nboot\nerror: bad flag$/,
+    );
   });
 });
 
