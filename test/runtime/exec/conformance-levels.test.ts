@@ -69,6 +69,7 @@ describe("conformance: protocol levels and observation", () => {
           "#!/usr/bin/env bash",
           'if [ "$1" = start ]; then',
           `  jq --arg d "${dir}/elsewhere" '.work_dir = $d' | ${SCREEN_SCRIPT} "$@"`,
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: bash text
           '  exit "${PIPESTATUS[1]}"',
           "fi",
           `exec ${SCREEN_SCRIPT} "$@"`,
