@@ -3,8 +3,10 @@
  * `<script> <operation> <name> [args]` (no shell), wire-compatible with Gas City's exec
  * session protocol plus the v2 extensions in protocol.ts. Values travel on stdin, results on
  * stdout; every call has a deadline and its whole process group is killed on timeout or
- * abort. Built by `createProvider` in index.ts; the protocol is documented in
- * docs/exec-protocol.md.
+ * abort. For a protocol v1 script the provider also does what v1 cannot say (v1.ts: the
+ * prompt inside `command`, hooks in the hook dir, a post-start `is-running` check, framed
+ * metadata, "not found" from `is-running`, start failures classified from stderr). Built by
+ * `createProvider` in index.ts; the protocol is documented in docs/exec-protocol.md.
  */
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
