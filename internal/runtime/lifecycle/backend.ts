@@ -18,6 +18,8 @@ export interface StartPlan {
   readonly workDir: string;
   /** Absolute directory hooks run in (`hookDir`, else the work dir). */
   readonly hookDir: string;
+  /** What relative `overlay_dir`/`copy_files` sources resolve against (the city dir). */
+  readonly sourceDir: string;
   /**
    * The program's environment: the backend's base env minus gc's own terminal variables
    * (`TMUX`, `COLUMNS`, … — {@link NOT_INHERITED}), then the declared env, then the identity
@@ -48,8 +50,6 @@ export interface StartBackend {
   readonly provider: string;
   /** Steps `create` already performs (the lifecycle then skips them). Default: none. */
   readonly delegates?: ReadonlySet<DelegatedStep> | undefined;
-  /** Base environment of the program before the declared env. Default: this process's. */
-  readonly baseEnv?: NodeJS.ProcessEnv | undefined;
   /** Extra variables hooks see beside the program's env (e.g. `GC_TMUX_SOCKET`). */
   readonly hookEnv?: Readonly<Record<string, string>> | undefined;
   /**
@@ -66,7 +66,9 @@ export interface StartBackend {
   stage(plan: StartPlan, signal: AbortSignal): Promise<void>;
   /**
    * Creates the target and starts the program (`plan.argv`, `plan.env`, `plan.workDir`).
-   * @throws SessionExistsError when the name is taken. Leaves nothing behind when it rejects.
+   * Must leave nothing behind when it rejects (the lifecycle calls `destroy` only after
+   * `create` resolved, so a SessionExistsError never destroys the session that exists).
+   * @throws SessionExistsError when the name is taken.
    */
   create(plan: StartPlan, signal: AbortSignal): Promise<void>;
   /** True while the program runs. */

@@ -10,7 +10,7 @@ export type {
   StartLimits,
   StartPlan,
 } from "./backend.js";
-export { stageLocal } from "./stage.js";
+export { checkStageSources, copyInto, destinationIn, stageLocal } from "./stage.js";
 export {
   DEFAULT_DIALOG_TIMEOUT_MS,
   DEFAULT_READY_TIMEOUT_MS,

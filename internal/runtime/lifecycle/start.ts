@@ -23,6 +23,7 @@ import { describeError, HookFailedError, OperationTimeoutError } from "../errors
 import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
 import type { StartConfig } from "../provider.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
+import { checkStageSources } from "./stage.js";
 
 /** `session.startup_timeout`'s default: the deadline of one whole start. */
 export const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
@@ -45,21 +46,29 @@ export function limitsFor(config: StartConfig, defaults: Partial<StartLimits> = 
   };
 }
 
-/** The plan of a start: absolute dirs, the program's env and argv. Pure. */
+/**
+ * The plan of a start: dirs, the program's env and argv. `config`'s dirs should already be
+ * absolute. `terminal` holds the provider's own terminal variables (a pty's `TERM`). Pure.
+ */
 export function planStart(
   name: string,
   city: string,
   config: StartConfig,
-  baseEnv: NodeJS.ProcessEnv = process.env,
+  opts: {
+    baseEnv?: NodeJS.ProcessEnv;
+    terminal?: Readonly<Record<string, string>>;
+    /** Base of relative copy sources; default the current directory. */
+    sourceDir?: string;
+  } = {},
 ): StartPlan {
-  const workDir = config.workDir;
   return {
     name,
     city,
     config,
-    workDir,
+    workDir: config.workDir,
     hookDir: hookDirOf(config),
-    env: sessionEnv(baseEnv, name, config, city),
+    sourceDir: opts.sourceDir ?? process.cwd(),
+    env: sessionEnv(opts.baseEnv ?? process.env, name, config, city, opts.terminal),
     argv: launchArgv(config),
   };
 }
@@ -131,11 +140,14 @@ class Sequence {
 
   async run(): Promise<void> {
     const cfg = this.plan.config;
+    // A missing copy source fails every start alike, before anything runs.
+    await checkStageSources(this.b.provider, this.plan);
     if (this.does("pre_start")) await this.hooks("pre_start", cfg.preStart);
     if (this.does("stage")) await this.b.stage(this.plan, this.signal);
     this.signal.throwIfAborted();
-    this.created = true; // from here on a failure destroys whatever create got to make
+    // create leaves nothing behind when it rejects; from its success on, failures destroy.
     await this.b.create(this.plan, this.signal);
+    this.created = true;
     this.signal.throwIfAborted();
     if (this.does("readiness")) await this.awaitReady();
     if (this.does("session_setup")) {
