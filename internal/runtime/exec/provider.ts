@@ -15,6 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import {
   HookFailedError,
   InvalidNameError,
+  isGcError,
   ProviderError,
   SessionDiedDuringStartupError,
   SessionExistsError,
@@ -191,7 +192,7 @@ export class ExecProvider implements Provider {
       },
       alive: (signal) => this.isRunning(name, { signal }),
       died: async () => new SessionDiedDuringStartupError(name, "the session is no longer running"),
-      ...(screen ? { screen: (signal: AbortSignal) => this.peek(name, 60, { signal }) } : {}),
+      ...(screen ? { screen: (signal: AbortSignal) => this.startupScreen(name, signal) } : {}),
       ...(this.supports("send-keys")
         ? {
             sendKeys: (keys: readonly string[], signal: AbortSignal) => this.sendKeys(name, keys, { signal }),
@@ -242,6 +243,27 @@ export class ExecProvider implements Provider {
         await this.cleanupFailedStart(name);
         throw err;
       }
+    }
+  }
+
+  /**
+   * The screen during startup. A session that vanished between the lifecycle's liveness check
+   * and this peek died during startup: SessionDiedDuringStartupError, not "not found".
+   */
+  private async startupScreen(name: string, signal: AbortSignal): Promise<string> {
+    try {
+      return await this.peek(name, 60, { signal });
+    } catch (e) {
+      if (isGcError(e, "GC_SESSION_NOT_FOUND")) {
+        throw new SessionDiedDuringStartupError(
+          name,
+          "the program exited while gc waited for it to be ready",
+          {
+            cause: e,
+          },
+        );
+      }
+      throw e;
     }
   }
 
