@@ -16,7 +16,7 @@ import {
   supportsIdleWait,
   supportsInteraction,
 } from "../internal/runtime/provider.js";
-import type { CaseContext, ConformanceCase } from "./harness.js";
+import { type CaseContext, CaseSkip, type ConformanceCase } from "./harness.js";
 
 /** A program that runs until stopped and is named `sleep`. */
 export const LONG = "exec sleep 300";
@@ -58,6 +58,7 @@ async function fileEquals(ctx: CaseContext, name: string, cfg: StartConfig, rel:
       return last === want;
     });
   } catch (e) {
+    if (e instanceof CaseSkip) throw e;
     const show = (s: string | undefined) =>
       s === undefined ? "(absent)" : JSON.stringify(s.length > 200 ? `${s.slice(0, 200)}…(${s.length})` : s);
     throw new assert.AssertionError({
@@ -917,6 +918,7 @@ const observation: ConformanceCase[] = [
     id: "activity.moves",
     title: "getLastActivity: moves forward after output",
     requires: ["executes", "activity"],
+    protocol: 2,
     async run(ctx) {
       const { name } = await running(ctx, "exec cat");
       const t1 = await ctx.eventually("a first activity time", () => ctx.provider.getLastActivity(name));
@@ -976,6 +978,7 @@ const observation: ConformanceCase[] = [
     id: "runLive.no-restart",
     title: "runLive: runs session_live without restarting the program",
     requires: ["executes", "runLive"],
+    protocol: 2,
     async run(ctx) {
       const { name, cfg } = await running(ctx, PID_LONG);
       const pid = await ctx.eventually("pid.out", async () => (await ctx.read(name, cfg, "pid.out"))?.trim());
