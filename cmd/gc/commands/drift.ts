@@ -2,10 +2,9 @@
  * `gc drift [SESSION]`: which declared fields changed since each session was started,
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
-import { parseArgs } from "node:util";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { diffBreakdown, LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { resolveSession } from "../sessions.js";
 
@@ -14,16 +13,10 @@ const USAGE = `Usage: gc drift [SESSION] [--json]
 Shows the fields whose declared value differs from what each running session was started
 with: core fields (restart) and session_live (re-applied without restart).`;
 
-export const command: Command = {
-  name: "drift",
-  summary: "which fields drifted, old → new",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { json: { type: "boolean" } },
-    });
+  options: {},
+  async run(ctx, { positionals }) {
     if (positionals.length > 1) throw new UsageError(USAGE);
     const city = await openCity(ctx);
     try {
@@ -51,7 +44,7 @@ export const command: Command = {
         const drift = rec.coreHash !== d.core ? "core" : rec.liveHash !== d.live ? "live" : "none";
         out.push({ session: name, drift, fields });
       }
-      if (ctx.json || values.json) {
+      if (ctx.json) {
         ctx.out(JSON.stringify(out, null, 2));
         return EXIT.ok;
       }
@@ -71,4 +64,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

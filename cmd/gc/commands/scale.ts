@@ -4,11 +4,10 @@
  * controller) and applied at once by a reconcile pass: new instances start, surplus ones
  * are stopped (instance names stay stable: AGENT-1 … AGENT-N).
  */
-import { parseArgs } from "node:util";
 import { poolBounds } from "../../../internal/config/index.js";
 import { didYouMean } from "../../../internal/config/suggest.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import type { Command } from "../context.js";
+import { defineCommand } from "../context.js";
 import { openCity } from "../deps.js";
 import { reconcileNow } from "../pass.js";
 import { writePoolScale } from "../pool-scale.js";
@@ -18,12 +17,10 @@ const USAGE = `Usage: gc scale AGENT N
 Sets how many instances the pool AGENT runs (between its min_active_sessions and
 max_active_sessions) and reconciles at once. Instances are named AGENT-1 … AGENT-N.`;
 
-export const command: Command = {
-  name: "scale",
-  summary: "set how many instances a pool runs",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  options: {},
+  async run(ctx, { positionals }) {
     const [agentName, countText] = positionals;
     if (!agentName || countText === undefined || positionals.length !== 2) throw new UsageError(USAGE);
     const count = Number(countText);
@@ -62,4 +59,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

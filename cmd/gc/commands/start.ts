@@ -3,9 +3,8 @@
  * background controller (or reports the running one), shows progress of the first pass and
  * returns with its summary.
  */
-import { parseArgs } from "node:util";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { controllerPaths, findController, runController, spawnController } from "../controller.js";
 import { openCity } from "../deps.js";
 import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
@@ -19,16 +18,10 @@ under <city>/.gc/), shows progress of the first pass and returns.
   --foreground  run the controller in this process until Ctrl-C
   --dry-run     print the plan and touch nothing`;
 
-export const command: Command = {
-  name: "start",
-  summary: "reconcile the city and run the controller",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
-    });
+  options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
+  async run(ctx, { values, positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc start takes no arguments\n\n${USAGE}`);
     const city = await openCity(ctx);
     try {
@@ -58,4 +51,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

@@ -2,9 +2,8 @@
  * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
  * restarts, last activity, attached) plus the controller, from one observation per provider.
  */
-import { parseArgs } from "node:util";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
 import { collectCity } from "../sessions.js";
@@ -30,21 +29,15 @@ function ago(iso: string | null): string {
   return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
-export const command: Command = {
-  name: "status",
-  summary: "one row per session",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { json: { type: "boolean" } },
-    });
+  options: {},
+  async run(ctx, { positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
     const city = await openCity(ctx, { allowInvalid: true });
     try {
       const [view, ctl] = await Promise.all([collectCity(city, ctx.signal), findController(city.stateDir)]);
-      if (ctx.json || values.json) {
+      if (ctx.json) {
         ctx.out(
           JSON.stringify(
             {
@@ -111,4 +104,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

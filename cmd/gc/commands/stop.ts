@@ -4,13 +4,12 @@
  * the city is left. With names, stops those sessions and holds them down until
  * `gc session reset|restart NAME`.
  */
-import { parseArgs } from "node:util";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError } from "../../../internal/runtime/errors.js";
 import { supportsShutdown } from "../../../internal/runtime/provider.js";
 import { casUpdate } from "../../../internal/session/store.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { findController, stopController } from "../controller.js";
 import { type City, openCity } from "../deps.js";
 import { type ResolvedSession, resolveSession } from "../sessions.js";
@@ -32,17 +31,11 @@ async function providersInUse(city: City): Promise<string[]> {
   return [...new Set([city.defaultProvider, ...desired, ...records])];
 }
 
-export const command: Command = {
-  name: "stop",
-  summary: "stop the controller and sessions",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { json: { type: "boolean" } },
-    });
-    const json = ctx.json || values.json === true;
+  options: {},
+  async run(ctx, { positionals }) {
+    const json = ctx.json;
     const city = await openCity(ctx, { allowInvalid: true });
     try {
       const store = await city.store();
@@ -148,4 +141,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});
