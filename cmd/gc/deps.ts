@@ -216,7 +216,11 @@ export async function openCity(ctx: CommandContext, opts: { allowInvalid?: boole
     providerFor(spec) {
       let p = providers.get(spec);
       if (!p) {
-        p = createProvider(spec, { city: name, cityDir: loaded.cityDir, stateDir }, settingsFor(spec));
+        p = createProvider(
+          spec,
+          { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir },
+          settingsFor(spec),
+        );
         providers.set(spec, p);
         // A failed construction (e.g. an exec script's probe timing out) is retried next time.
         p.catch(() => providers.delete(spec));

@@ -3,11 +3,13 @@
  * provider (tmux when it is on PATH, else subprocess), reads prompt templates and checks
  * that files the config names exist. Everything else is delegated to the pure parseCity.
  */
+
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { access, readFile, stat } from "node:fs/promises";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.js";
+import { cityIdOf } from "../runtime/identity.js";
 import { type CityConfig, parseCity } from "./parse.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
@@ -40,6 +42,11 @@ export interface LoadedCity {
   readonly file: string;
   /** Absolute city directory (relative paths in the file resolve against it). */
   readonly cityDir: string;
+  /**
+   * The city's stable id, from the real path of `cityDir` (runtime/identity.ts): two
+   * cities of the same name in two directories have two ids and never touch each other.
+   */
+  readonly cityId: string;
   /** The typed config, defaults applied. */
   readonly config: CityConfig;
   /** Why `config.session.provider` (and `session.auto.default`) is what it is. */
@@ -250,10 +257,12 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   }
   const detected = await detectDefaultProvider(opts.env, opts.lookup);
   const override = opts.env.GC_SESSION || undefined;
+  const cityId = cityIdOf(cityDir);
   const parsed = parseCity({
     text,
     file,
     cityDir,
+    cityId,
     env: opts.env,
     defaultProvider: detected.provider,
     providerOverride: override,
@@ -281,6 +290,7 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   return {
     file,
     cityDir,
+    cityId,
     config: parsed.config,
     defaultProviderReason,
     promptTemplates,

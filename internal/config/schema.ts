@@ -207,7 +207,9 @@ export const CITY_SCHEMA = s.object(
       .object({
         name: name()
           .optional()
-          .describe("City name (tmux socket, ownership tag); default: the directory name."),
+          .describe(
+            "City name, for humans; with the id of the city directory it forms the ownership tag and the default tmux socket. Default: the directory name.",
+          ),
         provider: s.string({ nonEmpty: true }).optional().describe("Preset for agents that name none."),
         suspended: s.bool().default(false).describe("Suspend every agent of the city."),
       })
@@ -228,7 +230,11 @@ export const CITY_SCHEMA = s.object(
           .default("10s")
           .describe("Deadline for each pre_start/setup command."),
         tmux: s
-          .object({ socket: name().optional().describe("tmux socket name (-L); default gc-<city>.") })
+          .object({
+            socket: name()
+              .optional()
+              .describe("tmux socket name (-L); default gc-<city>-<id of the city directory>."),
+          })
           .default({}),
         exec: s
           .object({

@@ -133,7 +133,9 @@ describe("loadCity", () => {
     expect(city.cityDir).toBe(dir);
     expect(city.file).toBe(join(dir, "city.yaml"));
     expect(city.config.workspace.name).toBe(dir.split("/").pop());
-    expect(city.config.session.tmux.socket).toBe(`gc-${city.config.workspace.name}`);
+    // The default socket carries the city's identity: its name plus the id of its directory.
+    expect(city.cityId).toMatch(/^[0-9a-f]{10}$/);
+    expect(city.config.session.tmux.socket).toBe(`gc-${city.config.workspace.name}-${city.cityId}`);
     expect(city.revision).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
