@@ -33,7 +33,9 @@ async function validate(ctx: CommandContext, json: boolean, file: string | undef
     if (json) ctx.out(JSON.stringify({ valid: true, file: city.file, issues: [] }, null, 2));
     else {
       const agents = city.config.agents.length;
-      ctx.out(`${city.file}: ok (${agents} agent${agents === 1 ? "" : "s"}, ${sessions.length} sessions)`);
+      ctx.out(
+        `${city.file}: ok (${agents} agent${agents === 1 ? "" : "s"}, ${sessions.length} session${sessions.length === 1 ? "" : "s"})`,
+      );
     }
     return EXIT.ok;
   } catch (e) {
