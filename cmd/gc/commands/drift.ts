@@ -2,11 +2,11 @@
  * `gc drift [SESSION]`: which declared fields changed since each session was started,
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
+import { resolveSession } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { diffBreakdown, LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { resolveSession } from "../sessions.js";
 
 const USAGE = `Usage: gc drift [SESSION] [--json]
 

@@ -6,9 +6,6 @@
  * code becomes gc's; stdout and stderr stay apart.
  */
 import { existsSync, fstatSync } from "node:fs";
-import { UsageError } from "../../../internal/runtime/errors.js";
-import { supportsExecCommand } from "../../../internal/runtime/provider.js";
-import { defineCommand, EXIT } from "../context.js";
 import {
   dropShellState,
   incarnationOf,
@@ -20,7 +17,10 @@ import {
   shellStatePath,
   unwrapOutput,
   wrapArgv,
-} from "../exec-state.js";
+} from "../../../internal/controller/exec-state.js";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { supportsExecCommand } from "../../../internal/runtime/provider.js";
+import { defineCommand, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] -- CMD [ARGS...]

@@ -4,6 +4,9 @@
  * never overlap a `gc run`); restart and reset clear the operator hold set by `gc stop NAME`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { dropShellState } from "../../../internal/controller/exec-state.js";
+import { deltaSince, dropCursors, screenLines } from "../../../internal/controller/observe.js";
+import { collectCity } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
@@ -12,11 +15,8 @@ import type { LifecycleState } from "../../../internal/session/lifecycle.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { dropShellState } from "../exec-state.js";
-import { deltaSince, dropCursors, screenLines } from "../observe.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
 import { reconcileNow } from "../pass.js";
-import { collectCity } from "../sessions.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc session list [--json]

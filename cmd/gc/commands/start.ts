@@ -3,10 +3,10 @@
  * background controller (or reports the running one), shows progress of the first pass and
  * returns with its summary.
  */
+import { controllerPaths, findController, runController } from "../../../internal/controller/controller.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
-import { controllerPaths, findController, runController, spawnController } from "../controller.js";
-import { openCity } from "../deps.js";
+import { openCity, spawnController } from "../deps.js";
 import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]

@@ -2,11 +2,11 @@
  * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
  * restarts, last activity, attached) plus the controller, from one observation per provider.
  */
+import { findController } from "../../../internal/controller/controller.js";
+import { collectCity } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
-import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
-import { collectCity } from "../sessions.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc status [--json]
