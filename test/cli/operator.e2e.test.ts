@@ -286,3 +286,58 @@ agents:
     expect(bg.code).toBe(1);
   });
 });
+
+describe("last good config", () => {
+  it("last-good: read commands and stop keep working while the file is invalid or lacks a ${VAR} here, saying so in one line", {
+    timeout: 180_000,
+  }, async () => {
+    const good = `workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "exec sleep 100000"
+    env:
+      TOKEN_HINT: \${GC_TEST_VAR_${process.pid}}
+`;
+    const city = makeCity(good);
+    const withVar = { [`GC_TEST_VAR_${process.pid}`]: "x" };
+    expectOk(await city.gc(["start", "--once"], { env: withVar }), "gc start --once");
+
+    // 1. An invalid edit: observing and operating use the last good config.
+    city.write(good.replace("start_command:", "start_comand:"));
+    for (const args of [
+      ["status"],
+      ["peek", "alpha", "-n", "1"],
+      ["drift"],
+      ["session", "list"],
+      ["wait", "alpha", "--state", "running", "--timeout", "30s"],
+    ]) {
+      const r = await city.gc(args, { env: withVar });
+      expect({ args, code: r.code }).toEqual({ args, code: 0 });
+      const lines = r.stderr.split("\n").filter((l) => l !== "");
+      // One line about the config (gc wait also reports its own outcome on stderr).
+      expect({ args, n: lines.filter((l) => /config|city\.yaml/.test(l)).length }).toEqual({ args, n: 1 });
+      expect(lines[0]).toMatch(/^gc: using the last good config: .*city\.yaml:\d+:\d+: agents\[0\]/);
+    }
+    // Applying the file is refused: nothing changes.
+    expect((await city.gc(["start", "--once"], { env: withVar })).code).toBe(2);
+    expect((await city.gc(["reconcile"], { env: withVar })).code).toBe(2);
+
+    // 2. A valid file, but this shell lacks the variable it interpolates.
+    city.write(good);
+    const st = await city.gc(["status", "--json"]);
+    expect(st.code).toBe(0);
+    expect(JSON.parse(st.stdout).sessions).toMatchObject([{ name: "alpha", running: true }]);
+    const plain = await city.gc(["status"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr.trim()).toMatch(/^gc: using the last good config: .*GC_TEST_VAR_\d+ is not set/);
+    const stop = await city.gc(["stop"]);
+    expect(stop.code).toBe(0);
+    const after = await city.gc(["status", "--json"]);
+    expect(JSON.parse(after.stdout).sessions.filter((s: StatusRow) => s.running)).toEqual([]);
+  });
+});

@@ -17,7 +17,7 @@ export const command = defineCommand({
   options: { "dry-run": { type: "boolean" } },
   async run(ctx, { values, positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc reconcile takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { strict: true });
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
       return await reconcileNow(ctx, city);

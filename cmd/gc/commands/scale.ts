@@ -26,7 +26,7 @@ export const command = defineCommand({
     const count = Number(countText);
     if (!Number.isSafeInteger(count) || count < 0)
       throw new UsageError(`N must be a whole number, got ${JSON.stringify(countText)}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { strict: true });
     try {
       const agents = city.loaded.config.agents;
       const agent = agents.find((a) => a.name === agentName);

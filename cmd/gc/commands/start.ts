@@ -24,7 +24,7 @@ export const command = defineCommand({
   options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
   async run(ctx, { values, positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc start takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { strict: true });
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
       const info = await findController(city.stateDir);

@@ -34,7 +34,7 @@ export const command = defineCommand({
   options: {},
   async run(ctx, { positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx, { allowInvalid: true });
+    const city = await openCity(ctx);
     try {
       const [view, ctl] = await Promise.all([collectCity(city, ctx.signal), findController(city.stateDir)]);
       if (ctx.json) {
@@ -67,8 +67,11 @@ export const command = defineCommand({
       ctx.out(
         `city ${city.name} (${city.cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid})` : "not running"}`,
       );
-      if (view.configError)
-        ctx.err(`config error (sessions keep their last good config):\n${view.configError}`);
+      // city.configError was reported in one line by openCity; a later failure to load is new.
+      if (view.configError && view.configError !== city.configError)
+        ctx.err(
+          `gc: config error (sessions keep their last good config): ${view.configError.split("\n")[0]}`,
+        );
       for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
       const header = [
         "NAME",

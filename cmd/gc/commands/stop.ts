@@ -36,7 +36,7 @@ export const command = defineCommand({
   options: {},
   async run(ctx, { positionals }) {
     const json = ctx.json;
-    const city = await openCity(ctx, { allowInvalid: true });
+    const city = await openCity(ctx);
     try {
       const store = await city.store();
       if (positionals.length > 0) {
