@@ -18,7 +18,7 @@ import {
   intFlag,
   lockSession,
   printJson,
-  readStdin,
+  readTextArg,
   requireRunning,
   type Target,
   withTarget,
@@ -68,7 +68,7 @@ export const command = defineCommand({
       throw new UsageError("--ttl and --attempts only apply to --queue");
     }
     const [name, ...words] = positionals as [string, ...string[]];
-    const text = words.length === 1 && words[0] === "-" ? await readStdin(ctx) : words.join(" ");
+    const text = words.length === 1 && words[0] === "-" ? await readTextArg(ctx) : words.join(" ");
     if (text.trim() === "") throw new UsageError("the nudge text is empty");
     const waitMs = durationFlag("wait", values.wait, DEFAULT_WAIT_MS);
     const ttlMs = durationFlag("ttl", values.ttl, DEFAULT_TTL_MS);

@@ -25,7 +25,7 @@ import {
   lockSession,
   printJson,
   REPORT_EXIT,
-  readStdin,
+  readTextArg,
   type Target,
   withTarget,
 } from "../operate.js";
@@ -79,7 +79,7 @@ export const command = defineCommand({
     if (timeoutMs === 0) throw new UsageError("--timeout must be more than 0");
     const idleWaitMs = durationFlag("idle-wait", values["idle-wait"], DEFAULT_IDLE_WAIT_MS);
     const [name, ...words] = positionals as [string, ...string[]];
-    const prompt = words.length === 1 && words[0] === "-" ? await readStdin(ctx) : words.join(" ");
+    const prompt = words.length === 1 && words[0] === "-" ? await readTextArg(ctx) : words.join(" ");
     if (prompt.trim() === "") throw new UsageError("the prompt is empty");
     return withTarget(ctx, name, async (t) => {
       const report = await turn(ctx, t, prompt, idleWaitMs, timeoutMs);
