@@ -130,6 +130,20 @@ async function locate(opts: LoadCityOptions): Promise<{ file: string; cityDir: s
 
 type Kind = "file" | "directory" | "any" | "executable";
 
+/**
+ * The directory that must already exist for a work dir to be created without surprise: the
+ * parent of `template` (or the part before its first `{{placeholder}}` segment), when the
+ * work dir lies outside the city directory. Inside the city directory gc creates it with
+ * its parents (`workers/{{session}}`); `undefined` then. Pure.
+ */
+function workDirBase(cityDir: string, template: string): string | undefined {
+  const full = resolve(cityDir, template);
+  if (full === cityDir || full.startsWith(`${cityDir}/`)) return undefined;
+  const segments = full.split("/");
+  const dynamic = segments.findIndex((seg) => seg.includes("{{"));
+  return dynamic < 0 ? dirname(full) : segments.slice(0, dynamic).join("/") || "/";
+}
+
 async function pathProblem(p: string, kind: Kind): Promise<string | undefined> {
   try {
     const st = await stat(p);
@@ -151,7 +165,7 @@ async function checkFiles(
   cityDir: string,
   r: IssueReporter,
 ): Promise<Record<string, string>> {
-  const checks: { path: string; target: string; kind: Kind }[] = [];
+  const checks: { path: string; target: string; kind: Kind; hint?: string }[] = [];
   const execOf = (p: string, where: string) => {
     if (p.startsWith("exec:"))
       checks.push({ path: where, target: p.slice("exec:".length), kind: "executable" });
@@ -183,9 +197,23 @@ async function checkFiles(
       checks.push({ path: p, target: resolve(cityDir, src), kind: "any" });
     });
   });
+  config.agents.forEach((a, i) => {
+    const template = a.work_dir ?? a.dir;
+    if (template === undefined || a.create_work_dir) return;
+    const base = workDirBase(cityDir, template);
+    if (base !== undefined) {
+      checks.push({
+        path: `agents[${i}].${a.work_dir !== undefined ? "work_dir" : "dir"}`,
+        target: base,
+        kind: "directory",
+        hint: "the work dir's parent must exist (or set create_work_dir: true)",
+      });
+    }
+  });
   const problems = await Promise.all(checks.map((c) => pathProblem(c.target, c.kind)));
   problems.forEach((why, k) => {
-    if (why !== undefined) r.add(checks[k]!.path, why);
+    const hint = checks[k]!.hint;
+    if (why !== undefined) r.add(checks[k]!.path, hint ? `${why}: ${hint}` : why);
   });
 
   const templates: Record<string, string> = {};

@@ -134,6 +134,12 @@ export const AGENT_SCHEMA = s.object({
     .optional()
     .describe("Working directory, relative to the city directory (default: the city directory)."),
   dir: path().optional().describe("Alias of work_dir."),
+  create_work_dir: s
+    .bool()
+    .default(false)
+    .describe(
+      "Create a work_dir outside the city directory whose parent does not exist (default: that is an error, caught by gc config validate).",
+    ),
   pre_start: commands()
     .default([])
     .describe("Shell commands run before the session is created; failure aborts."),

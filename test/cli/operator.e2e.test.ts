@@ -5,7 +5,8 @@
  * completion, and `gc start` exits 1 when a session failed to start.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
@@ -339,5 +340,32 @@ agents:
     expect(stop.code).toBe(0);
     const after = await city.gc(["status", "--json"]);
     expect(JSON.parse(after.stdout).sessions.filter((s: StatusRow) => s.running)).toEqual([]);
+  });
+});
+
+describe("work_dir outside the city", () => {
+  it("work_dir: a missing parent is refused at validate time; create_work_dir: true creates it", {
+    timeout: 120_000,
+  }, async () => {
+    const root = join(tmpdir(), `gc-wd-${process.pid}-${++seq}`);
+    onTestFinished(() => rmSync(root, { recursive: true, force: true }));
+    const yaml = (opt: string) => `workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+agents:
+  - name: alpha
+    start_command: "exec sleep 100000"
+    work_dir: ${root}/deep/dir
+${opt}`;
+    const city = makeCity(yaml(""));
+    const validate = await city.gc(["config", "validate"]);
+    expect(validate.code).toBe(2);
+    expect(validate.stderr).toContain("create_work_dir: true");
+    expect((await city.gc(["start", "--once"])).code).toBe(2);
+    expect(existsSync(root)).toBe(false);
+    city.write(yaml("    create_work_dir: true\n"));
+    expectOk(await city.gc(["start", "--once"]), "gc start --once");
+    expect(existsSync(join(root, "deep", "dir"))).toBe(true);
   });
 });
