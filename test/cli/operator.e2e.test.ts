@@ -289,7 +289,7 @@ agents:
 });
 
 describe("last good config", () => {
-  it("last-good: read commands and stop keep working while the file is invalid or lacks a ${VAR} here, saying so in one line", {
+  it("last-good: read commands and stop keep working while the file is invalid or lacks a variable here, saying so in one line", {
     timeout: 180_000,
   }, async () => {
     const good = `workspace:
