@@ -1,13 +1,34 @@
 /**
  * What every `gc` subcommand receives, and the contract each command module follows:
- * a module `cmd/gc/commands/<name>.ts` exports `command: Command`. Commands write through
- * `ctx.out`/`ctx.err`, honour `ctx.json`, and return the process exit code
- * (0 ok · 1 operation failed · 2 usage or config error · 3 session not found).
+ * a module `cmd/gc/commands/<name>.ts` exports `command: Command` (built with
+ * {@link defineCommand}); its one-line summary lives in cmd/gc/registry.ts. Commands write
+ * through `ctx.out`/`ctx.err`, honour `ctx.json`, and return an exit code from {@link EXIT}.
  */
 import type { Readable, Writable } from "node:stream";
 
-/** Exit codes of the CLI contract (architecture §7). */
-export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3 } as const;
+/**
+ * Every exit code any `gc` command uses (architecture §7, README "Exit codes"). `gc exec`
+ * passes the command's own code through, so its own failures use {@link EXIT.execFailed}
+ * instead of 1/2/3, the way `docker run`/`env` do.
+ */
+export const EXIT = {
+  /** Success (for `start`/`reconcile`: the pass succeeded, every session started). */
+  ok: 0,
+  /** The operation failed (a session failed to start, the provider refused, …). */
+  failed: 1,
+  /** Usage error or invalid city file (nothing was changed). */
+  usage: 2,
+  /** The named session does not exist. */
+  notFound: 3,
+  /** `wait`/`run`: the timeout passed while the session was still working. */
+  stillWorking: 4,
+  /** `wait`/`run`: the session ended (exited, stopped or crashed) before the condition held. */
+  terminated: 5,
+  /** `gc exec`: gc itself failed before or while running the command (any other code is the command's). */
+  execFailed: 125,
+  /** Interrupted by SIGINT/SIGTERM (128 + 2). */
+  cancelled: 130,
+} as const;
 
 /** Per-invocation context shared by every command. */
 export interface CommandContext {
@@ -33,13 +54,48 @@ export interface CommandContext {
   err(line: string): void;
 }
 
-/** One subcommand. */
-export interface Command {
-  readonly name: string;
-  /** One line for `gc --help`. */
-  readonly summary: string;
-  /** Full usage text for `gc <name> --help`. */
+/** One option of a command (`--name`, or `-s` when `short` is given). */
+export interface OptionSpec {
+  readonly type: "boolean" | "string";
+  /** One-letter alias. */
+  readonly short?: string;
+}
+
+/** The parsed values of a command's options, keyed as declared (`"dry-run"`, not `dryRun`). */
+export type OptionValues<O extends Readonly<Record<string, OptionSpec>>> = {
+  readonly [K in keyof O]?: O[K]["type"] extends "string"
+    ? string
+    : O[K]["type"] extends "boolean"
+      ? boolean
+      : string | boolean;
+};
+
+/** What a command's `run` receives: its options and the remaining arguments. */
+export interface ParsedArgs<O extends Readonly<Record<string, OptionSpec>>> {
+  readonly values: OptionValues<O>;
+  readonly positionals: string[];
+}
+
+/** One subcommand. The CLI (commander) parses its options; unknown ones never reach `run`. */
+export interface Command<
+  O extends Readonly<Record<string, OptionSpec>> = Readonly<Record<string, OptionSpec>>,
+> {
+  /** Full usage text for `gc <name> --help` and `gc help <name>`. */
   readonly usage: string;
-  /** Runs the command with the arguments after its name; resolves to the exit code. */
-  run(ctx: CommandContext, args: string[]): Promise<number>;
+  /** Options besides the global `--json`, `--city`, `--config`. */
+  readonly options: O;
+  /**
+   * Everything after the first argument is an argument, dashes included (`gc exec S ls -la`):
+   * options must come before it.
+   */
+  readonly passThrough?: boolean;
+  /** Exit code of every failure of gc itself, when the command's own codes are passed through. */
+  readonly failureExit?: number;
+  /** Runs the command; resolves to the exit code. */
+  run(ctx: CommandContext, args: ParsedArgs<O>): Promise<number>;
+}
+
+/** Declares a command with its options typed for `run`. Identity at runtime. */
+export function defineCommand<const O extends Readonly<Record<string, OptionSpec>>>(c: Command<O>): Command {
+  return c as unknown as Command;
 }

@@ -16,23 +16,33 @@ export type { City } from "../../internal/controller/city.js";
 
 /**
  * Finds and loads the city for this invocation (`--city`, `--config`, `GC_CITY`, or the
- * nearest directory upward holding city.yaml).
- * @throws ConfigError when the file is missing or invalid.
+ * nearest directory upward holding city.yaml). While the file is invalid, or unresolvable
+ * in this shell (a `${VAR}` it lacks), observing, operating and stopping keep working on
+ * the last good config and say so in one line on stderr; `strict` commands (those that
+ * apply the file: start, reconcile, scale) refuse instead.
+ * @throws ConfigError when the file is missing or invalid (and strict, or no last good copy).
  */
-export function openCity(ctx: CommandContext, opts: { allowInvalid?: boolean } = {}): Promise<City> {
-  return openCityWith(
+export async function openCity(ctx: CommandContext, opts: { strict?: boolean } = {}): Promise<City> {
+  const city = await openCityWith(
     {
       cwd: ctx.cwd,
       env: ctx.env,
       cityDir: ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : undefined,
       configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
-      allowInvalid: opts.allowInvalid,
+      allowInvalid: opts.strict !== true,
     },
     {
       createProvider: createProviderFromSpec,
       openStore: (cityDir) => openSqliteStore({ cityDir, singleTenant: true }),
     },
   );
+  if (city.configError !== undefined && !ctx.json) {
+    const first = city.configError.split("\n").find((l) => l.trim() !== "") ?? city.configError;
+    ctx.err(
+      `gc: using the last good config: ${first.trim()}${city.configError.includes("\n") ? " (and more: gc config validate)" : ""}`,
+    );
+  }
+  return city;
 }
 
 /**

@@ -114,6 +114,15 @@ export async function readStdin(ctx: CommandContext): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/**
+ * The text of a `-` argument (`echo hi | gc nudge S -`): stdin without one trailing newline
+ * (`\n` or `\r\n`), which `echo` and heredocs add and which would otherwise press Enter
+ * once more. Other newlines are kept.
+ */
+export async function readTextArg(ctx: CommandContext): Promise<string> {
+  return (await readStdin(ctx)).replace(/\r?\n$/, "");
+}
+
 /** `err` as one line for reports. */
 export const errorText = describeError;
 

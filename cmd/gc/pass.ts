@@ -39,8 +39,8 @@ export async function runPassHere(
       return summary.configError ? 2 : 0;
     }
     if (summary.configError) ctx.err(summary.configError);
-    const lines = summary.lines.length > 0 ? summary.lines : ["nothing to do: in sync"];
-    for (const l of lines) ctx.out(`would ${l}`);
+    if (summary.lines.length === 0) ctx.out("nothing to do: in sync");
+    for (const l of summary.lines) ctx.out(`would ${l}`);
     return summary.configError ? 2 : 0;
   }
   return reportSummary(ctx, summary);

@@ -1,14 +1,21 @@
 /**
  * Plain-text tables for the CLI: columns padded to their widest cell, two spaces apart,
- * no trailing blanks. Pure.
+ * no trailing blanks. Widths are terminal display widths (CJK and emoji take two columns,
+ * combining marks none), not `.length`. Pure.
  */
+import stringWidth from "string-width";
+
+/** `s` padded with spaces to display width `width`. Pure. */
+export function padDisplay(s: string, width: number): string {
+  return s + " ".repeat(Math.max(0, width - stringWidth(s)));
+}
 
 /** The lines of a table: the header, then one line per row. */
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const widths = header.map((h, i) => Math.max(stringWidth(h), ...rows.map((r) => stringWidth(r[i] ?? ""))));
   const line = (r: readonly string[]) =>
     r
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .map((c, i) => padDisplay(c, widths[i] ?? 0))
       .join("  ")
       .trimEnd();
   return [line(header), ...rows.map(line)];

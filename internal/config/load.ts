@@ -3,11 +3,13 @@
  * provider (tmux when it is on PATH, else subprocess), reads prompt templates and checks
  * that files the config names exist. Everything else is delegated to the pure parseCity.
  */
+
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { access, readFile, stat } from "node:fs/promises";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.js";
+import { cityIdOf } from "../runtime/identity.js";
 import { type CityConfig, parseCity } from "./parse.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
@@ -40,6 +42,11 @@ export interface LoadedCity {
   readonly file: string;
   /** Absolute city directory (relative paths in the file resolve against it). */
   readonly cityDir: string;
+  /**
+   * The city's stable id, from the real path of `cityDir` (runtime/identity.ts): two
+   * cities of the same name in two directories have two ids and never touch each other.
+   */
+  readonly cityId: string;
   /** The typed config, defaults applied. */
   readonly config: CityConfig;
   /** Why `config.session.provider` (and `session.auto.default`) is what it is. */
@@ -123,6 +130,20 @@ async function locate(opts: LoadCityOptions): Promise<{ file: string; cityDir: s
 
 type Kind = "file" | "directory" | "any" | "executable";
 
+/**
+ * The directory that must already exist for a work dir to be created without surprise: the
+ * parent of `template` (or the part before its first `{{placeholder}}` segment), when the
+ * work dir lies outside the city directory. Inside the city directory gc creates it with
+ * its parents (`workers/{{session}}`); `undefined` then. Pure.
+ */
+function workDirBase(cityDir: string, template: string): string | undefined {
+  const full = resolve(cityDir, template);
+  if (full === cityDir || full.startsWith(`${cityDir}/`)) return undefined;
+  const segments = full.split("/");
+  const dynamic = segments.findIndex((seg) => seg.includes("{{"));
+  return dynamic < 0 ? dirname(full) : segments.slice(0, dynamic).join("/") || "/";
+}
+
 async function pathProblem(p: string, kind: Kind): Promise<string | undefined> {
   try {
     const st = await stat(p);
@@ -144,7 +165,7 @@ async function checkFiles(
   cityDir: string,
   r: IssueReporter,
 ): Promise<Record<string, string>> {
-  const checks: { path: string; target: string; kind: Kind }[] = [];
+  const checks: { path: string; target: string; kind: Kind; hint?: string }[] = [];
   const execOf = (p: string, where: string) => {
     if (p.startsWith("exec:"))
       checks.push({ path: where, target: p.slice("exec:".length), kind: "executable" });
@@ -176,9 +197,23 @@ async function checkFiles(
       checks.push({ path: p, target: resolve(cityDir, src), kind: "any" });
     });
   });
+  config.agents.forEach((a, i) => {
+    const template = a.work_dir ?? a.dir;
+    if (template === undefined || a.create_work_dir) return;
+    const base = workDirBase(cityDir, template);
+    if (base !== undefined) {
+      checks.push({
+        path: `agents[${i}].${a.work_dir !== undefined ? "work_dir" : "dir"}`,
+        target: base,
+        kind: "directory",
+        hint: "the work dir's parent must exist (or set create_work_dir: true)",
+      });
+    }
+  });
   const problems = await Promise.all(checks.map((c) => pathProblem(c.target, c.kind)));
   problems.forEach((why, k) => {
-    if (why !== undefined) r.add(checks[k]!.path, why);
+    const hint = checks[k]!.hint;
+    if (why !== undefined) r.add(checks[k]!.path, hint ? `${why}: ${hint}` : why);
   });
 
   const templates: Record<string, string> = {};
@@ -250,10 +285,12 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   }
   const detected = await detectDefaultProvider(opts.env, opts.lookup);
   const override = opts.env.GC_SESSION || undefined;
+  const cityId = cityIdOf(cityDir);
   const parsed = parseCity({
     text,
     file,
     cityDir,
+    cityId,
     env: opts.env,
     defaultProvider: detected.provider,
     providerOverride: override,
@@ -281,6 +318,7 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   return {
     file,
     cityDir,
+    cityId,
     config: parsed.config,
     defaultProviderReason,
     promptTemplates,

@@ -6,6 +6,7 @@
 import { basename, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import { ConfigError, type ConfigIssue } from "../runtime/errors.js";
+import { defaultSocketName } from "../runtime/identity.js";
 import { nameProblem } from "../runtime/names.js";
 import type { UsedVariable } from "./interpolate.js";
 import { CITY_SCHEMA, type CityFile, type SessionSection, sessionProviderProblem } from "./schema.js";
@@ -37,6 +38,8 @@ export interface ParseCityInput {
   readonly file: string;
   /** Directory relative paths resolve against. */
   readonly cityDir: string;
+  /** The city's stable id (runtime/identity.ts), part of the default tmux socket. */
+  readonly cityId?: string | undefined;
   /** Variables for `${VAR}` interpolation. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Session provider when the file sets none (`tmux` or `subprocess`, from PATH detection). */
@@ -84,7 +87,7 @@ function finalize(file: CityFile, input: ParseCityInput, r: IssueReporter): City
   const session: SessionConfig = {
     ...s,
     provider,
-    tmux: { socket: s.tmux.socket ?? `gc-${name}` },
+    tmux: { socket: s.tmux.socket ?? defaultSocketName(name, input.cityId) },
     auto: { default: absoluteProvider(s.auto.default ?? input.defaultProvider, input.cityDir) },
     hybrid: {
       ...s.hybrid,

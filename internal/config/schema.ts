@@ -152,6 +152,12 @@ export const AGENT_SCHEMA = s.object({
     .optional()
     .describe("Working directory, relative to the city directory (default: the city directory)."),
   dir: path().optional().describe("Alias of work_dir."),
+  create_work_dir: s
+    .bool()
+    .default(false)
+    .describe(
+      "Create a work_dir outside the city directory whose parent does not exist (default: that is an error, caught by gc config validate).",
+    ),
   pre_start: commands()
     .default([])
     .describe("Shell commands run before the session is created; failure aborts."),
@@ -225,7 +231,9 @@ export const CITY_SCHEMA = s.object(
       .object({
         name: name()
           .optional()
-          .describe("City name (tmux socket, ownership tag); default: the directory name."),
+          .describe(
+            "City name, for humans; with the id of the city directory it forms the ownership tag and the default tmux socket. Default: the directory name.",
+          ),
         provider: s.string({ nonEmpty: true }).optional().describe("Preset for agents that name none."),
         suspended: s.bool().default(false).describe("Suspend every agent of the city."),
       })
@@ -246,7 +254,11 @@ export const CITY_SCHEMA = s.object(
           .default("10s")
           .describe("Deadline for each pre_start/setup command."),
         tmux: s
-          .object({ socket: name().optional().describe("tmux socket name (-L); default gc-<city>.") })
+          .object({
+            socket: name()
+              .optional()
+              .describe("tmux socket name (-L); default gc-<city>-<id of the city directory>."),
+          })
           .default({}),
         exec: s
           .object({

@@ -78,6 +78,11 @@ export interface CityLocation {
   readonly allowInvalid?: boolean | undefined;
 }
 
+/** `env` in which every unset variable reads as the empty string. */
+function withUnsetAsEmpty(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return new Proxy(env, { get: (t, k) => (typeof k === "string" ? (t[k] ?? "") : undefined) });
+}
+
 /** Copy of the last city file that loaded cleanly, under the state dir. */
 export const LAST_GOOD_FILE = "last-good.yaml";
 
@@ -158,18 +163,29 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let loaded: LoadedCity;
   let configError: string | undefined;
   let lastGood: string | undefined;
+  let env = where.env;
   try {
-    loaded = await loadCity({ cityDir, configFile, env: where.env, cwd: where.cwd });
+    loaded = await loadCity({ cityDir, configFile, env, cwd: where.cwd });
     await saveLastGood(loaded);
   } catch (e) {
     if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
     const dir = cityDir ?? (configFile ? dirname(configFile) : await findCityDir(where.cwd));
     if (!dir) throw e;
     lastGood = join(dir, ".gc", LAST_GOOD_FILE);
+    const fallback = (withEnv: NodeJS.ProcessEnv) =>
+      loadCity({ cityDir: dir, configFile: lastGood, env: withEnv, cwd: where.cwd });
     try {
-      loaded = await loadCity({ cityDir: dir, configFile: lastGood, env: where.env, cwd: where.cwd });
-    } catch {
-      throw e; // no usable last good copy: report the real problem
+      loaded = await fallback(env);
+    } catch (again) {
+      // The last good file may itself name variables this shell lacks (the city runs with the
+      // values it was started with): read them as empty, enough to observe and stop it.
+      if (!(again instanceof ConfigError) || !again.message.includes("environment variable")) throw e;
+      env = withUnsetAsEmpty(where.env);
+      try {
+        loaded = await fallback(env);
+      } catch {
+        throw e; // no usable last good copy: report the real problem
+      }
     }
     configError = describeError(e);
   }
@@ -200,7 +216,11 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     providerFor(spec) {
       let p = providers.get(spec);
       if (!p) {
-        p = deps.createProvider(spec, { city: name, cityDir: loaded.cityDir, stateDir }, settingsFor(spec));
+        p = deps.createProvider(
+          spec,
+          { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir },
+          settingsFor(spec),
+        );
         providers.set(spec, p);
         // A failed construction (e.g. an exec script's probe timing out) is retried next time.
         p.catch(() => providers.delete(spec));
@@ -211,7 +231,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       const fresh = await loadCity({
         cityDir: loaded.cityDir,
         configFile: lastGood ?? loaded.file,
-        env: where.env,
+        env,
         cwd: where.cwd,
       });
       if (!lastGood) await saveLastGood(fresh);

@@ -5,8 +5,14 @@
 
 /** What every provider factory receives. */
 export interface ProviderFactoryOptions {
-  /** City name: the ownership tag on every runtime object (and the tmux socket suffix). */
+  /** City name, for humans (`GC_CITY` in sessions). */
   readonly city: string;
+  /**
+   * The city's stable id (`cityIdOf` in identity.ts); with the name it forms the ownership tag of
+   * every runtime object and the default tmux socket (identity.ts). Absent only where the
+   * name alone is unique (unit tests, `gc conformance`).
+   */
+  readonly cityId?: string | undefined;
   /** Absolute city directory. */
   readonly cityDir: string;
   /** Absolute state directory for this city (`<city>/.gc`), created 0700 by the caller. */

@@ -1,5 +1,5 @@
 /* biome-ignore-all lint/suspicious/noTemplateCurlyInString: city files use ${VAR} interpolation */
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -133,7 +133,9 @@ describe("loadCity", () => {
     expect(city.cityDir).toBe(dir);
     expect(city.file).toBe(join(dir, "city.yaml"));
     expect(city.config.workspace.name).toBe(dir.split("/").pop());
-    expect(city.config.session.tmux.socket).toBe(`gc-${city.config.workspace.name}`);
+    // The default socket carries the city's identity: its name plus the id of its directory.
+    expect(city.cityId).toMatch(/^[0-9a-f]{10}$/);
+    expect(city.config.session.tmux.socket).toBe(`gc-${city.config.workspace.name}-${city.cityId}`);
     expect(city.revision).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
@@ -205,6 +207,38 @@ describe("loadCity", () => {
       "city.yaml:6:27: agents[0].session_setup_script: scripts is not a file",
       "city.yaml:7:37: agents[0].copy_files[1].src: absent.md does not exist",
     ]);
+  });
+
+  it("loadCity: a work_dir outside the city whose parent is missing is an error unless create_work_dir", async () => {
+    const outside = join(dir, "..", `gc-nowhere-${process.pid}`, "deep");
+    await write(
+      "city.yaml",
+      [
+        "agents:",
+        "  - name: a",
+        "    provider: sh",
+        `    work_dir: ${outside}/dir`,
+        "  - name: b",
+        "    provider: sh",
+        `    work_dir: ${outside}/{{session}}`,
+        "  - name: inside",
+        "    provider: sh",
+        "    work_dir: not/yet/{{session}}",
+        "",
+      ].join("\n"),
+    );
+    const issues = await loadIssues({ cityDir: dir, env: {}, lookup: withTmux });
+    expect(issues).toHaveLength(2);
+    expect(issues[0]).toMatch(
+      /agents\[0\]\.work_dir: .*deep does not exist: the work dir's parent must exist \(or set create_work_dir: true\)$/,
+    );
+    expect(issues[1]).toMatch(/agents\[1\]\.work_dir: .*deep does not exist/);
+    const optedIn = (await readFile(join(dir, "city.yaml"), "utf8")).replaceAll(
+      "    provider: sh\n    work_dir: /",
+      "    provider: sh\n    create_work_dir: true\n    work_dir: /",
+    );
+    await write("city.yaml", optedIn);
+    expect(await loadIssues({ cityDir: dir, env: {}, lookup: withTmux })).toEqual([]);
   });
 
   it("loadCity: interpolated secret values are listed for redaction", async () => {

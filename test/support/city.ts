@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { onTestFinished } from "vitest";
+import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
 
 /** Absolute path of the built CLI. */
 export const GC_BIN = fileURLToPath(new URL("../../dist/cmd/gc/main.js", import.meta.url));
@@ -24,7 +25,7 @@ export interface GcResult {
 export interface TestCity {
   readonly dir: string;
   readonly name: string;
-  /** tmux socket name of the city (`gc-<name>`). */
+  /** tmux socket name of the city (`gc-<name>-<city id>`, runtime/identity.ts). */
   readonly socket: string;
   /** Runs the built `gc --city <dir> ...args`. */
   gc(
@@ -43,7 +44,7 @@ let seq = 0;
 export function makeCity(yaml: string): TestCity {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-city-")));
   const name = `t${process.pid}x${++seq}`;
-  const socket = `gc-${name}`;
+  const socket = defaultSocketName(name, cityIdOf(dir));
   const write = (text: string) => writeFileSync(join(dir, "city.yaml"), text.replaceAll("@NAME@", name));
   write(yaml);
   const city: TestCity = {

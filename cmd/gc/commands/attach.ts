@@ -1,9 +1,8 @@
 /**
  * `gc attach SESSION`: hands this terminal to the session until you detach (tmux: C-b d).
  */
-import { parseArgs } from "node:util";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { requireRunning, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc attach SESSION
@@ -11,12 +10,10 @@ const USAGE = `Usage: gc attach SESSION
 Attaches this terminal to the session; returns when you detach. Needs a terminal and a
 provider that can attach (tmux, subprocess).`;
 
-export const command: Command = {
-  name: "attach",
-  summary: "attach your terminal to a session",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  options: {},
+  async run(ctx, { positionals }) {
     if (positionals.length !== 1) throw new UsageError(`gc attach takes one session\n\n${USAGE}`);
     return withTarget(ctx, positionals[0]!, async (t) => {
       await requireRunning(t, ctx.signal);
@@ -32,4 +29,4 @@ export const command: Command = {
       return EXIT.ok;
     });
   },
-};
+});

@@ -3,7 +3,6 @@
  * every issue, each with file:line:col), print what it resolves to (secrets redacted,
  * with the chosen session provider and why), or print the JSON Schema of the city file.
  */
-import { parseArgs } from "node:util";
 import {
   type DesiredSession,
   daemonSettings,
@@ -14,7 +13,7 @@ import {
 } from "../../../internal/config/index.js";
 import { citySchemaJson } from "../../../internal/config/schema.js";
 import { ConfigError, formatConfigIssue, UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc config validate [FILE]   check the city file; exit 2 listing every problem
        gc config show [FILE]       print the resolved sessions (secrets redacted)
@@ -34,7 +33,9 @@ async function validate(ctx: CommandContext, json: boolean, file: string | undef
     if (json) ctx.out(JSON.stringify({ valid: true, file: city.file, issues: [] }, null, 2));
     else {
       const agents = city.config.agents.length;
-      ctx.out(`${city.file}: ok (${agents} agent${agents === 1 ? "" : "s"}, ${sessions.length} sessions)`);
+      ctx.out(
+        `${city.file}: ok (${agents} agent${agents === 1 ? "" : "s"}, ${sessions.length} session${sessions.length === 1 ? "" : "s"})`,
+      );
     }
     return EXIT.ok;
   } catch (e) {
@@ -130,13 +131,11 @@ async function show(ctx: CommandContext, json: boolean, file: string | undefined
 }
 
 /** Runs `gc config <sub>`; resolves to the exit code. */
-export async function runConfig(ctx: CommandContext, args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { json: { type: "boolean" } },
-  });
-  const json = ctx.json || values.json === true;
+export async function runConfig(
+  ctx: CommandContext,
+  { positionals }: { positionals: string[] },
+): Promise<number> {
+  const json = ctx.json;
   const [sub, file, ...extra] = positionals;
   if (extra.length > 0 || (sub === "schema" && file !== undefined)) {
     throw new UsageError(`too many arguments\n\n${USAGE}`);
@@ -156,9 +155,4 @@ export async function runConfig(ctx: CommandContext, args: string[]): Promise<nu
   }
 }
 
-export const command: Command = {
-  name: "config",
-  summary: "validate, show or print the schema of the city file",
-  usage: USAGE,
-  run: runConfig,
-};
+export const command = defineCommand({ usage: USAGE, options: {}, run: runConfig });

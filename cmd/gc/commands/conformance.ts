@@ -3,12 +3,11 @@
  * conformance suite against a named provider and prints one line per case plus a summary
  * line `N passed, N failed, N skipped`. Exit 1 on any failure, 2 for an unknown provider.
  */
-import { parseArgs } from "node:util";
 import { runConformance } from "../../../conformance/harness.js";
 import { PROVIDER_CASES } from "../../../conformance/provider-cases.js";
 import { createTarget, KNOWN_PROVIDERS } from "../../../conformance/targets.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc conformance PROVIDER [--only PATTERN] [--json] [--concurrency N]
 
@@ -22,17 +21,11 @@ async function probeScript(script: string, signal: AbortSignal) {
   return { script, result, text: formatProbe(result) };
 }
 
-export const command: Command = {
-  name: "conformance",
-  summary: "run the provider conformance suite",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { only: { type: "string" }, concurrency: { type: "string" }, json: { type: "boolean" } },
-    });
-    const json = ctx.json || values.json === true;
+  options: { only: { type: "string" }, concurrency: { type: "string" } },
+  async run(ctx, { values, positionals }) {
+    const json = ctx.json;
     const spec = positionals[0];
     if (!spec || positionals.length > 1) throw new UsageError(`expected one PROVIDER\n\n${USAGE}`);
     const concurrency = values.concurrency === undefined ? 2 : Number(values.concurrency);
@@ -66,4 +59,4 @@ export const command: Command = {
       await target.cleanup?.();
     }
   },
-};
+});

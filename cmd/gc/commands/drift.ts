@@ -2,12 +2,11 @@
  * `gc drift [SESSION]`: which declared fields changed since each session was started,
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
-import { parseArgs } from "node:util";
 import { resolveSession } from "../../../internal/controller/sessions.js";
 import { driftOf } from "../../../internal/reconcile/drift.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 
 const USAGE = `Usage: gc drift [SESSION] [--json]
@@ -15,16 +14,35 @@ const USAGE = `Usage: gc drift [SESSION] [--json]
 Shows the fields whose declared value differs from what each running session was started
 with: core fields (restart) and session_live (re-applied without restart).`;
 
-export const command: Command = {
-  name: "drift",
-  summary: "which fields drifted, old → new",
+/** A drift value for people: strings as they are, anything else as JSON. Pure. */
+function shown(v: unknown): string {
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+function isMap(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The lines of one drifted field: `field: old → new`, or for maps (env, labels…) one line
+ * per changed key, `env.GREETING: hello → bonjour`, with `(absent)` for added or removed
+ * keys. Pure.
+ */
+export function changeLines(field: string, from: unknown, to: unknown): string[] {
+  if (!isMap(from) || !isMap(to)) return [`${field}: ${shown(from)} → ${shown(to)}`];
+  const keys = [...new Set([...Object.keys(from), ...Object.keys(to)])].sort();
+  return keys
+    .filter((k) => JSON.stringify(from[k]) !== JSON.stringify(to[k]))
+    .map(
+      (k) =>
+        `${field}.${k}: ${k in from ? shown(from[k]) : "(absent)"} → ${k in to ? shown(to[k]) : "(absent)"}`,
+    );
+}
+
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { json: { type: "boolean" } },
-    });
+  options: {},
+  async run(ctx, { positionals }) {
     if (positionals.length > 1) throw new UsageError(USAGE);
     const city = await openCity(ctx);
     try {
@@ -52,7 +70,7 @@ export const command: Command = {
         }));
         out.push({ session: name, drift: decided.kind, fields });
       }
-      if (ctx.json || values.json) {
+      if (ctx.json) {
         ctx.out(JSON.stringify(out, null, 2));
         return EXIT.ok;
       }
@@ -64,7 +82,7 @@ export const command: Command = {
             `${s.session}: ${s.drift === "core" ? "core drift (restart)" : "live drift (re-apply, no restart)"}`,
           );
           for (const f of s.fields)
-            ctx.out(`  ${f.field}: ${JSON.stringify(f.from)} → ${JSON.stringify(f.to)}`);
+            for (const line of changeLines(f.field, f.from, f.to)) ctx.out(`  ${line}`);
         }
       }
       return EXIT.ok;
@@ -72,4 +90,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

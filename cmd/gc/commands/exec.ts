@@ -6,7 +6,6 @@
  * code becomes gc's; stdout and stderr stay apart.
  */
 import { existsSync, fstatSync } from "node:fs";
-import { parseArgs } from "node:util";
 import {
   dropShellState,
   incarnationOf,
@@ -21,7 +20,7 @@ import {
 } from "../../../internal/controller/exec-state.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { supportsExecCommand } from "../../../internal/runtime/provider.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] -- CMD [ARGS...]
@@ -35,8 +34,8 @@ command runs wrapped as restore → run → capture, with the state in
 with no state to restore passes straight through; --raw always runs CMD directly.
 
 stdout and stderr are kept apart; stdin is passed on when it is a pipe or a file. The exit
-code of CMD becomes gc's (2 and 3 still mean usage error and unknown session when gc itself
-fails before CMD runs). --timeout (default 5m) bounds the command.`;
+code of CMD becomes gc's; when gc itself fails (usage error, unknown session, provider error)
+it exits 125 with the reason on stderr. --timeout (default 5m) bounds the command.`;
 
 /** Default bound on one command. */
 const DEFAULT_TIMEOUT_MS = 5 * 60_000;
@@ -51,31 +50,26 @@ function stdinHasData(): boolean {
   }
 }
 
-export const command: Command = {
-  name: "exec",
-  summary: "run a command in a session's environment",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const dash = args.indexOf("--");
-    const own = dash < 0 ? args : args.slice(0, dash);
-    const { positionals, values } = parseArgs({
-      args: own,
-      allowPositionals: true,
-      options: { raw: { type: "boolean" }, timeout: { type: "string" }, json: { type: "boolean" } },
-    });
-    const argv = dash < 0 ? positionals.slice(1) : [...positionals.slice(1), ...args.slice(dash + 1)];
+  options: { raw: { type: "boolean" }, timeout: { type: "string" } },
+  passThrough: true,
+  failureExit: EXIT.execFailed,
+  async run(ctx, { positionals, values }) {
+    // Options end at the session name; a `--` right after it is optional.
+    const argv = positionals[1] === "--" ? positionals.slice(2) : positionals.slice(1);
     if (positionals.length < 1 || argv.length === 0) {
       throw new UsageError(`gc exec needs a session and a command\n\n${USAGE}`);
     }
     if (argv[0] === "") throw new UsageError("the command is empty");
-    const json = ctx.json || values.json === true;
+    const json = ctx.json;
     const timeoutMs = durationFlag("timeout", values.timeout, DEFAULT_TIMEOUT_MS);
     const stdin = stdinHasData() ? await readStdin(ctx) : undefined;
     return withTarget(ctx, positionals[0]!, async (t) => {
       await requireRunning(t, ctx.signal);
       if (!supportsExecCommand(t.provider) || !t.provider.capabilities().exec) {
         ctx.err(`gc: provider ${t.provider.name} cannot run commands in a session's environment`);
-        return EXIT.failed;
+        return EXIT.execFailed;
       }
       const stateDir = t.city.stateDir;
       const incarnation = incarnationOf(t.session.record);
@@ -112,4 +106,4 @@ export const command: Command = {
       return Math.max(0, Math.min(255, r.exitCode));
     });
   },
-};
+});

@@ -6,12 +6,11 @@
 import { constants } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { CITY_FILE_NAME } from "../../../internal/config/load.js";
 import { citySchemaJson } from "../../../internal/config/schema.js";
 import { describeError, UsageError } from "../../../internal/runtime/errors.js";
 import { nameProblem } from "../../../internal/runtime/names.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc init [DIR]
 
@@ -63,8 +62,10 @@ agents:
 }
 
 /** Runs `gc init`; resolves to the exit code. */
-export async function runInit(ctx: CommandContext, args: string[]): Promise<number> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+export async function runInit(
+  ctx: CommandContext,
+  { positionals }: { positionals: string[] },
+): Promise<number> {
   if (positionals.length > 1) throw new UsageError(`expected at most one DIR\n\n${USAGE}`);
   const dir = resolve(ctx.cwd, positionals[0] ?? ctx.cityFlag ?? ".");
   const file = join(dir, CITY_FILE_NAME);
@@ -95,9 +96,4 @@ export async function runInit(ctx: CommandContext, args: string[]): Promise<numb
   return EXIT.ok;
 }
 
-export const command: Command = {
-  name: "init",
-  summary: "write a starter city.yaml",
-  usage: USAGE,
-  run: runInit,
-};
+export const command = defineCommand({ usage: USAGE, options: {}, run: runInit });

@@ -4,7 +4,6 @@
  * controller at the session's next idle moment. `gc nudge list` shows the queue: attempts,
  * the last failure, and dead letters. A nudge that was not confirmed exits non-zero.
  */
-import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
 import { requestControl } from "../../../internal/controller/control.js";
 import { controllerPaths, findController } from "../../../internal/controller/controller.js";
@@ -12,14 +11,14 @@ import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction, supportsNudgeNow } from "../../../internal/runtime/provider.js";
 import type { Nudge } from "../../../internal/session/store.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import {
   durationFlag,
   intFlag,
   lockSession,
   printJson,
-  readStdin,
+  readTextArg,
   requireRunning,
   type Target,
   withTarget,
@@ -50,25 +49,18 @@ const DEFAULT_TTL_MS = 24 * 60 * 60_000;
 /** Default attempts of a queued nudge (each idle check that finds the session busy is one). */
 const DEFAULT_ATTEMPTS = 10;
 
-export const command: Command = {
-  name: "nudge",
-  summary: "deliver text to a session",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        now: { type: "boolean" },
-        queue: { type: "boolean" },
-        wait: { type: "string" },
-        ttl: { type: "string" },
-        attempts: { type: "string" },
-        all: { type: "boolean" },
-        json: { type: "boolean" },
-      },
-    });
-    const json = ctx.json || values.json === true;
+  options: {
+    now: { type: "boolean" },
+    queue: { type: "boolean" },
+    wait: { type: "string" },
+    ttl: { type: "string" },
+    attempts: { type: "string" },
+    all: { type: "boolean" },
+  },
+  async run(ctx, { positionals, values }) {
+    const json = ctx.json;
     if (positionals[0] === "list") return list(ctx, positionals.slice(1), values.all === true, json);
     if (positionals.length < 2) throw new UsageError(`gc nudge needs a session and text\n\n${USAGE}`);
     if (values.now && values.queue) throw new UsageError("--now and --queue exclude each other");
@@ -76,7 +68,7 @@ export const command: Command = {
       throw new UsageError("--ttl and --attempts only apply to --queue");
     }
     const [name, ...words] = positionals as [string, ...string[]];
-    const text = words.length === 1 && words[0] === "-" ? await readStdin(ctx) : words.join(" ");
+    const text = words.length === 1 && words[0] === "-" ? await readTextArg(ctx) : words.join(" ");
     if (text.trim() === "") throw new UsageError("the nudge text is empty");
     const waitMs = durationFlag("wait", values.wait, DEFAULT_WAIT_MS);
     const ttlMs = durationFlag("ttl", values.ttl, DEFAULT_TTL_MS);
@@ -109,7 +101,7 @@ export const command: Command = {
       }
     });
   },
-};
+});
 
 async function notIdleReason(t: Target, state: string, waitMs: number, signal: AbortSignal): Promise<string> {
   switch (state) {

@@ -2,9 +2,8 @@
  * `gc peek SESSION [-n LINES]`: the session's recent screen text, read without touching the
  * program (no keys, no resize, no cursor of any observer moves).
  */
-import { parseArgs } from "node:util";
 import { isGcError, UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { printJson, SessionNotRunningError, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
@@ -12,16 +11,10 @@ const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 Prints the last LINES lines (default 50; 0 = all scrollback) of the session's screen.
 Observing never types into, pauses or restarts the session.`;
 
-export const command: Command = {
-  name: "peek",
-  summary: "recent screen text of a session",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { lines: { type: "string", short: "n" }, json: { type: "boolean" } },
-    });
+  options: { lines: { type: "string", short: "n" } },
+  async run(ctx, { positionals, values }) {
     if (positionals.length !== 1) throw new UsageError(`gc peek takes one session\n\n${USAGE}`);
     const lines = values.lines === undefined ? 50 : Number(values.lines);
     if (!Number.isSafeInteger(lines) || lines < 0) throw new UsageError("-n: expected a whole number ≥ 0");
@@ -35,9 +28,9 @@ export const command: Command = {
           throw new SessionNotRunningError(t.name, t.session.record?.state);
         throw e;
       }
-      if (ctx.json || values.json) printJson(ctx, { session: t.name, lines, text });
+      if (ctx.json) printJson(ctx, { session: t.name, lines, text });
       else ctx.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
       return EXIT.ok;
     });
   },
-};
+});

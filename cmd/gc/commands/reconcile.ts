@@ -2,9 +2,8 @@
  * `gc reconcile [--dry-run]`: one pass now. With a running controller it pokes it and
  * streams that pass; otherwise it runs the pass in this process.
  */
-import { parseArgs } from "node:util";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import type { Command } from "../context.js";
+import { defineCommand } from "../context.js";
 import { openCity } from "../deps.js";
 import { reconcileNow, runPassHere } from "../pass.js";
 
@@ -13,18 +12,12 @@ const USAGE = `Usage: gc reconcile [--dry-run]
 Runs one reconcile pass now (through the controller when it runs). --dry-run prints the
 plan and touches nothing.`;
 
-export const command: Command = {
-  name: "reconcile",
-  summary: "one reconcile pass now",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { "dry-run": { type: "boolean" } },
-    });
+  options: { "dry-run": { type: "boolean" } },
+  async run(ctx, { values, positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc reconcile takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { strict: true });
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
       return await reconcileNow(ctx, city);
@@ -32,4 +25,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

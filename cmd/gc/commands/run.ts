@@ -7,7 +7,6 @@
  * without waiting and a second run is refused with who holds it.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
 import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
 import {
@@ -19,14 +18,14 @@ import {
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import {
   durationFlag,
   humanDuration,
   lockSession,
   printJson,
   REPORT_EXIT,
-  readStdin,
+  readTextArg,
   type Target,
   withTarget,
 } from "../operate.js";
@@ -67,27 +66,20 @@ class TurnTimeout extends Error {
   override readonly name = "TurnTimeout";
 }
 
-export const command: Command = {
-  name: "run",
-  summary: "one turn: nudge, wait for idle, report",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        timeout: { type: "string" },
-        "idle-wait": { type: "string" },
-        json: { type: "boolean" },
-      },
-    });
-    const json = ctx.json || values.json === true;
+  options: {
+    timeout: { type: "string" },
+    "idle-wait": { type: "string" },
+  },
+  async run(ctx, { positionals, values }) {
+    const json = ctx.json;
     if (positionals.length < 2) throw new UsageError(`gc run needs a session and a prompt\n\n${USAGE}`);
     const timeoutMs = values.timeout === undefined ? undefined : durationFlag("timeout", values.timeout, 0);
     if (timeoutMs === 0) throw new UsageError("--timeout must be more than 0");
     const idleWaitMs = durationFlag("idle-wait", values["idle-wait"], DEFAULT_IDLE_WAIT_MS);
     const [name, ...words] = positionals as [string, ...string[]];
-    const prompt = words.length === 1 && words[0] === "-" ? await readStdin(ctx) : words.join(" ");
+    const prompt = words.length === 1 && words[0] === "-" ? await readTextArg(ctx) : words.join(" ");
     if (prompt.trim() === "") throw new UsageError("the prompt is empty");
     return withTarget(ctx, name, async (t) => {
       const report = await turn(ctx, t, prompt, idleWaitMs, timeoutMs);
@@ -120,7 +112,7 @@ export const command: Command = {
       }
     });
   },
-};
+});
 
 /**
  * How to tell the turn has ended, learned from the idle screen before it: a program whose

@@ -4,12 +4,11 @@
  * controller) and applied at once by a reconcile pass: new instances start, surplus ones
  * are stopped (instance names stay stable: AGENT-1 … AGENT-N).
  */
-import { parseArgs } from "node:util";
 import { poolBounds } from "../../../internal/config/index.js";
 import { didYouMean } from "../../../internal/config/suggest.js";
 import { writePoolScale } from "../../../internal/controller/pool-scale.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import type { Command } from "../context.js";
+import { defineCommand } from "../context.js";
 import { openCity } from "../deps.js";
 import { reconcileNow } from "../pass.js";
 
@@ -18,18 +17,16 @@ const USAGE = `Usage: gc scale AGENT N
 Sets how many instances the pool AGENT runs (between its min_active_sessions and
 max_active_sessions) and reconciles at once. Instances are named AGENT-1 … AGENT-N.`;
 
-export const command: Command = {
-  name: "scale",
-  summary: "set how many instances a pool runs",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  options: {},
+  async run(ctx, { positionals }) {
     const [agentName, countText] = positionals;
     if (!agentName || countText === undefined || positionals.length !== 2) throw new UsageError(USAGE);
     const count = Number(countText);
     if (!Number.isSafeInteger(count) || count < 0)
       throw new UsageError(`N must be a whole number, got ${JSON.stringify(countText)}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { strict: true });
     try {
       const agents = city.loaded.config.agents;
       const agent = agents.find((a) => a.name === agentName);
@@ -62,4 +59,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

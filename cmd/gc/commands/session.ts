@@ -4,7 +4,6 @@
  * never overlap a `gc run`); restart and reset clear the operator hold set by `gc stop NAME`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import { dropShellState } from "../../../internal/controller/exec-state.js";
 import { deltaSince, dropCursors, screenLines } from "../../../internal/controller/observe.js";
 import { collectCity } from "../../../internal/controller/sessions.js";
@@ -14,7 +13,7 @@ import { describeError, isGcError, UsageError } from "../../../internal/runtime/
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { LifecycleState } from "../../../internal/session/lifecycle.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
 import { reconcileNow } from "../pass.js";
@@ -45,24 +44,17 @@ const SUBCOMMANDS = ["list", "kill", "restart", "reset", "logs", "respond"] as c
 /** States in which the session holds a runtime the record must be moved off when killed. */
 const LIVE_STATES: readonly LifecycleState[] = ["starting", "running", "draining"];
 
-export const command: Command = {
-  name: "session",
-  summary: "session bookkeeping: list, kill, restart, reset, logs, respond",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        json: { type: "boolean" },
-        follow: { type: "boolean", short: "f" },
-        lines: { type: "string", short: "n" },
-        events: { type: "boolean" },
-        text: { type: "string" },
-        request: { type: "string" },
-      },
-    });
-    const json = ctx.json || values.json === true;
+  options: {
+    follow: { type: "boolean", short: "f" },
+    lines: { type: "string", short: "n" },
+    events: { type: "boolean" },
+    text: { type: "string" },
+    request: { type: "string" },
+  },
+  async run(ctx, { positionals, values }) {
+    const json = ctx.json;
     const [sub, name, ...rest] = positionals;
     if (!sub || !(SUBCOMMANDS as readonly string[]).includes(sub)) {
       throw new UsageError(`${sub ? `unknown subcommand ${JSON.stringify(sub)}\n\n` : ""}${USAGE}`);
@@ -98,7 +90,7 @@ export const command: Command = {
       }
     });
   },
-};
+});
 
 async function list(ctx: CommandContext, json: boolean): Promise<number> {
   const city = await openCity(ctx);

@@ -3,34 +3,28 @@
  * background controller (or reports the running one), shows progress of the first pass and
  * returns with its summary.
  */
-import { parseArgs } from "node:util";
 import { controllerPaths, findController, runController } from "../../../internal/controller/controller.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { openCity, spawnController } from "../deps.js";
 import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
 
 Reconciles the city: starts what is missing, restarts what drifted, stops what is no longer
-wanted. Without flags it runs the controller in the background (pid, log and control socket
+wanted. Exits 0 when the pass succeeded, 1 when any session failed to start (the controller
+still runs and retries it). Without flags it runs the controller in the background (pid, log and control socket
 under <city>/.gc/), shows progress of the first pass and returns.
   --once        one pass in this process, no controller
   --foreground  run the controller in this process until Ctrl-C
   --dry-run     print the plan and touch nothing`;
 
-export const command: Command = {
-  name: "start",
-  summary: "reconcile the city and run the controller",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
-    });
+  options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
+  async run(ctx, { values, positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc start takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { strict: true });
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
       const info = await findController(city.stateDir);
@@ -44,18 +38,18 @@ export const command: Command = {
       }
       if (info.running) {
         if (!ctx.json) ctx.out(`controller already running (pid ${info.pid}); reconciling now`);
-        reportSummary(ctx, await watchControllerPass(ctx, city, true), {
+        return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
           controller: { pid: info.pid },
         });
-        return EXIT.ok;
       }
       if (values.once) return await runPassHere(ctx, city, { dryRun: false });
       const pid = await spawnController(city, ctx.signal);
       if (!ctx.json) ctx.out(`controller started (pid ${pid}); log: ${controllerPaths(city.stateDir).log}`);
-      reportSummary(ctx, await watchControllerPass(ctx, city, false), { controller: { pid } });
-      return EXIT.ok; // the controller runs and retries failed sessions; failures were printed
+      // Exit 1 when a session failed to start, although the controller keeps running and
+      // retrying it: scripts must see that the city is not (yet) what the file declares.
+      return reportSummary(ctx, await watchControllerPass(ctx, city, false), { controller: { pid } });
     } finally {
       await city.close();
     }
   },
-};
+});

@@ -2,11 +2,10 @@
  * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
  * restarts, last activity, attached) plus the controller, from one observation per provider.
  */
-import { parseArgs } from "node:util";
 import { findController } from "../../../internal/controller/controller.js";
 import { collectCity } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { formatTable } from "../table.js";
 
@@ -30,21 +29,15 @@ function ago(iso: string | null): string {
   return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
-export const command: Command = {
-  name: "status",
-  summary: "one row per session",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { json: { type: "boolean" } },
-    });
+  options: {},
+  async run(ctx, { positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx, { allowInvalid: true });
+    const city = await openCity(ctx);
     try {
       const [view, ctl] = await Promise.all([collectCity(city, ctx.signal), findController(city.stateDir)]);
-      if (ctx.json || values.json) {
+      if (ctx.json) {
         ctx.out(
           JSON.stringify(
             {
@@ -74,8 +67,11 @@ export const command: Command = {
       ctx.out(
         `city ${city.name} (${city.cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid})` : "not running"}`,
       );
-      if (view.configError)
-        ctx.err(`config error (sessions keep their last good config):\n${view.configError}`);
+      // city.configError was reported in one line by openCity; a later failure to load is new.
+      if (view.configError && view.configError !== city.configError)
+        ctx.err(
+          `gc: config error (sessions keep their last good config): ${view.configError.split("\n")[0]}`,
+        );
       for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
       const header = [
         "NAME",
@@ -111,4 +107,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

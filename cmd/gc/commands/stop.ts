@@ -4,7 +4,6 @@
  * the city is left. With names, stops those sessions and holds them down until
  * `gc session reset|restart NAME`.
  */
-import { parseArgs } from "node:util";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
@@ -12,7 +11,7 @@ import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError } from "../../../internal/runtime/errors.js";
 import { supportsShutdown } from "../../../internal/runtime/provider.js";
 import { casUpdate } from "../../../internal/session/store.js";
-import { type Command, EXIT } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
 
 const USAGE = `Usage: gc stop [SESSION...]
@@ -32,18 +31,12 @@ async function providersInUse(city: City): Promise<string[]> {
   return [...new Set([city.defaultProvider, ...desired, ...records])];
 }
 
-export const command: Command = {
-  name: "stop",
-  summary: "stop the controller and sessions",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { json: { type: "boolean" } },
-    });
-    const json = ctx.json || values.json === true;
-    const city = await openCity(ctx, { allowInvalid: true });
+  options: {},
+  async run(ctx, { positionals }) {
+    const json = ctx.json;
+    const city = await openCity(ctx);
     try {
       const store = await city.store();
       if (positionals.length > 0) {
@@ -148,4 +141,4 @@ export const command: Command = {
       await city.close();
     }
   },
-};
+});

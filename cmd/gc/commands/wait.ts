@@ -6,7 +6,6 @@
  */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
 import {
   checkObserverId,
@@ -21,7 +20,7 @@ import { describeError, isGcError, UsageError } from "../../../internal/runtime/
 import { supportsExitStatus } from "../../../internal/runtime/provider.js";
 import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
 import type { JsonObject, Wait } from "../../../internal/session/store.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { durationFlag, printJson, REPORT_EXIT, type Target, withTarget } from "../operate.js";
 
@@ -62,26 +61,19 @@ export interface WaitResult {
   readonly exit?: { code: number | null; signal: string | null } | undefined;
 }
 
-export const command: Command = {
-  name: "wait",
-  summary: "block until a session condition holds",
+export const command = defineCommand({
   usage: USAGE,
-  async run(ctx, args) {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        idle: { type: "boolean" },
-        match: { type: "string" },
-        state: { type: "string" },
-        exit: { type: "boolean" },
-        timeout: { type: "string" },
-        observer: { type: "string" },
-        all: { type: "boolean" },
-        json: { type: "boolean" },
-      },
-    });
-    const json = ctx.json || values.json === true;
+  options: {
+    idle: { type: "boolean" },
+    match: { type: "string" },
+    state: { type: "string" },
+    exit: { type: "boolean" },
+    timeout: { type: "string" },
+    observer: { type: "string" },
+    all: { type: "boolean" },
+  },
+  async run(ctx, { positionals, values }) {
+    const json = ctx.json;
     if (positionals[0] === "list") return list(ctx, positionals.slice(1), values.all === true, json);
     if (positionals.length !== 1) throw new UsageError(`gc wait takes one session\n\n${USAGE}`);
     const given = [values.idle, values.match !== undefined, values.state !== undefined, values.exit].filter(
@@ -171,7 +163,7 @@ export const command: Command = {
       }
     });
   },
-};
+});
 
 /** Polls until the condition holds, the session ends, or the timeout passes. */
 async function waitFor(

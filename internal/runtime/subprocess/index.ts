@@ -39,6 +39,7 @@ export function createProvider(opts: ProviderFactoryOptions): SubprocessProvider
   const detach = DETACH_KEYS.find((k) => k === s.detach_keys);
   const options: SubprocessProviderOptions = {
     city: opts.city,
+    cityId: opts.cityId,
     stateDir: opts.stateDir,
     cols: positiveInt(s.cols),
     rows: positiveInt(s.rows),

@@ -5,6 +5,7 @@
  * controller, or a CLI command) sees every running session. The embedded default where tmux
  * is absent; built by cmd/gc through `createProvider` in index.ts.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { cp, link, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
@@ -25,6 +26,7 @@ import {
   SessionExistsError,
   SessionNotFoundError,
 } from "../errors.js";
+import { ownerKey } from "../identity.js";
 import { hookDirOf, launchArgv, sessionEnv } from "../launch.js";
 import {
   limitsFor,
@@ -108,8 +110,10 @@ const PTY_ENV = { TERM: "xterm-256color" } as const;
 
 /** Options for {@link SubprocessProvider}. */
 export interface SubprocessProviderOptions {
-  /** City name: the ownership tag recorded with every session. */
+  /** City name (`GC_CITY` in sessions). */
   readonly city: string;
+  /** The city's stable id: with the name, the ownership tag recorded with every session. */
+  readonly cityId?: string | undefined;
   /** The city's state dir; sessions live under `<stateDir>/subprocess/`. */
   readonly stateDir: string;
   readonly cols?: number | undefined;
@@ -187,8 +191,10 @@ export class SubprocessProvider
     SnapshotProvider
 {
   readonly name = "subprocess";
-  /** City name (the ownership tag). */
+  /** City name. */
   readonly city: string;
+  /** Ownership tag of this city's holders: `<name>-<id>` (identity.ts). */
+  readonly owner: string;
   /** `<stateDir>/subprocess`. */
   readonly root: string;
   private readonly opts: SubprocessProviderOptions;
@@ -198,6 +204,7 @@ export class SubprocessProvider
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
     this.city = opts.city;
+    this.owner = ownerKey(opts.city, opts.cityId);
     this.root = providerRoot(opts.stateDir);
     this.holderPath = opts.holderPath ?? defaultHolderPath();
   }
@@ -240,7 +247,7 @@ export class SubprocessProvider
       const value = await holderRequest(this.paths(name).socket, req, {
         timeoutMs,
         signal,
-        expect: { city: this.city, name },
+        expect: { city: this.owner, name },
       });
       return { ok: true, value };
     } catch (e) {
@@ -406,7 +413,7 @@ export class SubprocessProvider
       throw new SessionExistsError(name, { cause: new Error("held by a session of another city") });
     }
     const rec = readRecord(p.record);
-    if (rec && rec.city !== this.city) {
+    if (rec && rec.city !== this.owner) {
       throw new SessionExistsError(name, { cause: new Error(`left by city ${rec.city}`) });
     }
     if (rec && (await pidAlive(rec.holderPid)) && (await isHolderProcess(rec.holderPid, p.dir))) {
@@ -436,7 +443,7 @@ export class SubprocessProvider
     await rm(p.socket, { force: true });
     const spec: HolderSpec = {
       protocol: PROTOCOL_VERSION,
-      city: this.city,
+      city: this.owner,
       name,
       argv: launchArgv(config),
       env,
@@ -552,7 +559,7 @@ export class SubprocessProvider
   private async teardown(name: string, force: boolean): Promise<void> {
     const p = this.paths(name);
     const rec = readRecord(p.record);
-    if (rec && rec.city !== this.city) return;
+    if (rec && rec.city !== this.owner) return;
     let pids: Pick<HolderRecord, "holderPid" | "childPid" | "childStart"> | undefined = rec;
     const st = await this.statusOf(name);
     if (!st.ok && st.why === "foreign") return;
@@ -562,7 +569,7 @@ export class SubprocessProvider
         await holderRequest(
           p.socket,
           { op: "shutdown" },
-          { timeoutMs: SHUTDOWN_TIMEOUT_MS, expect: { city: this.city, name } },
+          { timeoutMs: SHUTDOWN_TIMEOUT_MS, expect: { city: this.owner, name } },
         );
       } catch {
         // killed below
@@ -636,7 +643,7 @@ export class SubprocessProvider
     const p = this.paths(name);
     if (await this.startInProgress(name)) return;
     const rec = readRecord(p.record);
-    if (rec && rec.city !== this.city) return;
+    if (rec && rec.city !== this.owner) return;
     if (rec && (await pidAlive(rec.holderPid)) && (await isHolderProcess(rec.holderPid, p.dir))) return;
     await this.teardown(name, false);
   }
@@ -943,7 +950,7 @@ export class SubprocessProvider
     if (!st.ok || !st.value.running)
       throw new SessionNotFoundError(name, st.ok ? "the program has exited" : undefined);
     const p = this.paths(name);
-    const expect = { city: this.city, name };
+    const expect = { city: this.owner, name };
     const size = () => ({ cols: output.columns || undefined, rows: output.rows || undefined });
     const stream = await openAttach(p.socket, size(), {
       timeoutMs: OP_TIMEOUT_MS,

@@ -428,7 +428,7 @@ export class ControlClient {
       const done = () => {
         settled = true;
         clearTimeout(timer);
-        opts.signal?.removeEventListener("abort", onAbort);
+        unsubscribe();
       };
       const timer = setTimeout(() => {
         if (settled) return;
@@ -443,7 +443,7 @@ export class ControlClient {
         reject(opts.signal?.reason);
         // The reply still arrives later and is dropped: the slot stays in the queue.
       };
-      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      const unsubscribe = opts.signal ? onAbortOf(opts.signal, onAbort) : () => undefined;
       conn.pending.push({
         name,
         settle(ok, lines) {
@@ -508,18 +508,47 @@ async function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {
   }
 }
 
+/** Callbacks waiting on each signal, behind one "abort" listener per signal. */
+const abortWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+
+/**
+ * Calls `fn` once when `signal` aborts; returns the unsubscribe function. However many
+ * commands are queued on one signal (a 20-session `gc status`), the signal carries a single
+ * listener, so Node never warns about a listener leak.
+ */
+function onAbortOf(signal: AbortSignal, fn: () => void): () => void {
+  let set = abortWaiters.get(signal);
+  if (!set) {
+    const waiters = new Set<() => void>();
+    set = waiters;
+    abortWaiters.set(signal, waiters);
+    signal.addEventListener(
+      "abort",
+      () => {
+        abortWaiters.delete(signal);
+        for (const w of waiters) w();
+      },
+      { once: true },
+    );
+  }
+  const waiters = set;
+  waiters.add(fn);
+  return () => {
+    waiters.delete(fn);
+  };
+}
+
 function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   signal.throwIfAborted();
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
+    const unsubscribe = onAbortOf(signal, () => reject(signal.reason));
     p.then(
       (v) => {
-        signal.removeEventListener("abort", onAbort);
+        unsubscribe();
         resolve(v);
       },
       (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
+        unsubscribe();
         reject(e);
       },
     );

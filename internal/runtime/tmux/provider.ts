@@ -4,6 +4,7 @@
  * (`=name`, then by session id), and observed in one `list-panes` call per question.
  * Built by `createProvider` (index.ts) from the composition root and `gc conformance`.
  */
+
 import { spawn } from "node:child_process";
 import { mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
@@ -30,6 +31,7 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
+import { ownerKey } from "../identity.js";
 import { hookDirOf, SHELL, sessionEnv } from "../launch.js";
 import {
   copyInto,
@@ -145,8 +147,8 @@ export class TmuxProvider
   constructor(opts: TmuxProviderOptions) {
     this.city = opts.city;
     this.cityDir = opts.cityDir;
-    this.tag = ownerTag(opts.city);
-    this.settings = resolveSettings(opts.city, opts.settings);
+    this.tag = ownerTag(ownerKey(opts.city, opts.cityId));
+    this.settings = resolveSettings(opts.city, opts.settings, opts.cityId);
     const env: NodeJS.ProcessEnv = {};
     for (const k of CLIENT_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
     this.client = new ControlClient({

@@ -2,13 +2,12 @@
  * Settings of the tmux provider (`session.tmux` in the city file) with their defaults, and
  * the socket naming rule (one server per city, never the user's default server).
  */
-import { createHash } from "node:crypto";
 import { ProviderError } from "../errors.js";
 import type { TmuxSocket } from "./control-client.js";
 
 /** Tunables of the tmux provider; every duration is in milliseconds. */
 export interface TmuxSettings {
-  /** Socket name (`-L`), or a socket path when it contains `/` (`-S`). Default `gc-<city>`. */
+  /** Socket name (`-L`), or a socket path when it contains `/` (`-S`). Default `gc-<city>-<city id>` (see identity.ts). */
   readonly socket?: string | undefined;
   /** tmux binary. Default `tmux`. */
   readonly tmuxPath?: string | undefined;
@@ -53,13 +52,9 @@ const DEFAULTS = {
   idleQuietMs: 600,
 } as const;
 
-/** `gc-<city>`, or a hashed form when the city name is not a plain file name. Pure. */
-export function defaultSocketName(city: string): string {
-  if (/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(city)) return `gc-${city}`;
-  const slug = city.replace(/[^A-Za-z0-9._-]/g, "").slice(0, 32);
-  const hash = createHash("sha256").update(city).digest("hex").slice(0, 8);
-  return `gc-${slug}-${hash}`;
-}
+import { defaultSocketName } from "../identity.js";
+
+export { defaultSocketName };
 
 /**
  * Validates raw settings from the city file and fills in defaults.
@@ -68,6 +63,7 @@ export function defaultSocketName(city: string): string {
 export function resolveSettings(
   city: string,
   raw: Readonly<Record<string, unknown>> | undefined,
+  cityId?: string,
 ): ResolvedTmuxSettings {
   const s = raw ?? {};
   const known = new Set([...Object.keys(DEFAULTS), "socket"]);
@@ -90,7 +86,7 @@ export function resolveSettings(
     }
     return v;
   };
-  const sock = str("socket") ?? defaultSocketName(city);
+  const sock = str("socket") ?? defaultSocketName(city, cityId);
   if (!sock.includes("/") && !/^[A-Za-z0-9._-]+$/.test(sock)) {
     throw new ProviderError("tmux", "setting socket must be a plain name ([A-Za-z0-9._-]) or a path");
   }
