@@ -24,6 +24,7 @@ import {
   looksLikePrompt,
   respondToInteraction,
   type ScreenIO,
+  screenNeedsOperator,
   screenShowsPrompt,
 } from "../dialogs.js";
 import {
@@ -512,6 +513,7 @@ export class SubprocessProvider
         if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
         if (last.status === "handled") continue;
         if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+        if (last.status === "none" && screenNeedsOperator(screen)) break; // only an operator gets past it
         const left = deadline - Date.now();
         if (left <= 0) break;
         const wait = Math.min(READY_POLL_MS, left);

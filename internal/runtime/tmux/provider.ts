@@ -23,6 +23,7 @@ import {
   type ScreenIO,
   screenAwaitsChoice,
   screenLooksBusy,
+  screenNeedsOperator,
   screenShowsPrompt,
 } from "../dialogs.js";
 import {
@@ -369,6 +370,7 @@ export class TmuxProvider
         continue;
       }
       if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+      if (last.status === "none" && screenNeedsOperator(screen)) break; // only an operator gets past it
       const left = deadline - Date.now();
       if (left <= 0) break;
       await sleep(Math.min(POLL_MS, left), undefined, { signal });
