@@ -221,8 +221,8 @@ const OPTION_RE = new RegExp(`^(?:([${CURSOR_MARKS}])\\s*)?(\\d{1,2})[.)]\\s+(\\
 const MARKED_RE = new RegExp(`^(\\s*)([${CURSOR_MARKS}])(\\s+)(\\S.*?)\\s*$`, "u");
 const BORDER_RE = /^[\s│┃║╎┆|]+|[\s│┃║╎┆|]+$/gu;
 const BOX_SIDE_RE = /[│┃║]/gu;
-/** A line that ends a dialog's block: a box's bottom edge or a horizontal rule. */
-const BLOCK_END_RE = /^[\s│┃║]*[╰└─━═]{3,}/u;
+/** A line that ends a dialog's block: its box's bottom edge (not a nested box's) or a rule. */
+const BLOCK_END_RE = /^\s*[╰└─━═]{3,}/u;
 const RULE_RE = /^[─━═╭╮╰╯┌┐└┘\s-]+$/u;
 
 /** NBSP → space, box borders and surrounding blanks removed. Pure. */
@@ -317,13 +317,16 @@ function paragraphAbove(lines: readonly string[], first: number, max: number): s
 
 /**
  * Finds the last numbered menu (options `1..n`, n ≥ 2, at most two continuation lines
- * between options) on `screen` and reads which option carries the cursor marker. Its
+ * between options) on `screen` that is not a leftover frame (other text drawn below its
+ * block) and reads which option carries the cursor marker. Its
  * context is the paragraph right above the options (the question, not a logo above it).
  * Unnumbered lists are only read inside a catalogued dialog ({@link matchDialog}). Pure.
  */
 export function parseMenu(screen: string): ParsedMenu | undefined {
   const lines = screen.split("\n");
-  const best = numberedRuns(lines, 0, lines.length).pop();
+  const best = numberedRuns(lines, 0, lines.length)
+    .filter((run) => !isStale(lines, blockEndFrom(lines, run[run.length - 1]!.line)))
+    .pop();
   if (!best) return undefined;
   return menuOf(
     best.map((h) => h.opt),
@@ -363,9 +366,14 @@ function locateQuestion(lines: readonly string[], question: RegExp): Located | u
   };
   const start = lineAt(last.index);
   const end = lineAt(last.index + Math.max(0, last[0].length - 1));
-  let blockEnd = end + 1;
-  while (blockEnd < lines.length && blockEnd - end <= 30 && !BLOCK_END_RE.test(lines[blockEnd]!)) blockEnd++;
-  return { start, end, blockEnd };
+  return { start, end, blockEnd: blockEndFrom(lines, end) };
+}
+
+/** The line ending the block that holds line `from`: the next box bottom or rule (at most 30 lines on). */
+function blockEndFrom(lines: readonly string[], from: number): number {
+  let i = from + 1;
+  while (i < lines.length && i - from <= 30 && !BLOCK_END_RE.test(lines[i]!)) i++;
+  return i;
 }
 
 /**
@@ -427,7 +435,7 @@ export function matchDialog(
   for (const spec of catalogue) {
     if (!(spec.detect ?? []).every((re) => re.test(flat))) continue;
     const loc = locateQuestion(lines, spec.question);
-    if (!loc || (spec.kind !== "approval" && linesAfter(lines, loc.blockEnd) > STALE_AFTER_LINES)) continue;
+    if (!loc || (spec.kind !== "approval" && isStale(lines, loc.blockEnd))) continue;
     if (!best || loc.start > best.loc.start) best = { spec, loc };
   }
   if (!best || !kinds.includes(best.spec.kind)) return undefined;
@@ -444,18 +452,19 @@ export function matchDialog(
 }
 
 /**
- * A startup or sign-in dialog is drawn at the bottom of the screen, followed by at most a
- * hint line or two; more text below it means the program has moved on and the dialog is a
- * leftover frame (Gemini CLI restarts after the trust dialog and draws below it).
+ * A startup or sign-in dialog is drawn at the bottom of the screen, followed at most by key
+ * hints ("Enter to confirm · Esc to cancel"); any other text below it means the program has
+ * moved on and the dialog is a leftover frame (Gemini CLI restarts after its trust dialog
+ * and draws below the old box), which must never be answered again.
  */
-const STALE_AFTER_LINES = 4;
-
-function linesAfter(lines: readonly string[], from: number): number {
-  return lines.slice(from + 1).filter((l) => {
+function isStale(lines: readonly string[], blockEnd: number): boolean {
+  return lines.slice(blockEnd + 1).some((l) => {
     const t = normalizeLine(l).trim();
-    return t !== "" && !RULE_RE.test(t);
-  }).length;
+    return t !== "" && !RULE_RE.test(t) && !KEY_HINT_RE.test(t);
+  });
 }
+
+const KEY_HINT_RE = /^\(?(?:Press |Use )?(?:enter|esc|↑|↓|tab|ctrl)\b/i;
 
 function questionLines(lines: readonly string[], loc: Located): string[] {
   return lines
@@ -514,14 +523,20 @@ export interface DialogTiming {
   readonly settleMs?: number | undefined;
   /** Poll interval. Default 100 ms. */
   readonly pollMs?: number | undefined;
+  /**
+   * How long to wait, after confirming, for the program to take the answer (Gemini CLI
+   * saves its trust setting and restarts, seconds on a busy machine). Default 15 000 ms.
+   */
+  readonly confirmMs?: number | undefined;
 }
 
 async function pollScreen<T>(
   io: ScreenIO,
   t: DialogTiming,
   test: (screen: string) => T | undefined,
+  boundMs = t.settleMs ?? 2_000,
 ): Promise<{ value: T | undefined; screen: string }> {
-  const deadline = Date.now() + (t.settleMs ?? 2_000);
+  const deadline = Date.now() + boundMs;
   for (;;) {
     const screen = await io.screen();
     const value = test(screen);
@@ -579,7 +594,12 @@ export async function selectOption(
     }
   }
   await io.sendKeys([confirm]);
-  const { value: gone } = await pollScreen(io, t, (screen) => (same(read(screen)) ? undefined : true));
+  const { value: gone } = await pollScreen(
+    io,
+    t,
+    (screen) => (same(read(screen)) ? undefined : true),
+    t.confirmMs ?? 15_000,
+  );
   if (!gone) throw new DialogRefusedError(dialog.id, "the dialog is still on screen after confirming");
 }
 
@@ -617,8 +637,11 @@ export async function dismissStartupDialog(
     if (m.spec.input) {
       await io.sendKeys([m.spec.keys?.confirm ?? "Enter"]);
       const spec = m.spec;
-      const { value: gone } = await pollScreen(io, opts, (s) =>
-        matchDialog(s, [spec], [spec.kind]) ? undefined : true,
+      const { value: gone } = await pollScreen(
+        io,
+        opts,
+        (s) => (matchDialog(s, [spec], [spec.kind]) ? undefined : true),
+        opts.confirmMs ?? 15_000,
       );
       if (!gone) throw new DialogRefusedError(spec.id, "the dialog is still on screen after confirming");
       return { status: "handled", dialog: spec.id, chose: "(submitted as shown)" };

@@ -166,7 +166,7 @@ describe("recorded agent screens", () => {
         // The summary is the question, never the logo or tips above it.
         expect(pending?.prompt ?? "").not.toMatch(/OpenAI Codex|Tips for getting started|▐▛███▛█|GEMINI\.md/);
         const io = new Replay(text);
-        const step = await dismissStartupDialog(io, text, { settleMs: 200, pollMs: 5 });
+        const step = await dismissStartupDialog(io, text, { settleMs: 200, pollMs: 5, confirmMs: 200 });
         if (want.operator) {
           expect(step).toEqual({ status: "none" });
           expect(io.keys).toEqual([]);

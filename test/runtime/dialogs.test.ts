@@ -137,7 +137,7 @@ class MenuTerminal implements ScreenIO {
   }
 }
 
-const fast = { settleMs: 200, pollMs: 5 };
+const fast = { settleMs: 200, pollMs: 5, confirmMs: 200 };
 
 describe("parseMenu", () => {
   it("parseMenu: reads options and the cursor row inside a box", () => {
