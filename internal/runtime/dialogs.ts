@@ -869,6 +869,18 @@ export function screenAwaitsChoice(
 }
 
 /**
+ * The one rule for "this screen is idle" (the end of a turn for `gc run`, idle for nudges):
+ * no dialog, approval prompt or menu with a cursor; no agent busy marker ("esc to
+ * interrupt", "(esc to cancel"); and, when the session declares a ready prompt, that prompt
+ * on screen. Full-screen agents keep their prompt drawn while they work, so the busy marker
+ * decides. Callers add their own "the screen stopped changing" condition. Pure.
+ */
+export function screenLooksIdle(screen: string, readyPrefix?: string | undefined): boolean {
+  if (screenAwaitsChoice(screen) || screenLooksBusy(screen)) return false;
+  return readyPrefix === undefined || readyPrefix.trim() === "" || screenShowsPrompt(screen, readyPrefix);
+}
+
+/**
  * True when some line shows the ready prompt: after NBSP → space and trimming (box borders
  * too), the line starts with `prefix` or equals the trimmed prefix. Pure.
  */

@@ -16,6 +16,7 @@ import {
   type ScreenIO,
   screenAwaitsChoice,
   screenLooksBusy,
+  screenLooksIdle,
   screenNeedsOperator,
   screenShowsPrompt,
 } from "../../internal/runtime/dialogs.js";
@@ -151,8 +152,11 @@ describe("recorded agent screens", () => {
           const agent = state.split("-")[0]!;
           expect(agentTurnState(agent, text)).toBe(want.turn);
           expect(screenLooksBusy(text)).toBe(want.turn === "busy");
-          // The preset's ready prompt is on the idle screen.
-          expect(screenShowsPrompt(text, BUILTIN_PRESETS[agent]!.ready_prompt_prefix!)).toBe(true);
+          // The preset's ready prompt is on the screen; the busy marker decides the turn
+          // (the idle rule of the providers' waitForIdle, hence of gc run and nudges).
+          const prefix = BUILTIN_PRESETS[agent]!.ready_prompt_prefix!;
+          expect(screenShowsPrompt(text, prefix)).toBe(true);
+          expect(screenLooksIdle(text, prefix)).toBe(want.turn === "idle");
           return;
         }
         expect(m?.spec.id).toBe(want.dialog);
@@ -160,6 +164,9 @@ describe("recorded agent screens", () => {
         if (m?.status !== "match") return;
         if (want.roles) expect(m.roles).toEqual(want.roles);
         expect(screenLooksBusy(text)).toBe(false);
+        // A dialog is never idle, whatever prompt-like marker it shows (Claude's `❯ No, exit`).
+        const agent = state.split("-")[0]!;
+        expect(screenLooksIdle(text, BUILTIN_PRESETS[agent]!.ready_prompt_prefix)).toBe(false);
         expect(screenNeedsOperator(text)).toBe(want.operator === true);
         const pending = findInteraction(text);
         if (want.question) expect(pending?.prompt).toMatch(want.question);

@@ -504,14 +504,20 @@ export class SubprocessProvider
     const delay = config.readyDelayMs ?? 0;
     if (prefix || delay > 0 || config.emitsPermissionWarning) {
       const io = this.screenIO(name, signal);
-      const deadline = Date.now() + (prefix ? (this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS) : delay);
+      const readyWait = prefix ? (this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS) : delay;
+      // The wait restarts after each answered dialog: the program moved on (Gemini CLI even
+      // restarts itself after its trust dialog).
+      let deadline = Date.now() + readyWait;
       let last: DialogStep = { status: "none" };
       for (;;) {
         await this.requireAlive(name, signal);
         const screen = await io.screen();
         last = await dismissStartupDialog(io, screen, { signal });
         if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
-        if (last.status === "handled") continue;
+        if (last.status === "handled") {
+          deadline = Date.now() + readyWait;
+          continue;
+        }
         if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
         if (last.status === "none" && screenNeedsOperator(screen)) break; // only an operator gets past it
         const left = deadline - Date.now();

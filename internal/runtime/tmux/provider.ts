@@ -23,6 +23,7 @@ import {
   type ScreenIO,
   screenAwaitsChoice,
   screenLooksBusy,
+  screenLooksIdle,
   screenNeedsOperator,
   screenShowsPrompt,
 } from "../dialogs.js";
@@ -354,7 +355,10 @@ export class TmuxProvider
     if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
     const io = this.screenIO(id, signal);
     const t0 = Date.now();
-    const deadline = t0 + (prefix ? this.settings.readyTimeoutMs : delay);
+    const wait = prefix ? this.settings.readyTimeoutMs : delay;
+    // The wait restarts after each answered dialog: the program moved on (Gemini CLI even
+    // restarts itself after its trust dialog).
+    let deadline = t0 + wait;
     let last: DialogStep = { status: "none" };
     const answered = new Map<string, number>();
     for (;;) {
@@ -367,6 +371,7 @@ export class TmuxProvider
         const n = (answered.get(last.dialog) ?? 0) + 1;
         if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
         answered.set(last.dialog, n);
+        deadline = Date.now() + wait;
         continue;
       }
       if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
@@ -1024,10 +1029,7 @@ export class TmuxProvider
         since = now;
       }
       const screen = st.rows.join("\n");
-      const calm =
-        !screenAwaitsChoice(screen) &&
-        !screenLooksBusy(screen) &&
-        (s.readyPrefix === undefined || screenShowsPrompt(screen, s.readyPrefix));
+      const calm = screenLooksIdle(screen, s.readyPrefix);
       if (calm && now - since >= this.settings.idleQuietMs) return "idle";
       const left = deadline - now;
       if (left <= 0) return "timeout";
