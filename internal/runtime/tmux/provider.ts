@@ -22,7 +22,6 @@ import {
   respondToInteraction,
   type ScreenIO,
   screenAwaitsChoice,
-  screenLooksBusy,
   screenLooksIdle,
   screenNeedsOperator,
   screenShowsPrompt,
