@@ -18,7 +18,6 @@ import {
   type ScreenIO,
   screenAwaitsChoice,
   screenLooksIdle,
-  screenShowsPrompt,
 } from "../dialogs.js";
 import {
   HookFailedError,
