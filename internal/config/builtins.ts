@@ -28,14 +28,23 @@ export interface EffectivePreset {
  * No builtin adds permission-bypassing flags: put them in `args` if you want them.
  */
 export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
+  // Checked against Claude Code 2.1.332, Codex 0.171.0 and Gemini CLI 0.61.0 (recorded
+  // screens in test/fixtures/screens/). Ready prompts: Claude "❯ " in its input box, Codex
+  // "› " ("› Ask Codex to do anything"), Gemini ">" before "Type your message".
   claude: {
     command: "claude",
     prompt_mode: "argument",
     ready_prompt_prefix: "❯ ",
     ready_delay_ms: 10_000,
-    process_names: ["claude", "node"],
+    process_names: ["claude", "claude.exe", "node"],
   },
-  codex: { command: "codex", prompt_mode: "argument", ready_delay_ms: 3_000, process_names: ["codex"] },
+  codex: {
+    command: "codex",
+    prompt_mode: "argument",
+    ready_prompt_prefix: "› ",
+    ready_delay_ms: 3_000,
+    process_names: ["codex", "node"],
+  },
   gemini: {
     command: "gemini",
     prompt_mode: "argument",

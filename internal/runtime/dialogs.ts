@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { screenShowsBusyMarker } from "./agent-screens.js";
 import { GcError, ProviderError } from "./errors.js";
 import type { InteractionResponse, PendingInteraction, Provider } from "./provider.js";
 
@@ -28,74 +29,126 @@ export function screenIOFor(provider: Provider, name: string, lines = 60): Scree
 /** One option a catalogued dialog may show, by role (`accept`, `exit`, `approve`, …). */
 export interface DialogOptionSpec {
   readonly role: string;
-  /** Matched against the option's label (the text after `N.`). */
+  /** Matched against the option's label (the text after the marker and `N.`). */
   readonly label: RegExp;
 }
 
-/** A catalogued dialog: how to recognise it, what its options mean, which one is safe. */
+/**
+ * A catalogued dialog: how to recognise it, what its options mean, which one is safe.
+ * Recognition is scoped: the `question` locates the dialog, and its options are read only
+ * from the block below the question (up to the box's bottom edge or a rule line), so other
+ * numbered lists on the screen (tips, logos, transcripts) are never taken for its options.
+ */
 export interface DialogSpec {
-  /** Stable id, e.g. `claude.trust-folder`. */
+  /** Stable id, e.g. `trust-folder`. */
   readonly id: string;
-  /** `startup` dialogs are answered automatically during start; `approval` prompts are pending interactions. */
-  readonly kind: "startup" | "approval";
+  /**
+   * `startup` dialogs are answered automatically during start; `approval` prompts and
+   * `operator` dialogs (sign-in choices) are pending interactions gc never answers itself.
+   */
+  readonly kind: "startup" | "approval" | "operator";
   readonly description: string;
-  /** Every pattern must be on the screen. */
-  readonly detect: readonly RegExp[];
-  /** Every rendered option must match exactly one of these, or the layout is unfamiliar. */
+  /**
+   * The question. Matched against the screen's text with lines joined by one space (so a
+   * question wrapped at any width matches); the last match on screen is the dialog.
+   */
+  readonly question: RegExp;
+  /** Further patterns that must be on screen (anywhere). */
+  readonly detect?: readonly RegExp[] | undefined;
+  /** The options gc knows. Options matching none are tolerated as role `other`. */
   readonly options: readonly DialogOptionSpec[];
+  /** Roles that must be offered, or the layout is unfamiliar. Default: `safeRole`. */
+  readonly required?: readonly string[] | undefined;
   /** Startup dialogs: the role gc chooses. */
   readonly safeRole?: string | undefined;
+  /**
+   * A dialog without options: a prefilled input field (e.g. an API key taken from the
+   * environment) that the confirm key submits as shown.
+   */
+  readonly input?: boolean | undefined;
   /** Key names; default `Up`, `Down`, `Enter`. */
   readonly keys?: { readonly up?: string; readonly down?: string; readonly confirm?: string } | undefined;
 }
 
 /**
- * The built-in catalogue. Startup dialogs: folder trust (Claude, Codex, Gemini), Claude's
- * bypass-permissions warning, the custom API key notice and the usage-limit notice.
- * Approval prompts: Claude-style "Do you want to …?" menus.
+ * The built-in catalogue, checked against the recorded screens in `test/fixtures/screens/`
+ * (Claude Code 2.1, Codex 0.171, Gemini CLI 0.61). Startup: folder trust (all three),
+ * Claude's custom-API-key and bypass-permissions notices, Gemini's auth choice and API-key
+ * field when the key is in the environment, usage-limit notices. Operator: sign-in choices
+ * that need a person (Codex, Gemini without a key). Approval: tool/edit prompts.
  */
 export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
   {
     id: "trust-folder",
     kind: "startup",
     description: "workspace trust (Claude Code, Codex, Gemini CLI)",
-    detect: [
-      /Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)\?|trust this folder|Quick safety check|Is this a project you created or one you trust/i,
-    ],
+    question:
+      /Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)\?|Is this a project you created or one you trust\?|Do you trust this folder\?/i,
     options: [
-      { role: "accept", label: /^(?:Yes, (?:proceed|continue|I trust this folder)|Trust folder)\b/i },
+      {
+        role: "accept",
+        label:
+          /^(?:Yes, (?:proceed|continue|I trust this folder|allow Codex to work in this folder)|Trust folder)\b/i,
+      },
       { role: "accept-parent", label: /^Trust parent folder\b/i },
       { role: "exit", label: /^(?:No, (?:exit|quit|cancel)|Don't trust)\b/i },
     ],
+    required: ["accept", "exit"],
     safeRole: "accept",
   },
   {
     id: "bypass-permissions",
     kind: "startup",
     description: "Claude Code bypass-permissions warning",
-    detect: [/Bypass Permissions mode/i],
+    question: /Bypass Permissions mode/i,
     options: [
       { role: "exit", label: /^No, exit\b/i },
       { role: "accept", label: /^Yes, I accept\b/i },
     ],
+    required: ["accept", "exit"],
     safeRole: "accept",
   },
   {
     id: "custom-api-key",
     kind: "startup",
-    description: "custom API key found in the environment",
-    detect: [/Detected a custom API key in your environment|Do you want to use this API key\?/i],
+    description: "Claude Code: custom API key found in the environment (uses it)",
+    question: /Do you want to use this API key\?/i,
+    detect: [/Detected a custom API key in your environment/i],
     options: [
       { role: "accept", label: /^Yes\b/i },
       { role: "decline", label: /^No\b/i },
     ],
+    required: ["accept", "decline"],
     safeRole: "accept",
+  },
+  {
+    id: "gemini-auth-api-key",
+    kind: "startup",
+    description: "Gemini CLI auth choice when GEMINI_API_KEY is set (chooses the key)",
+    question: /How would you like to authenticate for this project\?/i,
+    detect: [/Existing API key detected \(GEMINI_API_KEY\)/i],
+    options: [
+      { role: "api-key", label: /^Use Gemini API Key\b/i },
+      { role: "google", label: /^(?:Sign in|Login) with Google\b/i },
+      { role: "vertex", label: /^Vertex AI\b/i },
+    ],
+    required: ["api-key"],
+    safeRole: "api-key",
+  },
+  {
+    id: "gemini-api-key-field",
+    kind: "startup",
+    description: "Gemini CLI API-key field prefilled from GEMINI_API_KEY (submits it)",
+    question: /Enter Gemini API Key\b/i,
+    detect: [/Existing API key detected \(GEMINI_API_KEY\)/i, /Press Enter to submit/i],
+    options: [],
+    input: true,
   },
   {
     id: "usage-limit",
     kind: "startup",
     description: "usage/rate limit reached (chooses to stop and wait)",
-    detect: [/(?:Usage|Rate) limit reached|You've hit your (?:usage|rate) limit/i],
+    question: /(?:Usage|Rate) limit reached|You've hit your (?:usage|rate) limit/i,
     options: [
       { role: "stop", label: /^Stop and wait\b/i },
       { role: "upgrade", label: /^(?:Upgrade|Switch to|Add funds|Use extra usage)\b/i },
@@ -103,86 +156,250 @@ export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
     safeRole: "stop",
   },
   {
+    id: "codex-sign-in",
+    kind: "operator",
+    description: "Codex sign-in choice (needs an operator: gc never signs in)",
+    question: /Choose how you want to use Codex\.?|Sign in with ChatGPT to use Codex/i,
+    options: [
+      { role: "chatgpt", label: /^Sign in with ChatGPT\b/i },
+      { role: "device-code", label: /^Sign in with Device Code\b/i },
+      { role: "other-way", label: /^(?:Sign in another way|Provide your own API key)\b/i },
+    ],
+  },
+  {
+    id: "gemini-auth",
+    kind: "operator",
+    description: "Gemini CLI auth choice without an API key (needs an operator)",
+    question: /How would you like to authenticate for this project\?/i,
+    options: [
+      { role: "google", label: /^(?:Sign in|Login) with Google\b/i },
+      { role: "api-key", label: /^Use Gemini API Key\b/i },
+      { role: "vertex", label: /^Vertex AI\b/i },
+    ],
+  },
+  {
     id: "tool-approval",
     kind: "approval",
-    description: "tool or edit approval prompt",
-    detect: [
-      /Do you want to (?:proceed|make this edit to|create|allow)\b|This command requires approval|Approve edits\?/i,
-    ],
+    description: "tool or edit approval prompt (Claude Code, Codex, Gemini CLI)",
+    question:
+      /Do you want to (?:proceed|make this edit to|create|allow)\b[^?]*\?|This command requires approval|Approve edits\?|Would you like to (?:run the following command|make the following edits)\?|Allow execution of\b[^?]*\?|Apply this change\?/i,
     options: [
-      { role: "approve", label: /^Yes$/i },
+      { role: "approve", label: /^(?:Yes(?:, proceed)?|Allow once)(?: \(y\))?$/i },
       {
         role: "approve-always",
         label:
-          /^Yes, (?:and )?(?:don't|do not) ask again\b|^Yes, allow all\b|^Yes, and (?:allow|auto-accept)\b/i,
+          /^Yes, (?:and )?(?:don't|do not) ask again\b|^Yes, allow all\b|^Yes, and (?:allow|auto-accept)\b|^Allow (?:for this session|always)\b/i,
       },
       { role: "deny", label: /^No\b/i },
     ],
+    required: ["approve", "deny"],
   },
 ];
 
-/** One numbered option as rendered. */
+/** One option as rendered. */
 export interface MenuOption {
-  /** The number shown (`2` for `2. No, exit`). */
+  /** The number shown (`2` for `2. No, exit`), or the option's position for unnumbered lists. */
   readonly number: number;
   readonly label: string;
   /** The cursor marker is on this option. */
   readonly selected: boolean;
 }
 
-/** A numbered menu found on screen. */
+/** A menu found on screen. */
 export interface ParsedMenu {
   readonly options: readonly MenuOption[];
   /** Index into `options` of the option under the cursor; -1 when not exactly one has it. */
   readonly selected: number;
-  /** Up to six non-empty lines above the first option (the question and its context). */
+  /** The question above the options (its non-empty lines, at most six), not a logo above it. */
   readonly context: readonly string[];
 }
 
-const CURSOR_MARKS = "❯›>▶►→➜";
+/** Cursor markers: Claude `❯`, Codex `›`/`>`, Gemini `●`, others. */
+const CURSOR_MARKS = "❯›>▶►→➜●";
 const OPTION_RE = new RegExp(`^(?:([${CURSOR_MARKS}])\\s*)?(\\d{1,2})[.)]\\s+(\\S.*?)\\s*$`, "u");
+/** An unnumbered option under the cursor: marker, blanks, label. */
+const MARKED_RE = new RegExp(`^(\\s*)([${CURSOR_MARKS}])(\\s+)(\\S.*?)\\s*$`, "u");
 const BORDER_RE = /^[\s│┃║╎┆|]+|[\s│┃║╎┆|]+$/gu;
+const BOX_SIDE_RE = /[│┃║]/gu;
+/** A line that ends a dialog's block: its box's bottom edge (not a nested box's) or a rule. */
+const BLOCK_END_RE = /^\s*[╰└─━═]{3,}/u;
+const RULE_RE = /^[─━═╭╮╰╯┌┐└┘\s-]+$/u;
 
 /** NBSP → space, box borders and surrounding blanks removed. Pure. */
 export function normalizeLine(line: string): string {
   return line.replace(/\u00a0/g, " ").replace(BORDER_RE, "");
 }
 
-/**
- * Finds the last numbered menu (options `1..n`, n ≥ 2, at most two continuation lines
- * between options) on `screen` and reads which option carries the cursor marker. Pure.
- */
-export function parseMenu(screen: string): ParsedMenu | undefined {
-  const lines = screen.split("\n").map(normalizeLine);
+/** Box sides → blanks, keeping every column where it is (for reading indentation). */
+function columnsOf(line: string): string {
+  return line
+    .replace(/\u00a0/g, " ")
+    .replace(BOX_SIDE_RE, " ")
+    .trimEnd();
+}
+
+function numberedRuns(
+  lines: readonly string[],
+  from: number,
+  to: number,
+): { line: number; opt: MenuOption }[][] {
   type Hit = { line: number; opt: MenuOption };
   const runs: Hit[][] = [];
   let run: Hit[] = [];
-  for (const [i, text] of lines.entries()) {
-    const m = OPTION_RE.exec(text);
+  for (let i = from; i < to; i++) {
+    const m = OPTION_RE.exec(normalizeLine(lines[i]!));
     if (!m) continue;
     const opt: MenuOption = { number: Number(m[2]), label: m[3]!, selected: m[1] !== undefined };
     const prev = run[run.length - 1];
     if (prev && opt.number === prev.opt.number + 1 && i - prev.line <= 3) run.push({ line: i, opt });
     else {
-      if (run.length > 0) runs.push(run);
+      if (run.length >= 2) runs.push(run);
       run = opt.number === 1 ? [{ line: i, opt }] : [];
     }
   }
-  if (run.length > 0) runs.push(run);
-  const best = runs.filter((r) => r.length >= 2).pop();
-  if (!best) return undefined;
-  const options = best.map((h) => h.opt);
+  if (run.length >= 2) runs.push(run);
+  return runs;
+}
+
+/**
+ * An unnumbered option list in `lines[from, to)`: the first line carrying a cursor marker,
+ * plus the lines right above and below it whose text starts in the same column with blanks
+ * where the marker would be (a blank line ends the list). Returns the first line index too.
+ */
+function markedList(
+  lines: readonly string[],
+  from: number,
+  to: number,
+): { first: number; options: MenuOption[] } | undefined {
+  for (let i = from; i < to; i++) {
+    const row = columnsOf(lines[i]!);
+    const m = MARKED_RE.exec(row);
+    if (!m) continue;
+    const col = m[1]!.length + m[2]!.length + m[3]!.length;
+    const sibling = (j: number): string | undefined => {
+      if (j < from || j >= to) return undefined;
+      const r = columnsOf(lines[j]!);
+      if (r.length <= col || r.slice(0, col).trim() !== "" || r[col] === " ") return undefined;
+      return r.slice(col).trim();
+    };
+    let first = i;
+    while (sibling(first - 1) !== undefined) first--;
+    let last = i;
+    while (sibling(last + 1) !== undefined) last++;
+    if (last === first) continue;
+    const options: MenuOption[] = [];
+    for (let j = first; j <= last; j++) {
+      const label = j === i ? m[4]! : sibling(j)!;
+      options.push({ number: j - first + 1, label, selected: j === i });
+    }
+    return { first, options };
+  }
+  return undefined;
+}
+
+function menuOf(options: readonly MenuOption[], context: readonly string[]): ParsedMenu {
   const marked = options.flatMap((o, i) => (o.selected ? [i] : []));
-  const first = best[0]!.line;
-  const context = lines
-    .slice(Math.max(0, first - 12), first)
-    .map((l) => l.trim())
-    .filter((l) => l !== "" && !/^[─━═╭╮╰╯┌┐└┘\s-]+$/u.test(l))
-    .slice(-6);
   return { options, selected: marked.length === 1 ? marked[0]! : -1, context };
 }
 
-/** Result of {@link matchDialog}. */
+/** The paragraph right above line `first` (blank lines just above skipped), at most `max` lines. */
+function paragraphAbove(lines: readonly string[], first: number, max: number): string[] {
+  const out: string[] = [];
+  let i = first - 1;
+  while (i >= 0 && normalizeLine(lines[i]!).trim() === "") i--;
+  for (; i >= 0 && out.length < max; i--) {
+    const l = normalizeLine(lines[i]!).trim();
+    if (l === "" || RULE_RE.test(l)) break;
+    out.unshift(l);
+  }
+  return out;
+}
+
+/**
+ * Finds the last numbered menu (options `1..n`, n ≥ 2, at most two continuation lines
+ * between options) on `screen` that is not a leftover frame (other text drawn below its
+ * block) and reads which option carries the cursor marker. Its
+ * context is the paragraph right above the options (the question, not a logo above it).
+ * Unnumbered lists are only read inside a catalogued dialog ({@link matchDialog}). Pure.
+ */
+export function parseMenu(screen: string): ParsedMenu | undefined {
+  const lines = screen.split("\n");
+  const best = numberedRuns(lines, 0, lines.length)
+    .filter((run) => !isStale(lines, blockEndFrom(lines, run[run.length - 1]!.line)))
+    .pop();
+  if (!best) return undefined;
+  return menuOf(
+    best.map((h) => h.opt),
+    paragraphAbove(lines, best[0]!.line, 3),
+  );
+}
+
+/** Where a catalogued dialog's question is: the lines it spans and the end of its block. */
+interface Located {
+  readonly start: number;
+  readonly end: number;
+  readonly blockEnd: number;
+}
+
+function locateQuestion(lines: readonly string[], question: RegExp): Located | undefined {
+  const texts = lines.map((l) => normalizeLine(l).trim());
+  const offsets: number[] = [];
+  let flat = "";
+  for (const t of texts) {
+    offsets.push(flat.length);
+    flat += `${t} `;
+  }
+  const re = new RegExp(
+    question.source,
+    question.flags.includes("g") ? question.flags : `${question.flags}g`,
+  );
+  let last: RegExpExecArray | undefined;
+  for (let m = re.exec(flat); m; m = re.exec(flat)) {
+    last = m;
+    if (m[0] === "") re.lastIndex++;
+  }
+  if (!last) return undefined;
+  const lineAt = (off: number) => {
+    let i = 0;
+    while (i + 1 < offsets.length && offsets[i + 1]! <= off) i++;
+    return i;
+  };
+  const start = lineAt(last.index);
+  const end = lineAt(last.index + Math.max(0, last[0].length - 1));
+  return { start, end, blockEnd: blockEndFrom(lines, end) };
+}
+
+/** The line ending the block that holds line `from`: the next box bottom or rule (at most 30 lines on). */
+function blockEndFrom(lines: readonly string[], from: number): number {
+  let i = from + 1;
+  while (i < lines.length && i - from <= 30 && !BLOCK_END_RE.test(lines[i]!)) i++;
+  return i;
+}
+
+/**
+ * The menu belonging to the question at `loc`: a numbered run or a marked list in the
+ * question's block, whichever comes first; its context is the question's lines. Pure.
+ */
+function menuBelow(lines: readonly string[], loc: Located): ParsedMenu | undefined {
+  const from = loc.end + 1;
+  const numbered = numberedRuns(lines, from, loc.blockEnd)[0];
+  const marked = markedList(lines, from, loc.blockEnd);
+  const first = Math.min(numbered?.[0]?.line ?? Infinity, marked?.first ?? Infinity);
+  if (first === Infinity) return undefined;
+  const context = lines
+    .slice(loc.start, first)
+    .map((l) => normalizeLine(l).trim())
+    .filter((l) => l !== "" && !RULE_RE.test(l))
+    .slice(0, 6);
+  if (numbered && numbered[0]!.line === first)
+    return menuOf(
+      numbered.map((h) => h.opt),
+      context,
+    );
+  return menuOf(marked!.options, context);
+}
+
+/** Result of {@link matchDialog}. `menu` is empty (no options) for an `input` dialog. */
 export type DialogMatch =
   | {
       readonly status: "match";
@@ -198,31 +415,87 @@ export type DialogMatch =
     };
 
 /**
- * The first catalogued dialog of the given kinds whose detect patterns are all on `screen`.
- * `match` only when every option is known and exactly one carries the cursor; otherwise
- * `unfamiliar` with the reason. `undefined` when no catalogued dialog is on screen. Pure.
+ * The first catalogued dialog of the given kinds whose question (and extra patterns) are on
+ * `screen`, with its options read from the question's block. Options no spec entry knows
+ * get role `other` and are tolerated; `match` only when every `required` role is offered,
+ * no option is ambiguous, no role repeats and exactly one option carries the cursor.
+ * Otherwise `unfamiliar` with the reason. `undefined` when no catalogued dialog is on
+ * screen. Pure.
  */
 export function matchDialog(
   screen: string,
   catalogue: readonly DialogSpec[] = DIALOG_CATALOGUE,
-  kinds: readonly DialogSpec["kind"][] = ["startup", "approval"],
+  kinds: readonly DialogSpec["kind"][] = ["startup", "approval", "operator"],
 ): DialogMatch | undefined {
-  const flat = screen.replace(/\u00a0/g, " ");
-  const spec = catalogue.find((s) => kinds.includes(s.kind) && s.detect.every((re) => re.test(flat)));
-  if (!spec) return undefined;
-  const menu = parseMenu(screen);
-  if (!menu) return { status: "unfamiliar", spec, reason: "no numbered options on screen" };
+  const lines = screen.split("\n");
+  const flat = lines.map((l) => normalizeLine(l).trim()).join(" ");
+  // The dialog on screen is the lowest one: a dialog answered earlier may still be drawn
+  // above a newer one (or above the program's input area) and must never be answered again.
+  let best: { spec: DialogSpec; loc: Located } | undefined;
+  for (const spec of catalogue) {
+    if (!(spec.detect ?? []).every((re) => re.test(flat))) continue;
+    const loc = locateQuestion(lines, spec.question);
+    if (!loc || (spec.kind !== "approval" && isStale(lines, loc.blockEnd))) continue;
+    if (!best || loc.start > best.loc.start) best = { spec, loc };
+  }
+  if (!best || !kinds.includes(best.spec.kind)) return undefined;
+  const { spec, loc } = best;
+  if (spec.input) {
+    return {
+      status: "match",
+      spec,
+      menu: { options: [], selected: -1, context: questionLines(lines, loc) },
+      roles: [],
+    };
+  }
+  return classify(spec, menuBelow(lines, loc));
+}
+
+/**
+ * A startup or sign-in dialog is drawn at the bottom of the screen, followed at most by key
+ * hints ("Enter to confirm · Esc to cancel"); any other text below it means the program has
+ * moved on and the dialog is a leftover frame (Gemini CLI restarts after its trust dialog
+ * and draws below the old box), which must never be answered again.
+ */
+function isStale(lines: readonly string[], blockEnd: number): boolean {
+  return lines.slice(blockEnd + 1).some((l) => {
+    const t = normalizeLine(l).trim();
+    return t !== "" && !RULE_RE.test(t) && !KEY_HINT_RE.test(t);
+  });
+}
+
+const KEY_HINT_RE = /^\(?(?:Press |Use )?(?:enter|esc|↑|↓|tab|ctrl)\b/i;
+
+function questionLines(lines: readonly string[], loc: Located): string[] {
+  return lines
+    .slice(loc.start, loc.end + 1)
+    .map((l) => normalizeLine(l).trim())
+    .filter((l) => l !== "");
+}
+
+function classify(spec: DialogSpec, menu: ParsedMenu | undefined): DialogMatch {
+  if (!menu) return { status: "unfamiliar", spec, reason: "no options under the question" };
   const roles: string[] = [];
   for (const o of menu.options) {
     const hits = spec.options.filter((os) => os.label.test(o.label));
-    if (hits.length !== 1) {
-      const why = hits.length === 0 ? "unknown option" : "ambiguous option";
-      return { status: "unfamiliar", spec, menu, reason: `${why} ${JSON.stringify(o.label)}` };
+    if (hits.length > 1) {
+      return { status: "unfamiliar", spec, menu, reason: `ambiguous option ${JSON.stringify(o.label)}` };
     }
-    roles.push(hits[0]!.role);
+    roles.push(hits[0]?.role ?? "other");
   }
-  if (new Set(roles).size !== roles.length) {
+  const known = roles.filter((r) => r !== "other");
+  if (new Set(known).size !== known.length) {
     return { status: "unfamiliar", spec, menu, reason: "two options with the same meaning" };
+  }
+  const required = spec.required ?? (spec.safeRole ? [spec.safeRole] : []);
+  const missing = required.filter((r) => !roles.includes(r));
+  if (missing.length > 0) {
+    return {
+      status: "unfamiliar",
+      spec,
+      menu,
+      reason: `no ${missing.join("/")} option among ${menu.options.map((o) => JSON.stringify(o.label)).join(", ")}`,
+    };
   }
   if (menu.selected < 0) {
     return { status: "unfamiliar", spec, menu, reason: "cannot tell which option the cursor is on" };
@@ -250,14 +523,20 @@ export interface DialogTiming {
   readonly settleMs?: number | undefined;
   /** Poll interval. Default 100 ms. */
   readonly pollMs?: number | undefined;
+  /**
+   * How long to wait, after confirming, for the program to take the answer (Gemini CLI
+   * saves its trust setting and restarts, seconds on a busy machine). Default 15 000 ms.
+   */
+  readonly confirmMs?: number | undefined;
 }
 
 async function pollScreen<T>(
   io: ScreenIO,
   t: DialogTiming,
   test: (screen: string) => T | undefined,
+  boundMs = t.settleMs ?? 2_000,
 ): Promise<{ value: T | undefined; screen: string }> {
-  const deadline = Date.now() + (t.settleMs ?? 2_000);
+  const deadline = Date.now() + boundMs;
   for (;;) {
     const screen = await io.screen();
     const value = test(screen);
@@ -266,48 +545,62 @@ async function pollScreen<T>(
   }
 }
 
+/** Reads the menu of the dialog being answered from a fresh screen (or `undefined` when gone). */
+export type MenuReader = (screen: string) => ParsedMenu | undefined;
+
+/** A reader for `spec`: the menu of that dialog only (never another list on screen). */
+export function readerFor(spec: DialogSpec): MenuReader {
+  return (screen) => {
+    const m = matchDialog(screen, [spec], [spec.kind]);
+    return m?.menu;
+  };
+}
+
 /**
- * Moves the cursor of the matched dialog to option `index`, re-reads the screen to verify
- * the cursor is really there, and only then confirms. Resolves once the dialog is gone
- * (or shows different options). Never presses the confirm key on an unverified cursor.
- * @throws DialogRefusedError when the cursor cannot be verified or the dialog stays.
+ * Moves the cursor to option `index` of `menu` by reading where the marker is (Up/Down by
+ * the difference), re-reads the screen to verify the marker is really there, and only then
+ * confirms; then confirms from the screen that the menu is gone (or shows other options).
+ * Never presses the confirm key on an unverified cursor.
+ * @throws DialogRefusedError when the cursor cannot be verified or the menu stays.
  */
 export async function selectOption(
   io: ScreenIO,
-  match: DialogMatch & { status: "match" },
+  dialog: { readonly id: string; readonly keys?: DialogSpec["keys"] },
+  read: MenuReader,
+  menu: ParsedMenu,
   index: number,
   t: DialogTiming = {},
 ): Promise<void> {
-  const { spec } = match;
-  const up = spec.keys?.up ?? "Up";
-  const down = spec.keys?.down ?? "Down";
-  const confirm = spec.keys?.confirm ?? "Enter";
-  const sameMenu = (m: DialogMatch | undefined): m is DialogMatch & { status: "match" } =>
-    m?.status === "match" && m.spec.id === spec.id && sameLabels(m.menu, match.menu);
-  let current = match;
-  for (let attempt = 0; current.menu.selected !== index; attempt++) {
-    if (attempt >= 3) throw new DialogRefusedError(spec.id, "the cursor did not reach the chosen option");
-    const delta = index - current.menu.selected;
+  const up = dialog.keys?.up ?? "Up";
+  const down = dialog.keys?.down ?? "Down";
+  const confirm = dialog.keys?.confirm ?? "Enter";
+  const same = (m: ParsedMenu | undefined): m is ParsedMenu => m !== undefined && sameLabels(m, menu);
+  let current = menu;
+  for (let attempt = 0; current.selected !== index; attempt++) {
+    if (attempt >= 3) throw new DialogRefusedError(dialog.id, "the cursor did not reach the chosen option");
+    if (current.selected < 0)
+      throw new DialogRefusedError(dialog.id, "cannot tell which option the cursor is on");
+    const delta = index - current.selected;
     await io.sendKeys(Array.from({ length: Math.abs(delta) }, () => (delta > 0 ? down : up)));
-    const want = index;
     const { value } = await pollScreen(io, t, (screen) => {
-      const m = matchDialog(screen, [spec], [spec.kind]);
-      return sameMenu(m) && m.menu.selected === want ? m : undefined;
+      const m = read(screen);
+      return same(m) && m.selected === index ? m : undefined;
     });
     if (value) current = value;
     else {
-      const again = matchDialog(await io.screen(), [spec], [spec.kind]);
-      if (!sameMenu(again))
-        throw new DialogRefusedError(spec.id, "the dialog changed while moving the cursor");
+      const again = read(await io.screen());
+      if (!same(again)) throw new DialogRefusedError(dialog.id, "the dialog changed while moving the cursor");
       current = again;
     }
   }
   await io.sendKeys([confirm]);
-  const { value: gone } = await pollScreen(io, t, (screen) => {
-    const m = matchDialog(screen, [spec], [spec.kind]);
-    return sameMenu(m) ? undefined : true;
-  });
-  if (!gone) throw new DialogRefusedError(spec.id, "the dialog is still on screen after confirming");
+  const { value: gone } = await pollScreen(
+    io,
+    t,
+    (screen) => (same(read(screen)) ? undefined : true),
+    t.confirmMs ?? 15_000,
+  );
+  if (!gone) throw new DialogRefusedError(dialog.id, "the dialog is still on screen after confirming");
 }
 
 function sameLabels(a: ParsedMenu, b: ParsedMenu): boolean {
@@ -340,15 +633,40 @@ export async function dismissStartupDialog(
       ? { status: "refused", dialog: m.spec.id, reason: m.reason }
       : { status: "pending", dialog: m.spec.id, reason: m.reason };
   }
-  const index = m.roles.indexOf(m.spec.safeRole ?? "");
-  if (index < 0) return { status: "refused", dialog: m.spec.id, reason: "the safe option is not offered" };
   try {
-    await selectOption(io, m, index, opts);
+    if (m.spec.input) {
+      await io.sendKeys([m.spec.keys?.confirm ?? "Enter"]);
+      const spec = m.spec;
+      const { value: gone } = await pollScreen(
+        io,
+        opts,
+        (s) => (matchDialog(s, [spec], [spec.kind]) ? undefined : true),
+        opts.confirmMs ?? 15_000,
+      );
+      if (!gone) throw new DialogRefusedError(spec.id, "the dialog is still on screen after confirming");
+      return { status: "handled", dialog: spec.id, chose: "(submitted as shown)" };
+    }
+    const index = m.roles.indexOf(m.spec.safeRole ?? "");
+    if (index < 0) return { status: "refused", dialog: m.spec.id, reason: "the safe option is not offered" };
+    await selectOption(io, m.spec, readerFor(m.spec), m.menu, index, opts);
+    return { status: "handled", dialog: m.spec.id, chose: m.menu.options[index]!.label };
   } catch (e) {
     if (e instanceof DialogRefusedError) return { status: "refused", dialog: e.dialog, reason: e.reason };
     throw e;
   }
-  return { status: "handled", dialog: m.spec.id, chose: m.menu.options[index]!.label };
+}
+
+/**
+ * True when a catalogued dialog that gc never answers itself (a sign-in choice, an approval
+ * prompt) is on screen: start stops waiting for the ready prompt, since only an operator
+ * (`gc session respond`) can get past it, and the session is reported waiting for input. Pure.
+ */
+export function screenNeedsOperator(
+  screen: string,
+  catalogue: readonly DialogSpec[] = DIALOG_CATALOGUE,
+): boolean {
+  const m = matchDialog(screen, catalogue);
+  return m !== undefined && m.spec.kind !== "startup" && m.menu !== undefined && m.menu.options.length > 0;
 }
 
 /** Result of {@link acceptStartupDialogs}. */
@@ -415,6 +733,7 @@ interface FoundInteraction {
   readonly menu: ParsedMenu;
   readonly roles: readonly (string | undefined)[];
   readonly spec?: DialogSpec | undefined;
+  readonly read: MenuReader;
 }
 
 function findDetailed(screen: string, catalogue: readonly DialogSpec[]): FoundInteraction | undefined {
@@ -422,21 +741,20 @@ function findDetailed(screen: string, catalogue: readonly DialogSpec[]): FoundIn
   let menu: ParsedMenu | undefined;
   let roles: (string | undefined)[] = [];
   let kind: string;
+  let read: MenuReader;
   const metadata: Record<string, string> = { source: "screen" };
-  if (m?.status === "match") {
+  if (m && (m.status === "match" || m.menu) && !m.spec.input) {
     menu = m.menu;
-    roles = [...m.roles];
+    if (m.status === "match") roles = [...m.roles];
+    else metadata.unfamiliar = m.reason;
     kind = m.spec.kind === "approval" ? "approval" : "dialog";
     metadata.dialog = m.spec.id;
-  } else if (m?.status === "unfamiliar" && m.menu) {
-    menu = m.menu;
-    kind = m.spec.kind === "approval" ? "approval" : "dialog";
-    metadata.dialog = m.spec.id;
-    metadata.unfamiliar = m.reason;
+    read = readerFor(m.spec);
   } else {
     menu = parseMenu(screen);
     if (!menu || menu.selected < 0) return undefined;
     kind = "menu";
+    read = parseMenu;
   }
   if (!menu) return undefined;
   const labels = menu.options.map((o) => o.label);
@@ -451,13 +769,15 @@ function findDetailed(screen: string, catalogue: readonly DialogSpec[]): FoundIn
     menu,
     roles,
     spec: m?.spec,
+    read,
   };
 }
 
 /**
- * The interaction waiting on `screen`: a catalogued approval prompt or dialog, or any
- * numbered menu with a cursor (`kind: "menu"`). The request id is stable while the same
- * prompt is shown (it does not depend on the cursor position). Pure.
+ * The interaction waiting on `screen`: a catalogued approval prompt or dialog (its prompt
+ * is the dialog's question, read from the question's block), or any numbered menu with a
+ * cursor (`kind: "menu"`, prompt: the paragraph above it). The request id is stable while
+ * the same prompt is shown (it does not depend on the cursor position). Pure.
  */
 export function findInteraction(
   screen: string,
@@ -519,40 +839,19 @@ export async function respondToInteraction(
       "cannot tell which option the cursor is on",
     );
   }
-  const spec: DialogSpec = found.spec ?? {
-    id: "menu",
-    kind: "approval",
-    description: "generic menu",
-    detect: [],
-    options: [],
-  };
-  const synthetic: DialogSpec = {
-    ...spec,
-    // Re-match by labels only: the generic menu and unfamiliar dialogs have no role table.
-    detect: [],
-    options: found.menu.options.map((o) => ({
-      role: `#${o.number}`,
-      label: new RegExp(`^${escapeRe(o.label)}$`),
-    })),
-  };
-  const match = {
-    status: "match" as const,
-    spec: synthetic,
-    menu: found.menu,
-    roles: found.menu.options.map((o) => `#${o.number}`),
-  };
-  await selectOption(io, match, index, opts);
+  await selectOption(
+    io,
+    { id: found.spec?.id ?? "menu", keys: found.spec?.keys },
+    found.read,
+    found.menu,
+    index,
+    opts,
+  );
 }
 
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-const BUSY_RE = /esc to interrupt|Press Esc or Ctrl\+C to cancel|ctrl\+c to interrupt/i;
-
-/** True when the screen shows an agent's "working" marker. Pure. */
+/** True when the screen shows an agent's "working" marker ({@link screenShowsBusyMarker}). Pure. */
 export function screenLooksBusy(screen: string): boolean {
-  return BUSY_RE.test(screen);
+  return screenShowsBusyMarker(screen);
 }
 
 /**
@@ -567,6 +866,18 @@ export function screenAwaitsChoice(
   if (m?.status === "match" || (m?.menu && m.menu.selected >= 0)) return true;
   const menu = parseMenu(screen);
   return menu !== undefined && menu.selected >= 0;
+}
+
+/**
+ * The one rule for "this screen is idle" (the end of a turn for `gc run`, idle for nudges):
+ * no dialog, approval prompt or menu with a cursor; no agent busy marker ("esc to
+ * interrupt", "(esc to cancel"); and, when the session declares a ready prompt, that prompt
+ * on screen. Full-screen agents keep their prompt drawn while they work, so the busy marker
+ * decides. Callers add their own "the screen stopped changing" condition. Pure.
+ */
+export function screenLooksIdle(screen: string, readyPrefix?: string | undefined): boolean {
+  if (screenAwaitsChoice(screen) || screenLooksBusy(screen)) return false;
+  return readyPrefix === undefined || readyPrefix.trim() === "" || screenShowsPrompt(screen, readyPrefix);
 }
 
 /**

@@ -65,6 +65,11 @@ const TRUST_UNKNOWN_OPTION = `Do you trust the files in this folder?
   2. Yes, and remember for all folders
   3. No, exit`;
 
+const TRUST_NO_EXIT = `Do you trust the files in this folder?
+
+❯ 1. Yes, proceed
+  2. Maybe later`;
+
 const TRUST_NO_CURSOR = `Do you trust the files in this folder?
 
   1. Yes, proceed
@@ -132,14 +137,16 @@ class MenuTerminal implements ScreenIO {
   }
 }
 
-const fast = { settleMs: 200, pollMs: 5 };
+const fast = { settleMs: 200, pollMs: 5, confirmMs: 200 };
 
 describe("parseMenu", () => {
   it("parseMenu: reads options and the cursor row inside a box", () => {
     const m = parseMenu(TRUST_OLD);
     expect(m?.options.map((o) => o.label)).toEqual(["Yes, proceed", "No, exit"]);
     expect(m?.selected).toBe(0);
-    expect(m?.context.join("\n")).toContain("Do you trust the files in this folder?");
+    // A bare menu's context is the paragraph right above it; a catalogued dialog's is its question.
+    expect(m?.context.join("\n")).toContain("files may lead Claude Code");
+    expect(matchDialog(TRUST_OLD)?.menu?.context[0]).toBe("Do you trust the files in this folder?");
   });
 
   it("parseMenu: sees that the second option is pre-selected", () => {
@@ -168,10 +175,16 @@ describe("matchDialog", () => {
     if (m?.status === "match") expect(m.roles).toEqual(["accept", "exit"]);
   });
 
-  it("matchDialog: an unknown option makes the layout unfamiliar", () => {
+  it("matchDialog: an option that is neither accept nor exit is tolerated as 'other'", () => {
     const m = matchDialog(TRUST_UNKNOWN_OPTION);
+    expect(m?.status).toBe("match");
+    if (m?.status === "match") expect(m.roles).toEqual(["accept", "other", "exit"]);
+  });
+
+  it("matchDialog: without an exit option the layout is unfamiliar", () => {
+    const m = matchDialog(TRUST_NO_EXIT);
     expect(m?.status).toBe("unfamiliar");
-    if (m?.status === "unfamiliar") expect(m.reason).toContain("Yes, and remember for all folders");
+    if (m?.status === "unfamiliar") expect(m.reason).toContain("no exit option");
   });
 
   it("matchDialog: no visible cursor makes the layout unfamiliar", () => {
@@ -224,10 +237,10 @@ describe("dismissStartupDialog", () => {
   it("dismissStartupDialog: refuses an unfamiliar layout without sending a key", async () => {
     const keys: string[] = [];
     const io: ScreenIO = {
-      screen: async () => TRUST_UNKNOWN_OPTION,
+      screen: async () => TRUST_NO_EXIT,
       sendKeys: async (k) => void keys.push(...k),
     };
-    const step = await dismissStartupDialog(io, TRUST_UNKNOWN_OPTION, fast);
+    const step = await dismissStartupDialog(io, TRUST_NO_EXIT, fast);
     expect(step.status).toBe("refused");
     expect(keys).toEqual([]);
   });

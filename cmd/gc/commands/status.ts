@@ -5,6 +5,7 @@
 import { findController } from "../../../internal/controller/controller.js";
 import { collectCity } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
+import type { PendingInteraction } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { formatTable } from "../table.js";
@@ -54,6 +55,7 @@ export const command = defineCommand({
                 lastActivity: s.lastActivity,
                 attached: s.attached,
                 reason: s.reason,
+                ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
               })),
               configError: view.configError ?? ctl.status?.lastError ?? null,
               observeErrors: view.observeErrors,
@@ -99,6 +101,11 @@ export const command = defineCommand({
       for (const s of view.sessions) {
         if (EXPLAINED_STATES.has(s.state)) {
           ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
+          const opts = s.interaction?.options ?? [];
+          if (opts.length > 0) {
+            ctx.out(`    options: ${opts.map((o, i) => `${i + 1}. ${o}`).join(" · ")}`);
+            ctx.out(`    answer: gc session respond ${s.name} <number|label>`);
+          }
         }
       }
       if (view.sessions.length === 0) ctx.out("(no sessions)");
@@ -108,3 +115,14 @@ export const command = defineCommand({
     }
   },
 });
+
+/** The interaction a session waits on, as `gc status --json` shows it: its question and options. */
+function interactionJson(p: PendingInteraction): Record<string, unknown> {
+  return {
+    requestId: p.requestId,
+    kind: p.kind,
+    question: p.prompt ?? "",
+    options: p.options ?? [],
+    ...(p.metadata?.dialog ? { dialog: p.metadata.dialog } : {}),
+  };
+}

@@ -17,6 +17,7 @@ import {
   dismissStartupDialog,
   looksLikePrompt,
   type ScreenIO,
+  screenNeedsOperator,
   screenShowsPrompt,
 } from "../dialogs.js";
 import { describeError, HookFailedError, OperationTimeoutError } from "../errors.js";
@@ -235,7 +236,10 @@ class Sequence {
     // Leave a quarter of what is left (at most 5 s) for the steps after readiness.
     const left = this.deadlineAt - Date.now();
     const cap = Date.now() + left - Math.min(5_000, left / 4);
-    const until = Math.min(cap, Date.now() + (prefix ? this.limits.readyTimeoutMs : delay));
+    const readyWait = prefix ? this.limits.readyTimeoutMs : delay;
+    // The wait restarts after each answered dialog (the program moved on; Gemini CLI even
+    // restarts itself after its trust dialog), never past the start's own deadline.
+    let until = Math.min(cap, Date.now() + readyWait);
     let last: DialogStep = { status: "none" };
     const answered = new Map<string, number>();
     for (;;) {
@@ -248,9 +252,12 @@ class Sequence {
           const n = (answered.get(last.dialog) ?? 0) + 1;
           if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
           answered.set(last.dialog, n);
+          until = Math.min(cap, Date.now() + readyWait);
           continue;
         }
         if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+        // A sign-in choice or approval prompt: only an operator gets past it (gc status shows it).
+        if (last.status === "none" && screenNeedsOperator(screen)) break;
       }
       const wait = Math.min(POLL_MS * 5, until - Date.now());
       if (wait <= 0) break;

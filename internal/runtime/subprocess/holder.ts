@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { IPty } from "@lydell/node-pty";
 import pty from "@lydell/node-pty";
-import { screenAwaitsChoice, screenLooksBusy } from "../dialogs.js";
+import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
 import { validateMetaKey } from "../names.js";
 import { keyBytes } from "./keys.js";
@@ -611,10 +611,7 @@ class Holder {
         again(quietMs - quietFor + 5);
         return undefined;
       }
-      const screen = this.screen.visibleText();
-      if (screenLooksBusy(screen) || screenAwaitsChoice(screen)) return undefined;
-      if (prefix && prefix.trim() !== "" && !this.screen.showsPrompt(prefix)) return undefined;
-      return "idle";
+      return screenLooksIdle(this.screen.visibleText(), prefix) ? "idle" : undefined;
     });
   }
 

@@ -18,8 +18,7 @@ import {
   respondToInteraction,
   type ScreenIO,
   screenAwaitsChoice,
-  screenLooksBusy,
-  screenShowsPrompt,
+  screenLooksIdle,
 } from "../dialogs.js";
 import {
   HookFailedError,
@@ -918,10 +917,7 @@ export class TmuxProvider
         since = now;
       }
       const screen = st.rows.join("\n");
-      const calm =
-        !screenAwaitsChoice(screen) &&
-        !screenLooksBusy(screen) &&
-        (s.readyPrefix === undefined || screenShowsPrompt(screen, s.readyPrefix));
+      const calm = screenLooksIdle(screen, s.readyPrefix);
       if (calm && now - since >= this.settings.idleQuietMs) return "idle";
       const left = deadline - now;
       if (left <= 0) return "timeout";

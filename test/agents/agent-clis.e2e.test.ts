@@ -1,0 +1,192 @@
+/**
+ * The real agent CLIs (pinned in scripts/agent-clis.mjs, installed with npm into a cache
+ * directory outside the repository) started by a city on tmux and on subprocess, each with a
+ * private HOME and a dummy key, offline: Claude Code gets past its trust and API-key screens
+ * to its input prompt and a hostile, Unicode nudge arrives verbatim; Gemini CLI gets past its
+ * trust dialog (and its auth screens) to its input; Codex stops at its sign-in choice, is
+ * reported waiting for input with that question and its options, and `gc session respond`
+ * chooses one. Skips (with the reason) only when npm cannot be reached and nothing is cached.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import {
+  agentCliCacheDir,
+  installAgentCli,
+  npmUnreachable,
+  seedAgentHome,
+} from "../../scripts/agent-clis.mjs";
+import { makeCity, type TestCity, until } from "../support/city.js";
+
+const CLIS = ["claude", "codex", "gemini"] as const;
+const bins: Record<string, string> = {};
+let skipReason: string | undefined;
+
+beforeAll(async () => {
+  const t0 = Date.now();
+  try {
+    for (const name of CLIS) bins[name] = (await installAgentCli(name)).bin;
+  } catch (e) {
+    skipReason = await npmUnreachable();
+    if (!skipReason) throw e;
+  }
+  console.log(`agent CLIs ready in ${Date.now() - t0} ms (cache ${agentCliCacheDir()})`);
+}, 900_000);
+
+interface StatusJson {
+  sessions: {
+    name: string;
+    state: string;
+    running: boolean;
+    reason: string;
+    interaction?: { question: string; options: string[]; dialog?: string };
+  }[];
+}
+
+async function status(city: TestCity): Promise<StatusJson> {
+  const r = await city.gc(["status", "--json"]);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as StatusJson;
+}
+
+/** Kills what an agent left behind outside its session (Codex's app-server daemon) under `dir`. */
+function killStrays(dir: string): void {
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir)) process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/** The user messages Claude Code recorded in its own transcript (under the private HOME). */
+function claudeUserMessages(home: string): string[] {
+  const root = join(home, ".claude", "projects");
+  if (!existsSync(root)) return [];
+  const out: string[] = [];
+  for (const d of readdirSync(root)) {
+    const dir = join(root, d);
+    if (!statSync(dir).isDirectory()) continue;
+    for (const f of readdirSync(dir).filter((n) => n.endsWith(".jsonl"))) {
+      for (const line of readFileSync(join(dir, f), "utf8").split("\n")) {
+        if (!line.trim()) continue;
+        const rec = JSON.parse(line) as { type?: string; message?: { role?: string; content?: unknown } };
+        const c = rec.message?.content;
+        if (rec.type === "user" && typeof c === "string") out.push(c);
+      }
+    }
+  }
+  return out;
+}
+
+describe.each(["tmux", "subprocess"])("real agent CLIs on %s", (provider) => {
+  it("start past their first screens, take a nudge, report and answer a sign-in choice", async (ctx) => {
+    if (skipReason) ctx.skip(skipReason);
+    const t0 = Date.now();
+    const city = makeCity("workspace: { name: '@NAME@' }\n");
+    onTestFinished(() => killStrays(city.dir));
+    const home = (n: string) => join(city.dir, "home", n);
+    const work = (n: string) => join(city.dir, "work", n);
+    for (const n of CLIS) {
+      seedAgentHome(home(n));
+      mkdirSync(work(n), { recursive: true });
+    }
+    const q = JSON.stringify;
+    city.write(`workspace: { name: '@NAME@' }
+session: { provider: ${provider}, startup_timeout: 240s }
+providers:
+  claude: { command: ${q(bins.claude)} }
+  codex: { command: ${q(bins.codex)} }
+  gemini: { command: ${q(bins.gemini)} }
+agents:
+  - name: claude
+    provider: claude
+    work_dir: ${q(work("claude"))}
+    env: { HOME: ${q(home("claude"))}, ANTHROPIC_API_KEY: sk-ant-dummy-key, DISABLE_AUTOUPDATER: "1" }
+  - name: codex
+    provider: codex
+    work_dir: ${q(work("codex"))}
+    env: { HOME: ${q(home("codex"))}, OPENAI_API_KEY: sk-dummy-key }
+  - name: gemini
+    provider: gemini
+    work_dir: ${q(work("gemini"))}
+    env: { HOME: ${q(home("gemini"))}, GEMINI_API_KEY: dummy-gemini-key }
+`);
+    const started = await city.gc(["start"], { timeoutMs: 400_000 });
+    expect(started.code, `${started.stdout}\n${started.stderr}`).toBe(0);
+
+    // The first pass may still be finishing a slow start (Gemini CLI restarts itself): poll.
+    const settled = (st: StatusJson) => {
+      const by = new Map(st.sessions.map((s) => [s.name, s]));
+      return (
+        by.get("codex")?.state === "waiting-for-input" &&
+        by.get("gemini")?.state === "running" &&
+        by.get("claude")?.state === "running"
+      );
+    };
+    const st = await until(
+      "claude and gemini running, codex waiting for input",
+      async () => {
+        const s = await status(city);
+        return settled(s) ? s : undefined;
+      },
+      240_000,
+    );
+    const byName = new Map(st.sessions.map((s) => [s.name, s]));
+    // Codex: waiting for input, summarised by its question (not its logo), with options.
+    const codex = byName.get("codex")!;
+    expect(codex.reason).toBe("Choose how you want to use Codex.");
+    expect(codex.interaction?.question).toBe("Choose how you want to use Codex.");
+    expect(codex.interaction?.options).toEqual([
+      "Sign in with ChatGPT",
+      "Sign in with Device Code",
+      "Sign in another way",
+    ]);
+    const text = await city.gc(["status"]);
+    expect(text.stdout).toContain("codex: waiting-for-input — Choose how you want to use Codex.");
+    expect(text.stdout).toContain("options: 1. Sign in with ChatGPT · 2. Sign in with Device Code");
+
+    // Gemini CLI: past its trust dialog (and auth screens), at its input prompt.
+    // (The scrollback may still hold its answered dialogs; `running` says none is pending.)
+    await until(
+      "Gemini CLI's input prompt",
+      async () => (await city.gc(["peek", "gemini", "-n", "8"])).stdout.includes("Type your message"),
+      120_000,
+    );
+
+    // Claude Code: at its input prompt; a hostile, Unicode nudge arrives verbatim.
+    const claudeScreen = await city.gc(["peek", "claude"]);
+    expect(claudeScreen.stdout).toMatch(/^❯/m);
+    const canary = join(city.dir, "pwned");
+    const hostile = `it's "quoted" $(touch ${canary}) \`touch ${canary}\` #{pane_id} ; ünïcödé — 日本 ✓`;
+    const nudged = await city.gc(["nudge", "--now", "claude", hostile]);
+    expect(nudged.code, nudged.stderr).toBe(0);
+    await until(
+      "the nudge in Claude Code's transcript",
+      () => claudeUserMessages(home("claude")).includes(hostile),
+      60_000,
+    );
+    // On screen too (Claude renders `…` as code, so compare up to the backticks).
+    const shown = hostile.slice(0, hostile.indexOf("`"));
+    await until(
+      "the nudge on Claude Code's screen",
+      async () => (await city.gc(["peek", "claude"])).stdout.includes(`❯ ${shown}`),
+      30_000,
+    );
+    expect(existsSync(canary)).toBe(false);
+
+    // Codex: gc session respond chooses an option; the next screen is reported.
+    const answered = await city.gc(["session", "respond", "codex", "3"]);
+    expect(answered.code, answered.stderr).toBe(0);
+    await until(
+      "Codex's next screen",
+      async () => {
+        const c = (await status(city)).sessions.find((s) => s.name === "codex");
+        return c?.interaction?.options.includes("Use an OpenAI API key");
+      },
+      30_000,
+    );
+    console.log(`${provider}: three agent CLIs checked in ${Date.now() - t0} ms`);
+  }, 600_000);
+});

@@ -1,0 +1,186 @@
+/**
+ * The real first screens of Claude Code, Codex and Gemini CLI (recorded with
+ * `tmux capture-pane -e` by scripts/record-agent-screens.mjs at 80×24 and 120×40; versions in
+ * test/fixtures/screens/versions.json), classified by the shared dialog code: which dialog,
+ * which options, which answer gc gives, or "operator interaction needed"; and the turn
+ * state (busy / idle) each CLI's own markers show.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
+import { agentTurnState } from "../../internal/runtime/agent-screens.js";
+import {
+  dismissStartupDialog,
+  findInteraction,
+  matchDialog,
+  type ScreenIO,
+  screenAwaitsChoice,
+  screenLooksBusy,
+  screenLooksIdle,
+  screenNeedsOperator,
+  screenShowsPrompt,
+} from "../../internal/runtime/dialogs.js";
+
+const DIR = new URL("../fixtures/screens/", import.meta.url);
+
+/** The text of a `capture-pane -e` screen: SGR and other escape sequences removed. */
+function plain(ansi: string): string {
+  return ansi.replace(/\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-B]/g, "");
+}
+
+function screen(name: string): string {
+  return plain(readFileSync(new URL(name, DIR), "utf8"));
+}
+
+const SIZES = ["80x24", "120x40"];
+const FILES = readdirSync(DIR).filter((f) => f.endsWith(".ansi"));
+
+/** What gc must make of each recorded state. */
+const EXPECTED: Record<
+  string,
+  {
+    dialog?: string;
+    roles?: string[];
+    chose?: string;
+    operator?: boolean;
+    question?: RegExp;
+    turn?: "busy" | "idle";
+  }
+> = {
+  "claude-trust": {
+    dialog: "trust-folder",
+    roles: ["exit", "accept"],
+    chose: "Yes, I trust this folder",
+    question: /Is this a project you created or one you trust\?/,
+  },
+  "claude-api-key": {
+    dialog: "custom-api-key",
+    roles: ["accept", "decline"],
+    chose: "Yes",
+    question: /Do you want to use this API key\?/,
+  },
+  "claude-bypass": { dialog: "bypass-permissions", roles: ["exit", "accept"], chose: "Yes, I accept" },
+  "claude-idle": { turn: "idle" },
+  "claude-busy": { turn: "busy" },
+  "codex-sign-in": {
+    dialog: "codex-sign-in",
+    roles: ["chatgpt", "device-code", "other-way"],
+    operator: true,
+    question: /^Choose how you want to use Codex\.$/,
+  },
+  "codex-idle": { turn: "idle" },
+  "gemini-trust": {
+    dialog: "trust-folder",
+    roles: ["accept", "accept-parent", "exit"],
+    chose: "Trust folder (work)",
+    question: /^Do you trust the files in this folder\?\n/,
+  },
+  "gemini-auth-api-key": {
+    dialog: "gemini-auth-api-key",
+    roles: ["google", "api-key", "vertex"],
+    chose: "Use Gemini API Key",
+  },
+  "gemini-api-key-field": { dialog: "gemini-api-key-field", chose: "(submitted as shown)" },
+  "gemini-auth": {
+    dialog: "gemini-auth",
+    roles: ["google", "api-key", "vertex"],
+    operator: true,
+    question: /How would you like to authenticate for this project\?/,
+  },
+  "gemini-idle": { turn: "idle" },
+  "gemini-busy": { turn: "busy" },
+};
+
+/** A terminal replaying a recorded dialog: keys move the marker the way the CLI does. */
+class Replay implements ScreenIO {
+  readonly keys: string[] = [];
+  private lines: string[];
+  private readonly rows: number[];
+  private readonly marker: string;
+  private cursor: number;
+  done = false;
+  constructor(text: string) {
+    this.lines = text.split("\n");
+    const m = matchDialog(text);
+    const labels = m?.menu?.options.map((o) => o.label) ?? [];
+    this.rows = labels.map((l) => this.lines.findIndex((line) => line.includes(l)));
+    this.cursor = m?.menu?.selected ?? -1;
+    const row = this.lines[this.rows[this.cursor] ?? -1] ?? "";
+    this.marker = [..."❯›>●"].find((c) => row.includes(c)) ?? "❯";
+  }
+  async screen(): Promise<string> {
+    return this.done ? "after the dialog\n> " : this.lines.join("\n");
+  }
+  async sendKeys(keys: readonly string[]): Promise<void> {
+    for (const k of keys) {
+      this.keys.push(k);
+      if (k === "Enter") this.done = true;
+      else if (k === "Up" || k === "Down") {
+        const next = Math.max(0, Math.min(this.rows.length - 1, this.cursor + (k === "Down" ? 1 : -1)));
+        this.move(this.cursor, next);
+        this.cursor = next;
+      }
+    }
+  }
+  private move(from: number, to: number): void {
+    const a = this.rows[from]!;
+    const b = this.rows[to]!;
+    const col = this.lines[a]!.indexOf(this.marker);
+    this.lines[a] = `${this.lines[a]!.slice(0, col)} ${this.lines[a]!.slice(col + 1)}`;
+    this.lines[b] = `${this.lines[b]!.slice(0, col)}${this.marker}${this.lines[b]!.slice(col + 1)}`;
+  }
+}
+
+describe("recorded agent screens", () => {
+  it("every state is recorded at every size, and every recording is classified", () => {
+    for (const state of Object.keys(EXPECTED))
+      for (const size of SIZES) expect(FILES).toContain(`${state}-${size}.ansi`);
+    for (const f of FILES) expect(Object.keys(EXPECTED)).toContain(f.replace(/-\d+x\d+\.ansi$/, ""));
+  });
+
+  for (const [state, want] of Object.entries(EXPECTED)) {
+    for (const size of SIZES) {
+      const file = `${state}-${size}.ansi`;
+      it(`${file}: ${want.dialog ?? want.turn}`, async () => {
+        const text = screen(file);
+        const m = matchDialog(text);
+        if (!want.dialog) {
+          expect(m).toBeUndefined();
+          expect(screenAwaitsChoice(text)).toBe(false);
+          expect(findInteraction(text)).toBeUndefined();
+          const agent = state.split("-")[0]!;
+          expect(agentTurnState(agent, text)).toBe(want.turn);
+          expect(screenLooksBusy(text)).toBe(want.turn === "busy");
+          // The preset's ready prompt is on the screen; the busy marker decides the turn
+          // (the idle rule of the providers' waitForIdle, hence of gc run and nudges).
+          const prefix = BUILTIN_PRESETS[agent]!.ready_prompt_prefix!;
+          expect(screenShowsPrompt(text, prefix)).toBe(true);
+          expect(screenLooksIdle(text, prefix)).toBe(want.turn === "idle");
+          return;
+        }
+        expect(m?.spec.id).toBe(want.dialog);
+        expect(m?.status).toBe("match");
+        if (m?.status !== "match") return;
+        if (want.roles) expect(m.roles).toEqual(want.roles);
+        expect(screenLooksBusy(text)).toBe(false);
+        // A dialog is never idle, whatever prompt-like marker it shows (Claude's `❯ No, exit`).
+        const agent = state.split("-")[0]!;
+        expect(screenLooksIdle(text, BUILTIN_PRESETS[agent]!.ready_prompt_prefix)).toBe(false);
+        expect(screenNeedsOperator(text)).toBe(want.operator === true);
+        const pending = findInteraction(text);
+        if (want.question) expect(pending?.prompt).toMatch(want.question);
+        // The summary is the question, never the logo or tips above it.
+        expect(pending?.prompt ?? "").not.toMatch(/OpenAI Codex|Tips for getting started|▐▛███▛█|GEMINI\.md/);
+        const io = new Replay(text);
+        const step = await dismissStartupDialog(io, text, { settleMs: 200, pollMs: 5, confirmMs: 200 });
+        if (want.operator) {
+          expect(step).toEqual({ status: "none" });
+          expect(io.keys).toEqual([]);
+        } else {
+          expect(step).toEqual({ status: "handled", dialog: want.dialog, chose: want.chose });
+          expect(io.keys.at(-1)).toBe("Enter");
+        }
+      });
+    }
+  }
+});
