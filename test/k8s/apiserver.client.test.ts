@@ -280,10 +280,7 @@ describe("pod lifecycle", () => {
   });
 
   it("deletes gracefully: deletionTimestamp first, SIGTERM to the tree, then DELETED; kills daemonized children", async () => {
-    const pod = await runningPod(
-      "del-a",
-      "trap 'exit 0' TERM; (setsid sleep 1000 &); sleep 1000 & wait",
-    );
+    const pod = await runningPod("del-a", "trap 'exit 0' TERM; (setsid sleep 1000 &); sleep 1000 & wait");
     const uid = pod.metadata!.uid!;
     await expect.poll(() => pidsTagged(POD_MARKER, uid).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(3);
     const deleted = await fx.core.deleteNamespacedPod({
