@@ -85,7 +85,7 @@ describe("kubectl against the loopback server", () => {
     const gone = await kubectl(fx.server, ["get", "pod", "kc-a"]);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('Error from server (NotFound): pods "kc-a" not found');
-  });
+  }, 120_000);
 
   it("retries a 500 burst that carries Retry-After, and prints Status errors", async () => {
     fx.server.faults.failNext(2, {
@@ -105,7 +105,7 @@ describe("kubectl against the loopback server", () => {
     );
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toContain('The Pod "Bad_Name" is invalid');
-  });
+  }, 60_000);
 
   it("requires the bearer token when asked to (client-node sends it; kubectl omits it over plain HTTP)", async () => {
     const server = await startApiServer({ requireToken: true });

@@ -26,7 +26,7 @@ export function useApiServer(opts: ApiServerOptions = {}): ServerFixture {
   });
   afterAll(async () => {
     await fx.server?.stop();
-  });
+  }, 60_000);
   return fx;
 }
 

@@ -6,8 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { accessSync, constants, statSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { accessSync, constants, readdirSync, readFileSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import pty from "@lydell/node-pty";
 import { killPids } from "../../../internal/proc/kill.js";
@@ -163,26 +162,61 @@ export function startProc(argv: readonly string[], opts: ProcOptions): Proc {
   return p;
 }
 
-/** Pids of live processes whose environment contains `NAME=value` (one /proc scan). */
-export async function pidsWithEnv(name: string, value: string): Promise<number[]> {
-  const needle = Buffer.from(`${name}=${value}\0`);
-  const out: number[] = [];
-  const entries = await readdir("/proc").catch(() => [] as string[]);
-  await Promise.all(
-    entries
-      .filter((e) => /^\d+$/.test(e) && Number(e) !== process.pid)
-      .map(async (e) => {
-        try {
-          const env = await readFile(`/proc/${e}/environ`);
-          if (env.indexOf(needle) === 0 || env.includes(Buffer.concat([Buffer.from("\0"), needle]))) {
-            out.push(Number(e));
-          }
-        } catch {
-          // gone, or not ours
-        }
-      }),
-  );
+/** One read of every process's environment: pid → raw `environ`. */
+type EnvScan = Map<number, Buffer>;
+
+/** A scan not yet begun (joinable), and the chain that runs scans one at a time. */
+let pending: Promise<EnvScan> | undefined;
+let running: Promise<unknown> = Promise.resolve();
+
+/** Reads every environ synchronously: ~20× faster than one promise per file on a loaded machine. */
+function readAllEnvirons(): EnvScan {
+  const out: EnvScan = new Map();
+  let entries: string[] = [];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      out.set(Number(e), readFileSync(`/proc/${e}/environ`));
+    } catch {
+      // gone, or not ours
+    }
+  }
   return out;
+}
+
+/**
+ * A /proc scan that begins after this call. Callers that arrive before it begins share it, and
+ * scans run one at a time, so deleting 200 pods at once costs a few scans, not 400.
+ */
+function freshScan(): Promise<EnvScan> {
+  if (pending) return pending;
+  const scan: Promise<EnvScan> = running
+    .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    .then(() => {
+      if (pending === scan) pending = undefined;
+      return readAllEnvirons();
+    });
+  pending = scan;
+  running = scan.catch(() => undefined);
+  return scan;
+}
+
+function tagged(scan: EnvScan, name: string, value: string): number[] {
+  const needle = Buffer.from(`${name}=${value}\0`);
+  const inner = Buffer.concat([Buffer.from("\0"), needle]);
+  const out: number[] = [];
+  for (const [pid, env] of scan) if (env.indexOf(needle) === 0 || env.includes(inner)) out.push(pid);
+  return out;
+}
+
+/** Pids of live processes whose environment contains `NAME=value` (a /proc scan begun after this call). */
+export async function pidsWithEnv(name: string, value: string): Promise<number[]> {
+  return tagged(await freshScan(), name, value);
 }
 
 /** SIGTERMs (or `signal`s) every process tagged `NAME=value`, SIGKILLing survivors after `graceMs`. */
@@ -191,7 +225,8 @@ export async function killTagged(
   value: string,
   opts: { graceMs?: number; signal?: NodeJS.Signals } = {},
 ): Promise<void> {
-  // Two rounds: a process forked while the first scan ran is caught by the second.
+  // Two rounds: a process forked while the first scan ran is caught by the second, which
+  // begins after the first round's signals were sent.
   for (let round = 0; round < 2; round++) {
     const pids = await pidsWithEnv(name, value);
     if (pids.length === 0) return;

@@ -31,6 +31,7 @@ import { PATCH_TYPES, type PatchType } from "./patch.js";
 import type { Proc } from "./proc.js";
 import { type ResourceDef, resourceDef } from "./resources.js";
 import { Rest } from "./rest.js";
+import type { KObject } from "./selectors.js";
 import {
   ApiError,
   badRequest,
@@ -94,6 +95,12 @@ export interface ApiServerOptions {
   readonly restartBackoffMs?: number;
   /** What a container without command/args runs (default `sleep infinity`). */
   readonly defaultEntrypoint?: readonly string[];
+  /**
+   * Which pods get real main-container processes (default: all). `false` (or a predicate
+   * answering false) makes a pod Running with no process behind it; exec still works. For
+   * scale tests with hundreds of pods.
+   */
+  readonly runProcesses?: boolean | ((pod: KObject) => boolean);
   /** Interval of BOOKMARK events on watches that allow them (default 60 s, as a real server). */
   readonly bookmarkIntervalMs?: number;
   /** Watch history length before older resourceVersions expire (default 5000 events). */
@@ -244,6 +251,9 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       startDelayMs: opts.startDelayMs ?? 50,
       restartBackoffMs: opts.restartBackoffMs ?? 500,
       defaultEntrypoint: opts.defaultEntrypoint ?? ["sleep", "infinity"],
+      ...(opts.runProcesses === undefined || opts.runProcesses === true
+        ? {}
+        : { runProcesses: typeof opts.runProcesses === "function" ? opts.runProcesses : () => false }),
       nodeName: "loopback-node",
     },
     faults,
@@ -432,7 +442,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     }
   };
 
-  const serveLog = (res: ServerResponse, pod: import("./selectors.js").KObject, q: URLSearchParams): void => {
+  const serveLog = (res: ServerResponse, pod: KObject, q: URLSearchParams): void => {
     const buf: LogBuffer = kubelet.logBuffer(
       pod,
       q.get("container") ?? undefined,
