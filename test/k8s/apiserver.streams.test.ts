@@ -5,9 +5,10 @@
  */
 import { PassThrough } from "node:stream";
 import * as k8s from "@kubernetes/client-node";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import WebSocket from "ws";
-import { shellPod, useApiServer } from "./support.js";
+import { POD_MARKER, startApiServer } from "./apiserver/index.js";
+import { pidsTagged, shellPod, useApiServer } from "./support.js";
 
 const fx = useApiServer();
 const NS = "default";
@@ -190,5 +191,53 @@ describe("lifecycle extras", () => {
     const slow = performance.now() - t0;
     fx.server.faults.latencyMs = 0;
     expect(slow).toBeGreaterThanOrEqual(300);
+  });
+});
+
+describe("options", () => {
+  it("runProcesses: false runs pods without main processes (exec still works); namespaces and historyLimit apply", async () => {
+    const server = await startApiServer({ runProcesses: false, namespaces: ["extra-ns"], historyLimit: 3 });
+    onTestFinished(() => server.stop());
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(server.kubeconfigPath);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    expect((await core.readNamespace({ name: "extra-ns" })).status?.phase).toBe("Active");
+    const rv = (await core.listNamespacedPod({ namespace: "extra-ns" })).metadata!.resourceVersion!;
+    const pod = await core.createNamespacedPod({
+      namespace: "extra-ns",
+      body: shellPod("virtual", "exec sleep 1000"),
+    });
+    await expect
+      .poll(
+        async () => (await core.readNamespacedPod({ name: "virtual", namespace: "extra-ns" })).status?.phase,
+        { timeout: 10_000 },
+      )
+      .toBe("Running");
+    expect(pidsTagged(POD_MARKER, pod.metadata!.uid!)).toEqual([]);
+    const out = new PassThrough();
+    let text = "";
+    out.on("data", (d: Buffer) => {
+      text += d.toString();
+    });
+    const status = await new Promise<k8s.V1Status>((resolve, reject) => {
+      new k8s.Exec(kc)
+        .exec("extra-ns", "virtual", "main", ["sh", "-c", "echo $HOSTNAME"], out, null, null, false, resolve)
+        .catch(reject);
+    });
+    expect(status.status).toBe("Success");
+    expect(text).toBe("virtual\n");
+    // more than 3 writes since `rv`: a watch from it has expired
+    const events: unknown[] = [];
+    let done = false;
+    await new k8s.Watch(kc).watch(
+      "/api/v1/namespaces/extra-ns/pods",
+      { resourceVersion: rv },
+      (type, obj: { code?: number }) => events.push([type, obj.code]),
+      () => {
+        done = true;
+      },
+    );
+    await expect.poll(() => done, { timeout: 5_000 }).toBe(true);
+    expect(events).toEqual([["ERROR", 410]]);
   });
 });
