@@ -24,8 +24,19 @@ export interface ConformanceTarget {
    * that work dir too). `extra` overrides fields.
    */
   makeConfig(command: string, extra?: Partial<StartConfig>): Promise<StartConfig>;
-  /** Reads a file the session wrote, relative to its work dir; `undefined` when absent. */
-  readFile(name: string, config: StartConfig, rel: string): Promise<string | undefined>;
+  /**
+   * Reads a file the session wrote, relative to its work dir; `undefined` when absent.
+   * Absent when the target cannot observe session files at all: cases that read one are
+   * then skipped with {@link ConformanceTarget.noFilesReason}.
+   */
+  readFile?(name: string, config: StartConfig, rel: string): Promise<string | undefined>;
+  /** Why session files cannot be read (shown as the skip reason when `readFile` is absent). */
+  readonly noFilesReason?: string | undefined;
+  /**
+   * The exec protocol level the target speaks (exec targets only). Cases needing a higher
+   * {@link ConformanceCase.protocol} are skipped. Absent: every level (native providers).
+   */
+  readonly protocol?: number | undefined;
   /** Whether a process id (as the session program sees it) is alive. Absent: those checks skip. */
   pidAlive?(name: string, pid: number): Promise<boolean>;
   /** Creates a session on the same backend that this city does not own; resolves to its cleanup. */
@@ -66,6 +77,12 @@ export interface ConformanceCase {
   /** `"<method>: <behaviour>"`. */
   readonly title: string;
   readonly requires?: readonly Requirement[];
+  /**
+   * The exec protocol level the case needs: 1 (the default) = what a v1 script promises,
+   * with what gc does for v1 (prompt in `command`, post-start check, framed metadata…);
+   * 2 = behaviour only a v2 script can give. Native providers run every level.
+   */
+  readonly protocol?: 1 | 2;
   run(ctx: CaseContext): Promise<void>;
 }
 
@@ -102,9 +119,21 @@ export interface RunOptions {
 
 let counter = 0;
 
+/**
+ * Thrown (by `ctx.read` when the target cannot observe session files) to end a case as
+ * skipped with a reason instead of failed.
+ */
+export class CaseSkip extends Error {
+  override readonly name = "CaseSkip";
+}
+
 /** Why `c` cannot run on `target`, or `undefined`. */
 export function skipReason(c: ConformanceCase, target: ConformanceTarget): string | undefined {
   const caps = target.provider.capabilities();
+  const level = c.protocol ?? 1;
+  if (target.protocol !== undefined && level > target.protocol) {
+    return `requires exec protocol v${level} (the script speaks v${target.protocol})`;
+  }
   for (const r of c.requires ?? []) {
     if (r === "pidAlive" ? !target.pidAlive : r === "foreign" ? !target.createForeign : !caps[r]) {
       return `requires ${r}`;
@@ -165,6 +194,7 @@ export async function runCase(
           if (v !== undefined && v !== false) return v as never;
           last = undefined;
         } catch (e) {
+          if (e instanceof CaseSkip) throw e;
           last = e;
         }
         if (Date.now() > deadline) {
@@ -173,10 +203,16 @@ export async function runCase(
         await sleep(50);
       }
     },
-    read: (name, config, rel) => target.readFile(name, config, rel),
+    async read(name, config, rel) {
+      if (!target.readFile) {
+        throw new CaseSkip(`reads session files: ${target.noFilesReason ?? "the target cannot read them"}`);
+      }
+      return target.readFile(name, config, rel);
+    },
     ms: (n) => n * scale,
   };
   let error: string | undefined;
+  let skipped: string | undefined;
   const timeoutMs = (opts.caseTimeoutMs ?? 60_000) * scale;
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -187,7 +223,8 @@ export async function runCase(
       }),
     ]);
   } catch (e) {
-    error = describeError(e);
+    if (e instanceof CaseSkip) skipped = e.message;
+    else error = describeError(e);
   } finally {
     clearTimeout(timer);
     for (const fn of cleanups.reverse()) {
@@ -197,6 +234,9 @@ export async function runCase(
         error ??= `cleanup failed: ${describeError(e)}`;
       }
     }
+  }
+  if (skipped !== undefined && error === undefined) {
+    return { id: c.id, name: c.title, status: "skipped", error: skipped, durationMs: Date.now() - started };
   }
   return {
     id: c.id,

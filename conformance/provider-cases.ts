@@ -16,7 +16,7 @@ import {
   supportsIdleWait,
   supportsInteraction,
 } from "../internal/runtime/provider.js";
-import type { CaseContext, ConformanceCase } from "./harness.js";
+import { type CaseContext, CaseSkip, type ConformanceCase } from "./harness.js";
 
 /** A program that runs until stopped and is named `sleep`. */
 export const LONG = "exec sleep 300";
@@ -58,6 +58,7 @@ async function fileEquals(ctx: CaseContext, name: string, cfg: StartConfig, rel:
       return last === want;
     });
   } catch (e) {
+    if (e instanceof CaseSkip) throw e;
     const show = (s: string | undefined) =>
       s === undefined ? "(absent)" : JSON.stringify(s.length > 200 ? `${s.slice(0, 200)}…(${s.length})` : s);
     throw new assert.AssertionError({
@@ -290,6 +291,112 @@ const lifecycle: ConformanceCase[] = [
       await rejectsWith(ctx.provider.start(name, cfg), "GC_HOOK_FAILED", "start with failing pre_start");
       await assertGone(ctx, name);
       assert.equal(await ctx.read(name, cfg, "started.out"), undefined, "the program must never have run");
+    },
+  },
+  {
+    id: "start.overlay-copy-files",
+    title: "start: overlay_dir contents and copy_files entries are in the work dir before the program runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const dir = await ctx.localDir();
+      await mkdir(join(dir, "overlay", "sub"), { recursive: true });
+      await writeFile(join(dir, "overlay", "a.txt"), "A");
+      await writeFile(join(dir, "overlay", "sub", "b.txt"), "B");
+      await writeFile(join(dir, "c.txt"), "C");
+      await writeFile(join(dir, "d.txt"), "D");
+      const { name, cfg } = await running(ctx, `cat a.txt sub/b.txt c.txt x/d2.txt > staged.out; ${LONG}`, {
+        overlayDir: join(dir, "overlay"),
+        copyFiles: [
+          { src: join(dir, "c.txt"), relDst: "" },
+          { src: join(dir, "d.txt"), relDst: "x/d2.txt" },
+        ],
+      });
+      await fileEquals(ctx, name, cfg, "staged.out", "ABCD");
+    },
+  },
+  {
+    id: "start.copy-files-missing",
+    title: "start: a missing copy_files source fails the start with GC_PROVIDER naming it; nothing runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const dir = await ctx.localDir();
+      const name = ctx.newName();
+      const missing = join(dir, "no-such-file.txt");
+      const cfg = await ctx.config("echo started > started.out; exec sleep 300", {
+        copyFiles: [{ src: missing, relDst: "" }],
+      });
+      ctx.defer(() => ctx.provider.stop(name));
+      try {
+        await ctx.provider.start(name, cfg);
+        assert.fail("start with a missing copy_files source resolved");
+      } catch (e) {
+        assert.ok(isGcError(e, "GC_PROVIDER"), `expected GC_PROVIDER, got ${String(e)}`);
+        assert.ok(String((e as Error).message).includes(missing), `the error names the source: ${String(e)}`);
+      }
+      await assertGone(ctx, name);
+      assert.equal(await ctx.read(name, cfg, "started.out"), undefined, "the program must never have run");
+    },
+  },
+  {
+    id: "start.overlay-missing",
+    title: "start: a missing overlay_dir fails the start with GC_PROVIDER; nothing runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const dir = await ctx.localDir();
+      const name = ctx.newName();
+      const cfg = await ctx.config("echo started > started.out; exec sleep 300", {
+        overlayDir: join(dir, "no-such-dir"),
+      });
+      ctx.defer(() => ctx.provider.stop(name));
+      await rejectsWith(ctx.provider.start(name, cfg), "GC_PROVIDER", "start with a missing overlay_dir");
+      await assertGone(ctx, name);
+      assert.equal(await ctx.read(name, cfg, "started.out"), undefined, "the program must never have run");
+    },
+  },
+  {
+    id: "start.env-not-inherited",
+    title: "start: gc's own terminal variables (TMUX, COLUMNS, TERM_PROGRAM…) never reach the program",
+    requires: ["executes"],
+    async run(ctx) {
+      const sentinel = { TMUX: "/tmp/gc-conf-not-inherited,1,0", COLUMNS: "7", TERM_PROGRAM: "gc-conf-term" };
+      const saved = Object.fromEntries(Object.keys(sentinel).map((k) => [k, process.env[k]]));
+      Object.assign(process.env, sentinel);
+      ctx.defer(() => {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
+      });
+      const { name, cfg } = await running(
+        ctx,
+        `printf '%s|%s|%s|%s' "$TMUX" "$COLUMNS" "$TERM_PROGRAM" "$GC_KEEP" > inh.out; ${LONG}`,
+        { env: { GC_KEEP: "declared" } },
+      );
+      let seen = "";
+      await ctx.eventually("inh.out to be written", async () => {
+        seen = (await ctx.read(name, cfg, "inh.out")) ?? "";
+        return seen.endsWith("|declared");
+      });
+      const [tmux, columns, termProgram] = seen.split("|");
+      assert.notEqual(tmux, sentinel.TMUX, "TMUX was inherited");
+      assert.notEqual(columns, sentinel.COLUMNS, "COLUMNS was inherited");
+      assert.notEqual(termProgram, sentinel.TERM_PROGRAM, "TERM_PROGRAM was inherited");
+    },
+  },
+  {
+    id: "start.startup-timeout",
+    title: "start: a start past startupTimeoutMs rejects with GC_TIMEOUT and leaves nothing",
+    requires: ["executes"],
+    async run(ctx) {
+      const name = ctx.newName();
+      const cfg = await ctx.config("echo started > started.out; exec sleep 300", {
+        sessionSetup: ["sleep 60"],
+        setupTimeoutMs: 120_000,
+        startupTimeoutMs: 1_500,
+      });
+      ctx.defer(() => ctx.provider.stop(name));
+      await rejectsWith(ctx.provider.start(name, cfg), "GC_TIMEOUT", "start past its deadline");
+      await assertGone(ctx, name);
     },
   },
   {
@@ -811,6 +918,7 @@ const observation: ConformanceCase[] = [
     id: "activity.moves",
     title: "getLastActivity: moves forward after output",
     requires: ["executes", "activity"],
+    protocol: 2,
     async run(ctx) {
       const { name } = await running(ctx, "exec cat");
       const t1 = await ctx.eventually("a first activity time", () => ctx.provider.getLastActivity(name));
@@ -870,6 +978,7 @@ const observation: ConformanceCase[] = [
     id: "runLive.no-restart",
     title: "runLive: runs session_live without restarting the program",
     requires: ["executes", "runLive"],
+    protocol: 2,
     async run(ctx) {
       const { name, cfg } = await running(ctx, PID_LONG);
       const pid = await ctx.eventually("pid.out", async () => (await ctx.read(name, cfg, "pid.out"))?.trim());

@@ -3,11 +3,16 @@
  * gets a private temp state dir (so the script's backend — e.g. the reference script's tmux
  * server — is private to the run) and each config a fresh temp work dir. Process checks and
  * foreign sessions are offered when the script's `capabilities` says its backend is local
- * (and, for foreign sessions, gives the tmux socket arguments).
+ * (and, for foreign sessions, gives the tmux socket arguments). Session files are read from
+ * the local work dir when the backend is local — said by `capabilities`, or, for a script
+ * without `copy-from` that does not say, probed with a marker file — else through
+ * `copy-from`; a remote script without `copy-from` skips the cases that read files, saying why.
  */
+import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { run } from "../../internal/proc/run.js";
 import { UsageError } from "../../internal/runtime/errors.js";
@@ -18,6 +23,37 @@ import { type ConformanceTarget, readLocalFile } from "../harness.js";
 /** tmux name of a session, as the reference script encodes it (`_` → `_u`, `.` → `_d`). */
 function tmuxName(name: string): string {
   return name.replaceAll("_", "_u").replaceAll(".", "_d");
+}
+
+/** How long the locality probe waits for its marker file. */
+const LOCAL_PROBE_MS = 10_000;
+
+/**
+ * True when a session started by `provider` writes into a local work dir: starts `name`
+ * writing a random marker into `workDir` and polls for it locally. Always stops the session.
+ */
+async function probeLocal(
+  provider: Awaited<ReturnType<typeof createProvider>>,
+  workDir: string,
+  name: string,
+): Promise<boolean> {
+  await mkdir(workDir, { recursive: true });
+  const marker = randomBytes(8).toString("hex");
+  try {
+    await provider.start(name, {
+      command: `printf '%s' ${marker} > .gc-local-probe; exec sleep 300`,
+      workDir,
+      env: {},
+    });
+    const deadline = Date.now() + LOCAL_PROBE_MS;
+    while (Date.now() < deadline) {
+      if ((await readLocalFile(workDir, ".gc-local-probe")) === marker) return true;
+      await sleep(50);
+    }
+    return false;
+  } finally {
+    await provider.stop(name).catch(() => undefined);
+  }
 }
 
 /**
@@ -43,7 +79,19 @@ export async function createTarget(scriptPath?: string): Promise<ConformanceTarg
     throw e;
   }
   const backend = provider.probe.backend ?? {};
-  const local = backend.local === true;
+  const canCopyFrom = provider.supports("copy-from");
+  // A v2 script says where its sessions run; a v1 script (or a v2 one that does not say) and
+  // lacks copy-from is probed: a session writes a marker into a local work dir.
+  let local = backend.local === true;
+  if (backend.local === undefined && !canCopyFrom) {
+    try {
+      local = await probeLocal(provider, join(workRoot, "local-probe"), `${namePrefix}local-probe`);
+    } catch (e) {
+      await provider.close();
+      await rm(root, { recursive: true, force: true });
+      throw e;
+    }
+  }
   const tmuxArgs =
     backend.type === "tmux" &&
     Array.isArray(backend.tmux_args) &&
@@ -62,15 +110,23 @@ export async function createTarget(scriptPath?: string): Promise<ConformanceTarg
       await mkdir(workDir, { recursive: true });
       return { command, workDir, env: {}, ...extra };
     },
-    async readFile(name, config, rel) {
-      if (local) return readLocalFile(config.workDir, rel);
-      if (!provider.supports("copy-from")) return undefined;
-      try {
-        return await provider.copyFrom(name, rel);
-      } catch {
-        return undefined;
-      }
-    },
+    protocol: provider.probe.protocol,
+    ...(local
+      ? { readFile: (_name: string, config: StartConfig, rel: string) => readLocalFile(config.workDir, rel) }
+      : canCopyFrom
+        ? {
+            async readFile(name: string, _config: StartConfig, rel: string) {
+              try {
+                return await provider.copyFrom(name, rel);
+              } catch {
+                return undefined;
+              }
+            },
+          }
+        : {
+            noFilesReason:
+              "the script lacks copy-from and its sessions do not write to this machine's work dirs (probed: a marker file never appeared locally)",
+          }),
     ...(local ? { pidAlive: async (_name: string, pid: number) => pidAlive(pid) } : {}),
     ...(tmuxArgs
       ? {

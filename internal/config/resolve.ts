@@ -196,6 +196,8 @@ function resolveSession(
     sessionLive: agent.session_live,
     overlayDir: agent.overlay_dir === undefined ? undefined : resolvePath(cityDir, agent.overlay_dir),
     copyFiles: copyEntries(cityDir, agent),
+    startupTimeoutMs: config.session.startup_timeout,
+    setupTimeoutMs: config.session.setup_timeout,
   });
   const desired: DesiredSession = {
     name,

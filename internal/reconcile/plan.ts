@@ -3,8 +3,10 @@
  * records, clock) to the actions of one tick. Level-triggered: it never looks at events,
  * only at what is wanted and what is seen now. Table-tested in test/reconcile/plan.test.ts.
  */
+
 import type { FieldFingerprint } from "../runtime/fingerprint.js";
 import type { ExitInfo, SessionRecord } from "../session/store.js";
+import { driftOf } from "./drift.js";
 
 /** One session the city file wants, with its fingerprints. */
 export interface DesiredEntry {
@@ -167,11 +169,6 @@ export function crashAction(
   return { kind: "crashed", name, reason: `${why} (${how})`, exit, failure: true, next, failures };
 }
 
-function driftedFields(rec: SessionRecord, d: DesiredEntry): string[] {
-  const fields = Object.keys(d.breakdown).filter((f) => rec.breakdown[f]?.hash !== d.breakdown[f]?.hash);
-  return fields.length > 0 ? fields : ["(fingerprint)"];
-}
-
 /** Plans one desired session. */
 function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: PlanInput): Action | undefined {
   const up = input.observed.running.has(d.name);
@@ -200,20 +197,20 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
         : { kind: "start", name: d.name, reason: "resumed in the city file" };
     case "running":
       if (!up) return crashAction(d.name, rec, input.observed.exits.get(d.name) ?? null, input, "died");
-      if (rec.provider !== d.provider) {
-        return {
-          kind: "restart",
-          name: d.name,
-          reason: `provider changed: ${rec.provider} → ${d.provider}`,
-          fields: ["provider"],
-        };
+      {
+        const drift = driftOf(rec, d);
+        if (drift.kind === "core") {
+          const fields = drift.fields.map((f) => f.field);
+          return {
+            kind: "restart",
+            name: d.name,
+            reason: drift.reason,
+            fields: fields.length > 0 ? fields : ["(fingerprint)"],
+          };
+        }
+        if (drift.kind === "live") return { kind: "run-live", name: d.name, reason: drift.reason };
+        return undefined;
       }
-      if (rec.coreHash !== d.core) {
-        const fields = driftedFields(rec, d);
-        return { kind: "restart", name: d.name, reason: `config drift: ${fields.join(", ")}`, fields };
-      }
-      if (rec.liveHash !== d.live) return { kind: "run-live", name: d.name, reason: "session_live changed" };
-      return undefined;
     case "starting":
       // Only a controller that died mid-start leaves `starting` behind (this tick's starts finish first).
       return up

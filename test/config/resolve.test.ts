@@ -292,8 +292,25 @@ describe("resolveCity", () => {
 
   it("resolveCity: leaves out unset fields instead of carrying undefined", () => {
     const [d] = resolve("agents:\n  - name: w\n    start_command: sleep 100\n");
-    expect(Object.keys(d!.config).sort()).toEqual(["command", "env", "hookDir", "workDir"]);
+    expect(Object.keys(d!.config).sort()).toEqual([
+      "command",
+      "env",
+      "hookDir",
+      "setupTimeoutMs",
+      "startupTimeoutMs",
+      "workDir",
+    ]);
     expect("pool" in d!).toBe(false);
+  });
+
+  it("resolveCity: session.startup_timeout and setup_timeout reach every start config, outside the fingerprint", () => {
+    const yaml =
+      "session:\n  startup_timeout: 7s\n  setup_timeout: 3s\nagents:\n  - name: w\n    start_command: sleep 100\n";
+    const [d] = resolve(yaml);
+    expect(d!.config.startupTimeoutMs).toBe(7_000);
+    expect(d!.config.setupTimeoutMs).toBe(3_000);
+    const [dflt] = resolve("agents:\n  - name: w\n    start_command: sleep 100\n");
+    expect(fingerprint(d!.config)).toEqual(fingerprint(dflt!.config));
   });
 
   it("resolveCity: is deterministic, and the beacon time never reaches the fingerprint", () => {

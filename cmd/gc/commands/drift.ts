@@ -3,11 +3,12 @@
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
 import { parseArgs } from "node:util";
+import { resolveSession } from "../../../internal/controller/sessions.js";
+import { driftOf } from "../../../internal/reconcile/drift.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { diffBreakdown, LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
+import { LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
 import { type Command, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { resolveSession } from "../sessions.js";
 
 const USAGE = `Usage: gc drift [SESSION] [--json]
 
@@ -44,12 +45,12 @@ export const command: Command = {
           });
           continue;
         }
-        const fields = diffBreakdown(rec.breakdown, d.breakdown).map((f) => ({
+        const decided = driftOf(rec, d);
+        const fields = decided.fields.map((f) => ({
           ...f,
           effect: f.field === LIVE_FIELD ? "live" : "restart",
         }));
-        const drift = rec.coreHash !== d.core ? "core" : rec.liveHash !== d.live ? "live" : "none";
-        out.push({ session: name, drift, fields });
+        out.push({ session: name, drift: decided.kind, fields });
       }
       if (ctx.json || values.json) {
         ctx.out(JSON.stringify(out, null, 2));

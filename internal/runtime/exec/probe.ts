@@ -182,6 +182,9 @@ async function observe(
       case "peek":
         r = await callScript(ctx, op, name, ["1"], { timeoutMs, signal });
         break;
+      case "copy-from":
+        r = await callScript(ctx, op, name, ["gc-probe"], { timeoutMs, signal });
+        break;
       case "list-running":
         // the prefix is the impossible name itself: the answer must be empty
         r = await callScript(ctx, op, undefined, [name], { timeoutMs, signal });
@@ -218,6 +221,7 @@ function checkAnswer(op: ExecOperationName, stdout: string): string | undefined 
           : `listed sessions for an impossible prefix: ${clip(stdout, 80)}`;
       case "get-meta":
       case "peek":
+      case "copy-from":
         return "exit 0 for a session that cannot exist (expected exit 3, or exit 1 with is-running false)";
       default:
         return undefined;

@@ -182,7 +182,7 @@ export const EXEC_OPERATIONS: readonly ExecOperation[] = [
     op: "set-meta",
     since: 1,
     argv: "`<name> <key>`",
-    stdin: "the value (exact bytes)",
+    stdin: "the value (exact bytes; v1: framed by gc, see below)",
     stdout: "–",
     kind: "command",
     onUnknown: "no-op",
@@ -194,7 +194,7 @@ export const EXEC_OPERATIONS: readonly ExecOperation[] = [
     since: 1,
     argv: "`<name> <key>`",
     stdin: "–",
-    stdout: "the value (v2: exact bytes; v1: trailing newlines trimmed, empty = unset)",
+    stdout: "the value (v2: exact bytes; v1: the stored bytes, trailing newlines trimmed, empty = unset)",
     kind: "query",
     onUnknown: "UnsupportedError",
     required: true,
@@ -308,7 +308,7 @@ export const EXEC_OPERATIONS: readonly ExecOperation[] = [
     kind: "query",
     onUnknown: "UnsupportedError",
     required: false,
-    probe: false,
+    probe: true,
   },
 ];
 

@@ -3,21 +3,33 @@
  * `<script> <operation> <name> [args]` (no shell), wire-compatible with Gas City's exec
  * session protocol plus the v2 extensions in protocol.ts. Values travel on stdin, results on
  * stdout; every call has a deadline and its whole process group is killed on timeout or
- * abort. Built by `createProvider` in index.ts; the protocol is documented in
- * docs/exec-protocol.md.
+ * abort. For a protocol v1 script the provider also does what v1 cannot say (v1.ts: the
+ * prompt inside `command`, hooks in the hook dir, a post-start `is-running` check, framed
+ * metadata, "not found" from `is-running`, start failures classified from stderr). Built by
+ * `createProvider` in index.ts; the protocol is documented in docs/exec-protocol.md.
  */
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import { isAbsolute, posix } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   HookFailedError,
   InvalidNameError,
+  isGcError,
   ProviderError,
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
   UnsupportedError,
 } from "../errors.js";
+import {
+  type DelegatedStep,
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+} from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
   flattenContent,
@@ -32,6 +44,7 @@ import {
   clip,
   EXIT,
   type ExecOperationName,
+  type ExecStartPayload,
   isImageRef,
   isKeyName,
   parseActivity,
@@ -47,6 +60,26 @@ import {
   EXEC_START_TIMEOUT_MS,
   type ScriptContext,
 } from "./script.js";
+import {
+  classifyV1StartFailure,
+  diedDuringStartupDetail,
+  frameMetaV1,
+  unframeMetaV1,
+  V1_START_SETTLE_MS,
+  v1Hooks,
+  v1PromptCommand,
+} from "./v1.js";
+
+/** Start steps an exec script's `start` performs itself. */
+const SCRIPT_STEPS: ReadonlySet<DelegatedStep> = new Set([
+  "stage",
+  "pre_start",
+  "session_setup",
+  "nudge",
+  "session_live",
+]);
+/** The same, plus readiness: a script without `peek` waits for its prompt itself. */
+const SCRIPT_STEPS_AND_READINESS: ReadonlySet<DelegatedStep> = new Set([...SCRIPT_STEPS, "readiness"]);
 
 /** Options of {@link ExecProvider}. */
 export interface ExecProviderOptions {
@@ -132,27 +165,70 @@ export class ExecProvider implements Provider {
   }
 
   /**
-   * `start <name>` with the start JSON on stdin, bounded by the start deadline.
-   * @throws SessionExistsError (exit 4, or "already exists" on stderr) — nothing is cleaned up.
-   * @throws SessionDiedDuringStartupError (exit 5), HookFailedError (exit 6): the script left nothing.
-   * @throws OperationTimeoutError / the abort reason / ProviderError: `stop` is run to leave nothing behind.
+   * Starts `name` through the one start lifecycle (lifecycle/start.ts): the script's `start`
+   * does the hooks, staging and the initial nudge itself; when the script has `peek`, gc
+   * waits for readiness and answers startup dialogs through `peek`/`send-keys` (then the
+   * script is not asked to wait for the prompt). The whole start is bounded by
+   * `startupTimeoutMs`; copy sources are checked before the script runs.
+   * @throws as {@link startScript}, and OperationTimeoutError past the start deadline.
    */
   async start(name: string, config: StartConfig, opts?: OpOptions): Promise<void> {
     validateSessionName(name);
     opts?.signal?.throwIfAborted();
     if (!this.supports("start")) throw this.unsupported("start");
-    const stdin = JSON.stringify(startPayload(name, config, this.city));
+    const screen = this.supports("peek");
+    const scriptConfig: StartConfig = screen
+      ? { ...config, readyPromptPrefix: undefined, readyDelayMs: undefined }
+      : config;
+    let made = false;
+    const backend: StartBackend = {
+      provider: this.name,
+      delegates: screen ? SCRIPT_STEPS : SCRIPT_STEPS_AND_READINESS,
+      runCommand: runLocalCommand,
+      stage: async () => undefined, // the script stages (sources were checked by the lifecycle)
+      create: async (_p, signal) => {
+        await this.startScript(name, scriptConfig, signal);
+        made = true;
+      },
+      alive: (signal) => this.isRunning(name, { signal }),
+      died: async () => new SessionDiedDuringStartupError(name, "the session is no longer running"),
+      ...(screen ? { screen: (signal: AbortSignal) => this.startupScreen(name, signal) } : {}),
+      ...(this.supports("send-keys")
+        ? {
+            sendKeys: (keys: readonly string[], signal: AbortSignal) => this.sendKeys(name, keys, { signal }),
+          }
+        : {}),
+      destroy: async () => {
+        if (made) await this.cleanupFailedStart(name);
+      },
+    };
+    await runStart(backend, planStart(name, this.city, config), limitsFor(config), opts?.signal);
+  }
+
+  /**
+   * `start <name>` with the start JSON on stdin, bounded by the start deadline.
+   * @throws SessionExistsError (exit 4, or "already exists" on stderr) — nothing is cleaned up.
+   * @throws SessionDiedDuringStartupError (exit 5), HookFailedError (exit 6): the script left nothing.
+   * @throws OperationTimeoutError / the abort reason / ProviderError: `stop` is run to leave nothing behind.
+   */
+  private async startScript(name: string, config: StartConfig, signal: AbortSignal): Promise<void> {
+    const stdin = JSON.stringify(
+      this.v2 ? startPayload(name, config, this.city) : this.v1StartPayload(name, config),
+    );
     let r: CallResult;
+    const began = Date.now();
     try {
-      r = await this.call("start", name, [], { stdin, signal: opts?.signal, timeoutMs: this.startTimeoutMs });
+      r = await this.call("start", name, [], { stdin, signal, timeoutMs: this.startTimeoutMs });
     } catch (e) {
       // Timed out, aborted or not runnable: the script may have got half-way.
       await this.cleanupFailedStart(name);
       throw e;
     }
+    if (!this.v2 && r.exit !== EXIT.OK && r.exit !== EXIT.UNKNOWN_OP) return this.v1StartFailed(name, r);
     const out = this.outcome(r, "start");
     switch (out) {
       case "ok":
+        if (!this.v2) await this.v1ConfirmStarted(name, Date.now() - began, { signal });
         return;
       case "exists":
         throw new SessionExistsError(name, { cause: this.failure("start", name, r) });
@@ -167,6 +243,27 @@ export class ExecProvider implements Provider {
         await this.cleanupFailedStart(name);
         throw err;
       }
+    }
+  }
+
+  /**
+   * The screen during startup. A session that vanished between the lifecycle's liveness check
+   * and this peek died during startup: SessionDiedDuringStartupError, not "not found".
+   */
+  private async startupScreen(name: string, signal: AbortSignal): Promise<string> {
+    try {
+      return await this.peek(name, 60, { signal });
+    } catch (e) {
+      if (isGcError(e, "GC_SESSION_NOT_FOUND")) {
+        throw new SessionDiedDuringStartupError(
+          name,
+          "the program exited while gc waited for it to be ready",
+          {
+            cause: e,
+          },
+        );
+      }
+      throw e;
     }
   }
 
@@ -287,26 +384,33 @@ export class ExecProvider implements Provider {
     return trimTrailingNewlines(r.stdout);
   }
 
-  /** `set-meta <name> <key>` with the value on stdin. @throws SessionNotFoundError when missing. */
+  /**
+   * `set-meta <name> <key>` with the value on stdin (v1: framed by {@link frameMetaV1}, and
+   * only after `is-running` confirmed the session).
+   * @throws SessionNotFoundError when missing.
+   */
   async setMeta(name: string, key: string, value: string, opts?: OpOptions): Promise<void> {
     validateSessionName(name);
     validateMetaKey(key);
+    if (!this.v2) {
+      await this.v1RequireRunning(name, "set-meta", opts);
+      await this.metaCommand("set-meta", name, key, frameMetaV1(value), opts);
+      return;
+    }
     await this.metaCommand("set-meta", name, key, value, opts);
   }
 
   /**
-   * `get-meta <name> <key>`. v2: stdout is the exact value and exit 7 means unset; v1:
-   * trailing newlines are trimmed and empty means unset.
+   * `get-meta <name> <key>`. v2: stdout is the exact value and exit 7 means unset; v1: see
+   * {@link v1GetMeta}.
    * @throws SessionNotFoundError when the session is missing.
    */
   async getMeta(name: string, key: string, opts?: OpOptions): Promise<string | undefined> {
     validateSessionName(name);
     validateMetaKey(key);
+    if (!this.v2) return this.v1GetMeta(name, key, opts);
     const r = await this.query("get-meta", name, [key], opts, true);
-    if (r === undefined) return undefined;
-    if (this.v2) return r.stdout;
-    const v = trimTrailingNewlines(r.stdout);
-    return v === "" ? undefined : v;
+    return r?.stdout;
   }
 
   /** `remove-meta <name> <key>`. @throws SessionNotFoundError when missing. */
@@ -441,6 +545,106 @@ export class ExecProvider implements Provider {
 
   /** Nothing to release: every call is its own process. */
   async close(): Promise<void> {}
+
+  // ---- protocol v1 compensations (what a v1 script cannot say; see v1.ts)
+
+  /**
+   * The start JSON for a v1 script: the v1 keys only, with the prompt and its flag carried
+   * inside `command` ({@link v1PromptCommand}) and the hook dir inside the hook commands
+   * ({@link v1Hooks}); the v2 `prompt`, `prompt_flag` and `hook_dir` keys are left out so a
+   * script cannot deliver the prompt twice.
+   * @throws UnsupportedError when the prompt cannot be carried (nothing is started).
+   */
+  private v1StartPayload(name: string, config: StartConfig): ExecStartPayload {
+    const command = v1PromptCommand(this.script, config);
+    const {
+      prompt: _p,
+      prompt_flag: _f,
+      hook_dir: _h,
+      ...payload
+    } = startPayload(
+      name,
+      {
+        ...config,
+        ...v1Hooks(config),
+        command,
+        prompt: undefined,
+        promptFlag: undefined,
+        hookDir: undefined,
+      },
+      this.city,
+    );
+    return payload;
+  }
+
+  /**
+   * A v1 `start` failed (exit other than 0 and 2): classify its stderr
+   * ({@link classifyV1StartFailure}). An existing session is left alone; in every other case
+   * `stop` runs so nothing is left behind.
+   */
+  private async v1StartFailed(name: string, r: CallResult): Promise<never> {
+    const cause = this.failure("start", name, r);
+    const kind = classifyV1StartFailure(r.stderr);
+    if (kind.kind === "exists") throw new SessionExistsError(name, { cause });
+    await this.cleanupFailedStart(name);
+    if (kind.kind === "died") throw new SessionDiedDuringStartupError(name, stderrOf(r), { cause });
+    if (kind.kind === "hook") throw new HookFailedError(kind.hook, kind.detail, { cause });
+    throw cause;
+  }
+
+  /**
+   * After a v1 `start` exited 0: let the program settle — {@link V1_START_SETTLE_MS} from when
+   * `start` was called, peeking meanwhile — then ask `is-running` (and peek again). A program that is gone → `stop` (nothing left behind)
+   * and SessionDiedDuringStartupError with the last screen gc could read.
+   */
+  private async v1ConfirmStarted(name: string, startTookMs: number, opts?: OpOptions): Promise<void> {
+    let lastPeek: string | undefined;
+    const look = async () => {
+      try {
+        lastPeek = await this.peek(name, 50, opts);
+      } catch {
+        // gone already, or peek unsupported: keep what was seen before
+      }
+    };
+    let alive: boolean;
+    try {
+      // The program has run at least as long as the script's start call took: only the rest of
+      // the settle time is waited, with a first look meanwhile; the second look runs together
+      // with is-running.
+      const settle = Math.max(0, V1_START_SETTLE_MS - startTookMs);
+      if (settle > 0) await Promise.all([look(), sleep(settle, undefined, { signal: opts?.signal })]);
+      [alive] = await Promise.all([this.isRunning(name, opts), look()]);
+    } catch (e) {
+      await this.cleanupFailedStart(name);
+      throw opts?.signal?.aborted ? opts.signal.reason : e;
+    }
+    if (alive) return;
+    await this.cleanupFailedStart(name);
+    throw new SessionDiedDuringStartupError(name, diedDuringStartupDetail(lastPeek));
+  }
+
+  /**
+   * v1 `get-meta` (run together with `is-running`, since a v1 script cannot say "no such
+   * session"): a session that is not running → SessionNotFoundError; otherwise the value
+   * unframed by {@link unframeMetaV1} (empty output = unset).
+   */
+  private async v1GetMeta(name: string, key: string, opts?: OpOptions): Promise<string | undefined> {
+    const [got, running] = await Promise.allSettled([
+      this.query("get-meta", name, [key], opts, true),
+      this.isRunning(name, opts),
+    ]);
+    if (running.status === "fulfilled" && !running.value) throw new SessionNotFoundError(name);
+    if (got.status === "rejected") throw got.reason;
+    if (running.status === "rejected") throw running.reason;
+    return got.value === undefined ? undefined : unframeMetaV1(got.value.stdout);
+  }
+
+  /** SessionNotFoundError unless `is-running` says the session runs (v1 `set-meta` would create it). */
+  private async v1RequireRunning(name: string, op: ExecOperationName, opts?: OpOptions): Promise<void> {
+    if (!(await this.isRunning(name, opts))) {
+      throw new SessionNotFoundError(name, `${this.script} ${op}: the session is not running`);
+    }
+  }
 
   // ---- internals
 

@@ -23,8 +23,6 @@ export interface TmuxSettings {
   readonly readyTimeoutMs?: number | undefined;
   /** How long start watches for startup dialogs when `emits_permission_warning` is set. Default 10 s. */
   readonly dialogTimeoutMs?: number | undefined;
-  /** Deadline of each hook command. Default 30 s. */
-  readonly hookTimeoutMs?: number | undefined;
   /** `nudge` first waits up to this long for the session to be idle (0 = never). Default 10 s. */
   readonly nudgeIdleWaitMs?: number | undefined;
   /** How long one Enter press may take to show on screen before it is retried. Default 1.5 s. */
@@ -50,7 +48,6 @@ const DEFAULTS = {
   commandTimeoutMs: 10_000,
   readyTimeoutMs: 60_000,
   dialogTimeoutMs: 10_000,
-  hookTimeoutMs: 30_000,
   nudgeIdleWaitMs: 10_000,
   nudgeConfirmMs: 1_500,
   idleQuietMs: 600,
@@ -107,7 +104,6 @@ export function resolveSettings(
     commandTimeoutMs: num("commandTimeoutMs", 100),
     readyTimeoutMs: num("readyTimeoutMs", 0),
     dialogTimeoutMs: num("dialogTimeoutMs", 0),
-    hookTimeoutMs: num("hookTimeoutMs", 100),
     nudgeIdleWaitMs: num("nudgeIdleWaitMs", 0),
     nudgeConfirmMs: num("nudgeConfirmMs", 100),
     idleQuietMs: num("idleQuietMs", 0),

@@ -4,6 +4,8 @@
  * commands, unsupported for queries, reflected in capabilities), garbage output (a clear
  * error, never a guess), the probe report, and the start JSON document.
  */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isGcError } from "../../../internal/runtime/errors.js";
@@ -132,11 +134,13 @@ describe("exec provider: failures of start", () => {
     expect(isGcError(e2, "GC_PROVIDER"), String(e2)).toBe(true);
   });
 
-  it("a v1 script: empty get-meta is unset; a failing query on a missing session is SessionNotFoundError", async () => {
+  it("a v1 script: values round-trip framed, empty get-meta is unset; a missing session is SessionNotFoundError", async () => {
     const t = await scoped({ env: { MOCK_V1: "1" } });
     await t.provider.start("v1m", CFG);
     await t.provider.setMeta("v1m", "k", "value\n");
-    expect(await t.provider.getMeta("v1m", "k")).toBe("value");
+    expect(await t.provider.getMeta("v1m", "k")).toBe("value\n");
+    await t.provider.setMeta("v1m", "empty", "");
+    expect(await t.provider.getMeta("v1m", "empty")).toBe("");
     expect(await t.provider.getMeta("v1m", "unset")).toBeUndefined();
     const err = await rejection(t.provider.getMeta("missing", "k"));
     expect(isGcError(err, "GC_SESSION_NOT_FOUND"), String(err)).toBe(true);
@@ -245,25 +249,28 @@ describe("exec provider: garbage on stdout is an error, never a guess", () => {
 describe("exec provider: the start JSON", () => {
   it("start: reference fields plus prompt, prompt_flag, hook_dir; GC_SESSION/GC_CITY/GC_DIR in env; empty keys omitted", async () => {
     const t = await scoped({});
+    // Copy sources and the overlay are checked before the script runs: they must exist.
+    const city = await mkdtemp(join(tmpdir(), "gc-exec-city-"));
+    onTestFinished(() => rm(city, { recursive: true, force: true }));
+    await mkdir(join(city, "overlay"));
+    for (const f of ["a", "b", "setup.sh"]) await writeFile(join(city, f), f);
     await t.provider.start("doc", {
       command: "agent --fast",
       workDir: "/w/doc",
-      hookDir: "/city",
+      hookDir: city,
       env: { A: "1" },
-      readyPromptPrefix: "> ",
-      readyDelayMs: 250,
       processNames: ["agent"],
       nudge: "go",
       prompt: "the task",
       promptFlag: "--prompt",
       preStart: ["mkdir -p x"],
       sessionSetup: ["echo s"],
-      sessionSetupScript: "/city/setup.sh",
+      sessionSetupScript: join(city, "setup.sh"),
       sessionLive: ["echo l"],
-      overlayDir: "/city/overlay",
+      overlayDir: join(city, "overlay"),
       copyFiles: [
-        { src: "/a", relDst: "" },
-        { src: "/b", relDst: "sub/b" },
+        { src: join(city, "a"), relDst: "" },
+        { src: join(city, "b"), relDst: "sub/b" },
       ],
       emitsPermissionWarning: true,
       fingerprintExtra: { pool: "x" },
@@ -275,17 +282,15 @@ describe("exec provider: the start JSON", () => {
       env: { A: "1", GC_SESSION: "doc", GC_CITY: "unit", GC_DIR: "/w/doc" },
       process_names: ["agent"],
       nudge: "go",
-      ready_prompt_prefix: "> ",
-      ready_delay_ms: 250,
       pre_start: ["mkdir -p x"],
       session_setup: ["echo s"],
-      session_setup_script: "/city/setup.sh",
+      session_setup_script: join(city, "setup.sh"),
       session_live: ["echo l"],
-      overlay_dir: "/city/overlay",
-      copy_files: [{ src: "/a" }, { src: "/b", rel_dst: "sub/b" }],
+      overlay_dir: join(city, "overlay"),
+      copy_files: [{ src: join(city, "a") }, { src: join(city, "b"), rel_dst: "sub/b" }],
       prompt: "the task",
       prompt_flag: "--prompt",
-      hook_dir: "/city",
+      hook_dir: city,
     });
     await t.provider.start("bare", { command: "", workDir: "", env: {} });
     expect(JSON.parse((await mockFile(t.execDir, "bare", "start.json")) ?? "null")).toEqual({

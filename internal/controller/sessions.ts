@@ -3,17 +3,14 @@
  * what the providers show, joined by name (one listing per provider). Also resolves a
  * session name given on the command line, with a did-you-mean when it is unknown.
  */
-import { didYouMean } from "../../internal/config/suggest.js";
-import type { DesiredSession } from "../../internal/reconcile/execute.js";
-import { observe } from "../../internal/reconcile/reconciler.js";
-import { describeError, SessionNotFoundError } from "../../internal/runtime/errors.js";
-import {
-  type PendingInteraction,
-  supportsInteraction,
-  supportsSnapshot,
-} from "../../internal/runtime/provider.js";
-import type { SessionRecord } from "../../internal/session/store.js";
-import type { City } from "./deps.js";
+import { didYouMean } from "../config/suggest.js";
+import { driftOf as decideDrift } from "../reconcile/drift.js";
+import type { DesiredSession } from "../reconcile/execute.js";
+import { observe } from "../reconcile/reconciler.js";
+import { describeError, SessionNotFoundError } from "../runtime/errors.js";
+import { type PendingInteraction, supportsInteraction, supportsSnapshot } from "../runtime/provider.js";
+import type { SessionRecord } from "../session/store.js";
+import type { City } from "./city.js";
 
 /** One row of `gc status`. */
 export interface SessionView {
@@ -46,9 +43,7 @@ export interface CityView {
 /** Drift of a record against its desired session. Pure. */
 export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
   if (!rec || !d || rec.coreHash === null) return "none";
-  if (rec.coreHash !== d.core) return "core";
-  if (rec.liveHash !== d.live) return "live";
-  return "none";
+  return decideDrift(rec, d).kind;
 }
 
 /** Joins desired, recorded and observed sessions of the city. */

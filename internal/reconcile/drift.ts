@@ -1,0 +1,53 @@
+/**
+ * Drift, decided in one place: whether a running session's recorded start differs from what
+ * the city file wants now, and how. The planner restarts on `core` and re-applies
+ * session_live on `live`; `gc status` and `gc drift` report exactly the same answer.
+ */
+import { diffBreakdown, type FieldDrift, type FieldFingerprint, LIVE_FIELD } from "../runtime/fingerprint.js";
+
+/** What a record keeps of its last start. */
+export interface StartedAs {
+  readonly provider: string;
+  readonly coreHash: string | null;
+  readonly liveHash: string | null;
+  readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+}
+
+/** What the city file wants now. */
+export interface WantedAs {
+  readonly provider: string;
+  readonly core: string;
+  readonly live: string;
+  readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+}
+
+/** The drift of one session. */
+export interface Drift {
+  /** `core`: restart; `live`: re-apply session_live; `none`: in sync. */
+  readonly kind: "none" | "core" | "live";
+  /** Changed fields, old → new (`provider` included when the provider changed). */
+  readonly fields: readonly FieldDrift[];
+  /** One line for logs and plans (`provider changed: tmux → subprocess`, `config drift: command`). */
+  readonly reason: string;
+}
+
+/** Decides the drift of a started session against its desired start. Pure. */
+export function driftOf(rec: StartedAs, d: WantedAs): Drift {
+  const changed = diffBreakdown(rec.breakdown, d.breakdown);
+  if (rec.provider !== d.provider) {
+    return {
+      kind: "core",
+      fields: [{ field: "provider", from: rec.provider, to: d.provider }, ...changed],
+      reason: `provider changed: ${rec.provider} → ${d.provider}`,
+    };
+  }
+  if (rec.coreHash !== d.core) {
+    const fields = changed.filter((f) => f.field !== LIVE_FIELD);
+    const names = fields.length > 0 ? fields.map((f) => f.field) : ["(fingerprint)"];
+    return { kind: "core", fields, reason: `config drift: ${names.join(", ")}` };
+  }
+  if (rec.liveHash !== d.live) {
+    return { kind: "live", fields: changed, reason: "session_live changed" };
+  }
+  return { kind: "none", fields: [], reason: "in sync" };
+}

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { driftOf as statusDrift } from "../../internal/controller/sessions.js";
+import { driftOf } from "../../internal/reconcile/drift.js";
+import type { DesiredSession } from "../../internal/reconcile/execute.js";
+import { DEFAULT_POLICY, plan } from "../../internal/reconcile/plan.js";
+import type { SessionRecord } from "../../internal/session/store.js";
+
+const NOW = 1_000_000_000;
+const BREAKDOWN = { command: { hash: "c1", value: "sleep 1" } };
+
+function want(over: Partial<DesiredSession> = {}): DesiredSession {
+  return {
+    name: "a",
+    agent: "a",
+    provider: "tmux",
+    dependsOn: [],
+    suspended: false,
+    core: "v1:core",
+    live: "v1:live",
+    breakdown: BREAKDOWN,
+    config: { command: "sleep 1", workDir: "/tmp", env: {} },
+    ...over,
+  };
+}
+
+function rec(over: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    name: "a",
+    agent: "a",
+    provider: "tmux",
+    state: "running",
+    stateReason: "test",
+    stateChangedAt: NOW - 1000,
+    generation: 1,
+    version: 1,
+    coreHash: "v1:core",
+    liveHash: "v1:live",
+    breakdown: BREAKDOWN,
+    restarts: 0,
+    recentFailures: [],
+    backoffUntil: null,
+    quarantineReason: null,
+    lastError: null,
+    lastExit: null,
+    createdAt: NOW - 100_000,
+    updatedAt: NOW - 1000,
+    startedAt: NOW - 60_000,
+    metadata: {},
+    pending: null,
+    ...over,
+  };
+}
+
+/** What the planner does with one running session. */
+function planned(r: SessionRecord, d: DesiredSession) {
+  const observed = {
+    running: new Set(["a"]),
+    unobservable: new Set<string>(),
+    exits: new Map(),
+    providerOf: new Map(),
+  };
+  const { actions } = plan({
+    desired: [d],
+    observed,
+    records: [r],
+    now: NOW,
+    policy: DEFAULT_POLICY,
+    random: () => 0.5,
+  });
+  return actions[0]?.kind ?? "none";
+}
+
+const CASES: [string, SessionRecord, DesiredSession, "none" | "core" | "live", string][] = [
+  ["in sync", rec(), want(), "none", "none"],
+  ["provider changed", rec(), want({ provider: "subprocess" }), "core", "restart"],
+  [
+    "command changed",
+    rec(),
+    want({ core: "v1:other", breakdown: { command: { hash: "c2", value: "sleep 2" } } }),
+    "core",
+    "restart",
+  ],
+  ["session_live changed", rec(), want({ live: "v1:live2" }), "live", "run-live"],
+];
+
+describe("drift is decided in one place", () => {
+  it.each(CASES)("%s: gc status, gc drift and the planner agree", (_what, r, d, kind, action) => {
+    expect(driftOf(r, d).kind).toBe(kind);
+    expect(statusDrift(r, d)).toBe(kind);
+    expect(planned(r, d)).toBe(action);
+  });
+
+  it("a provider change names the provider as the changed field", () => {
+    expect(driftOf(rec(), want({ provider: "subprocess" })).fields[0]).toEqual({
+      field: "provider",
+      from: "tmux",
+      to: "subprocess",
+    });
+  });
+});
