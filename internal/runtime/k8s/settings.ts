@@ -79,12 +79,12 @@ function stringMap(
 ): Record<string, string> {
   const v = raw[key];
   if (v === undefined || v === null) return {};
-  if (typeof v !== "object" || Array.isArray(v)) throw bad(key, "must be a map of strings");
+  if (typeof v !== "object" || Array.isArray(v)) throw bad(path, "must be a map of strings");
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof x !== "string" || x === "") throw bad(`${key}.${k}`, "must be a non-empty string");
+    if (typeof x !== "string" || x === "") throw bad(`${path}.${k}`, "must be a non-empty string");
     if (allowed && !allowed.includes(k))
-      throw bad(`${key}.${k}`, `unknown resource; use ${allowed.join(", ")}`);
+      throw bad(`${path}.${k}`, `unknown resource; use ${allowed.join(", ")}`);
     out[k] = x;
   }
   return out;
@@ -109,8 +109,8 @@ export function resolveSettings(raw: Readonly<Record<string, unknown>> = {}): K8
   for (const k of Object.keys(resRaw)) {
     if (k !== "requests" && k !== "limits") throw bad(`resources.${k}`, "unknown key; use requests, limits");
   }
-  const requests = stringMap(resRaw, "requests", RESOURCE_KEYS);
-  const limits = stringMap(resRaw, "limits", RESOURCE_KEYS);
+  const requests = stringMap(resRaw, "requests", RESOURCE_KEYS, "resources.requests");
+  const limits = stringMap(resRaw, "limits", RESOURCE_KEYS, "resources.limits");
   const workRoot = str(r, "work_root") ?? DEFAULTS.workRoot;
   if (!workRoot.startsWith("/")) throw bad("work_root", "must be an absolute path");
   return {
