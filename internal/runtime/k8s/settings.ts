@@ -76,6 +76,7 @@ function stringMap(
   raw: Record<string, unknown>,
   key: string,
   allowed?: readonly string[],
+  path = key,
 ): Record<string, string> {
   const v = raw[key];
   if (v === undefined || v === null) return {};
