@@ -9,7 +9,13 @@ import {
   secretDataKey,
 } from "../../../internal/runtime/k8s/names.js";
 import { resolveSettings } from "../../../internal/runtime/k8s/settings.js";
-import { buildPod, buildSecret, podState, podWorkDir, sessionOf } from "../../../internal/runtime/k8s/spec.js";
+import {
+  buildPod,
+  buildSecret,
+  podState,
+  podWorkDir,
+  sessionOf,
+} from "../../../internal/runtime/k8s/spec.js";
 
 const NAMES = [
   "mayor",
@@ -77,7 +83,12 @@ describe("k8s names", () => {
 describe("k8s settings", () => {
   it("defaults, and every key takes effect", () => {
     const d = resolveSettings({});
-    expect(d).toMatchObject({ namespace: "default", workRoot: "/workspace", image: undefined, startTimeoutMs: 120_000 });
+    expect(d).toMatchObject({
+      namespace: "default",
+      workRoot: "/workspace",
+      image: undefined,
+      startTimeoutMs: 120_000,
+    });
     const s = resolveSettings({
       namespace: "agents",
       image: "busybox:1.36",
@@ -101,12 +112,17 @@ describe("k8s settings", () => {
       workRoot: "/srv/work",
       startTimeoutMs: 5_000,
     });
-    expect(s.resources).toEqual({ requests: { cpu: "250m", memory: "256Mi" }, limits: { cpu: "1", memory: "1Gi" } });
+    expect(s.resources).toEqual({
+      requests: { cpu: "250m", memory: "256Mi" },
+      limits: { cpu: "1", memory: "1Gi" },
+    });
   });
 
   it("bad values name the key", () => {
     expect(() => resolveSettings({ image_pull_policy: "Sometimes" })).toThrow(/image_pull_policy/);
-    expect(() => resolveSettings({ resources: { requests: { gpu: "1" } } })).toThrow(/resources.requests.gpu/);
+    expect(() => resolveSettings({ resources: { requests: { gpu: "1" } } })).toThrow(
+      /resources.requests.gpu/,
+    );
     expect(() => resolveSettings({ work_root: "rel" })).toThrow(/work_root/);
     expect(() => resolveSettings({ node_selector: ["x"] })).toThrow(/node_selector/);
   });
@@ -123,7 +139,15 @@ describe("k8s pod spec", () => {
   });
   const id = { owner: "city-1", name: "Mayor.1", pod: podName("city-1", "Mayor.1") };
   const env = { LOG_LEVEL: "info", GITHUB_TOKEN: "s3cr3t-value", "db.password": "hunter2" };
-  const pod = buildPod({ id, settings, image: "img:1", workDir: "/workspace/mayor", env, startId: "t", bootGraceSeconds: 9 });
+  const pod = buildPod({
+    id,
+    settings,
+    image: "img:1",
+    workDir: "/workspace/mayor",
+    env,
+    startId: "t",
+    bootGraceSeconds: 9,
+  });
 
   it("carries ownership and identity as labels, exact names as annotations, and the settings", () => {
     expect(pod.metadata.labels).toEqual({
@@ -133,9 +157,18 @@ describe("k8s pod spec", () => {
     });
     expect(pod.metadata.annotations["gc.dev/session-name"]).toBe("Mayor.1");
     expect(pod.metadata.namespace).toBe("agents");
-    expect(pod.spec).toMatchObject({ restartPolicy: "Never", serviceAccountName: "sa", nodeSelector: { pool: "a" } });
+    expect(pod.spec).toMatchObject({
+      restartPolicy: "Never",
+      serviceAccountName: "sa",
+      nodeSelector: { pool: "a" },
+    });
     const c = (pod.spec.containers as Record<string, unknown>[])[0]!;
-    expect(c).toMatchObject({ name: "agent", image: "img:1", imagePullPolicy: "IfNotPresent", resources: { limits: { memory: "1Gi" } } });
+    expect(c).toMatchObject({
+      name: "agent",
+      image: "img:1",
+      imagePullPolicy: "IfNotPresent",
+      resources: { limits: { memory: "1Gi" } },
+    });
     expect(sessionOf(pod, "city-1")).toBe("Mayor.1");
     expect(sessionOf(pod, "city-2")).toBeUndefined();
   });
@@ -150,7 +183,10 @@ describe("k8s pod spec", () => {
       name: "GITHUB_TOKEN",
       valueFrom: { secretKeyRef: { name: id.pod, key: "GITHUB_TOKEN" } },
     });
-    const secret = buildSecret(id, "agents", env) as { stringData: Record<string, string>; metadata: { labels: unknown } };
+    const secret = buildSecret(id, "agents", env) as {
+      stringData: Record<string, string>;
+      metadata: { labels: unknown };
+    };
     expect(secret.stringData).toEqual({ GITHUB_TOKEN: "s3cr3t-value", "db.password": "hunter2" });
     expect(secret.metadata.labels).toEqual(pod.metadata.labels);
     expect(buildSecret(id, "agents", { A: "b" })).toBeUndefined();
@@ -169,26 +205,40 @@ describe("k8s pod state", () => {
   it("classifies phases and carries the pod's reason", () => {
     expect(podState({ status: { phase: "Pending" } })).toEqual({ kind: "pending", reason: "Pending" });
     expect(
-      podState({ status: { phase: "Pending", ...cs({ waiting: { reason: "ImagePullBackOff", message: "no such image" } }) } }),
+      podState({
+        status: {
+          phase: "Pending",
+          ...cs({ waiting: { reason: "ImagePullBackOff", message: "no such image" } }),
+        },
+      }),
     ).toEqual({ kind: "pending", reason: "ImagePullBackOff: no such image" });
     expect(
       podState({
         status: {
           phase: "Pending",
-          conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/3 nodes" }],
+          conditions: [
+            { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/3 nodes" },
+          ],
         },
       }),
     ).toEqual({ kind: "pending", reason: "Unschedulable: 0/3 nodes" });
     expect(podState({ status: { phase: "Running", ...cs({ running: {} }) } })).toEqual({ kind: "running" });
-    expect(podState({ status: { phase: "Running", ...cs({ waiting: { reason: "CrashLoopBackOff" } }) } })).toEqual({
+    expect(
+      podState({ status: { phase: "Running", ...cs({ waiting: { reason: "CrashLoopBackOff" } }) } }),
+    ).toEqual({
       kind: "pending",
       reason: "CrashLoopBackOff",
     });
-    expect(podState({ metadata: { deletionTimestamp: "2026-01-01T00:00:00Z" }, status: { phase: "Running" } })).toEqual({
+    expect(
+      podState({ metadata: { deletionTimestamp: "2026-01-01T00:00:00Z" }, status: { phase: "Running" } }),
+    ).toEqual({
       kind: "terminating",
     });
     const ended = podState({
-      status: { phase: "Failed", ...cs({ terminated: { exitCode: 3, reason: "Error", finishedAt: "2026-01-01T00:00:00Z" } }) },
+      status: {
+        phase: "Failed",
+        ...cs({ terminated: { exitCode: 3, reason: "Error", finishedAt: "2026-01-01T00:00:00Z" } }),
+      },
     });
     expect(ended).toMatchObject({ kind: "ended", exitCode: 3, reason: "Error" });
   });
