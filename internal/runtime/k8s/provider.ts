@@ -79,6 +79,8 @@ const EXEC_TIMEOUT_MS = 30_000;
 /** Seconds a booted pod waits for gc to create its tmux session before giving up. */
 const BOOT_GRACE_S = 300;
 const ENTER_ATTEMPTS = 3;
+/** How long a new pod's tmux server may take to listen. */
+const SERVER_WAIT_MS = 20_000;
 const CONFIRM_MS = 1_500;
 /** Annotation holding the pod's work dir. */
 const WORK_DIR_ANNOTATION = "gc.dev/work-dir";
@@ -441,26 +443,8 @@ export class K8sProvider
         basename(src),
       ];
     }
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
-    const errs: Buffer[] = [];
-    child.stderr.on("data", (b: Buffer) => errs.push(b));
-    const exited = new Promise<number>((res) => child.on("close", (code) => res(code ?? 1)));
-    let r: ExecResult;
-    try {
-      r = await this.runInPod(pod, ["/bin/sh", "-c", UNTAR, "gc-untar", dir], {
-        stdin: child.stdout,
-        signal,
-      });
-    } finally {
-      child.kill();
-    }
-    const code = await exited;
-    if (code !== 0 && code !== null) {
-      throw new ProviderError(
-        "k8s",
-        `tar of ${src}: ${Buffer.concat(errs).toString().trim() || `exit ${code}`}`,
-      );
-    }
+    const archive = await tarToBuffer(argv, signal);
+    const r = await this.runInPod(pod, ["/bin/sh", "-c", UNTAR, "gc-untar", dir], { stdin: archive, signal });
     if (r.exitCode !== 0) {
       throw new ProviderError(
         "k8s",
@@ -572,34 +556,7 @@ export class K8sProvider
       }
       if (cfg.preStart?.length) await this.runHooks("pre_start", pod, workDir, env, cfg.preStart, signal);
       signal?.throwIfAborted();
-      const r = await this.runInPod(
-        pod,
-        this.tmux(
-          pod,
-          "new-session",
-          "-d",
-          "-s",
-          TMUX_SESSION,
-          "-x",
-          String(this.settings.cols),
-          "-y",
-          String(this.settings.rows),
-          "--",
-          "/bin/sh",
-          "-c",
-          IN_DIR,
-          "gc-session",
-          workDir,
-          ...launchArgv(cfg),
-        ),
-        { signal },
-      );
-      if (r.exitCode !== 0) {
-        throw new ProviderError(
-          "k8s",
-          `creating the tmux session in pod ${pod}: ${r.stderr.toString().trim()}`,
-        );
-      }
+      await this.newSession(pod, workDir, cfg, signal);
       await this.awaitReady(name, pod, cfg, signal);
       if (!(await this.alive(pod, signal))) throw await this.died(name, pod);
       if (cfg.sessionSetup?.length)
@@ -641,6 +598,52 @@ export class K8sProvider
       await this.deletePod(name, undefined).catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
       throw e;
+    }
+  }
+
+  /**
+   * Creates the tmux session in the pod's server. `-N`: never start a server here — the
+   * pod's own foreground server may still be coming up, so a missing server is waited for.
+   */
+  private async newSession(
+    pod: string,
+    workDir: string,
+    cfg: StartConfig,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const argv = [
+      "tmux",
+      "-N",
+      "-S",
+      tmuxSocket(pod),
+      "new-session",
+      "-d",
+      "-s",
+      TMUX_SESSION,
+      "-x",
+      String(this.settings.cols),
+      "-y",
+      String(this.settings.rows),
+      "--",
+      "/bin/sh",
+      "-c",
+      IN_DIR,
+      "gc-session",
+      workDir,
+      ...launchArgv(cfg),
+    ];
+    const deadline = Date.now() + SERVER_WAIT_MS;
+    for (;;) {
+      const r = await this.runInPod(pod, argv, { signal });
+      if (r.exitCode === 0) return;
+      const why = r.stderr.toString("utf8").trim();
+      if (!/no server running|error connecting|No such file/i.test(why) || Date.now() > deadline) {
+        throw new ProviderError(
+          "k8s",
+          `creating the tmux session in pod ${pod}: ${why || `exit ${r.exitCode}`}`,
+        );
+      }
+      await sleep(POLL_MS, undefined, { signal });
     }
   }
 
@@ -1038,6 +1041,28 @@ export class K8sProvider
 function envArgv(env: Readonly<Record<string, string>>): string[] {
   const pairs = Object.entries(env).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
   return pairs.length ? ["env", ...pairs.map(([k, v]) => `${k}=${v}`)] : [];
+}
+
+/**
+ * Runs local `tar` (argv, no shell) and returns its archive.
+ * @throws ProviderError when tar fails.
+ */
+function tarToBuffer(argv: readonly string[], signal?: AbortSignal): Promise<Buffer> {
+  return new Promise((resolveTar, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], signal });
+    const out: Buffer[] = [];
+    const errs: Buffer[] = [];
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => errs.push(b));
+    child.on("error", (e) =>
+      reject(signal?.aborted ? signal.reason : new ProviderError("k8s", `tar: ${e.message}`, { cause: e })),
+    );
+    child.on("close", (code) => {
+      if (code === 0) resolveTar(Buffer.concat(out));
+      else
+        reject(new ProviderError("k8s", `tar: ${Buffer.concat(errs).toString().trim() || `exit ${code}`}`));
+    });
+  });
 }
 
 /** Escapes `s` for a GNU tar `--transform` sed expression with `|` delimiters. */

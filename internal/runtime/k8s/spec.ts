@@ -35,7 +35,7 @@ export const BOOT_SCRIPT = [
   'S="$GC_TMUX_SOCKET"',
   'mkdir -p "$GC_WORK_DIR" || exit 126',
   'printf "set -g remain-on-exit on\\nset -g history-limit 50000\\n" > "$S.conf" || exit 126',
-  'tmux -S "$S" -f "$S.conf" -D & srv=$!',
+  'rm -f "$S"; tmux -S "$S" -f "$S.conf" -D & srv=$!',
   "i=0",
   `until tmux -S "$S" has-session -t ${TMUX_SESSION} 2>/dev/null; do`,
   '  i=$((i+1)); if [ "$i" -gt $((${GC_BOOT_GRACE:-300}*5)) ] || ! kill -0 "$srv" 2>/dev/null; then kill "$srv" 2>/dev/null; exit 125; fi',
