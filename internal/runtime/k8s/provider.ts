@@ -55,7 +55,7 @@ import {
 } from "../provider.js";
 import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
-import { CAT, HOOK, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR } from "./scripts.js";
+import { CAT, HOOK, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
   buildPod,
@@ -425,26 +425,26 @@ export class K8sProvider
     if (dst !== workDir && !dst.startsWith(`${workDir}/`)) {
       throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
     }
-    let dir: string;
     let argv: string[];
+    let untar: string[];
     if (st.isDirectory()) {
-      dir = dst;
       argv = ["tar", "-cf", "-", "-C", src, "."];
+      untar = ["/bin/sh", "-c", UNTAR, "gc-untar", dst];
     } else {
       const target = relDst ? dst : posix.join(dst, basename(src));
-      dir = posix.dirname(target);
-      argv = [
-        "tar",
-        "-cf",
-        "-",
-        "-C",
-        dirname(src),
-        `--transform=s|^${escapeSed(basename(src))}$|${escapeSed(posix.basename(target))}|`,
+      argv = ["tar", "-cf", "-", "-C", dirname(src), basename(src)];
+      untar = [
+        "/bin/sh",
+        "-c",
+        UNTAR_FILE,
+        "gc-untar",
+        posix.dirname(target),
         basename(src),
+        posix.basename(target),
       ];
     }
     const archive = await tarToBuffer(argv, signal);
-    const r = await this.runInPod(pod, ["/bin/sh", "-c", UNTAR, "gc-untar", dir], { stdin: archive, signal });
+    const r = await this.runInPod(pod, untar, { stdin: archive, signal });
     if (r.exitCode !== 0) {
       throw new ProviderError(
         "k8s",
@@ -1063,11 +1063,6 @@ function tarToBuffer(argv: readonly string[], signal?: AbortSignal): Promise<Buf
         reject(new ProviderError("k8s", `tar: ${Buffer.concat(errs).toString().trim() || `exit ${code}`}`));
     });
   });
-}
-
-/** Escapes `s` for a GNU tar `--transform` sed expression with `|` delimiters. */
-function escapeSed(s: string): string {
-  return s.replace(/[\\|.*[\]^$&]/g, "\\$&");
 }
 
 /** Last line of `text` (trailing blanks dropped), at most 16 characters. */

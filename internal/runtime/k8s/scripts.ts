@@ -62,5 +62,17 @@ export const PROCESS_ALIVE = [
 /** `$1` dir: extracts a tar stream from stdin into dir (created first). */
 export const UNTAR = 'mkdir -p "$1" && exec tar -xf - -C "$1"';
 
+/**
+ * `$1` dir, `$2` name in the archive, `$3` destination name: extracts a one-file tar stream
+ * from stdin into a temp dir beside the destination, then renames the file into place.
+ */
+export const UNTAR_FILE = [
+  'mkdir -p "$1" || exit 1',
+  't=$(mktemp -d "$1/.gc-stage.XXXXXX") || exit 1',
+  'tar -xf - -C "$t" && mv -f "$t/$2" "$1/$3"; rc=$?',
+  'rm -rf "$t"',
+  'exit "$rc"',
+].join("\n");
+
 /** `$1` path: prints the file; exit 4 when it does not exist. */
 export const CAT = '[ -f "$1" ] || exit 4; exec cat -- "$1"';
