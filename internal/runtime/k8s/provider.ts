@@ -74,7 +74,7 @@ import {
 } from "./spec.js";
 
 const POLL_MS = 100;
-const POD_POLL_MS = 250;
+const POD_POLL_MS = 100;
 const EXEC_TIMEOUT_MS = 30_000;
 /** Seconds a booted pod waits for gc to create its tmux session before giving up. */
 const BOOT_GRACE_S = 300;
@@ -593,7 +593,9 @@ export class K8sProvider
       }
       if (cfg.sessionLive?.length)
         await this.runHooks("session_live", pod, workDir, env, cfg.sessionLive, signal);
-      if (!(await this.alive(pod, signal))) throw await this.died(name, pod);
+      if ((cfg.nudge || cfg.sessionLive?.length) && !(await this.alive(pod, signal))) {
+        throw await this.died(name, pod);
+      }
     } catch (e) {
       await this.deletePod(name, undefined).catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
@@ -650,6 +652,7 @@ export class K8sProvider
   private async awaitReady(name: string, pod: string, cfg: StartConfig, signal?: AbortSignal): Promise<void> {
     const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
     const delay = cfg.readyDelayMs ?? 0;
+    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
     const deadline = Date.now() + (prefix ? this.settings.readyTimeoutMs : delay);
     for (;;) {
       const st = await this.readScreen(pod, signal);
