@@ -1009,35 +1009,67 @@ export class K8sProvider
     return r.exitCode === 0 ? r.stdout.toString("utf8") : undefined;
   }
 
-  /** Deletes every pod and Secret of this city (labelled), and waits until the pods are gone. */
+  /**
+   * Deletes every pod and Secret of this city (by label, each checked for ownership), then
+   * waits until the pods are gone, observing with one labelled list per poll.
+   */
   async shutdown(opts: OpOptions = {}): Promise<void> {
     const api = await this.api();
+    const signal = opts.signal;
     const labelSelector = selector(cityLabels(this.owner));
-    const pods = await api.call(
-      (c) => c.listNamespacedPod({ namespace: this.ns, labelSelector }),
-      opts.signal,
-    );
-    await Promise.all(
-      pods.items.map(async (p) => {
-        const name = sessionOf(p as PodView, this.owner);
-        if (name !== undefined) await this.deletePod(name, p.metadata?.uid, opts.signal);
-      }),
-    );
+    const listPods = async () =>
+      (
+        await api.call((c) => c.listNamespacedPod({ namespace: this.ns, labelSelector }), signal)
+      ).items.filter((p) => sessionOf(p as PodView, this.owner) !== undefined);
+    const pods = await listPods();
+    await eachLimited(pods, 16, async (p) => {
+      try {
+        await api.call(
+          (c) =>
+            c.deleteNamespacedPod({ name: p.metadata!.name!, namespace: this.ns, gracePeriodSeconds: 0 }),
+          signal,
+        );
+      } catch (e) {
+        if (httpStatus(e) !== 404) throw this.apiError(`deleting pod ${p.metadata?.name}`, e);
+      }
+    });
     const secrets = await api.call(
       (c) => c.listNamespacedSecret({ namespace: this.ns, labelSelector }),
-      opts.signal,
+      signal,
     );
-    await Promise.all(
-      secrets.items.map(async (s) => {
-        const name = sessionOf(s as PodView, this.owner);
-        if (name !== undefined) await this.deleteSecret(name, opts.signal);
-      }),
+    await eachLimited(
+      secrets.items.filter((x) => sessionOf(x as PodView, this.owner) !== undefined),
+      16,
+      async (x) => {
+        try {
+          await api.call(
+            (c) => c.deleteNamespacedSecret({ name: x.metadata!.name!, namespace: this.ns }),
+            signal,
+          );
+        } catch (e) {
+          if (httpStatus(e) !== 404) throw this.apiError(`deleting secret ${x.metadata?.name}`, e);
+        }
+      },
     );
+    while ((await listPods()).length > 0) await sleep(POD_POLL_MS, undefined, { signal });
   }
 
   async close(): Promise<void> {
     this.nudgeChains.clear();
   }
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time; rejects with the first failure. */
+async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /** `env K=V…` argv prefix (values travel as argv elements, never through a shell). */
