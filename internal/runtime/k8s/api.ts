@@ -342,7 +342,7 @@ export async function connect(opts: ConnectOptions): Promise<KubeApi> {
   } catch (e) {
     throw new ProviderError("k8s", `loading kubeconfig: ${(e as Error).message}`, { cause: e });
   }
-  if (opts.context && kc.getCurrentContext() !== opts.context) {
+  if (opts.context && !kc.getContextObject(opts.context)) {
     throw new ProviderError("k8s", `kubeconfig has no context ${JSON.stringify(opts.context)}`);
   }
   if (!kc.getCurrentCluster()) throw new ProviderError("k8s", "kubeconfig names no cluster");
