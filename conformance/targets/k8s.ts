@@ -41,17 +41,22 @@ export async function startLoopback(): Promise<LoopbackServer> {
 
 /** A k8s target: a real cluster when `GC_TEST_KUBECONFIG` is set, else the loopback server. */
 export function createTarget(): Promise<ConformanceTarget> {
-  return createK8sTarget(startLoopback);
+  return createK8sTarget({ kubeconfig: process.env.GC_TEST_KUBECONFIG || undefined });
 }
 
-/** {@link createTarget} with the loopback server started by `startServer`. */
-export async function createK8sTarget(startServer: () => Promise<LoopbackServer>): Promise<ConformanceTarget> {
+/**
+ * A k8s target on the real cluster of `kubeconfig`, or (without one) on a loopback server
+ * started by `startServer` (default: {@link startLoopback}).
+ */
+export async function createK8sTarget(
+  opts: { kubeconfig?: string | undefined; startServer?: () => Promise<LoopbackServer> } = {},
+): Promise<ConformanceTarget> {
   const rand = Math.random().toString(36).slice(2, 8);
   const root = await mkdtemp(join(tmpdir(), "gc-k8s-conf-"));
-  const real = process.env.GC_TEST_KUBECONFIG;
+  const real = opts.kubeconfig;
   let server: LoopbackServer | undefined;
   try {
-    if (!real) server = await startServer();
+    if (!real) server = await (opts.startServer ?? startLoopback)();
   } catch (e) {
     await rm(root, { recursive: true, force: true });
     throw e;
