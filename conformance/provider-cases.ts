@@ -293,6 +293,112 @@ const lifecycle: ConformanceCase[] = [
     },
   },
   {
+    id: "start.overlay-copy-files",
+    title: "start: overlay_dir contents and copy_files entries are in the work dir before the program runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const dir = await ctx.localDir();
+      await mkdir(join(dir, "overlay", "sub"), { recursive: true });
+      await writeFile(join(dir, "overlay", "a.txt"), "A");
+      await writeFile(join(dir, "overlay", "sub", "b.txt"), "B");
+      await writeFile(join(dir, "c.txt"), "C");
+      await writeFile(join(dir, "d.txt"), "D");
+      const { name, cfg } = await running(ctx, `cat a.txt sub/b.txt c.txt x/d2.txt > staged.out; ${LONG}`, {
+        overlayDir: join(dir, "overlay"),
+        copyFiles: [
+          { src: join(dir, "c.txt"), relDst: "" },
+          { src: join(dir, "d.txt"), relDst: "x/d2.txt" },
+        ],
+      });
+      await fileEquals(ctx, name, cfg, "staged.out", "ABCD");
+    },
+  },
+  {
+    id: "start.copy-files-missing",
+    title: "start: a missing copy_files source fails the start with GC_PROVIDER naming it; nothing runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const dir = await ctx.localDir();
+      const name = ctx.newName();
+      const missing = join(dir, "no-such-file.txt");
+      const cfg = await ctx.config("echo started > started.out; exec sleep 300", {
+        copyFiles: [{ src: missing, relDst: "" }],
+      });
+      ctx.defer(() => ctx.provider.stop(name));
+      try {
+        await ctx.provider.start(name, cfg);
+        assert.fail("start with a missing copy_files source resolved");
+      } catch (e) {
+        assert.ok(isGcError(e, "GC_PROVIDER"), `expected GC_PROVIDER, got ${String(e)}`);
+        assert.ok(String((e as Error).message).includes(missing), `the error names the source: ${String(e)}`);
+      }
+      await assertGone(ctx, name);
+      assert.equal(await ctx.read(name, cfg, "started.out"), undefined, "the program must never have run");
+    },
+  },
+  {
+    id: "start.overlay-missing",
+    title: "start: a missing overlay_dir fails the start with GC_PROVIDER; nothing runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const dir = await ctx.localDir();
+      const name = ctx.newName();
+      const cfg = await ctx.config("echo started > started.out; exec sleep 300", {
+        overlayDir: join(dir, "no-such-dir"),
+      });
+      ctx.defer(() => ctx.provider.stop(name));
+      await rejectsWith(ctx.provider.start(name, cfg), "GC_PROVIDER", "start with a missing overlay_dir");
+      await assertGone(ctx, name);
+      assert.equal(await ctx.read(name, cfg, "started.out"), undefined, "the program must never have run");
+    },
+  },
+  {
+    id: "start.env-not-inherited",
+    title: "start: gc's own terminal variables (TMUX, COLUMNS, TERM_PROGRAM…) never reach the program",
+    requires: ["executes"],
+    async run(ctx) {
+      const sentinel = { TMUX: "/tmp/gc-conf-not-inherited,1,0", COLUMNS: "7", TERM_PROGRAM: "gc-conf-term" };
+      const saved = Object.fromEntries(Object.keys(sentinel).map((k) => [k, process.env[k]]));
+      Object.assign(process.env, sentinel);
+      ctx.defer(() => {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
+      });
+      const { name, cfg } = await running(
+        ctx,
+        `printf '%s|%s|%s|%s' "$TMUX" "$COLUMNS" "$TERM_PROGRAM" "$GC_KEEP" > inh.out; ${LONG}`,
+        { env: { GC_KEEP: "declared" } },
+      );
+      let seen = "";
+      await ctx.eventually("inh.out to be written", async () => {
+        seen = (await ctx.read(name, cfg, "inh.out")) ?? "";
+        return seen.endsWith("|declared");
+      });
+      const [tmux, columns, termProgram] = seen.split("|");
+      assert.notEqual(tmux, sentinel.TMUX, "TMUX was inherited");
+      assert.notEqual(columns, sentinel.COLUMNS, "COLUMNS was inherited");
+      assert.notEqual(termProgram, sentinel.TERM_PROGRAM, "TERM_PROGRAM was inherited");
+    },
+  },
+  {
+    id: "start.startup-timeout",
+    title: "start: a start past startupTimeoutMs rejects with GC_TIMEOUT and leaves nothing",
+    requires: ["executes"],
+    async run(ctx) {
+      const name = ctx.newName();
+      const cfg = await ctx.config("echo started > started.out; exec sleep 300", {
+        sessionSetup: ["sleep 60"],
+        setupTimeoutMs: 120_000,
+        startupTimeoutMs: 1_500,
+      });
+      ctx.defer(() => ctx.provider.stop(name));
+      await rejectsWith(ctx.provider.start(name, cfg), "GC_TIMEOUT", "start past its deadline");
+      await assertGone(ctx, name);
+    },
+  },
+  {
     id: "start.hooks-order",
     title: "start: pre_start runs before the program; session_setup, setup script and session_live after",
     requires: ["executes"],

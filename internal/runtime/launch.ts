@@ -29,11 +29,19 @@ export function promptArgv(cfg: Pick<StartConfig, "prompt" | "promptFlag">): str
 
 /**
  * Variables describing gc's own terminal or controller, never the session's: a session must
- * not believe it runs inside the operator's tmux or inherit their window size.
+ * not believe it runs inside the operator's tmux or screen, inherit their terminal type or
+ * window size, or think it is the controller. The one list every provider uses.
  */
-const NOT_INHERITED: ReadonlySet<string> = new Set([
+export const NOT_INHERITED: ReadonlySet<string> = new Set([
   "TMUX",
   "TMUX_PANE",
+  "STY",
+  "WINDOW",
+  "WINDOWID",
+  "TERM",
+  "TERMCAP",
+  "TERM_PROGRAM",
+  "TERM_PROGRAM_VERSION",
   "COLUMNS",
   "LINES",
   "GC_CONTROLLER_CHILD",
@@ -41,18 +49,20 @@ const NOT_INHERITED: ReadonlySet<string> = new Set([
 
 /**
  * The environment a session's program and hooks see: the caller's base env, then the
- * declared env, then identity variables (`GC_SESSION`, `GC_CITY`, `GC_DIR`). gc's own terminal variables
- * (`TMUX`, `COLUMNS`, …) are not passed on. Pure.
+ * provider's own terminal variables (`terminal`, e.g. the pty's `TERM`), then the declared env,
+ * then identity variables (`GC_SESSION`, `GC_CITY`, `GC_DIR`). gc's own terminal variables
+ * ({@link NOT_INHERITED}: `TMUX`, `TERM`, `COLUMNS`, …) are not passed on. Pure.
  */
 export function sessionEnv(
   base: NodeJS.ProcessEnv,
   name: string,
   cfg: Pick<StartConfig, "env" | "workDir">,
   city: string,
+  terminal: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !NOT_INHERITED.has(k)) env[k] = v;
-  Object.assign(env, cfg.env);
+  Object.assign(env, terminal, cfg.env);
   env.GC_SESSION = name;
   env.GC_CITY = city;
   env.GC_DIR = cfg.workDir;

@@ -18,6 +18,14 @@ import {
   SessionNotFoundError,
   UnsupportedError,
 } from "../errors.js";
+import {
+  type DelegatedStep,
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+} from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
   flattenContent,
@@ -47,6 +55,17 @@ import {
   EXEC_START_TIMEOUT_MS,
   type ScriptContext,
 } from "./script.js";
+
+/** Start steps an exec script's `start` performs itself. */
+const SCRIPT_STEPS: ReadonlySet<DelegatedStep> = new Set([
+  "stage",
+  "pre_start",
+  "session_setup",
+  "nudge",
+  "session_live",
+]);
+/** The same, plus readiness: a script without `peek` waits for its prompt itself. */
+const SCRIPT_STEPS_AND_READINESS: ReadonlySet<DelegatedStep> = new Set([...SCRIPT_STEPS, "readiness"]);
 
 /** Options of {@link ExecProvider}. */
 export interface ExecProviderOptions {
@@ -132,19 +151,57 @@ export class ExecProvider implements Provider {
   }
 
   /**
-   * `start <name>` with the start JSON on stdin, bounded by the start deadline.
-   * @throws SessionExistsError (exit 4, or "already exists" on stderr) — nothing is cleaned up.
-   * @throws SessionDiedDuringStartupError (exit 5), HookFailedError (exit 6): the script left nothing.
-   * @throws OperationTimeoutError / the abort reason / ProviderError: `stop` is run to leave nothing behind.
+   * Starts `name` through the one start lifecycle (lifecycle/start.ts): the script's `start`
+   * does the hooks, staging and the initial nudge itself; when the script has `peek`, gc
+   * waits for readiness and answers startup dialogs through `peek`/`send-keys` (then the
+   * script is not asked to wait for the prompt). The whole start is bounded by
+   * `startupTimeoutMs`; copy sources are checked before the script runs.
+   * @throws as {@link startScript}, and OperationTimeoutError past the start deadline.
    */
   async start(name: string, config: StartConfig, opts?: OpOptions): Promise<void> {
     validateSessionName(name);
     opts?.signal?.throwIfAborted();
     if (!this.supports("start")) throw this.unsupported("start");
+    const screen = this.supports("peek");
+    const scriptConfig: StartConfig = screen
+      ? { ...config, readyPromptPrefix: undefined, readyDelayMs: undefined }
+      : config;
+    let made = false;
+    const backend: StartBackend = {
+      provider: this.name,
+      delegates: screen ? SCRIPT_STEPS : SCRIPT_STEPS_AND_READINESS,
+      runCommand: runLocalCommand,
+      stage: async () => undefined, // the script stages (sources were checked by the lifecycle)
+      create: async (_p, signal) => {
+        await this.startScript(name, scriptConfig, signal);
+        made = true;
+      },
+      alive: (signal) => this.isRunning(name, { signal }),
+      died: async () => new SessionDiedDuringStartupError(name, "the session is no longer running"),
+      ...(screen ? { screen: (signal: AbortSignal) => this.peek(name, 60, { signal }) } : {}),
+      ...(this.supports("send-keys")
+        ? {
+            sendKeys: (keys: readonly string[], signal: AbortSignal) => this.sendKeys(name, keys, { signal }),
+          }
+        : {}),
+      destroy: async () => {
+        if (made) await this.cleanupFailedStart(name);
+      },
+    };
+    await runStart(backend, planStart(name, this.city, config), limitsFor(config), opts?.signal);
+  }
+
+  /**
+   * `start <name>` with the start JSON on stdin, bounded by the start deadline.
+   * @throws SessionExistsError (exit 4, or "already exists" on stderr) — nothing is cleaned up.
+   * @throws SessionDiedDuringStartupError (exit 5), HookFailedError (exit 6): the script left nothing.
+   * @throws OperationTimeoutError / the abort reason / ProviderError: `stop` is run to leave nothing behind.
+   */
+  private async startScript(name: string, config: StartConfig, signal: AbortSignal): Promise<void> {
     const stdin = JSON.stringify(startPayload(name, config, this.city));
     let r: CallResult;
     try {
-      r = await this.call("start", name, [], { stdin, signal: opts?.signal, timeoutMs: this.startTimeoutMs });
+      r = await this.call("start", name, [], { stdin, signal, timeoutMs: this.startTimeoutMs });
     } catch (e) {
       // Timed out, aborted or not runnable: the script may have got half-way.
       await this.cleanupFailedStart(name);

@@ -15,20 +15,9 @@ import { fileURLToPath } from "node:url";
 import { killPids, killTree, pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import {
-  acceptStartupDialogs,
-  DialogRefusedError,
-  type DialogStep,
-  dismissStartupDialog,
-  findInteraction,
-  looksLikePrompt,
-  respondToInteraction,
-  type ScreenIO,
-  screenShowsPrompt,
-} from "../dialogs.js";
+import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import {
   describeError,
-  HookFailedError,
   InvalidNameError,
   NudgeNotDeliveredError,
   ProviderError,
@@ -37,6 +26,14 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import { hookDirOf, launchArgv, sessionEnv } from "../launch.js";
+import {
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+  stageLocal,
+} from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
   type CommandProvider,
@@ -91,7 +88,7 @@ export const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** How long start keeps answering startup dialogs when `emitsPermissionWarning` is set. */
 export const DIALOG_TIMEOUT_MS = 10_000;
 /** Screen checks while waiting for readiness (a prompt wakes the wait at once). */
-const READY_POLL_MS = 200;
+const _READY_POLL_MS = 200;
 /** Default terminal width of a new session. */
 export const DEFAULT_COLS = 160;
 /** Default terminal height of a new session. */
@@ -107,7 +104,7 @@ const EMPTY_LOCK_STALE_MS = 10_000;
 const POLL_MS = 25;
 
 /** Variables of the controller's own terminal that must not leak into a session's pty. */
-const TERMINAL_ENV = ["TMUX", "TMUX_PANE", "STY", "WINDOW", "WINDOWID", "TERMCAP", "COLUMNS", "LINES"];
+const PTY_ENV = { TERM: "xterm-256color" } as const;
 
 /** Options for {@link SubprocessProvider}. */
 export interface SubprocessProviderOptions {
@@ -290,25 +287,13 @@ export class SubprocessProvider
       release = await this.lock(name);
       await this.clearPrevious(name);
       signal?.throwIfAborted();
-      const env = this.programEnv(name, config);
-      await mkdir(config.workDir, { recursive: true });
-      const hookOpts = { cwd: hookDirOf(config), env, signal };
-      if (config.preStart?.length) await runHooks("pre_start", config.preStart, hookOpts);
-      signal?.throwIfAborted();
-      await stageFiles(config);
-      signal?.throwIfAborted();
+      const plan = planStart(name, this.city, config, {
+        baseEnv: this.opts.baseEnv ?? process.env,
+        terminal: PTY_ENV,
+      });
+      await mkdir(plan.hookDir, { recursive: true });
       const spawned: { child?: ChildProcess } = {};
-      try {
-        await this.spawnHolder(name, config, env, signal, spawned);
-        await this.awaitReady(name, config, signal);
-        if (config.sessionSetup?.length) await runHooks("session_setup", config.sessionSetup, hookOpts);
-        if (config.sessionSetupScript) await runSetupScript(config, env, signal);
-        signal?.throwIfAborted();
-        if (config.nudge) await this.deliver(name, config.nudge, signal, true);
-        if (config.sessionLive?.length) await runHooks("session_live", config.sessionLive, hookOpts);
-        signal?.throwIfAborted();
-        await this.requireAlive(name, signal);
-      } catch (e) {
+      const destroy = async () => {
         await this.teardown(name, true).catch(() => undefined);
         // A holder that had not bound its socket yet is invisible to teardown: kill it by
         // its handle. Node has not reaped it while exitCode and signalCode are null, so the
@@ -318,8 +303,38 @@ export class SubprocessProvider
           await killTree(child.pid);
           await rm(this.paths(name).dir, { recursive: true, force: true });
         }
-        throw e;
-      }
+      };
+      const backend: StartBackend = {
+        provider: "subprocess",
+        runCommand: runLocalCommand,
+        stage: (p) => stageLocal("subprocess", p),
+        create: (p, sig) =>
+          this.spawnHolder(name, p.config, p.env, sig, spawned).catch(async (e: unknown) => {
+            await destroy();
+            throw e;
+          }),
+        alive: async (sig) => {
+          const st = await this.statusOf(name, sig);
+          return st.ok && st.value.running;
+        },
+        died: () =>
+          this.requireAlive(name, undefined).then(
+            () => new SessionDiedDuringStartupError(name),
+            (e) => e,
+          ),
+        screen: (sig) => this.screenIO(name, sig).screen(),
+        sendKeys: (keys, sig) => this.sendKeys(name, keys, { signal: sig }),
+        waitForPrompt: async (prefix, ms, sig) => {
+          await this.call(name, { op: "waitReady", prefix, timeoutMs: ms }, ms + STATUS_TIMEOUT_MS, sig);
+        },
+        nudge: (text, sig) => this.deliver(name, text, sig, true),
+        destroy,
+      };
+      const limits = limitsFor(config, {
+        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
+        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
+      });
+      await runStart(backend, plan, limits, signal);
     } catch (e) {
       // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
       if (signal?.aborted) throw signal.reason;
@@ -330,12 +345,9 @@ export class SubprocessProvider
     }
   }
 
-  /** The program's environment: base env without the controller's terminal, then the session's. */
+  /** The program's environment: base env without gc's terminal, the pty's TERM, then the session's. */
   private programEnv(name: string, config: StartConfig): Record<string, string> {
-    const base: NodeJS.ProcessEnv = { ...(this.opts.baseEnv ?? process.env) };
-    for (const k of TERMINAL_ENV) delete base[k];
-    base.TERM = "xterm-256color";
-    return sessionEnv(base, name, config, this.city);
+    return sessionEnv(this.opts.baseEnv ?? process.env, name, config, this.city, PTY_ENV);
   }
 
   /**
@@ -484,60 +496,6 @@ export class SubprocessProvider
       }
       await pause(POLL_MS, signal);
     }
-  }
-
-  /**
-   * Readiness: the prompt prefix on screen (bounded by the ready timeout, after which start
-   * goes on) or the ready delay, answering catalogued startup dialogs (trust, permissions…)
-   * with their safe option on the way, as every provider that can read its screen does
-   * (dialogs.ts). With `emitsPermissionWarning`, dialogs are watched for a while after
-   * readiness too. Then the program must still be alive.
-   * @throws DialogRefusedError when a dialog could not be answered safely.
-   */
-  private async awaitReady(
-    name: string,
-    config: StartConfig,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    const prefix = config.readyPromptPrefix?.trim() ? config.readyPromptPrefix : undefined;
-    const delay = config.readyDelayMs ?? 0;
-    if (prefix || delay > 0 || config.emitsPermissionWarning) {
-      const io = this.screenIO(name, signal);
-      const deadline = Date.now() + (prefix ? (this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS) : delay);
-      let last: DialogStep = { status: "none" };
-      for (;;) {
-        await this.requireAlive(name, signal);
-        const screen = await io.screen();
-        last = await dismissStartupDialog(io, screen, { signal });
-        if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
-        if (last.status === "handled") continue;
-        if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
-        const left = deadline - Date.now();
-        if (left <= 0) break;
-        const wait = Math.min(READY_POLL_MS, left);
-        // The holder answers as soon as the prompt shows or the program exits.
-        if (prefix)
-          await this.call(
-            name,
-            { op: "waitReady", prefix, timeoutMs: wait },
-            wait + STATUS_TIMEOUT_MS,
-            signal,
-          );
-        else await pause(wait, signal);
-      }
-      if (last.status === "pending")
-        throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
-      if (config.emitsPermissionWarning) {
-        // Some agents show their warning only after the first ready screen.
-        const out = await acceptStartupDialogs(io, {
-          timeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
-          signal,
-          until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
-        });
-        if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
-      }
-    }
-    await this.requireAlive(name, signal);
   }
 
   /** The session's visible screen and keyboard, for the shared dialog code. */
@@ -924,6 +882,7 @@ export class SubprocessProvider
       cwd: hookDirOf(config),
       env: this.programEnv(name, config),
       signal: opts.signal,
+      timeoutMs: limitsFor(config).setupTimeoutMs,
     });
   }
 
@@ -1076,26 +1035,6 @@ async function lockOwner(path: string): Promise<"live" | "stale" | "none"> {
   return startText === "" || started === null || String(started) === startText ? "live" : "stale";
 }
 
-/** Copies overlay_dir (failure aborts start) and copy_files (best-effort) into the work dir. */
-async function stageFiles(config: StartConfig): Promise<void> {
-  if (config.overlayDir) {
-    try {
-      await cp(config.overlayDir, config.workDir, { recursive: true, force: true });
-    } catch (e) {
-      throw new ProviderError("subprocess", `copying overlay_dir ${config.overlayDir}: ${describeError(e)}`, {
-        cause: e,
-      });
-    }
-  }
-  for (const c of config.copyFiles ?? []) {
-    try {
-      await copyInto(c.src, config.workDir, c.relDst);
-    } catch {
-      // best-effort, as declared copies may be optional files
-    }
-  }
-}
-
 /** Copies `src` to `relDst` under `workDir`. Resolves when `src` is missing. */
 async function copyInto(src: string, workDir: string, relDst: string): Promise<void> {
   const base = resolve(workDir);
@@ -1117,28 +1056,6 @@ async function copyInto(src: string, workDir: string, relDst: string): Promise<v
   if (resolve(src) === target) return;
   await mkdir(dirname(target), { recursive: true });
   await cp(src, target, { recursive: true, force: true });
-}
-
-/** Runs session_setup_script (the file itself, no shell) in the hook dir with the session env. */
-async function runSetupScript(
-  config: StartConfig,
-  env: Record<string, string>,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const script = resolve(hookDirOf(config), config.sessionSetupScript ?? "");
-  let r: Awaited<ReturnType<typeof run>>;
-  try {
-    r = await run([script], { cwd: hookDirOf(config), env, signal, timeoutMs: OP_TIMEOUT_MS });
-  } catch (e) {
-    if (signal?.aborted) throw e;
-    throw new HookFailedError("session_setup_script", `${script}: ${describeError(e)}`, { cause: e });
-  }
-  if (r.exitCode !== 0) {
-    throw new HookFailedError(
-      "session_setup_script",
-      `${script}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
-    );
-  }
 }
 
 function signalNumber(sig: NodeJS.Signals | null): number {

@@ -5,20 +5,15 @@
  * Built by `createProvider` (index.ts) from the composition root and `gc conformance`.
  */
 import { spawn } from "node:child_process";
-import { cp, mkdir, readFile, stat, unlink } from "node:fs/promises";
+import { mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
-import { basename, isAbsolute, join, relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
-import { run, runHooks } from "../../proc/run.js";
+import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import {
-  acceptStartupDialogs,
-  DialogRefusedError,
-  type DialogStep,
-  dismissStartupDialog,
   findInteraction,
-  looksLikePrompt,
   respondToInteraction,
   type ScreenIO,
   screenAwaitsChoice,
@@ -35,7 +30,17 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
-import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
+import { hookDirOf, SHELL, sessionEnv } from "../launch.js";
+import {
+  copyInto,
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+  type StartPlan,
+  stageLocal,
+} from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
@@ -80,16 +85,6 @@ import {
 } from "./sessions.js";
 import { type ResolvedTmuxSettings, resolveSettings } from "./settings.js";
 
-/** Environment variables of gc's own process that must not reach a session's program. */
-const NOT_INHERITED = [
-  "TMUX",
-  "TMUX_PANE",
-  "TERM",
-  "TERM_PROGRAM",
-  "TERM_PROGRAM_VERSION",
-  "COLUMNS",
-  "LINES",
-];
 /** What the tmux client (and a server it starts) gets from gc's environment. */
 const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TMUX_TMPDIR"];
 /** Runs the program in its work dir without tmux's `-c`, which expands `#{}` and `#()`. */
@@ -229,68 +224,52 @@ export class TmuxProvider
       if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
       await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
     }
-    const workDir = resolve(this.cityDir, cfg.workDir);
-    const hookDir = resolve(this.cityDir, hookDirOf(cfg));
-    const env = this.hookEnv(name, cfg, workDir);
-    await mkdir(hookDir, { recursive: true });
-    if (cfg.preStart?.length) {
-      await runHooks("pre_start", cfg.preStart, {
-        cwd: hookDir,
-        env,
-        signal,
-        timeoutMs: this.settings.hookTimeoutMs,
-      });
-    }
-    signal?.throwIfAborted();
-    await mkdir(workDir, { recursive: true });
-    await this.stage(cfg, workDir);
-    signal?.throwIfAborted();
+    const config = {
+      ...cfg,
+      workDir: resolve(this.cityDir, cfg.workDir),
+      hookDir: resolve(this.cityDir, hookDirOf(cfg)),
+    };
+    const plan = planStart(name, this.city, config, { sourceDir: this.cityDir });
+    await mkdir(plan.hookDir, { recursive: true });
     let id: string | undefined;
-    try {
-      id = await this.create(name, cfg, workDir, signal);
-      await this.awaitReady(name, id, cfg, signal);
-      const s = await this.lookup(id, signal);
-      if (!s || !isLive(s)) throw await this.died(name, id);
-      if (cfg.sessionSetup?.length) {
-        await runHooks("session_setup", cfg.sessionSetup, {
-          cwd: hookDir,
-          env,
-          signal,
-          timeoutMs: this.settings.hookTimeoutMs,
-        });
-      }
-      if (cfg.sessionSetupScript) await this.runScript(cfg.sessionSetupScript, hookDir, env, signal);
-      if (cfg.nudge) {
-        const live = await this.lookup(id, signal);
-        if (!live || !isLive(live)) throw await this.died(name, id);
-        await this.nudgeSession(name, live, cfg.nudge, true, signal);
-      }
-      if (cfg.sessionLive?.length) {
-        await runHooks("session_live", cfg.sessionLive, {
-          cwd: hookDir,
-          env,
-          signal,
-          timeoutMs: this.settings.hookTimeoutMs,
-        });
-      }
-      if (cfg.nudge || cfg.sessionLive?.length) {
-        const after = await this.lookup(id, signal);
-        if (!after || !isLive(after)) throw await this.died(name, id);
-      }
-    } catch (e) {
-      if (id !== undefined) await this.destroy(id).catch(() => undefined);
-      if (signal?.aborted) throw signal.reason;
-      throw e;
-    }
+    const live = async (sig: AbortSignal) => {
+      const s = id === undefined ? undefined : await this.lookup(id, sig);
+      return s && isLive(s) ? s : undefined;
+    };
+    const backend: StartBackend = {
+      provider: "tmux",
+      hookEnv: { GC_TMUX_SOCKET: this.settings.socketLabel },
+      runCommand: runLocalCommand,
+      stage: (p) => stageLocal("tmux", p),
+      create: async (p, sig) => {
+        id = await this.create(p, sig);
+      },
+      alive: async (sig) => (await live(sig)) !== undefined,
+      died: () => this.died(name, id ?? ""),
+      screen: (sig) => this.screenIO(id ?? "", sig).screen(),
+      sendKeys: (keys, sig) => this.screenIO(id ?? "", sig).sendKeys(keys),
+      nudge: async (text, sig) => {
+        const s = await live(sig);
+        if (!s) throw await this.died(name, id ?? "");
+        await this.nudgeSession(name, s, text, true, sig);
+      },
+      destroy: async () => {
+        if (id !== undefined) await this.destroy(id);
+      },
+    };
+    const limits = limitsFor(cfg, {
+      readyTimeoutMs: this.settings.readyTimeoutMs,
+      dialogTimeoutMs: this.settings.dialogTimeoutMs,
+    });
+    await runStart(backend, plan, limits, signal);
   }
 
-  private async create(
-    name: string,
-    cfg: StartConfig,
-    workDir: string,
-    signal: AbortSignal | undefined,
-  ): Promise<string> {
-    const env = sessionEnv(this.programBaseEnv(), name, { env: cfg.env, workDir }, this.city);
+  /**
+   * Creates the tmux session running `plan.argv` in `plan.workDir` with `plan.env`, tagged as
+   * this city's. Resolves its session id; leaves nothing behind when it rejects.
+   */
+  private async create(plan: StartPlan, signal: AbortSignal | undefined): Promise<string> {
+    const { name, config: cfg, workDir, env } = plan;
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
@@ -316,7 +295,7 @@ export class TmuxProvider
           CD_WRAPPER,
           "gc-session",
           workDir,
-          ...launchArgv(cfg),
+          ...plan.argv,
         ],
         { signal, create: true },
       );
@@ -339,51 +318,6 @@ export class TmuxProvider
       throw e;
     }
     return id;
-  }
-
-  /** Readiness (prompt or delay) with startup dialogs answered on the way. */
-  private async awaitReady(
-    name: string,
-    id: string,
-    cfg: StartConfig,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
-    const delay = cfg.readyDelayMs ?? 0;
-    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
-    const io = this.screenIO(id, signal);
-    const t0 = Date.now();
-    const deadline = t0 + (prefix ? this.settings.readyTimeoutMs : delay);
-    let last: DialogStep = { status: "none" };
-    const answered = new Map<string, number>();
-    for (;;) {
-      const s = await this.lookup(id, signal);
-      if (!s || !isLive(s)) throw await this.died(name, id);
-      const screen = await io.screen();
-      last = await dismissStartupDialog(io, screen, { signal });
-      if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
-      if (last.status === "handled") {
-        const n = (answered.get(last.dialog) ?? 0) + 1;
-        if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
-        answered.set(last.dialog, n);
-        continue;
-      }
-      if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      await sleep(Math.min(POLL_MS, left), undefined, { signal });
-    }
-    if (last.status === "pending")
-      throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
-    if (cfg.emitsPermissionWarning) {
-      // Some agents show their warning only after the first ready screen.
-      const out = await acceptStartupDialogs(io, {
-        timeoutMs: this.settings.dialogTimeoutMs,
-        signal,
-        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
-      });
-      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
-    }
   }
 
   private async died(name: string, id: string): Promise<SessionDiedDuringStartupError> {
@@ -414,46 +348,6 @@ export class TmuxProvider
       // keep the generic detail
     }
     return new SessionDiedDuringStartupError(name, detail);
-  }
-
-  private async runScript(
-    script: string,
-    cwd: string,
-    env: NodeJS.ProcessEnv,
-    signal: AbortSignal | undefined,
-  ) {
-    const path = resolve(cwd, script);
-    let r: Awaited<ReturnType<typeof run>>;
-    try {
-      r = await run([path], { cwd, env, signal, timeoutMs: this.settings.hookTimeoutMs });
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== "EACCES" && code !== "ENOEXEC") {
-        throw new HookFailedError("session_setup_script", `${path}: ${(e as Error).message}`, { cause: e });
-      }
-      r = await run([SHELL, path], { cwd, env, signal, timeoutMs: this.settings.hookTimeoutMs });
-    }
-    if (r.exitCode !== 0) {
-      throw new HookFailedError(
-        "session_setup_script",
-        `${path}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
-      );
-    }
-  }
-
-  private async stage(cfg: StartConfig, workDir: string): Promise<void> {
-    if (cfg.overlayDir) {
-      const src = resolve(this.cityDir, cfg.overlayDir);
-      await cp(src, workDir, { recursive: true, force: true }).catch((e: unknown) => {
-        throw new ProviderError("tmux", `overlay_dir ${src}: ${(e as Error).message}`, { cause: e });
-      });
-    }
-    for (const entry of cfg.copyFiles ?? []) {
-      const src = resolve(this.cityDir, entry.src);
-      await copyInto(src, workDir, entry.relDst).catch((e: unknown) => {
-        throw new ProviderError("tmux", `copy_files ${src}: ${(e as Error).message}`, { cause: e });
-      });
-    }
   }
 
   /**
@@ -938,7 +832,7 @@ export class TmuxProvider
       cwd: resolve(this.cityDir, hookDirOf(config)),
       env: this.hookEnv(name, config, workDir),
       signal: opts.signal,
-      timeoutMs: this.settings.hookTimeoutMs,
+      timeoutMs: limitsFor(config).setupTimeoutMs,
     });
   }
 
@@ -970,7 +864,7 @@ export class TmuxProvider
     }
     const workDir = s.workDir ?? this.cityDir;
     const env = {
-      ...sessionEnv(this.programBaseEnv(), name, { env: declared, workDir }, this.city),
+      ...sessionEnv(process.env, name, { env: declared, workDir }, this.city),
       ...opts.env,
     };
     try {
@@ -979,7 +873,7 @@ export class TmuxProvider
         env,
         stdin: opts.stdin,
         signal: opts.signal,
-        timeoutMs: opts.timeoutMs ?? this.settings.hookTimeoutMs,
+        timeoutMs: opts.timeoutMs ?? OP_TIMEOUT_MS,
       });
       const code = r.exitCode ?? 128 + (r.signal ? (osConstants.signals[r.signal] ?? 0) : 0);
       return { exitCode: code, stdout: r.stdout, stderr: r.stderr };
@@ -1177,15 +1071,9 @@ export class TmuxProvider
     };
   }
 
-  private programBaseEnv(): NodeJS.ProcessEnv {
-    const env = { ...process.env };
-    for (const k of NOT_INHERITED) delete env[k];
-    return env;
-  }
-
   private hookEnv(name: string, cfg: StartConfig, workDir: string): NodeJS.ProcessEnv {
     return {
-      ...sessionEnv(this.programBaseEnv(), name, { env: cfg.env, workDir }, this.city),
+      ...sessionEnv(process.env, name, { env: cfg.env, workDir }, this.city),
       GC_TMUX_SOCKET: this.settings.socketLabel,
     };
   }
@@ -1225,15 +1113,4 @@ function hasExitInfo(pane: SessionInfo["panes"][number] | undefined): boolean {
 
 function signalName(n: number): string | undefined {
   return Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0];
-}
-
-/** Copies `src` to `relDst` under `root` (a file with an empty `relDst` keeps its name). */
-async function copyInto(src: string, root: string, relDst: string): Promise<void> {
-  const dst = resolve(root, relDst || ((await stat(src)).isDirectory() ? "." : basename(src)));
-  const rel = relative(root, dst);
-  if (rel.startsWith("..") || isAbsolute(rel)) {
-    throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
-  }
-  await mkdir(join(dst, ".."), { recursive: true });
-  await cp(src, dst, { recursive: true, force: true });
 }
