@@ -70,6 +70,13 @@ export const PROVIDERS: readonly ProviderEntry[] = [
     target: () => import("../../conformance/targets/exec.js"),
   },
   {
+    name: "k8s",
+    arg: "none",
+    backend: "a pod per session (tmux inside) through @kubernetes/client-node, exec over WebSocket",
+    load: () => import("./k8s/index.js"),
+    target: () => import("../../conformance/targets/k8s.js"),
+  },
+  {
     name: "fake",
     arg: "none",
     internal: true,

@@ -1,0 +1,350 @@
+/**
+ * The k8s provider's only door to the API server: `@kubernetes/client-node` (imported lazily,
+ * so no other provider loads it), calls retried with backoff on 429/5xx and dropped
+ * connections, and commands run in a pod's container over the exec WebSocket (v5 channels)
+ * with binary-safe stdin, collected output and the exit code from the status frame.
+ */
+import { PassThrough, Readable, Writable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import type * as K8s from "@kubernetes/client-node";
+import { OperationTimeoutError, ProviderError } from "../errors.js";
+import { CONTAINER } from "./spec.js";
+
+type ClientModule = typeof K8s;
+let loading: Promise<ClientModule> | undefined;
+
+/** Loads `@kubernetes/client-node` once, on first use. */
+export function loadClient(): Promise<ClientModule> {
+  loading ??= import("@kubernetes/client-node");
+  return loading;
+}
+
+/** How to reach the API server. */
+export interface ConnectOptions {
+  readonly kubeconfig?: string | undefined;
+  readonly context?: string | undefined;
+}
+
+/** Retry policy of API calls. */
+export interface RetryPolicy {
+  /** Attempts in all (≥ 1). */
+  readonly attempts: number;
+  /** First backoff; doubled each time, with ±50 % jitter, capped at `maxDelayMs`. */
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 8, baseDelayMs: 100, maxDelayMs: 3_000 };
+
+const NET_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "UND_ERR_SOCKET",
+]);
+
+/** HTTP status of a failed call (ApiException `.code`, or a refused WebSocket upgrade), else `undefined`. */
+export function httpStatus(e: unknown): number | undefined {
+  if (typeof e !== "object" || e === null) return undefined;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === "number") return code;
+  const msg = String((e as { message?: unknown }).message ?? "");
+  const m = /Unexpected server response: (\d{3})/.exec(msg);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** True for failures worth retrying: 429, 5xx, and dropped or refused connections. */
+export function isTransient(e: unknown): boolean {
+  const status = httpStatus(e);
+  if (status !== undefined) return status === 429 || (status >= 500 && status !== 501);
+  let cur: unknown = e;
+  for (let i = 0; i < 4 && typeof cur === "object" && cur !== null; i++) {
+    const c = cur as { code?: unknown; errno?: unknown; type?: unknown; cause?: unknown; message?: unknown };
+    if (typeof c.code === "string" && NET_CODES.has(c.code)) return true;
+    if (typeof c.errno === "string" && NET_CODES.has(c.errno)) return true;
+    if (c.type === "system" || /socket hang up|ECONNREFUSED|ECONNRESET/.test(String(c.message ?? "")))
+      return true;
+    cur = c.cause;
+  }
+  return false;
+}
+
+/** Seconds from a `Retry-After` header of a 429/5xx ApiException, when present. */
+function retryAfterMs(e: unknown): number | undefined {
+  const h = (e as { headers?: Record<string, string> }).headers;
+  const v = h?.["retry-after"] ?? h?.["Retry-After"];
+  const n = v === undefined ? Number.NaN : Number(v);
+  return Number.isFinite(n) && n >= 0 ? Math.min(n * 1000, 10_000) : undefined;
+}
+
+/**
+ * Runs `fn`, retrying transient failures ({@link isTransient}) with exponential backoff
+ * (honouring `Retry-After`). Other failures and the last transient one are thrown.
+ * Aborting `signal` stops waiting at once.
+ */
+export async function withRetry<T>(
+  fn: () => Promise<T>,
+  opts: {
+    signal?: AbortSignal | undefined;
+    policy?: RetryPolicy | undefined;
+    onRetry?: (e: unknown) => void;
+  } = {},
+): Promise<T> {
+  const p = opts.policy ?? DEFAULT_RETRY;
+  for (let attempt = 1; ; attempt++) {
+    opts.signal?.throwIfAborted();
+    try {
+      return await fn();
+    } catch (e) {
+      if (attempt >= p.attempts || !isTransient(e)) throw e;
+      opts.onRetry?.(e);
+      const base = Math.min(p.maxDelayMs, p.baseDelayMs * 2 ** (attempt - 1));
+      const delay = retryAfterMs(e) ?? base * (0.5 + Math.random());
+      await sleep(delay, undefined, { signal: opts.signal });
+    }
+  }
+}
+
+/** The Status message of a failed API call, never the request or response body as a whole. */
+export function apiMessage(e: unknown): string {
+  const status = httpStatus(e);
+  const body = (e as { body?: unknown }).body;
+  let msg: string | undefined;
+  if (typeof body === "string") {
+    try {
+      const parsed = JSON.parse(body) as { message?: unknown };
+      if (typeof parsed.message === "string") msg = parsed.message;
+    } catch {
+      // not a Status
+    }
+  } else if (
+    body &&
+    typeof body === "object" &&
+    typeof (body as { message?: unknown }).message === "string"
+  ) {
+    msg = (body as { message: string }).message;
+  }
+  if (status !== undefined) return `HTTP ${status}${msg ? `: ${msg}` : ""}`;
+  return e instanceof Error ? e.message.split("\n")[0]! : String(e);
+}
+
+/** Result of a command run in a pod. */
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly stdout: Buffer;
+  readonly stderr: Buffer;
+}
+
+/** Options of {@link KubeApi.exec}. */
+export interface ExecOptions {
+  /** Bytes for the command's stdin (then EOF); absent = no stdin. */
+  readonly stdin?: string | Buffer | Readable | undefined;
+  readonly signal?: AbortSignal | undefined;
+  readonly timeoutMs?: number | undefined;
+}
+
+/** Exit code from an exec status frame: `Success` → 0, `NonZeroExitCode` → its code. */
+export function exitCodeOf(status: K8s.V1Status | undefined): number | undefined {
+  if (!status) return undefined;
+  if (status.status === "Success") return 0;
+  const cause = status.details?.causes?.find((c) => c.reason === "ExitCode");
+  const n = cause?.message === undefined ? Number.NaN : Number(cause.message);
+  return Number.isInteger(n) ? n : undefined;
+}
+
+/** Counts requests (for tests and `gc` diagnostics). */
+export interface ApiStats {
+  requests: number;
+  retries: number;
+}
+
+/** The API surface the provider uses; built by {@link connect}. */
+export class KubeApi {
+  readonly stats: ApiStats = { requests: 0, retries: 0 };
+  readonly config: K8s.KubeConfig;
+  readonly core: K8s.CoreV1Api;
+  private readonly mod: ClientModule;
+  private readonly execClient: K8s.Exec;
+  constructor(mod: ClientModule, config: K8s.KubeConfig, core: K8s.CoreV1Api, execClient: K8s.Exec) {
+    this.mod = mod;
+    this.config = config;
+    this.core = core;
+    this.execClient = execClient;
+  }
+
+  /** One API call with retries; counted. */
+  call<T>(fn: (core: K8s.CoreV1Api) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return withRetry(
+      () => {
+        this.stats.requests++;
+        return fn(this.core);
+      },
+      { signal, onRetry: () => this.stats.retries++ },
+    );
+  }
+
+  /** Options that send a PATCH as a JSON merge patch. */
+  mergePatch(): K8s.ConfigurationOptions {
+    return this.mod.setHeaderOptions("Content-Type", this.mod.PatchStrategy.MergePatch);
+  }
+
+  /**
+   * Runs `argv` (no shell) in the pod's `agent` container and collects its output. A refused
+   * upgrade that is transient (429/5xx, connection refused) is retried: the command never ran.
+   * @throws ProviderError when the exec cannot start or ends without a status;
+   * OperationTimeoutError past `timeoutMs`; the abort reason when `signal` aborts.
+   */
+  async exec(
+    namespace: string,
+    pod: string,
+    argv: readonly string[],
+    opts: ExecOptions = {},
+  ): Promise<ExecResult> {
+    return withRetry(() => this.execOnce(namespace, pod, argv, opts), {
+      signal: opts.signal,
+      onRetry: () => this.stats.retries++,
+    });
+  }
+
+  private async execOnce(
+    namespace: string,
+    pod: string,
+    argv: readonly string[],
+    opts: ExecOptions,
+  ): Promise<ExecResult> {
+    opts.signal?.throwIfAborted();
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const sink = (into: Buffer[]) =>
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          into.push(Buffer.from(chunk));
+          cb();
+        },
+      });
+    let stdin: Readable | null = null;
+    if (opts.stdin !== undefined) {
+      if (opts.stdin instanceof Readable) stdin = opts.stdin;
+      else {
+        const pt = new PassThrough();
+        pt.end(typeof opts.stdin === "string" ? Buffer.from(opts.stdin, "utf8") : opts.stdin);
+        stdin = pt;
+      }
+    }
+    let status: K8s.V1Status | undefined;
+    this.stats.requests++;
+    const ws = await this.execClient.exec(
+      namespace,
+      pod,
+      CONTAINER,
+      [...argv],
+      sink(out),
+      sink(err),
+      stdin,
+      false,
+      (s) => {
+        status = s;
+      },
+    );
+    return new Promise<ExecResult>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (fn: () => void) => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener("abort", onAbort);
+        fn();
+      };
+      const onAbort = () => {
+        ws.terminate();
+        finish(() => reject(opts.signal?.reason));
+      };
+      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      if (opts.timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          ws.terminate();
+          finish(() => reject(new OperationTimeoutError(`exec ${argv[0]} in pod ${pod}`, opts.timeoutMs!)));
+        }, opts.timeoutMs);
+      }
+      ws.on("close", () => {
+        const code = exitCodeOf(status);
+        if (code !== undefined) {
+          finish(() => resolve({ exitCode: code, stdout: Buffer.concat(out), stderr: Buffer.concat(err) }));
+        } else {
+          const why = status?.message ?? "the exec stream closed without a status";
+          finish(() => reject(new ProviderError("k8s", `exec in pod ${pod}: ${why}`)));
+        }
+      });
+      ws.on("error", () => undefined); // the close that follows reports it
+    });
+  }
+
+  /**
+   * Runs `argv` with a TTY, wiring the caller's terminal (raw mode, resizes) to it until the
+   * command ends. Resolves with its exit code.
+   */
+  async execTty(
+    namespace: string,
+    pod: string,
+    argv: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<number> {
+    const stdin = process.stdin;
+    const wasRaw = stdin.isTTY ? stdin.isRaw : false;
+    if (stdin.isTTY) stdin.setRawMode(true);
+    stdin.resume();
+    let status: K8s.V1Status | undefined;
+    try {
+      this.stats.requests++;
+      const ws = await this.execClient.exec(
+        namespace,
+        pod,
+        CONTAINER,
+        [...argv],
+        process.stdout,
+        null,
+        stdin,
+        true,
+        (s) => {
+          status = s;
+        },
+      );
+      await new Promise<void>((resolve) => {
+        const onAbort = () => ws.close();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        ws.on("close", () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        });
+        ws.on("error", () => undefined);
+      });
+      return exitCodeOf(status) ?? 1;
+    } finally {
+      if (stdin.isTTY) stdin.setRawMode(wasRaw);
+      stdin.pause();
+    }
+  }
+}
+
+/**
+ * Loads the client and a kubeconfig: `kubeconfig` when given, else the default chain
+ * (`$KUBECONFIG`, `~/.kube/config`, in-cluster service account), then `context`.
+ * @throws ProviderError when no usable cluster is configured.
+ */
+export async function connect(opts: ConnectOptions): Promise<KubeApi> {
+  const mod = await loadClient();
+  const kc = new mod.KubeConfig();
+  try {
+    if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+    else kc.loadFromDefault();
+    if (opts.context) kc.setCurrentContext(opts.context);
+  } catch (e) {
+    throw new ProviderError("k8s", `loading kubeconfig: ${(e as Error).message}`, { cause: e });
+  }
+  if (opts.context && !kc.getContextObject(opts.context)) {
+    throw new ProviderError("k8s", `kubeconfig has no context ${JSON.stringify(opts.context)}`);
+  }
+  if (!kc.getCurrentCluster()) throw new ProviderError("k8s", "kubeconfig names no cluster");
+  return new KubeApi(mod, kc, kc.makeApiClient(mod.CoreV1Api), new mod.Exec(kc));
+}

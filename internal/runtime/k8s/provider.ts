@@ -1,0 +1,1112 @@
+/**
+ * K8sProvider: one pod per gc session, the session's program under tmux inside the pod, every
+ * live operation a command run over the exec WebSocket (never kubectl). Pods and Secrets
+ * carry the city's ownership and the session's identity as labels; metadata lives in pod
+ * annotations (merge-patched). The start is split into separate steps — create, stage
+ * files, run in the pod, read the screen, type, check liveness — so the shared start
+ * lifecycle can drive them.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readFile, stat } from "node:fs/promises";
+import { basename, dirname, posix, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type * as K8s from "@kubernetes/client-node";
+import {
+  acceptStartupDialogs,
+  DialogRefusedError,
+  type ScreenIO,
+  screenAwaitsChoice,
+  screenLooksBusy,
+  screenShowsPrompt,
+} from "../dialogs.js";
+import {
+  HookFailedError,
+  InvalidNameError,
+  NudgeNotDeliveredError,
+  OperationTimeoutError,
+  ProviderError,
+  SessionDiedDuringStartupError,
+  SessionExistsError,
+  SessionInitializingError,
+  SessionNotFoundError,
+  UnsupportedError,
+} from "../errors.js";
+import type { ProviderFactoryOptions } from "../factory.js";
+import { launchArgv } from "../launch.js";
+import { validateMetaKey, validateSessionName } from "../names.js";
+import {
+  type BackendShutdownProvider,
+  type CommandProvider,
+  type ExecCommandOptions,
+  type ExecCommandResult,
+  type ExitStatus,
+  type ExitStatusProvider,
+  flattenContent,
+  type IdleResult,
+  type IdleWaitProvider,
+  type NudgeContent,
+  type OpOptions,
+  type Provider,
+  type ProviderCapabilities,
+  type SessionSnapshot,
+  type SnapshotProvider,
+  type StartConfig,
+} from "../provider.js";
+import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
+import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
+import { CAT, HOOK, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
+import { type K8sSettings, resolveSettings } from "./settings.js";
+import {
+  buildPod,
+  buildSecret,
+  cityLabels,
+  type PodState,
+  type PodView,
+  podState,
+  podWorkDir,
+  type SessionIdentity,
+  sessionOf,
+  splitEnv,
+  TMUX_SESSION,
+  TMUX_TARGET,
+  tmuxSocket,
+} from "./spec.js";
+
+const POLL_MS = 100;
+const POD_POLL_MS = 100;
+const EXEC_TIMEOUT_MS = 30_000;
+/** Seconds a booted pod waits for gc to create its tmux session before giving up. */
+const BOOT_GRACE_S = 300;
+const ENTER_ATTEMPTS = 3;
+/** How long a new pod's tmux server may take to listen. */
+const SERVER_WAIT_MS = 20_000;
+const CONFIRM_MS = 1_500;
+/** Annotation holding the pod's work dir. */
+const WORK_DIR_ANNOTATION = "gc.dev/work-dir";
+
+/** The pane as one observation sees it. */
+interface PaneState {
+  readonly dead: boolean;
+  readonly exitStatus: number | undefined;
+  readonly attached: number;
+  readonly activity: number;
+  readonly cursorY: number;
+  readonly rows: readonly string[];
+  /** Changes whenever anything visible (or the history size) changes. */
+  readonly sig: string;
+}
+
+/** Options of {@link K8sProvider}. */
+export interface K8sProviderOptions extends ProviderFactoryOptions {
+  /** An already connected API (tests); default: {@link connect} with the settings. */
+  readonly api?: KubeApi | undefined;
+}
+
+/**
+ * The k8s {@link Provider}. Safe for concurrent use; a concurrent start of one name lets
+ * exactly one win (the API server's `AlreadyExists`). Pods of other cities (other ownership
+ * labels) are never listed, read, written or deleted.
+ */
+export class K8sProvider
+  implements
+    Provider,
+    IdleWaitProvider,
+    ExitStatusProvider,
+    CommandProvider,
+    SnapshotProvider,
+    BackendShutdownProvider
+{
+  readonly name = "k8s";
+  readonly settings: K8sSettings;
+  /** Ownership value: the city's identity. */
+  readonly owner: string;
+  private readonly cityDir: string;
+  private apiPromise: Promise<KubeApi> | undefined;
+  private readonly nudgeChains = new Map<string, Promise<void>>();
+  private bufferSeq = 0;
+
+  constructor(opts: K8sProviderOptions) {
+    this.settings = resolveSettings(opts.settings);
+    const id = (opts as { cityId?: unknown }).cityId;
+    this.owner = typeof id === "string" && id !== "" ? id : opts.city;
+    this.cityDir = opts.cityDir;
+    if (opts.api) this.apiPromise = Promise.resolve(opts.api);
+  }
+
+  /** The API connection, made on first use. */
+  api(): Promise<KubeApi> {
+    if (!this.apiPromise) {
+      const p = connect({ kubeconfig: this.settings.kubeconfig, context: this.settings.context });
+      this.apiPromise = p;
+      p.catch(() => {
+        if (this.apiPromise === p) this.apiPromise = undefined;
+      });
+    }
+    return this.apiPromise;
+  }
+
+  capabilities(): ProviderCapabilities {
+    return {
+      executes: true,
+      attach: true,
+      attachDetect: true,
+      activity: true,
+      interaction: false,
+      idleWait: true,
+      processNames: true,
+      copyTo: true,
+      runLive: true,
+      exitStatus: true,
+      exec: true,
+    };
+  }
+
+  /** Pod name and identity of session `name`. */
+  identity(name: string): SessionIdentity {
+    return { owner: this.owner, name, pod: podName(this.owner, name) };
+  }
+
+  private get ns(): string {
+    return this.settings.namespace;
+  }
+
+  // ---- pods ---------------------------------------------------------------------------------
+
+  /** The pod of `name` when it exists and is ours, else `undefined`. */
+  private async getPod(name: string, signal?: AbortSignal): Promise<K8s.V1Pod | undefined> {
+    const api = await this.api();
+    const pod = this.identity(name).pod;
+    try {
+      const p = await api.call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal);
+      return sessionOf(p as PodView, this.owner) === name ? p : undefined;
+    } catch (e) {
+      if (httpStatus(e) === 404) return undefined;
+      throw this.apiError(`reading pod ${pod}`, e);
+    }
+  }
+
+  private apiError(what: string, e: unknown): ProviderError {
+    return new ProviderError("k8s", `${what}: ${apiMessage(e)}`, { cause: e });
+  }
+
+  /**
+   * The running pod of `name`.
+   * @throws SessionNotFoundError when missing or ended; SessionInitializingError while it boots.
+   */
+  private async runningPod(name: string, signal?: AbortSignal): Promise<K8s.V1Pod> {
+    const p = await this.getPod(name, signal);
+    if (!p) throw new SessionNotFoundError(name);
+    const st = podState(p as PodView);
+    if (st.kind === "pending")
+      throw new SessionInitializingError(name, `pod ${p.metadata?.name}: ${st.reason}`);
+    if (st.kind !== "running") throw new SessionNotFoundError(name, `pod ${st.kind}`);
+    return p;
+  }
+
+  /** Deletes the pod (grace 0) and the Secret of `name`, and waits until the pod is gone. */
+  private async deletePod(name: string, uid: string | undefined, signal?: AbortSignal): Promise<void> {
+    const api = await this.api();
+    const { pod } = this.identity(name);
+    try {
+      await api.call(
+        (c) =>
+          c.deleteNamespacedPod({
+            name: pod,
+            namespace: this.ns,
+            gracePeriodSeconds: 0,
+            ...(uid ? { body: { preconditions: { uid } } } : {}),
+          }),
+        signal,
+      );
+    } catch (e) {
+      const code = httpStatus(e);
+      if (code !== 404 && code !== 409) throw this.apiError(`deleting pod ${pod}`, e);
+    }
+    await this.deleteSecret(name, signal);
+    // Gone means 404, or a pod with another uid (a new start already replaced it).
+    for (;;) {
+      const p = await api
+        .call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal)
+        .catch((e: unknown) => {
+          if (httpStatus(e) === 404) return undefined;
+          throw this.apiError(`reading pod ${pod}`, e);
+        });
+      if (
+        !p ||
+        (uid !== undefined && p.metadata?.uid !== uid) ||
+        sessionOf(p as PodView, this.owner) !== name
+      )
+        return;
+      await sleep(POD_POLL_MS, undefined, { signal });
+    }
+  }
+
+  private async deleteSecret(name: string, signal?: AbortSignal): Promise<void> {
+    const api = await this.api();
+    const { pod } = this.identity(name);
+    try {
+      const sec = await api.call((c) => c.readNamespacedSecret({ name: pod, namespace: this.ns }), signal);
+      if (sessionOf(sec as PodView, this.owner) !== name) return;
+      await api.call((c) => c.deleteNamespacedSecret({ name: pod, namespace: this.ns }), signal);
+    } catch (e) {
+      if (httpStatus(e) !== 404) throw this.apiError(`deleting secret ${pod}`, e);
+    }
+  }
+
+  /**
+   * Step 1 of a start: the session's Secret (secret env values only) and its pod, then waits
+   * until the pod runs. A retried create that finds a pod carrying this start's token counts
+   * as created (no duplicates after a 5xx whose request did land).
+   * @throws SessionExistsError when another start owns the pod; OperationTimeoutError with the
+   * pod's reason (ImagePullBackOff, CrashLoopBackOff, Unschedulable…) at the deadline.
+   */
+  async create(
+    name: string,
+    cfg: StartConfig,
+    signal?: AbortSignal,
+  ): Promise<{ pod: string; workDir: string }> {
+    const api = await this.api();
+    const id = this.identity(name);
+    const image = this.settings.image;
+    if (!image) throw new ProviderError("k8s", "session.k8s.image is required to start a session");
+    const workDir = podWorkDir(this.settings.workRoot, this.cityDir, cfg.workDir);
+    const env = { ...cfg.env, GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
+    const startId = randomUUID();
+    const manifest = buildPod({
+      id,
+      settings: this.settings,
+      image,
+      workDir,
+      env,
+      startId,
+      bootGraceSeconds: BOOT_GRACE_S,
+    });
+    manifest.metadata.annotations[WORK_DIR_ANNOTATION] = workDir;
+    const secret = buildSecret(id, this.ns, env);
+    if (secret) {
+      try {
+        await api.call(
+          (c) => c.createNamespacedSecret({ namespace: this.ns, body: secret as K8s.V1Secret }),
+          signal,
+        );
+      } catch (e) {
+        if (httpStatus(e) !== 409) throw this.apiError(`creating secret ${id.pod}`, e);
+        // Left by a start that died: replace its values.
+        await api.call(
+          (c) =>
+            c.replaceNamespacedSecret({ name: id.pod, namespace: this.ns, body: secret as K8s.V1Secret }),
+          signal,
+        );
+      }
+    }
+    let created: K8s.V1Pod;
+    try {
+      created = await api.call(
+        (c) => c.createNamespacedPod({ namespace: this.ns, body: manifest as unknown as K8s.V1Pod }),
+        signal,
+      );
+    } catch (e) {
+      if (httpStatus(e) === 409) {
+        const p = await this.getPod(name, signal).catch(() => undefined);
+        if (p?.metadata?.annotations?.[ANNOTATIONS.startId] !== startId) {
+          throw new SessionExistsError(name, { cause: e });
+        }
+        created = p;
+      } else {
+        if (secret) await this.deleteSecret(name).catch(() => undefined);
+        throw this.apiError(`creating pod ${id.pod}`, e);
+      }
+    }
+    const uid = created.metadata?.uid;
+    try {
+      await this.awaitRunning(name, uid, signal);
+    } catch (e) {
+      await this.deletePod(name, uid).catch(() => undefined);
+      throw e;
+    }
+    return { pod: id.pod, workDir };
+  }
+
+  private async awaitRunning(name: string, uid: string | undefined, signal?: AbortSignal): Promise<void> {
+    const api = await this.api();
+    const { pod } = this.identity(name);
+    const deadline = Date.now() + this.settings.startTimeoutMs;
+    let last: PodState = { kind: "pending", reason: "Pending" };
+    for (;;) {
+      const p = await api
+        .call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal)
+        .catch((e) => {
+          if (httpStatus(e) === 404) return undefined;
+          throw this.apiError(`reading pod ${pod}`, e);
+        });
+      if (!p || p.metadata?.uid !== uid)
+        throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
+      last = podState(p as PodView);
+      if (last.kind === "running") return;
+      if (last.kind === "ended" || last.kind === "terminating") {
+        throw new SessionDiedDuringStartupError(
+          name,
+          `pod ${pod} ${last.kind === "ended" ? `ended: ${last.reason}` : "is being deleted"}`,
+        );
+      }
+      if (Date.now() >= deadline) {
+        throw new OperationTimeoutError(
+          `start ${name}: pod ${pod} still Pending (${last.reason})`,
+          this.settings.startTimeoutMs,
+        );
+      }
+      await sleep(POD_POLL_MS, undefined, { signal });
+    }
+  }
+
+  /** Runs `argv` in the pod of `name` (no shell). */
+  async runInPod(
+    pod: string,
+    argv: readonly string[],
+    opts: {
+      stdin?: string | Buffer | NodeJS.ReadableStream | undefined;
+      signal?: AbortSignal | undefined;
+      timeoutMs?: number | undefined;
+    } = {},
+  ): Promise<ExecResult> {
+    const api = await this.api();
+    try {
+      return await api.exec(this.ns, pod, argv, {
+        stdin: opts.stdin as never,
+        signal: opts.signal,
+        timeoutMs: opts.timeoutMs ?? EXEC_TIMEOUT_MS,
+      });
+    } catch (e) {
+      if (e instanceof ProviderError || e instanceof OperationTimeoutError || opts.signal?.aborted) throw e;
+      throw new ProviderError("k8s", `exec in pod ${pod}: ${apiMessage(e)}`, { cause: e });
+    }
+  }
+
+  private tmux(pod: string, ...args: string[]): string[] {
+    return ["tmux", "-S", tmuxSocket(pod), ...args];
+  }
+
+  /** Runs each hook command in the pod's `dir`. @throws HookFailedError on the first failure. */
+  async runHooks(
+    hook: string,
+    pod: string,
+    dir: string,
+    env: Readonly<Record<string, string>>,
+    commands: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    for (const cmd of commands) {
+      const r = await this.runInPod(pod, [...envArgv(env), "/bin/sh", "-c", HOOK, "gc-hook", dir, cmd], {
+        signal,
+        timeoutMs: this.settings.hookTimeoutMs,
+      });
+      if (r.exitCode !== 0) {
+        const why = r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`;
+        throw new HookFailedError(hook, `${JSON.stringify(cmd)}: ${why}`);
+      }
+    }
+  }
+
+  /**
+   * Copies local `src` (file or directory) to `relDst` under the pod's `workDir` as a tar
+   * stream over exec. A file with an empty `relDst` keeps its name.
+   * @throws InvalidNameError when `relDst` leaves the work dir.
+   */
+  async stageFiles(
+    pod: string,
+    workDir: string,
+    src: string,
+    relDst: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const st = await stat(src);
+    const dst = posix.normalize(posix.join(workDir, relDst || "."));
+    if (dst !== workDir && !dst.startsWith(`${workDir}/`)) {
+      throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
+    }
+    let argv: string[];
+    let untar: string[];
+    if (st.isDirectory()) {
+      argv = ["tar", "-cf", "-", "-C", src, "."];
+      untar = ["/bin/sh", "-c", UNTAR, "gc-untar", dst];
+    } else {
+      const target = relDst ? dst : posix.join(dst, basename(src));
+      argv = ["tar", "-cf", "-", "-C", dirname(src), basename(src)];
+      untar = [
+        "/bin/sh",
+        "-c",
+        UNTAR_FILE,
+        "gc-untar",
+        posix.dirname(target),
+        basename(src),
+        posix.basename(target),
+      ];
+    }
+    const archive = await tarToBuffer(argv, signal);
+    const r = await this.runInPod(pod, untar, { stdin: archive, signal });
+    if (r.exitCode !== 0) {
+      throw new ProviderError(
+        "k8s",
+        `unpacking ${src} in pod ${pod}: ${r.stderr.toString().trim() || `exit ${r.exitCode}`}`,
+      );
+    }
+  }
+
+  /** Current pane of the pod's session, or `undefined` when there is none. */
+  async readScreen(pod: string, signal?: AbortSignal): Promise<PaneState | undefined> {
+    const r = await this.runInPod(pod, ["/bin/sh", "-c", PANE_STATE, "gc-pane", tmuxSocket(pod)], { signal });
+    if (r.exitCode !== 0) return undefined;
+    const text = r.stdout.toString("utf8");
+    const nl = text.indexOf("\n");
+    const head = (nl < 0 ? text : text.slice(0, nl)).split("|");
+    const rows = (nl < 0 ? "" : text.slice(nl + 1))
+      .replace(/\n$/, "")
+      .split("\n")
+      .map((l) => l.trimEnd());
+    const [dead, status, attached, activity, cx, cy, hist] = head;
+    return {
+      dead: dead === "1",
+      exitStatus: status && /^\d+$/.test(status) ? Number(status) : undefined,
+      attached: Number(attached) || 0,
+      activity: Number(activity) || 0,
+      cursorY: Number(cy) || 0,
+      rows,
+      sig: `${cx},${cy},${hist}\n${rows.join("\n")}`,
+    };
+  }
+
+  /** Types `text` through a paste buffer (never argv) and confirms it landed; then presses Enter. */
+  async type(name: string, pod: string, text: string, signal?: AbortSignal): Promise<void> {
+    const before = await this.readScreen(pod, signal);
+    if (!before || before.dead) return;
+    if (screenAwaitsChoice(before.rows.join("\n"))) {
+      throw new NudgeNotDeliveredError(
+        name,
+        "a menu or dialog is waiting for a choice; typing would answer it",
+      );
+    }
+    const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
+    const r = await this.runInPod(pod, ["/bin/sh", "-c", PASTE, "gc-paste", tmuxSocket(pod), buffer], {
+      stdin: Buffer.from(text, "utf8"),
+      signal,
+    });
+    if (r.exitCode !== 0) return; // the session went away
+    let landed = false;
+    let base = before;
+    let stableSince = 0;
+    const settleBy = Date.now() + 2 * CONFIRM_MS;
+    while (Date.now() < settleBy) {
+      await sleep(POLL_MS / 2, undefined, { signal });
+      const st = await this.readScreen(pod, signal);
+      if (!st || st.dead) return;
+      if (st.sig !== base.sig) {
+        landed = landed || st.sig !== before.sig;
+        base = st;
+        stableSince = Date.now();
+      } else if (landed && Date.now() - stableSince >= POLL_MS) break;
+    }
+    const tail = textTail(text);
+    const attempts = landed ? ENTER_ATTEMPTS : 1;
+    for (let i = 0; i < attempts; i++) {
+      await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "-H", "0d"), { signal });
+      const by = Date.now() + CONFIRM_MS;
+      while (Date.now() < by) {
+        await sleep(POLL_MS / 2, undefined, { signal });
+        const st = await this.readScreen(pod, signal);
+        if (!st || st.dead) return;
+        if (st.sig !== base.sig && !(tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail))) return;
+      }
+      base = (await this.readScreen(pod, signal)) ?? base;
+    }
+    throw new NudgeNotDeliveredError(
+      name,
+      landed
+        ? `the text is still on the input line after ${attempts} Enter presses`
+        : "neither the pasted text nor Enter changed the screen",
+    );
+  }
+
+  /** Liveness: the pane exists and its program has not exited. */
+  async alive(pod: string, signal?: AbortSignal): Promise<boolean> {
+    const st = await this.readScreen(pod, signal);
+    return st !== undefined && !st.dead;
+  }
+
+  // ---- Provider -------------------------------------------------------------------------------
+
+  async start(name: string, cfg: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    opts.signal?.throwIfAborted();
+    const signal = opts.signal;
+    const existing = await this.getPod(name, signal);
+    if (existing) {
+      const st = podState(existing as PodView);
+      if (st.kind === "running" || st.kind === "pending") throw new SessionExistsError(name);
+      await this.deletePod(name, existing.metadata?.uid, signal); // ended: its exit status has had its day
+    }
+    const { pod, workDir } = await this.create(name, cfg, signal);
+    try {
+      const env = this.hookEnv(name, cfg, workDir);
+      if (cfg.overlayDir) {
+        await this.stageFiles(pod, workDir, resolve(this.cityDir, cfg.overlayDir), "", signal);
+      }
+      for (const e of cfg.copyFiles ?? []) {
+        await this.stageFiles(pod, workDir, resolve(this.cityDir, e.src), e.relDst, signal);
+      }
+      if (cfg.preStart?.length) await this.runHooks("pre_start", pod, workDir, env, cfg.preStart, signal);
+      signal?.throwIfAborted();
+      await this.newSession(pod, workDir, cfg, signal);
+      await this.awaitReady(name, pod, cfg, signal);
+      if (!(await this.alive(pod, signal))) throw await this.died(name, pod);
+      if (cfg.sessionSetup?.length)
+        await this.runHooks("session_setup", pod, workDir, env, cfg.sessionSetup, signal);
+      if (cfg.sessionSetupScript) {
+        const script = await readFile(resolve(this.cityDir, cfg.sessionSetupScript)).catch((e: unknown) => {
+          throw new HookFailedError(
+            "session_setup_script",
+            `${cfg.sessionSetupScript}: ${(e as Error).message}`,
+            {
+              cause: e,
+            },
+          );
+        });
+        const s = await this.runInPod(
+          pod,
+          [...envArgv(env), "/bin/sh", "-c", 'cd "$1" || exit 127; exec /bin/sh -s', "gc-setup", workDir],
+          {
+            stdin: script,
+            signal,
+            timeoutMs: this.settings.hookTimeoutMs,
+          },
+        );
+        if (s.exitCode !== 0) {
+          throw new HookFailedError(
+            "session_setup_script",
+            `${cfg.sessionSetupScript}: ${s.stderr.toString().trim() || `exit ${s.exitCode}`}`,
+          );
+        }
+      }
+      if (cfg.nudge) {
+        if (!(await this.alive(pod, signal))) throw await this.died(name, pod);
+        await this.serialNudge(name, () => this.type(name, pod, cfg.nudge!, signal));
+      }
+      if (cfg.sessionLive?.length)
+        await this.runHooks("session_live", pod, workDir, env, cfg.sessionLive, signal);
+      if ((cfg.nudge || cfg.sessionLive?.length) && !(await this.alive(pod, signal))) {
+        throw await this.died(name, pod);
+      }
+    } catch (e) {
+      await this.deletePod(name, undefined).catch(() => undefined);
+      if (signal?.aborted) throw signal.reason;
+      throw e;
+    }
+  }
+
+  /**
+   * Creates the tmux session in the pod's server. `-N`: never start a server here — the
+   * pod's own foreground server may still be coming up, so a missing server is waited for.
+   */
+  private async newSession(
+    pod: string,
+    workDir: string,
+    cfg: StartConfig,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const argv = [
+      "tmux",
+      "-N",
+      "-S",
+      tmuxSocket(pod),
+      "new-session",
+      "-d",
+      "-s",
+      TMUX_SESSION,
+      "-x",
+      String(this.settings.cols),
+      "-y",
+      String(this.settings.rows),
+      "--",
+      "/bin/sh",
+      "-c",
+      IN_DIR,
+      "gc-session",
+      workDir,
+      ...launchArgv(cfg),
+    ];
+    const deadline = Date.now() + SERVER_WAIT_MS;
+    for (;;) {
+      const r = await this.runInPod(pod, argv, { signal });
+      if (r.exitCode === 0) return;
+      const why = r.stderr.toString("utf8").trim();
+      if (!/no server running|error connecting|No such file/i.test(why) || Date.now() > deadline) {
+        throw new ProviderError(
+          "k8s",
+          `creating the tmux session in pod ${pod}: ${why || `exit ${r.exitCode}`}`,
+        );
+      }
+      await sleep(POLL_MS, undefined, { signal });
+    }
+  }
+
+  private async awaitReady(name: string, pod: string, cfg: StartConfig, signal?: AbortSignal): Promise<void> {
+    const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
+    const delay = cfg.readyDelayMs ?? 0;
+    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
+    const deadline = Date.now() + (prefix ? this.settings.readyTimeoutMs : delay);
+    for (;;) {
+      const st = await this.readScreen(pod, signal);
+      if (!st || st.dead) throw await this.died(name, pod);
+      if (prefix && screenShowsPrompt(st.rows.join("\n"), prefix)) break;
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await sleep(Math.min(POLL_MS, left), undefined, { signal });
+    }
+    if (cfg.emitsPermissionWarning) {
+      const out = await acceptStartupDialogs(this.screenIO(pod, signal), {
+        timeoutMs: 10_000,
+        signal,
+        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : false),
+      });
+      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
+    }
+  }
+
+  private screenIO(pod: string, signal?: AbortSignal): ScreenIO {
+    return {
+      screen: async () => {
+        const st = await this.readScreen(pod, signal);
+        return st && !st.dead ? st.rows.join("\n") : "";
+      },
+      sendKeys: async (keys) => {
+        await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "--", ...keys), { signal });
+      },
+    };
+  }
+
+  private async died(name: string, pod: string): Promise<SessionDiedDuringStartupError> {
+    const st = await this.readScreen(pod).catch(() => undefined);
+    const tail = (st?.rows ?? [])
+      .filter((l) => l.trim() !== "" && !/^Pane is dead/.test(l))
+      .slice(-6)
+      .join(" ⏎ ");
+    const how = st?.exitStatus !== undefined ? `exit status ${st.exitStatus}` : "the session is gone";
+    return new SessionDiedDuringStartupError(
+      name,
+      `${how}${tail ? `; last output: ${tail.slice(0, 400)}` : ""}`,
+    );
+  }
+
+  private hookEnv(name: string, cfg: StartConfig, workDir: string): Record<string, string> {
+    // Secret values reach hooks through the container's environment, never through argv.
+    return { ...splitEnv(cfg.env).plain, GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
+  }
+
+  async stop(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    this.nudgeChains.delete(name);
+    const p = await this.getPod(name, opts.signal);
+    if (p) await this.deletePod(name, p.metadata?.uid, opts.signal);
+    else await this.deleteSecret(name, opts.signal);
+  }
+
+  async interrupt(name: string, opts: OpOptions = {}): Promise<void> {
+    await this.sendKeys(name, ["C-c"], opts);
+  }
+
+  async isRunning(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    return p !== undefined && podState(p as PodView).kind === "running";
+  }
+
+  /** One labelled list of this city's pods; running ones whose name starts with `prefix`. */
+  async listRunning(prefix: string, opts: OpOptions = {}): Promise<string[]> {
+    return (await this.snapshot(prefix, opts)).filter((s) => s.running).map((s) => s.name);
+  }
+
+  /** Every pod of this city (one labelled list), running or not, whose name starts with `prefix`. */
+  async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
+    const api = await this.api();
+    let list: K8s.V1PodList;
+    try {
+      list = await api.call(
+        (c) => c.listNamespacedPod({ namespace: this.ns, labelSelector: selector(cityLabels(this.owner)) }),
+        opts.signal,
+      );
+    } catch (e) {
+      throw this.apiError("listing pods", e);
+    }
+    const out: SessionSnapshot[] = [];
+    for (const p of list.items) {
+      const name = sessionOf(p as PodView, this.owner);
+      if (name === undefined || !name.startsWith(prefix)) continue;
+      out.push({ name, running: podState(p as PodView).kind === "running" });
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async processAlive(name: string, names: readonly string[], opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return false;
+    const pod = p.metadata!.name!;
+    if (names.length === 0) return true;
+    const r = await this.runInPod(
+      pod,
+      ["/bin/sh", "-c", PROCESS_ALIVE, "gc-alive", tmuxSocket(pod), ...names],
+      {
+        signal: opts.signal,
+      },
+    );
+    return r.exitCode === 0;
+  }
+
+  async lastExit(name: string, opts: OpOptions = {}): Promise<ExitStatus | undefined> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p) return undefined;
+    const st = podState(p as PodView);
+    if (st.kind !== "ended") return undefined;
+    return {
+      code: st.exitCode,
+      signal: st.signal === null ? null : `signal ${st.signal}`,
+      at: st.at ?? new Date(),
+    };
+  }
+
+  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const text = flattenContent(content);
+    if (text.includes("\0")) throw new NudgeNotDeliveredError(name, "the text contains NUL");
+    const p = await this.getPod(name, opts.signal);
+    if (!p) return;
+    const st = podState(p as PodView);
+    if (st.kind === "pending") throw new SessionInitializingError(name, st.reason);
+    if (st.kind !== "running" || text === "") return;
+    const pod = p.metadata!.name!;
+    await this.serialNudge(name, () => this.type(name, pod, text, opts.signal));
+  }
+
+  private serialNudge(name: string, fn: () => Promise<void>): Promise<void> {
+    const prev = this.nudgeChains.get(name) ?? Promise.resolve();
+    const mine = prev.then(fn);
+    const tail = mine.catch(() => undefined);
+    this.nudgeChains.set(name, tail);
+    void tail.then(() => {
+      if (this.nudgeChains.get(name) === tail) this.nudgeChains.delete(name);
+    });
+    return mine;
+  }
+
+  async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    for (const k of keys) {
+      if (k === "" || k.includes("\0"))
+        throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
+    }
+    if (keys.length === 0) return;
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return;
+    const pod = p.metadata!.name!;
+    await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "--", ...keys), {
+      signal: opts.signal,
+    });
+  }
+
+  async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    validateSessionName(name);
+    const p = await this.runningPod(name, opts.signal);
+    const pod = p.metadata!.name!;
+    const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
+    const r = await this.runInPod(
+      pod,
+      this.tmux(pod, "capture-pane", "-p", "-J", "-t", TMUX_TARGET, ...range),
+      {
+        signal: opts.signal,
+      },
+    );
+    if (r.exitCode !== 0) throw new SessionInitializingError(name, "the tmux session is not up yet");
+    const rows = r.stdout
+      .toString("utf8")
+      .split("\n")
+      .map((l) => l.trimEnd());
+    while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
+    return (lines > 0 ? rows.slice(-Math.floor(lines)) : rows).join("\n");
+  }
+
+  async setMeta(name: string, key: string, value: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    await this.patchAnnotation(name, metaAnnotation(key), value, opts.signal);
+  }
+
+  async getMeta(name: string, key: string, opts: OpOptions = {}): Promise<string | undefined> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || p.metadata?.deletionTimestamp) throw new SessionNotFoundError(name);
+    return p.metadata?.annotations?.[metaAnnotation(key)];
+  }
+
+  async removeMeta(name: string, key: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    await this.patchAnnotation(name, metaAnnotation(key), null, opts.signal);
+  }
+
+  private async patchAnnotation(name: string, key: string, value: string | null, signal?: AbortSignal) {
+    const api = await this.api();
+    const p = await this.getPod(name, signal);
+    if (!p || p.metadata?.deletionTimestamp) throw new SessionNotFoundError(name);
+    // The uid precondition keeps a patch from landing on a pod that replaced this one.
+    const body = { metadata: { uid: p.metadata?.uid, annotations: { [key]: value } } };
+    try {
+      await api.call(
+        (c) => c.patchNamespacedPod({ name: p.metadata!.name!, namespace: this.ns, body }, api.mergePatch()),
+        signal,
+      );
+    } catch (e) {
+      const code = httpStatus(e);
+      if (code === 404 || code === 409) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw this.apiError(`annotating pod ${p.metadata?.name}`, e);
+    }
+  }
+
+  async getLastActivity(name: string, opts: OpOptions = {}): Promise<Date | undefined> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return undefined;
+    const st = await this.readScreen(p.metadata!.name!, opts.signal);
+    return st && st.activity > 0 ? new Date(st.activity * 1000) : undefined;
+  }
+
+  async clearScrollback(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return;
+    const pod = p.metadata!.name!;
+    await this.runInPod(pod, this.tmux(pod, "clear-history", "-t", TMUX_TARGET), { signal: opts.signal });
+  }
+
+  async copyTo(name: string, src: string, relDst: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return;
+    const exists = await stat(src).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) return;
+    await this.stageFiles(p.metadata!.name!, this.workDirOf(p), src, relDst, opts.signal);
+  }
+
+  private workDirOf(p: K8s.V1Pod): string {
+    return p.metadata?.annotations?.[WORK_DIR_ANNOTATION] ?? this.settings.workRoot;
+  }
+
+  async runLive(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    if (!config.sessionLive?.length) return;
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return;
+    const workDir = this.workDirOf(p);
+    await this.runHooks(
+      "session_live",
+      p.metadata!.name!,
+      workDir,
+      this.hookEnv(name, config, workDir),
+      config.sessionLive,
+      opts.signal,
+    );
+  }
+
+  /** Attaches the caller's terminal to the pod's tmux session (exec with a TTY, raw mode); resolves on detach. */
+  async attach(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    if (!process.stdin.isTTY) throw new UnsupportedError("attach needs a terminal on stdin");
+    const p = await this.runningPod(name, opts.signal);
+    const pod = p.metadata!.name!;
+    const api = await this.api();
+    await api.execTty(this.ns, pod, this.tmux(pod, "attach-session", "-t", TMUX_SESSION), opts.signal);
+  }
+
+  async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return false;
+    const st = await this.readScreen(p.metadata!.name!, opts.signal);
+    return (st?.attached ?? 0) > 0;
+  }
+
+  async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {
+    validateSessionName(name);
+    const deadline = Date.now() + timeoutMs;
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return "gone";
+    const pod = p.metadata!.name!;
+    let lastSig: string | undefined;
+    let since = Date.now();
+    for (;;) {
+      const st = await this.readScreen(pod, opts.signal).catch(() => undefined);
+      if (!st || st.dead) return "gone";
+      const now = Date.now();
+      if (st.sig !== lastSig) {
+        lastSig = st.sig;
+        since = now;
+      }
+      const screen = st.rows.join("\n");
+      if (
+        !screenAwaitsChoice(screen) &&
+        !screenLooksBusy(screen) &&
+        now - since >= this.settings.idleQuietMs
+      ) {
+        return "idle";
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return "timeout";
+      await sleep(Math.min(POLL_MS, left), undefined, { signal: opts.signal });
+    }
+  }
+
+  async execCommand(
+    name: string,
+    argv: readonly string[],
+    opts: ExecCommandOptions = {},
+  ): Promise<ExecCommandResult> {
+    validateSessionName(name);
+    if (argv.length === 0) throw new ProviderError("k8s", "execCommand: empty argv");
+    const p = await this.runningPod(name, opts.signal);
+    const workDir = this.workDirOf(p);
+    const dir = opts.cwd ? posix.resolve(workDir, opts.cwd) : workDir;
+    const declared: Record<string, string> = {};
+    for (const e of p.spec?.containers?.[0]?.env ?? []) {
+      if (e.value !== undefined && !e.valueFrom) declared[e.name] = e.value;
+    }
+    const r = await this.runInPod(
+      p.metadata!.name!,
+      [...envArgv({ ...declared, ...opts.env }), "/bin/sh", "-c", IN_DIR, "gc-exec", dir, ...argv],
+      {
+        stdin: opts.stdin,
+        signal: opts.signal,
+        timeoutMs: opts.timeoutMs ?? this.settings.hookTimeoutMs,
+      },
+    );
+    return { exitCode: r.exitCode, stdout: r.stdout.toString("utf8"), stderr: r.stderr.toString("utf8") };
+  }
+
+  /** Reads a file under the session's work dir in its pod; `undefined` when absent. */
+  async readSessionFile(name: string, rel: string, opts: OpOptions = {}): Promise<string | undefined> {
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return undefined;
+    const r = await this.runInPod(
+      p.metadata!.name!,
+      ["/bin/sh", "-c", CAT, "gc-cat", posix.join(this.workDirOf(p), rel)],
+      {
+        signal: opts.signal,
+      },
+    );
+    return r.exitCode === 0 ? r.stdout.toString("utf8") : undefined;
+  }
+
+  /**
+   * Deletes every pod and Secret of this city (by label, each checked for ownership), then
+   * waits until the pods are gone, observing with one labelled list per poll.
+   */
+  async shutdown(opts: OpOptions = {}): Promise<void> {
+    const api = await this.api();
+    const signal = opts.signal;
+    const labelSelector = selector(cityLabels(this.owner));
+    const listPods = async () =>
+      (
+        await api.call((c) => c.listNamespacedPod({ namespace: this.ns, labelSelector }), signal)
+      ).items.filter((p) => sessionOf(p as PodView, this.owner) !== undefined);
+    const pods = await listPods();
+    await eachLimited(pods, 16, async (p) => {
+      try {
+        await api.call(
+          (c) =>
+            c.deleteNamespacedPod({ name: p.metadata!.name!, namespace: this.ns, gracePeriodSeconds: 0 }),
+          signal,
+        );
+      } catch (e) {
+        if (httpStatus(e) !== 404) throw this.apiError(`deleting pod ${p.metadata?.name}`, e);
+      }
+    });
+    const secrets = await api.call(
+      (c) => c.listNamespacedSecret({ namespace: this.ns, labelSelector }),
+      signal,
+    );
+    await eachLimited(
+      secrets.items.filter((x) => sessionOf(x as PodView, this.owner) !== undefined),
+      16,
+      async (x) => {
+        try {
+          await api.call(
+            (c) => c.deleteNamespacedSecret({ name: x.metadata!.name!, namespace: this.ns }),
+            signal,
+          );
+        } catch (e) {
+          if (httpStatus(e) !== 404) throw this.apiError(`deleting secret ${x.metadata?.name}`, e);
+        }
+      },
+    );
+    while ((await listPods()).length > 0) await sleep(POD_POLL_MS, undefined, { signal });
+  }
+
+  async close(): Promise<void> {
+    this.nudgeChains.clear();
+  }
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time; rejects with the first failure. */
+async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** `env K=V…` argv prefix (values travel as argv elements, never through a shell). */
+function envArgv(env: Readonly<Record<string, string>>): string[] {
+  const pairs = Object.entries(env).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
+  return pairs.length ? ["env", ...pairs.map(([k, v]) => `${k}=${v}`)] : [];
+}
+
+/**
+ * Runs local `tar` (argv, no shell) and returns its archive.
+ * @throws ProviderError when tar fails.
+ */
+function tarToBuffer(argv: readonly string[], signal?: AbortSignal): Promise<Buffer> {
+  return new Promise((resolveTar, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], signal });
+    const out: Buffer[] = [];
+    const errs: Buffer[] = [];
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => errs.push(b));
+    child.on("error", (e) =>
+      reject(signal?.aborted ? signal.reason : new ProviderError("k8s", `tar: ${e.message}`, { cause: e })),
+    );
+    child.on("close", (code) => {
+      if (code === 0) resolveTar(Buffer.concat(out));
+      else
+        reject(new ProviderError("k8s", `tar: ${Buffer.concat(errs).toString().trim() || `exit ${code}`}`));
+    });
+  });
+}
+
+/** Last line of `text` (trailing blanks dropped), at most 16 characters. */
+function textTail(text: string): string {
+  const last =
+    text
+      .split(/\r?\n|\r/)
+      .pop()
+      ?.trimEnd() ?? "";
+  if (last.includes("\t")) return "";
+  return [...last].slice(-16).join("");
+}

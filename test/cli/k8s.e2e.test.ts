@@ -1,0 +1,129 @@
+/**
+ * End-to-end: the built `gc` with `session.provider: k8s` against the loopback API server,
+ * checked with the real `kubectl`: start makes one pod per agent, a core change replaces
+ * exactly that pod, peek/nudge/run work through exec, and stop deletes every pod and Secret.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ApiServer, startApiServer } from "../k8s/apiserver/index.js";
+import { makeCity, type TestCity, until } from "../support/city.js";
+
+const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+
+let server: ApiServer;
+
+beforeAll(async () => {
+  server = await startApiServer({});
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** Runs the real kubectl asynchronously (the API server lives in this process). */
+function kubectl(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("kubectl", ["--server", server.url, "--insecure-skip-tls-verify", ...args], {
+      env: { ...process.env, ...server.kubectlEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** `kubectl get <kind> -l gc.dev/city=<city>`: names, sorted. */
+async function kubectlNames(kind: string, city: TestCity): Promise<string[]> {
+  const r = await kubectl("get", kind, "-l", `gc.dev/city=${city.name}`, "-o", "name");
+  if (r.code !== 0) throw new Error(`kubectl get ${kind}: ${r.stderr}`);
+  return r.stdout.split("\n").filter(Boolean).sort();
+}
+
+/** Pod uid by session name, through kubectl -o json. */
+async function podUids(city: TestCity): Promise<Record<string, string>> {
+  const r = await kubectl("get", "pods", "-l", `gc.dev/city=${city.name}`, "-o", "json");
+  if (r.code !== 0) throw new Error(`kubectl get pods: ${r.stderr}`);
+  const list = JSON.parse(r.stdout) as {
+    items: { metadata: { uid: string; annotations: Record<string, string> } }[];
+  };
+  return Object.fromEntries(
+    list.items.map((p) => [p.metadata.annotations["gc.dev/session-name"], p.metadata.uid]),
+  );
+}
+
+function cityYaml(alphaCommand: string): string {
+  return `workspace:
+  name: @NAME@
+session:
+  provider: k8s
+  k8s:
+    image: gc-test/agent:1
+    kubeconfig: ${server.kubeconfigPath}
+    work_root: /tmp/gc-k8s-e2e-@NAME@
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "${alphaCommand}"
+    work_dir: ./alpha
+  - name: beta
+    start_command: "exec cat"
+    work_dir: ./beta
+    env:
+      API_TOKEN: e2e-secret-value
+`;
+}
+
+describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { timeout: 240_000 }, () => {
+  it("start, drift replaces exactly that pod, peek/nudge/run, stop deletes every pod and Secret", async () => {
+    const city = makeCity(cityYaml("exec sleep 100000"));
+    const start = await city.gc(["start", "--once"], { timeoutMs: 120_000 });
+    expect(start.stderr).toBe("");
+    expect(start.code).toBe(0);
+
+    // kubectl lists exactly the city's sessions by the ownership label.
+    const pods = await kubectlNames("pods", city);
+    expect(pods).toHaveLength(2);
+    expect(Object.keys(await podUids(city)).sort()).toEqual(["alpha", "beta"]);
+    expect(await kubectlNames("secrets", city)).toHaveLength(1);
+    const podJson = (await kubectl("get", "pods", "-l", `gc.dev/city=${city.name}`, "-o", "json")).stdout;
+    expect(podJson).not.toContain("e2e-secret-value");
+
+    // peek / nudge / run through exec into the pod's tmux session.
+    const nudge = await city.gc(["nudge", "beta", "hello from gc"]);
+    expect(nudge.code, nudge.stderr).toBe(0);
+    await until("the nudge on beta's screen", async () => {
+      const r = await city.gc(["peek", "beta"]);
+      return r.code === 0 && r.stdout.split("\n").filter((l) => l === "hello from gc").length >= 2;
+    });
+    const run = await city.gc(["run", "beta", "second turn", "--timeout", "20s", "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect((JSON.parse(run.stdout) as { status: string }).status).toBe("completed");
+
+    // A core change to alpha replaces alpha's pod only.
+    const before = await podUids(city);
+    city.write(cityYaml("exec sleep 200000"));
+    const drift = await city.gc(["drift", "--json"]);
+    expect(drift.stdout).toContain("alpha");
+    const again = await city.gc(["start", "--once"], { timeoutMs: 120_000 });
+    expect(again.code, again.stderr).toBe(0);
+    const after = await until("alpha's pod replaced", async () => {
+      const u = await podUids(city);
+      return u.alpha && u.alpha !== before.alpha ? u : undefined;
+    });
+    expect(after.beta).toBe(before.beta);
+
+    // stop deletes every pod and Secret of the city.
+    const stop = await city.gc(["stop"], { timeoutMs: 120_000 });
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(await kubectlNames("pods", city)).toEqual([]);
+    expect(await kubectlNames("secrets", city)).toEqual([]);
+  });
+});

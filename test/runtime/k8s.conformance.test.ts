@@ -1,0 +1,19 @@
+/**
+ * The provider conformance suite on the k8s provider: always against the loopback API
+ * server; also against a real cluster when GC_TEST_KUBECONFIG is set (see docs/k8s.md).
+ */
+import { describe } from "vitest";
+import { createK8sTarget } from "../../conformance/targets/k8s.js";
+import { describeProviderConformance } from "../../conformance/vitest.js";
+
+describeProviderConformance("k8s (loopback)", () => createK8sTarget(), { timeoutMs: 180_000 });
+
+const real = process.env.GC_TEST_KUBECONFIG;
+if (real) {
+  describeProviderConformance("k8s (GC_TEST_KUBECONFIG)", () => createK8sTarget({ kubeconfig: real }), {
+    timeoutMs: 300_000,
+  });
+} else {
+  describe.skip("k8s (real cluster): skipped — set GC_TEST_KUBECONFIG to a kubeconfig (see docs/k8s.md)", () =>
+    undefined);
+}

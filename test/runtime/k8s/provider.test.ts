@@ -1,0 +1,229 @@
+/**
+ * The k8s provider against the loopback API server: API request budget of an observation
+ * pass over 200 pods, fault handling (5xx/429 bursts, a server restart, pods deleted behind
+ * gc's back, foreign pods), start failures with the pod's reason, and secrets kept out of
+ * the pod spec.
+ */
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type * as K8s from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type KubeApi } from "../../../internal/runtime/k8s/api.js";
+import { K8sProvider } from "../../../internal/runtime/k8s/index.js";
+import { podName, selector } from "../../../internal/runtime/k8s/names.js";
+import { buildPod, cityLabels } from "../../../internal/runtime/k8s/spec.js";
+import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { type ApiServer, startApiServer } from "../../k8s/apiserver/index.js";
+
+let server: ApiServer;
+let root: string;
+let api: KubeApi;
+let n = 0;
+
+beforeAll(async () => {
+  server = await startApiServer({});
+  root = await mkdtemp(join(tmpdir(), "gc-k8s-prov-"));
+  api = await connect({ kubeconfig: server.kubeconfigPath });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+function provider(city: string, extra: Record<string, unknown> = {}): K8sProvider {
+  return new K8sProvider({
+    city,
+    cityDir: root,
+    stateDir: root,
+    settings: { image: "gc-test/agent:1", kubeconfig: server.kubeconfigPath, work_root: root, ...extra },
+  });
+}
+
+async function config(command = "exec sleep 300", extra: Partial<StartConfig> = {}): Promise<StartConfig> {
+  const workDir = join(root, `w${++n}`);
+  await mkdir(workDir, { recursive: true });
+  return { command, workDir, env: {}, ...extra };
+}
+
+async function podsOf(city: string): Promise<K8s.V1Pod[]> {
+  const list = await api.call((c) =>
+    c.listNamespacedPod({ namespace: "default", labelSelector: selector(cityLabels(city)) }),
+  );
+  return list.items;
+}
+
+describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => {
+  it("a steady-state observation pass over 200 pods makes ≤ 3 API requests", async () => {
+    // Its own server: stopping it ends the 200 pod processes at once.
+    const own = await startApiServer({});
+    const ownApi = await connect({ kubeconfig: own.kubeconfigPath });
+    const city = `count-${process.pid}`;
+    const p = new K8sProvider({
+      city,
+      cityDir: root,
+      stateDir: root,
+      settings: { image: "gc-test/agent:1", kubeconfig: own.kubeconfigPath, work_root: root },
+    });
+    try {
+      const names = Array.from({ length: 200 }, (_, i) => `agent-${i}`);
+      // 200 pods of this city, each running a plain sleep (cheap stand-ins for sessions).
+      const create = async (name: string) => {
+        const m = buildPod({
+          id: { owner: city, name, pod: podName(city, name) },
+          settings: p.settings,
+          image: "gc-test/agent:1",
+          workDir: root,
+          env: {},
+          startId: "count",
+          bootGraceSeconds: 60,
+        });
+        m.spec.containers = [{ name: "agent", image: "gc-test/agent:1", command: ["sleep", "300"] }];
+        await ownApi.call((c) =>
+          c.createNamespacedPod({ namespace: "default", body: m as unknown as K8s.V1Pod }),
+        );
+      };
+      for (let i = 0; i < names.length; i += 20) await Promise.all(names.slice(i, i + 20).map(create));
+      await expect.poll(async () => (await p.listRunning("")).length, { timeout: 60_000 }).toBe(200);
+      own.requestLog.clear();
+      const running = await p.listRunning("");
+      const snapshot = await p.snapshot("agent-1");
+      expect(running).toEqual([...names].sort());
+      expect(snapshot.map((s) => s.name)).toEqual(names.filter((x) => x.startsWith("agent-1")).sort());
+      const requests = own.requestLog.count();
+      console.log(`observation pass over 200 pods: ${requests} API requests (listRunning + snapshot)`);
+      expect(requests).toBeLessThanOrEqual(3);
+    } finally {
+      await p.close();
+      await own.stop();
+    }
+  }, 400_000);
+
+  it("500 and 429 bursts are retried with backoff and leave exactly one pod", async () => {
+    const city = `burst-${process.pid}`;
+    const p = provider(city);
+    const cfg = await config();
+    server.faults.failNext(3, { method: "POST", path: /\/pods$/ });
+    server.faults.failNext(2, { method: "GET", path: /\/pods\/[^/]+$/, code: 429, retryAfterSeconds: 0 });
+    try {
+      await p.start("burst", cfg);
+      expect(await p.isRunning("burst")).toBe(true);
+      expect((await podsOf(city)).map((x) => x.metadata?.name)).toEqual([podName(city, "burst")]);
+      expect(
+        server.requestLog.count((r) => r.method === "POST" && /\/pods$/.test(r.path)),
+      ).toBeGreaterThanOrEqual(4);
+      // A second start of the same name is refused: still one pod.
+      await expect(p.start("burst", cfg)).rejects.toMatchObject({ code: "GC_SESSION_EXISTS" });
+      expect(await podsOf(city)).toHaveLength(1);
+    } finally {
+      await p.shutdown();
+    }
+  });
+
+  it("an API server restart mid-pass: the next pass sees every session again", async () => {
+    const city = `restart-${process.pid}`;
+    const p = provider(city);
+    await p.start("r1", await config());
+    try {
+      // The restart drops connections while the pass lists; it recovers within 2 passes.
+      const during = Promise.all([server.restart({ downMs: 300 }), p.listRunning("").catch(() => undefined)]);
+      const [, first] = await during;
+      const second = await p.listRunning("");
+      expect(first === undefined || first.includes("r1")).toBe(true);
+      expect(second).toEqual(["r1"]);
+      expect(await p.peek("r1", 5)).toBeTypeOf("string");
+    } finally {
+      await p.shutdown();
+    }
+  });
+
+  it("a pod deleted behind gc's back is not running, and the name starts again", async () => {
+    const city = `behind-${process.pid}`;
+    const p = provider(city);
+    const cfg = await config();
+    await p.start("gone", cfg);
+    try {
+      await api.call((c) =>
+        c.deleteNamespacedPod({ name: podName(city, "gone"), namespace: "default", gracePeriodSeconds: 0 }),
+      );
+      await expect.poll(() => p.isRunning("gone")).toBe(false);
+      expect(await p.listRunning("")).toEqual([]);
+      await p.start("gone", cfg);
+      expect(await p.listRunning("")).toEqual(["gone"]);
+    } finally {
+      await p.shutdown();
+    }
+  });
+
+  it("another city's pods are never listed, stopped or deleted", async () => {
+    const a = provider(`city-a-${process.pid}`);
+    const b = provider(`city-b-${process.pid}`);
+    await Promise.all([a.start("same", await config()), b.start("same", await config())]);
+    try {
+      expect(await a.listRunning("")).toEqual(["same"]);
+      await a.stop("same");
+      expect(await a.listRunning("")).toEqual([]);
+      expect(await b.isRunning("same")).toBe(true);
+      await a.shutdown();
+      expect(await b.listRunning("")).toEqual(["same"]);
+    } finally {
+      await b.shutdown();
+    }
+  });
+
+  it("a pod that cannot start fails at the deadline with the pod's reason, and is initializing meanwhile", async () => {
+    const city = `stuck-${process.pid}`;
+    server.faults.failImagePull(/^gc-test\/missing/);
+    const p = provider(city, { image: "gc-test/missing:1", start_timeout: 3_000 });
+    const started = p.start("pull", await config());
+    const outcome = started.catch((e: unknown) => e);
+    await expect
+      .poll(
+        async () =>
+          (await p.peek("pull", 1).catch((e: { code?: string }) => e.code)) === "GC_SESSION_INITIALIZING",
+      )
+      .toBe(true);
+    const err = (await outcome) as { code?: string; message?: string };
+    expect(err.code).toBe("GC_TIMEOUT");
+    expect(err.message).toMatch(/ImagePullBackOff|ErrImagePull/);
+    expect(await podsOf(city)).toEqual([]);
+
+    const q = provider(`${city}-sched`, { start_timeout: 2_000 });
+    server.faults.stickPending((pod) =>
+      String((pod.metadata as { name?: string })?.name).startsWith("unsched"),
+    );
+    await expect(q.start("unsched", await config())).rejects.toThrow(/Unschedulable|Pending/);
+    expect(await podsOf(`${city}-sched`)).toEqual([]);
+  });
+
+  it("secret env values go into a Secret (secretKeyRef), never into the pod spec or annotations", async () => {
+    const city = `secret-${process.pid}`;
+    const p = provider(city);
+    const value = `tok-${process.pid}-'"$(x)`;
+    const cfg = await config('printf "%s" "$API_TOKEN" > tok.out; exec sleep 300', {
+      env: { API_TOKEN: value, PLAIN: "p" },
+    });
+    await p.start("sec", cfg);
+    try {
+      await expect.poll(() => p.readSessionFile("sec", "tok.out")).toBe(value);
+      const [pod] = await podsOf(city);
+      expect(JSON.stringify(pod)).not.toContain(value);
+      const env = pod?.spec?.containers[0]?.env ?? [];
+      expect(env.find((e) => e.name === "API_TOKEN")?.valueFrom?.secretKeyRef?.name).toBe(
+        podName(city, "sec"),
+      );
+      expect(env.find((e) => e.name === "PLAIN")?.value).toBe("p");
+      const secret = await api.call((c) =>
+        c.readNamespacedSecret({ name: podName(city, "sec"), namespace: "default" }),
+      );
+      expect(Buffer.from(secret.data?.API_TOKEN ?? "", "base64").toString()).toBe(value);
+      await p.stop("sec");
+      await expect(
+        api.call((c) => c.readNamespacedSecret({ name: podName(city, "sec"), namespace: "default" })),
+      ).rejects.toMatchObject({ code: 404 });
+    } finally {
+      await p.shutdown();
+    }
+  });
+});
