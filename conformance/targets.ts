@@ -7,7 +7,7 @@ import { UsageError } from "../internal/runtime/errors.js";
 import type { ConformanceTarget } from "./harness.js";
 
 /** Provider specs `gc conformance` accepts (exec takes a script path). */
-export const KNOWN_PROVIDERS: readonly string[] = ["fake", "tmux", "subprocess", "exec:<script>"];
+export const KNOWN_PROVIDERS: readonly string[] = ["fake", "tmux", "subprocess", "docker", "exec:<script>"];
 
 interface TargetModule {
   createTarget(arg?: string): Promise<ConformanceTarget>;
