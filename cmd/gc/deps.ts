@@ -30,7 +30,7 @@ import type { CommandContext } from "./context.js";
 import { extraInstances, readPoolScale } from "./pool-scale.js";
 
 /** Provider kinds `session.provider` may name that this build implements. */
-export const PROVIDER_KINDS = ["tmux", "subprocess", "exec", "fake", "fail"] as const;
+export const PROVIDER_KINDS = ["tmux", "subprocess", "exec", "docker", "fake", "fail"] as const;
 
 /** A loaded city with lazily opened store and providers. Close it when done. */
 export interface City {
@@ -116,7 +116,7 @@ interface ProviderModule {
 }
 
 /** Loads `internal/runtime/<kind>/index.js` (kind comes from a closed list, never from a user). */
-async function importProvider(kind: "tmux" | "subprocess" | "exec"): Promise<ProviderModule> {
+async function importProvider(kind: "tmux" | "subprocess" | "exec" | "docker"): Promise<ProviderModule> {
   return (await import(`../../internal/runtime/${kind}/index.js`)) as ProviderModule;
 }
 
@@ -135,7 +135,7 @@ export function newReconciler(city: City, store: SessionStore): Reconciler {
   });
 }
 
-/** Builds a provider from a spec (`tmux`, `subprocess`, `exec:/path`, `fake`, `fail`). */
+/** Builds a provider from a spec (`tmux`, `subprocess`, `docker`, `exec:/path`, `fake`, `fail`). */
 export async function createProvider(
   spec: string,
   base: Omit<ProviderFactoryOptions, "arg" | "settings">,
@@ -152,6 +152,7 @@ export async function createProvider(
       return FakeProvider.failing({ city: base.city });
     case "tmux":
     case "subprocess":
+    case "docker":
       return (await importProvider(kind)).createProvider(opts);
     case "exec":
       if (!arg) throw new UsageError("exec provider needs a script: exec:<script>");

@@ -13,7 +13,7 @@ import { type Command, EXIT } from "../context.js";
 const USAGE = `Usage: gc conformance PROVIDER [--only PATTERN] [--json] [--concurrency N]
 
 Runs the provider conformance suite (${PROVIDER_CASES.length} cases) against PROVIDER:
-fake, tmux, subprocess, exec:PATH. --only keeps cases whose id or title contains PATTERN.`;
+fake, tmux, subprocess, docker, exec:PATH. --only keeps cases whose id or title contains PATTERN.`;
 
 /** Which exec-protocol operations the script implements (exit 2 = unknown operation). */
 async function probeScript(script: string, signal: AbortSignal) {
