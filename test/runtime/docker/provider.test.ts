@@ -71,8 +71,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       const shared = await mkdtemp(join(root, "mnt-"));
       const ro = await mkdtemp(join(root, "ro-"));
       await writeFile(join(ro, "in.txt"), "read me");
-    await chmod(ro, 0o755);
-    await chmod(shared, 0o777);
+      await chmod(ro, 0o755);
+      await chmod(shared, 0o777);
       const p = provider({
         memory: "64m",
         cpus: 0.5,
@@ -105,7 +105,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       expect((await sh("ls /sys/class/net")).stdout.trim()).toBe("lo");
       expect((await sh("cat /ro/in.txt")).stdout).toBe("read me");
       expect((await sh("echo x > /ro/no.txt")).exitCode).not.toBe(0);
-        expect((await sh("echo shared > /shared/out.txt")).exitCode).toBe(0);
+      expect((await sh("echo shared > /shared/out.txt")).exitCode).toBe(0);
       expect(await readFile(join(shared, "out.txt"), "utf8")).toBe("shared\n");
     });
 

@@ -16,6 +16,7 @@ const HOSTILE = [
   "plain",
   "",
   `it's "quoted" and \`backticked\``,
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the literal text is the point
   "a; b && c | d > e $(touch pwned) `touch pwned2` $HOME ${PATH}",
   "line one\nline two\n\n",
   "#{session_name} #(touch pwned3) %1 \\ \\n",
