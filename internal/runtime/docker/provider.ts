@@ -34,6 +34,7 @@ import type { ProviderFactoryOptions } from "../factory.js";
 import { hookDirOf, launchArgv } from "../launch.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type BackendShutdownProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -95,7 +96,7 @@ export interface DockerProviderOptions extends ProviderFactoryOptions {}
  * container up by its exact name and acts only when its labels say this city owns it:
  * containers of other cities (or anybody's else) are never listed, read, written or removed.
  */
-export class DockerProvider implements Provider, IdleWaitProvider, CommandProvider {
+export class DockerProvider implements Provider, IdleWaitProvider, CommandProvider, BackendShutdownProvider {
   readonly name = "docker";
   readonly settings: DockerSettings;
   readonly engine: Engine;
@@ -791,6 +792,27 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
       if (left <= 0) return "timeout";
       await sleep(Math.min(POLL_MS, left), undefined, { signal: opts.signal });
     }
+  }
+
+  /**
+   * Removes every container carrying this city's ownership label, running or exited (a
+   * program that ended leaves its container until then), so `gc stop` leaves nothing.
+   * Containers of other cities are never touched. Idempotent.
+   */
+  async shutdown(opts: OpOptions = {}): Promise<void> {
+    const d = await this.engine.docker();
+    let list: Dockerode.ContainerInfo[];
+    try {
+      list = (await d.listContainers({
+        all: true,
+        filters: { label: [this.ownerLabel] },
+        abortSignal: opts.signal,
+      } as never)) as unknown as Dockerode.ContainerInfo[];
+    } catch (e) {
+      throw this.engine.wrap("listing containers", e);
+    }
+    const mine = list.filter((c) => c.Labels?.[LABEL_CITY] === this.owner);
+    await Promise.all(mine.map((c) => this.remove(c.Id)));
   }
 
   /** Releases the engine connection (sessions keep running). Idempotent. */

@@ -162,6 +162,21 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       expect(await b.getMeta("same", "who")).toBe("b");
     });
 
+    it("shutdown: removes this city's containers, exited ones too, and no other city's", async () => {
+      const a = provider({}, `shA-${process.pid}`);
+      const b = provider({}, `shB-${process.pid}`);
+      await Promise.all([
+        a.start("done", await config("sleep 1")),
+        a.start("live", await config(LONG)),
+        b.start("live", await config(LONG)),
+      ]);
+      await expect.poll(() => a.isRunning("done"), { timeout: 30_000 }).toBe(false);
+      expect(await ours(a)).toHaveLength(2); // the exited container is still there
+      await a.shutdown();
+      expect(await ours(a)).toEqual([]);
+      expect(await b.isRunning("live")).toBe(true);
+    });
+
     it("engine restart: sessions that died with the engine are reported gone, metadata of the dead is readable, the name restarts", async () => {
       const p = provider();
       await Promise.all([p.start("r1", await config(LONG)), p.start("r2", await config(LONG))]);
