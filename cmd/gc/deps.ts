@@ -1,61 +1,18 @@
 /**
  * The composition root: the only place that picks implementations. It opens the city with
- * the SQLite store and the providers this build has (built lazily, so `gc peek` on tmux never
- * loads another backend); everything else lives in internal/controller.
+ * the SQLite store and the providers of this build's registry (internal/runtime/registry.ts,
+ * built lazily, so `gc peek` on tmux never loads another backend); everything else lives in
+ * internal/controller.
  */
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type City, openCity as openCityWith } from "../../internal/controller/city.js";
 import { spawnController as spawnControllerWith } from "../../internal/controller/controller.js";
-import { UsageError } from "../../internal/runtime/errors.js";
-import type { ProviderFactoryOptions } from "../../internal/runtime/factory.js";
-import { FakeProvider } from "../../internal/runtime/fake.js";
-import type { Provider } from "../../internal/runtime/provider.js";
+import { createProviderFromSpec } from "../../internal/runtime/registry.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import type { CommandContext } from "./context.js";
 
 export type { City } from "../../internal/controller/city.js";
-
-/** Provider kinds `session.provider` may name that this build implements. */
-export const PROVIDER_KINDS = ["tmux", "subprocess", "exec", "docker", "fake", "fail"] as const;
-
-interface ProviderModule {
-  createProvider(opts: ProviderFactoryOptions): Provider | Promise<Provider>;
-}
-
-/** Loads `internal/runtime/<kind>/index.js` (kind comes from a closed list, never from a user). */
-async function importProvider(kind: "tmux" | "subprocess" | "exec" | "docker"): Promise<ProviderModule> {
-  return (await import(`../../internal/runtime/${kind}/index.js`)) as ProviderModule;
-}
-
-/** Builds a provider from a spec (`tmux`, `subprocess`, `docker`, `exec:/path`, `fake`, `fail`). */
-export async function createProvider(
-  spec: string,
-  base: Omit<ProviderFactoryOptions, "arg" | "settings">,
-  settings?: Readonly<Record<string, unknown>>,
-): Promise<Provider> {
-  const colon = spec.indexOf(":");
-  const kind = colon < 0 ? spec : spec.slice(0, colon);
-  const arg = colon < 0 ? undefined : spec.slice(colon + 1);
-  const opts: ProviderFactoryOptions = { ...base, arg, settings };
-  switch (kind) {
-    case "fake":
-      return new FakeProvider({ city: base.city });
-    case "fail":
-      return FakeProvider.failing({ city: base.city });
-    case "tmux":
-    case "subprocess":
-    case "docker":
-      return (await importProvider(kind)).createProvider(opts);
-    case "exec":
-      if (!arg) throw new UsageError("exec provider needs a script: exec:<script>");
-      return (await importProvider(kind)).createProvider(opts);
-    default:
-      throw new UsageError(
-        `provider ${JSON.stringify(spec)} is not available in this build (known: ${PROVIDER_KINDS.join(", ")})`,
-      );
-  }
-}
 
 /**
  * Finds and loads the city for this invocation (`--city`, `--config`, `GC_CITY`, or the
@@ -71,7 +28,10 @@ export function openCity(ctx: CommandContext, opts: { allowInvalid?: boolean } =
       configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
       allowInvalid: opts.allowInvalid,
     },
-    { createProvider, openStore: (cityDir) => openSqliteStore({ cityDir, singleTenant: true }) },
+    {
+      createProvider: createProviderFromSpec,
+      openStore: (cityDir) => openSqliteStore({ cityDir, singleTenant: true }),
+    },
   );
 }
 

@@ -5,25 +5,25 @@
  */
 import { memoryProblem } from "../runtime/docker/settings.js";
 import { MAX_NAME_LENGTH, nameProblem } from "../runtime/names.js";
+import {
+  argProviderNames,
+  listedProviders,
+  PROVIDERS,
+  parseProviderSpec,
+  plainProviderNames,
+} from "../runtime/registry.js";
 import { type Infer, type JsonSchema, s } from "./schema-builder.js";
 import { didYouMean } from "./suggest.js";
 
 /**
- * Session providers selectable by name (`exec:<script>` is the other form). `fake` is the
- * in-memory test double and `fail` its broken twin (every operation fails).
+ * Routers: resolved to a concrete provider per session when the city is resolved
+ * (resolve.ts), never run themselves.
  */
-export const SESSION_PROVIDER_KINDS = [
-  "tmux",
-  "subprocess",
-  "k8s",
-  "docker",
-  "auto",
-  "hybrid",
-  "fake",
-  "fail",
-] as const;
-/** Session providers that run sessions themselves (not routers). */
-export const CONCRETE_SESSION_PROVIDERS = ["tmux", "subprocess", "k8s", "docker", "fake", "fail"] as const;
+export const ROUTER_PROVIDERS = ["auto", "hybrid"] as const;
+/** Providers that run sessions themselves: the ones this build has (runtime/registry.ts). */
+export const CONCRETE_SESSION_PROVIDERS: readonly string[] = plainProviderNames();
+/** Every name `session.provider` accepts without a `:` argument. */
+export const SESSION_PROVIDER_KINDS: readonly string[] = [...CONCRETE_SESSION_PROVIDERS, ...ROUTER_PROVIDERS];
 /** How a preset's initial prompt reaches the program. */
 export const PROMPT_MODES = ["argument", "flag", "nudge", "none"] as const;
 /** A prompt delivery mode. */
@@ -32,27 +32,45 @@ export type PromptMode = (typeof PROMPT_MODES)[number];
 const NAME_JSON: JsonSchema = { pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$", maxLength: MAX_NAME_LENGTH };
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Why `v` is not a session provider (`tmux`, `exec:./x.sh`, …) usable where `allowed` lists the names. */
+/**
+ * Why `v` is not a session provider (`tmux`, `exec:./x.sh`, …) usable where `allowed` lists
+ * the names. Messages list only the providers users may pick (no test doubles).
+ */
 export function sessionProviderProblem(
   v: string,
   allowed: readonly string[] = SESSION_PROVIDER_KINDS,
 ): string | undefined {
-  if (v.startsWith("exec:")) {
-    return v.length > "exec:".length ? undefined : `"exec:" needs a script path, e.g. "exec:./provider.sh"`;
+  const colon = v.indexOf(":");
+  if (colon >= 0 && argProviderNames().includes(v.slice(0, colon))) {
+    const p = parseProviderSpec(v);
+    return typeof p === "string" ? p : undefined;
   }
   if (allowed.includes(v)) return undefined;
-  const list = [...allowed, "exec:<script>"].join(", ");
-  if ((SESSION_PROVIDER_KINDS as readonly string[]).includes(v)) {
+  const shown = [...listedProviders(), ...ROUTER_PROVIDERS.filter((r) => allowed.includes(r))];
+  const list = shown.join(", ");
+  if ((ROUTER_PROVIDERS as readonly string[]).includes(v)) {
     return `${JSON.stringify(v)} is a router and cannot be used here; use one of ${list}`;
   }
-  return `unknown session provider ${JSON.stringify(v)}${didYouMean(v, allowed)}; use one of ${list}`;
+  const names = shown.map((n) => n.split(":")[0] ?? n);
+  return `unknown session provider ${JSON.stringify(v)}${didYouMean(v, names)}; this build has ${list}`;
+}
+
+/** The JSON Schema of a provider value: a listed name or `<kind>:<arg>`. */
+function providerJson(allowed: readonly string[]): JsonSchema {
+  const hidden = new Set(PROVIDERS.filter((e) => e.internal).map((e) => e.name));
+  return {
+    anyOf: [
+      { enum: allowed.filter((n) => !hidden.has(n)) },
+      ...argProviderNames().map((k) => ({ pattern: `^${k}:.+` })),
+    ],
+  };
 }
 
 const name = () => s.string({ check: (v) => nameProblem(v), json: NAME_JSON });
 const sessionProvider = (allowed: readonly string[]) =>
   s.string({
     check: (v) => sessionProviderProblem(v, allowed),
-    json: { anyOf: [{ enum: [...allowed] }, { pattern: "^exec:.+" }] },
+    json: providerJson(allowed),
   });
 const path = () => s.string({ nonEmpty: true });
 const commands = () => s.array(s.string({ nonEmpty: true }));
@@ -218,7 +236,7 @@ export const CITY_SCHEMA = s.object(
         provider: sessionProvider(SESSION_PROVIDER_KINDS)
           .optional()
           .describe(
-            "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake | fail; default: tmux if on PATH, else subprocess.",
+            `${[...listedProviders(), ...ROUTER_PROVIDERS].join(" | ")}; default: tmux if on PATH, else subprocess.`,
           ),
         startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
         approval: APPROVAL_SCHEMA.default("allow-all").describe(
@@ -308,7 +326,7 @@ export const CITY_SCHEMA = s.object(
         hybrid: s
           .object({
             local: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("tmux"),
-            remote: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("k8s"),
+            remote: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("subprocess"),
             remote_match: s
               .string({ nonEmpty: true })
               .optional()

@@ -31,7 +31,7 @@ export function promptArgv(cfg: Pick<StartConfig, "prompt" | "promptFlag">): str
  * Variables describing gc's own terminal or controller, never the session's: a session must
  * not believe it runs inside the operator's tmux or inherit their window size.
  */
-const NOT_INHERITED: ReadonlySet<string> = new Set([
+export const NOT_INHERITED: ReadonlySet<string> = new Set([
   "TMUX",
   "TMUX_PANE",
   "COLUMNS",

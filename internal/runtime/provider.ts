@@ -61,6 +61,13 @@ export interface StartConfig {
   readonly overlayDir?: string | undefined;
   /** Files staged into the work dir before start (core). */
   readonly copyFiles?: readonly CopyEntry[] | undefined;
+  /**
+   * Deadline of the whole start (`session.startup_timeout`); past it `start` rejects with
+   * GC_TIMEOUT and leaves nothing. Not fingerprinted. Default 60 s.
+   */
+  readonly startupTimeoutMs?: number | undefined;
+  /** Deadline of each hook command (`session.setup_timeout`). Not fingerprinted. Default 10 s. */
+  readonly setupTimeoutMs?: number | undefined;
   /** Extra identity that is not part of the command, e.g. pool settings (core). */
   readonly fingerprintExtra?: Readonly<Record<string, string>> | undefined;
 }

@@ -234,10 +234,10 @@ describe("decoding", () => {
     expect(c.config.session.provider).toBe("fake");
   });
 
-  it("decode: docker and k8s images are required only when those backends are used", () => {
+  it("decode: a backend this build lacks is refused, listing the built ones (no test doubles)", () => {
     expect(issues("session: { provider: tmux }\n")).toEqual([]);
     expect(issues("agents:\n  - name: a\n    provider: sh\n    session: docker\n")).toEqual([
-      "1:1: session.docker.image: required when the docker session provider is used (by agents[0].session)",
+      '4:14: agents[0].session: unknown session provider "docker"; this build has tmux, subprocess, exec:<script>',
     ]);
   });
 });

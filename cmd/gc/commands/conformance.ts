@@ -6,14 +6,14 @@
 import { parseArgs } from "node:util";
 import { runConformance } from "../../../conformance/harness.js";
 import { PROVIDER_CASES } from "../../../conformance/provider-cases.js";
-import { createTarget } from "../../../conformance/targets.js";
+import { createTarget, KNOWN_PROVIDERS } from "../../../conformance/targets.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { type Command, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc conformance PROVIDER [--only PATTERN] [--json] [--concurrency N]
 
 Runs the provider conformance suite (${PROVIDER_CASES.length} cases) against PROVIDER:
-fake, tmux, subprocess, docker, exec:PATH. --only keeps cases whose id or title contains PATTERN.`;
+${KNOWN_PROVIDERS.join(", ")}. --only keeps cases whose id or title contains PATTERN.`;
 
 /** Which exec-protocol operations the script implements (exit 2 = unknown operation). */
 async function probeScript(script: string, signal: AbortSignal) {

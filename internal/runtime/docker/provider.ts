@@ -5,22 +5,11 @@
  * labels, metadata are files in the container, and stop removes the container.
  * Built by `createProvider` (index.ts) for the composition root and `gc conformance`.
  */
-import { cp, mkdir, readFile, stat } from "node:fs/promises";
-import { isAbsolute, join, posix, resolve } from "node:path";
+import { readFile, stat } from "node:fs/promises";
+import { posix, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Dockerode from "dockerode";
-import { runHooks } from "../../proc/run.js";
-import {
-  acceptStartupDialogs,
-  DialogRefusedError,
-  type DialogStep,
-  dismissStartupDialog,
-  looksLikePrompt,
-  type ScreenIO,
-  screenAwaitsChoice,
-  screenLooksBusy,
-  screenShowsPrompt,
-} from "../dialogs.js";
+import { screenAwaitsChoice, screenLooksBusy, screenShowsPrompt } from "../dialogs.js";
 import {
   HookFailedError,
   InvalidNameError,
@@ -31,7 +20,16 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
-import { hookDirOf, launchArgv } from "../launch.js";
+import { hookDirOf } from "../launch.js";
+import {
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+  type StartPlan,
+  stageLocal,
+} from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
@@ -78,7 +76,6 @@ export const LABEL_PREFIX = "gc.ready_prefix";
 const POLL_MS = 150;
 const IDLE_QUIET_MS = 600;
 const HISTORY_LIMIT = 50_000;
-const DIALOG_TIMEOUT_MS = 10_000;
 
 /** Container name for session `name` of the city owning `owner` (exact; never a prefix match). */
 export function containerName(owner: string, name: string): string {
@@ -178,69 +175,98 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
       if (!this.owns(existing, name) || existing.State.Running) throw new SessionExistsError(name);
       await this.remove(existing.Id); // a dead session of ours: make room for the new one
     }
-    const workDir = resolve(this.cityDir, cfg.workDir);
-    const hookDir = resolve(this.cityDir, hookDirOf(cfg));
-    if (cfg.preStart?.length) {
-      await mkdir(hookDir, { recursive: true });
-      await runHooks("pre_start", cfg.preStart, {
-        cwd: hookDir,
-        env: { ...process.env, ...this.identityEnv(name, workDir), ...cfg.env },
-        signal,
-        timeoutMs: this.settings.hookTimeoutMs,
-      });
-    }
-    signal?.throwIfAborted();
-    if (this.settings.workDir === "mount") {
-      await mkdir(workDir, { recursive: true });
-      await this.stageLocal(cfg, workDir);
-    }
-    signal?.throwIfAborted();
+    const config: StartConfig = {
+      ...cfg,
+      workDir: resolve(this.cityDir, cfg.workDir),
+      hookDir: resolve(this.cityDir, hookDirOf(cfg)),
+    };
+    // The program's base environment is the image's, never this host's.
+    const plan = planStart(name, this.owner, config, {});
+    const limits = limitsFor(config, {
+      readyTimeoutMs: this.settings.readyTimeoutMs,
+      setupTimeoutMs: config.setupTimeoutMs ?? this.settings.hookTimeoutMs,
+    });
+    await runStart(this.startBackend(image, plan), plan, limits, signal);
+  }
+
+  /**
+   * The start lifecycle's view of one container being started: `pre_start` runs on the host
+   * (the container does not exist yet); once created, hooks and the setup script run inside
+   * it, in the work dir, with the session env.
+   */
+  private startBackend(image: string, plan: StartPlan): StartBackend {
     let id: string | undefined;
-    try {
-      id = await this.create(name, cfg, image, workDir, signal);
-      if (this.settings.workDir === "copy") await this.stageCopy(id, cfg, workDir);
-      signal?.throwIfAborted();
-      const d = await this.engine.docker();
-      await d.getContainer(id).start();
-      const env = { ...cfg.env, ...this.identityEnv(name, workDir) };
-      const setup = await this.exec(id, {
-        argv: [
-          "/bin/sh",
-          "-c",
-          SETUP_SCRIPT,
-          "gc-setup",
-          String(this.settings.cols),
-          String(this.settings.rows),
-          String(HISTORY_LIMIT),
-          workDir,
-          ...launchArgv(cfg),
-        ],
-        stdin: envFile(env),
-        signal,
-      });
-      if (setup.exitCode !== 0) {
-        if (!(await this.alive(id))) throw await this.died(name, id);
-        throw new ProviderError(
-          "docker",
-          `creating the tmux session in ${name}: ${setup.stderr.trim() || `exit ${setup.exitCode}`}`,
-        );
-      }
-      await this.awaitReady(name, id, cfg, signal);
-      if (!(await this.alive(id))) throw await this.died(name, id);
-      for (const cmd of cfg.sessionSetup ?? []) await this.hook(id, "session_setup", cmd, workDir, signal);
-      if (cfg.sessionSetupScript)
-        await this.setupScript(id, resolve(hookDir, cfg.sessionSetupScript), workDir, signal);
-      if (cfg.nudge) {
-        if (!(await this.alive(id))) throw await this.died(name, id);
-        await this.deliver(name, id, cfg.nudge, signal);
-      }
-      for (const cmd of cfg.sessionLive ?? []) await this.hook(id, "session_live", cmd, workDir, signal);
-      if (!(await this.alive(id))) throw await this.died(name, id);
-    } catch (e) {
-      if (id !== undefined) await this.remove(id).catch(() => undefined);
-      if (signal?.aborted) throw signal.reason;
-      throw e;
-    }
+    const need = (): string => {
+      if (!id) throw new ProviderError("docker", "the container does not exist yet");
+      return id;
+    };
+    return {
+      provider: "docker",
+      baseEnv: {},
+      runCommand: async (argv, o) => {
+        if (!id)
+          return runLocalCommand(argv, {
+            ...o,
+            env: { ...(process.env as Record<string, string>), ...o.env },
+          });
+        const hook = argv.length === 3 && argv[1] === "-c";
+        const r = hook
+          ? await this.exec(id, {
+              argv: ["/bin/sh", "-c", HOOK_SCRIPT, "gc-hook", plan.workDir, argv[2]!],
+              signal: o.signal,
+              timeoutMs: o.timeoutMs,
+            })
+          : await this.exec(id, {
+              argv: ["/bin/sh", "-c", STDIN_SCRIPT, "gc-script", plan.workDir],
+              stdin: await readFile(argv[argv.length - 1]!, "utf8"),
+              signal: o.signal,
+              timeoutMs: o.timeoutMs,
+            });
+        return { exitCode: r.exitCode, signal: null, stdout: r.stdout, stderr: r.stderr };
+      },
+      stage: async (p) => {
+        if (this.settings.workDir === "mount") await stageLocal("docker", p, this.cityDir);
+      },
+      create: async (p, signal) => {
+        id = await this.create(p.name, p.config, image, p.workDir, signal);
+        if (this.settings.workDir === "copy") await this.stageCopy(id, p.config, p.workDir);
+        signal.throwIfAborted();
+        const d = await this.engine.docker();
+        await d.getContainer(id).start();
+        const setup = await this.exec(id, {
+          argv: [
+            "/bin/sh",
+            "-c",
+            SETUP_SCRIPT,
+            "gc-setup",
+            String(this.settings.cols),
+            String(this.settings.rows),
+            String(HISTORY_LIMIT),
+            p.workDir,
+            ...p.argv,
+          ],
+          stdin: envFile(p.env),
+          signal,
+        });
+        if (setup.exitCode !== 0) {
+          if (!(await this.alive(id))) throw await this.died(p.name, id);
+          throw new ProviderError(
+            "docker",
+            `creating the tmux session in ${p.name}: ${setup.stderr.trim() || `exit ${setup.exitCode}`}`,
+          );
+        }
+      },
+      alive: (signal) => this.alive(need(), signal),
+      died: () => this.died(plan.name, need()),
+      screen: async (signal) => (await this.capture(need(), "screen", signal)) ?? "",
+      sendKeys: async (keys, signal) => {
+        await this.execQuiet(need(), ["tmux", "send-keys", "-t", PANE, "--", ...keys], signal);
+      },
+      nudge: (text, signal) => this.deliver(plan.name, need(), text, signal),
+      destroy: async () => {
+        if (id) await this.remove(id);
+      },
+    };
   }
 
   private async create(
@@ -305,43 +331,6 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
         );
       }
       throw this.engine.wrap(`creating the container of ${name}`, e);
-    }
-  }
-
-  /** Readiness (prompt or delay) with startup dialogs answered on the way. */
-  private async awaitReady(name: string, id: string, cfg: StartConfig, signal: AbortSignal | undefined) {
-    const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
-    const delay = cfg.readyDelayMs ?? 0;
-    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return;
-    const io = this.screenIO(id, signal);
-    const deadline = Date.now() + (prefix ? this.settings.readyTimeoutMs : delay);
-    let last: DialogStep = { status: "none" };
-    const answered = new Map<string, number>();
-    for (;;) {
-      if (!(await this.alive(id, signal))) throw await this.died(name, id);
-      const screen = await io.screen();
-      last = await dismissStartupDialog(io, screen, { signal });
-      if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
-      if (last.status === "handled") {
-        const n = (answered.get(last.dialog) ?? 0) + 1;
-        if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
-        answered.set(last.dialog, n);
-        continue;
-      }
-      if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      await sleep(Math.min(POLL_MS, left), undefined, { signal });
-    }
-    if (last.status === "pending")
-      throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
-    if (cfg.emitsPermissionWarning) {
-      const out = await acceptStartupDialogs(io, {
-        timeoutMs: DIALOG_TIMEOUT_MS,
-        signal,
-        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
-      });
-      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
     }
   }
 
@@ -836,50 +825,6 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     }
   }
 
-  /** Streams a local script into the container and runs it there. @throws HookFailedError. */
-  private async setupScript(id: string, path: string, workDir: string, signal: AbortSignal | undefined) {
-    let text: string;
-    try {
-      text = await readFile(path, "utf8");
-    } catch (e) {
-      throw new HookFailedError("session_setup_script", `${path}: ${(e as Error).message}`, { cause: e });
-    }
-    const r = await this.exec(id, {
-      argv: ["/bin/sh", "-c", STDIN_SCRIPT, "gc-script", workDir],
-      stdin: text,
-      signal,
-    });
-    if (r.exitCode !== 0) {
-      throw new HookFailedError(
-        "session_setup_script",
-        `${path}: ${r.stderr.trim() || `exit ${r.exitCode}`}`,
-      );
-    }
-  }
-
-  /** overlay_dir and copy_files into a local (mounted) work dir. */
-  private async stageLocal(cfg: StartConfig, workDir: string): Promise<void> {
-    if (cfg.overlayDir) {
-      const src = resolve(this.cityDir, cfg.overlayDir);
-      await cp(src, workDir, { recursive: true, force: true }).catch((e: unknown) => {
-        throw new ProviderError("docker", `overlay_dir ${src}: ${(e as Error).message}`, { cause: e });
-      });
-    }
-    for (const entry of cfg.copyFiles ?? []) {
-      const src = resolve(this.cityDir, entry.src);
-      const rel = posix.normalize(entry.relDst || ".");
-      if (rel.startsWith("..") || isAbsolute(rel)) {
-        throw new InvalidNameError("copy destination", entry.relDst, "must stay inside the work dir");
-      }
-      const st = await stat(src).catch(() => undefined);
-      const dst = join(workDir, entry.relDst || (st?.isDirectory() ? "." : posix.basename(src)));
-      await mkdir(join(dst, ".."), { recursive: true });
-      await cp(src, dst, { recursive: true, force: true }).catch((e: unknown) => {
-        throw new ProviderError("docker", `copy_files ${src}: ${(e as Error).message}`, { cause: e });
-      });
-    }
-  }
-
   /** Copy mode: the host work dir, overlay_dir and copy_files uploaded into the created container. */
   private async stageCopy(id: string, cfg: StartConfig, workDir: string): Promise<void> {
     const ids = this.ownerIds();
@@ -983,17 +928,6 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   private async find(name: string, signal?: AbortSignal): Promise<Info | undefined> {
     const c = await this.engine.inspect(this.containerName(name), signal);
     return c && this.owns(c, name) ? c : undefined;
-  }
-
-  private screenIO(id: string, signal: AbortSignal | undefined): ScreenIO {
-    return {
-      screen: async () => {
-        return (await this.capture(id, "screen", signal)) ?? "";
-      },
-      sendKeys: async (keys) => {
-        await this.execQuiet(id, ["tmux", "send-keys", "-t", PANE, "--", ...keys], signal);
-      },
-    };
   }
 }
 

@@ -1,0 +1,279 @@
+/**
+ * The one start sequence every provider runs, written once:
+ *
+ *   pre_start → stage (overlay_dir, copy_files) → create → readiness (with startup dialogs
+ *   answered) → session_setup → session_setup_script → initial nudge → session_live
+ *
+ * bounded by `startupTimeoutMs` for the whole start (→ GC_TIMEOUT) and `setupTimeoutMs` for
+ * each hook command (→ GC_HOOK_FAILED), cancellable by the caller's signal, and leaving
+ * nothing behind when any step fails: what `create` made is destroyed before the rejection.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { type RunResult, run } from "../../proc/run.js";
+import {
+  acceptStartupDialogs,
+  DialogRefusedError,
+  type DialogStep,
+  dismissStartupDialog,
+  looksLikePrompt,
+  type ScreenIO,
+  screenShowsPrompt,
+} from "../dialogs.js";
+import { describeError, HookFailedError, OperationTimeoutError } from "../errors.js";
+import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
+import type { StartConfig } from "../provider.js";
+import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
+
+/** `session.startup_timeout`'s default: the deadline of one whole start. */
+export const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
+/** `session.setup_timeout`'s default: the deadline of each hook command. */
+export const DEFAULT_SETUP_TIMEOUT_MS = 10_000;
+/** Default wait for `readyPromptPrefix` before going on anyway. */
+export const DEFAULT_READY_TIMEOUT_MS = 60_000;
+/** Default watch for startup dialogs when `emitsPermissionWarning` is set. */
+export const DEFAULT_DIALOG_TIMEOUT_MS = 10_000;
+/** Screen polling interval during readiness. */
+const POLL_MS = 100;
+
+/** Limits of a start: the config's own (`startupTimeoutMs`, `setupTimeoutMs`) over `defaults`. */
+export function limitsFor(config: StartConfig, defaults: Partial<StartLimits> = {}): StartLimits {
+  return {
+    startupTimeoutMs: config.startupTimeoutMs ?? defaults.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
+    setupTimeoutMs: config.setupTimeoutMs ?? defaults.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS,
+    readyTimeoutMs: defaults.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
+    dialogTimeoutMs: defaults.dialogTimeoutMs ?? DEFAULT_DIALOG_TIMEOUT_MS,
+  };
+}
+
+/** The plan of a start: absolute dirs, the program's env and argv. Pure. */
+export function planStart(
+  name: string,
+  city: string,
+  config: StartConfig,
+  baseEnv: NodeJS.ProcessEnv = process.env,
+): StartPlan {
+  const workDir = config.workDir;
+  return {
+    name,
+    city,
+    config,
+    workDir,
+    hookDir: hookDirOf(config),
+    env: sessionEnv(baseEnv, name, config, city),
+    argv: launchArgv(config),
+  };
+}
+
+/**
+ * Runs the start sequence of `plan` on `backend`.
+ * @throws OperationTimeoutError (GC_TIMEOUT) when the whole start exceeds its deadline.
+ * @throws HookFailedError (GC_HOOK_FAILED) when a hook fails or exceeds `setupTimeoutMs`.
+ * @throws SessionDiedDuringStartupError (from `backend.died()`) when the program exits.
+ * @throws DialogRefusedError when a startup dialog cannot be answered safely.
+ * @throws the caller's `signal.reason` when it aborts.
+ * Whatever the rejection, the target `create` made is destroyed first.
+ */
+export async function runStart(
+  backend: StartBackend,
+  plan: StartPlan,
+  limits: StartLimits,
+  callerSignal?: AbortSignal,
+): Promise<void> {
+  callerSignal?.throwIfAborted();
+  const deadline = new AbortController();
+  const timeout = new OperationTimeoutError(`start of ${JSON.stringify(plan.name)}`, limits.startupTimeoutMs);
+  const timer = setTimeout(() => deadline.abort(timeout), limits.startupTimeoutMs);
+  const signal = callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal;
+  const steps = new Sequence(backend, plan, limits, signal, Date.now() + limits.startupTimeoutMs);
+  try {
+    await steps.run();
+  } catch (e) {
+    if (steps.created) await backend.destroy().catch(() => undefined);
+    if (callerSignal?.aborted) throw callerSignal.reason;
+    if (deadline.signal.aborted)
+      throw new OperationTimeoutError(timeout.message.split(":")[0] ?? "start", limits.startupTimeoutMs, {
+        cause: e,
+      });
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One start in progress. */
+class Sequence {
+  created = false;
+  private readonly b: StartBackend;
+  private readonly plan: StartPlan;
+  private readonly limits: StartLimits;
+  private readonly signal: AbortSignal;
+  private readonly deadlineAt: number;
+  private readonly hookEnv: Readonly<Record<string, string>>;
+
+  constructor(
+    b: StartBackend,
+    plan: StartPlan,
+    limits: StartLimits,
+    signal: AbortSignal,
+    deadlineAt: number,
+  ) {
+    this.b = b;
+    this.plan = plan;
+    this.limits = limits;
+    this.signal = signal;
+    this.deadlineAt = deadlineAt;
+    this.hookEnv = { ...plan.env, ...(b.hookEnv ?? {}) };
+  }
+
+  private does(step: DelegatedStep): boolean {
+    return !this.b.delegates?.has(step);
+  }
+
+  async run(): Promise<void> {
+    const cfg = this.plan.config;
+    if (this.does("pre_start")) await this.hooks("pre_start", cfg.preStart);
+    if (this.does("stage")) await this.b.stage(this.plan, this.signal);
+    this.signal.throwIfAborted();
+    this.created = true; // from here on a failure destroys whatever create got to make
+    await this.b.create(this.plan, this.signal);
+    this.signal.throwIfAborted();
+    if (this.does("readiness")) await this.awaitReady();
+    if (this.does("session_setup")) {
+      await this.hooks("session_setup", cfg.sessionSetup);
+      if (cfg.sessionSetupScript) await this.script(cfg.sessionSetupScript);
+    }
+    if (cfg.nudge && this.does("nudge")) {
+      await this.requireAlive();
+      if (!this.b.nudge) throw new HookFailedError("nudge", `${this.b.provider} cannot type into a session`);
+      await this.b.nudge(cfg.nudge, this.signal);
+    }
+    if (this.does("session_live")) await this.hooks("session_live", cfg.sessionLive);
+    await this.requireAlive();
+  }
+
+  private async requireAlive(): Promise<void> {
+    this.signal.throwIfAborted();
+    if (!(await this.b.alive(this.signal))) throw await this.b.died();
+  }
+
+  /** Runs each command of a hook in order, each bounded by `setupTimeoutMs`. */
+  private async hooks(hook: string, commands: readonly string[] | undefined): Promise<void> {
+    for (const cmd of commands ?? []) {
+      const r = await this.command(hook, JSON.stringify(cmd), [SHELL, "-c", cmd]);
+      if (r.exitCode !== 0) {
+        throw new HookFailedError(
+          hook,
+          `${JSON.stringify(cmd)}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
+        );
+      }
+    }
+  }
+
+  /** `session_setup_script`: run directly, or by the shell when it is not executable. */
+  private async script(script: string): Promise<void> {
+    const path = script.startsWith("/") ? script : `${this.plan.hookDir}/${script}`;
+    let r: RunResult;
+    try {
+      r = await this.command("session_setup_script", path, [path]);
+    } catch (e) {
+      const code = (e as { cause?: NodeJS.ErrnoException }).cause?.code;
+      if (code !== "EACCES" && code !== "ENOEXEC") throw e;
+      r = await this.command("session_setup_script", path, [SHELL, path]);
+    }
+    if (r.exitCode !== 0) {
+      throw new HookFailedError(
+        "session_setup_script",
+        `${path}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
+      );
+    }
+  }
+
+  /** One command through the backend; a timeout or spawn failure is the hook's failure. */
+  private async command(hook: string, what: string, argv: readonly string[]): Promise<RunResult> {
+    this.signal.throwIfAborted();
+    const opts: CommandOptions = {
+      cwd: this.plan.hookDir,
+      env: this.hookEnv,
+      timeoutMs: this.limits.setupTimeoutMs,
+      signal: this.signal,
+    };
+    try {
+      return await this.b.runCommand(argv, opts);
+    } catch (e) {
+      if (this.signal.aborted) throw e;
+      const detail =
+        e instanceof OperationTimeoutError
+          ? `${what}: did not finish within setup_timeout (${this.limits.setupTimeoutMs} ms)`
+          : `${what}: ${describeError(e)}`;
+      throw new HookFailedError(hook, detail, { cause: e });
+    }
+  }
+
+  /**
+   * Readiness: `readyPromptPrefix` on screen (waited for at most `readyTimeoutMs`, and never
+   * past the start's own deadline), else `readyDelayMs`; startup dialogs are answered on the
+   * way, and watched for a while after when `emitsPermissionWarning` is set.
+   */
+  private async awaitReady(): Promise<void> {
+    const cfg = this.plan.config;
+    const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
+    const delay = cfg.readyDelayMs ?? 0;
+    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
+    const io = this.screenIO();
+    // Leave a quarter of what is left (at most 5 s) for the steps after readiness.
+    const left = this.deadlineAt - Date.now();
+    const cap = Date.now() + left - Math.min(5_000, left / 4);
+    const until = Math.min(cap, Date.now() + (prefix ? this.limits.readyTimeoutMs : delay));
+    let last: DialogStep = { status: "none" };
+    const answered = new Map<string, number>();
+    for (;;) {
+      await this.requireAlive();
+      const screen = io ? await io.screen() : "";
+      if (io) {
+        last = await dismissStartupDialog(io, screen, { signal: this.signal });
+        if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
+        if (last.status === "handled") {
+          const n = (answered.get(last.dialog) ?? 0) + 1;
+          if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
+          answered.set(last.dialog, n);
+          continue;
+        }
+        if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+      }
+      const wait = Math.min(POLL_MS * 5, until - Date.now());
+      if (wait <= 0) break;
+      if (prefix && io && this.b.waitForPrompt) await this.b.waitForPrompt(prefix, wait, this.signal);
+      else await sleep(Math.min(POLL_MS, wait), undefined, { signal: this.signal });
+    }
+    if (last.status === "pending")
+      throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
+    if (cfg.emitsPermissionWarning && io) {
+      // Some agents show their warning only after the first ready screen.
+      const out = await acceptStartupDialogs(io, {
+        timeoutMs: Math.max(0, Math.min(this.limits.dialogTimeoutMs, cap - Date.now())),
+        signal: this.signal,
+        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
+      });
+      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
+    }
+    await this.requireAlive();
+  }
+
+  /** The backend's screen and keys for the dialog code, when it has a screen. */
+  private screenIO(): ScreenIO | undefined {
+    const { screen, sendKeys } = this.b;
+    if (!screen) return undefined;
+    return {
+      screen: () => screen.call(this.b, this.signal),
+      sendKeys: async (keys) => {
+        if (!sendKeys) throw new HookFailedError("startup dialog", `${this.b.provider} cannot send keys`);
+        await sendKeys.call(this.b, keys, this.signal);
+      },
+    };
+  }
+}
+
+/** {@link StartBackend.runCommand} for backends whose hooks run on this host. */
+export function runLocalCommand(argv: readonly string[], opts: CommandOptions): Promise<RunResult> {
+  return run(argv, { cwd: opts.cwd, env: opts.env, timeoutMs: opts.timeoutMs, signal: opts.signal });
+}
