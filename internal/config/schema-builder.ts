@@ -248,6 +248,8 @@ export class StringSchema<T extends string = string> extends Schema<T, T> {
 export interface IntOptions {
   readonly min?: number | undefined;
   readonly max?: number | undefined;
+  /** Accept any finite number, not only integers (`s.number()`). */
+  readonly fraction?: boolean | undefined;
 }
 
 /** An integer within optional bounds. */
@@ -261,14 +263,18 @@ export class IntSchema extends Schema<number> {
     return isScalar(node) && typeof node.value === "number";
   }
   expected(): string {
-    return "an integer";
+    return this.options.fraction ? "a number" : "an integer";
   }
   fromInput(input: number): number {
     return input;
   }
   protected decodeNode(node: unknown, path: string, ctx: DecodeContext): Decoded<number> {
-    if (!isScalar(node) || typeof node.value !== "number" || !Number.isInteger(node.value)) {
-      report(ctx, node, path, `expected an integer, got ${describeNode(node)}`);
+    if (
+      !isScalar(node) ||
+      typeof node.value !== "number" ||
+      !(this.options.fraction ? Number.isFinite(node.value) : Number.isInteger(node.value))
+    ) {
+      report(ctx, node, path, `expected ${this.expected()}, got ${describeNode(node)}`);
       return INVALID;
     }
     const v = node.value;
@@ -284,7 +290,7 @@ export class IntSchema extends Schema<number> {
     return v;
   }
   protected toJson(): JsonSchema {
-    const j: JsonSchema = { type: "integer" };
+    const j: JsonSchema = { type: this.options.fraction ? "number" : "integer" };
     if (this.options.min !== undefined) j.minimum = this.options.min;
     if (this.options.max !== undefined) j.maximum = this.options.max;
     return j;
@@ -750,6 +756,8 @@ export const s = {
   enum: <const V extends readonly string[]>(values: V, options?: StringOptions) =>
     new StringSchema<V[number]>(options, values),
   int: (options?: IntOptions) => new IntSchema(options),
+  /** A finite number (fractions allowed) within optional bounds. */
+  number: (options?: Omit<IntOptions, "fraction">) => new IntSchema({ ...options, fraction: true }),
   bool: () => new BoolSchema(),
   duration: (options?: DurationOptions) => new DurationSchema(options),
   envValue: () => new EnvValueSchema(),

@@ -77,6 +77,13 @@ export const PROVIDERS: readonly ProviderEntry[] = [
     target: () => import("../../conformance/targets/k8s.js"),
   },
   {
+    name: "docker",
+    arg: "none",
+    backend: "a container per session (tmux inside) through the Docker Engine API",
+    load: () => import("./docker/index.js"),
+    target: () => import("../../conformance/targets/docker.js"),
+  },
+  {
     name: "fake",
     arg: "none",
     internal: true,

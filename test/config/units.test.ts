@@ -236,8 +236,15 @@ describe("decoding", () => {
 
   it("decode: a backend this build lacks is refused, listing the built ones (no test doubles)", () => {
     expect(issues("session: { provider: tmux }\n")).toEqual([]);
+    expect(issues("agents:\n  - name: a\n    provider: sh\n    session: k8s\n")).toEqual([
+      '4:14: agents[0].session: unknown session provider "k8s"; this build has tmux, subprocess, exec:<script>, docker',
+    ]);
+  });
+
+  it("decode: the docker image is required only when docker is used", () => {
+    expect(issues("session: { provider: tmux, docker: { network: none } }\n")).toEqual([]);
     expect(issues("agents:\n  - name: a\n    provider: sh\n    session: docker\n")).toEqual([
-      '4:14: agents[0].session: unknown session provider "docker"; this build has tmux, subprocess, exec:<script>',
+      "1:1: session.docker.image: required when the docker session provider is used (by agents[0].session)",
     ]);
   });
 });

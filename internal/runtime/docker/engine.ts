@@ -1,0 +1,158 @@
+/**
+ * The docker provider's only door to the engine: a lazily loaded dockerode client, and the
+ * few calls it needs — containers by exact name, a label-filtered listing, exec with
+ * stdin/stdout/stderr and exit code, and tar upload/download. Errors keep the engine's
+ * status code so callers can tell "missing" from "unreachable".
+ */
+import { PassThrough, type Readable } from "node:stream";
+import type Dockerode from "dockerode";
+import { OperationTimeoutError, ProviderError } from "../errors.js";
+
+/** The engine answered with an HTTP status (404 missing, 409 conflict/not running, …). */
+export function statusOf(e: unknown): number | undefined {
+  const c = (e as { statusCode?: unknown } | undefined)?.statusCode;
+  return typeof c === "number" ? c : undefined;
+}
+
+/** Options of one {@link Engine.exec}. */
+export interface ExecOptions {
+  readonly argv: readonly string[];
+  readonly stdin?: string | Buffer | undefined;
+  readonly env?: readonly string[] | undefined;
+  readonly user?: string | undefined;
+  readonly workDir?: string | undefined;
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** What an exec did. */
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A connection to one engine (one unix socket). Loads dockerode on first use. */
+export class Engine {
+  readonly socketPath: string;
+  private client: Promise<Dockerode> | undefined;
+
+  constructor(socketPath: string) {
+    this.socketPath = socketPath;
+  }
+
+  /** The dockerode client (imported lazily: `gc peek` on tmux never loads it). */
+  docker(): Promise<Dockerode> {
+    this.client ??= import("dockerode").then(
+      ({ default: Docker }) => new Docker({ socketPath: this.socketPath }),
+    );
+    return this.client;
+  }
+
+  /** The container named exactly `name`, or `undefined` when there is none. */
+  async inspect(name: string, signal?: AbortSignal): Promise<Dockerode.ContainerInspectInfo | undefined> {
+    const d = await this.docker();
+    try {
+      return (await d
+        .getContainer(name)
+        .inspect({ abortSignal: signal } as never)) as unknown as Dockerode.ContainerInspectInfo;
+    } catch (e) {
+      if (statusOf(e) === 404) return undefined;
+      throw this.wrap(`inspect ${name}`, e);
+    }
+  }
+
+  /** Runs `argv` in the running container `id` and collects its output and exit code. */
+  async exec(id: string, o: ExecOptions): Promise<ExecResult> {
+    const d = await this.docker();
+    const container = d.getContainer(id);
+    const withStdin = o.stdin !== undefined;
+    const timeout = AbortSignal.timeout(o.timeoutMs);
+    const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+    signal.throwIfAborted();
+    const exec = await container.exec({
+      Cmd: [...o.argv],
+      AttachStdin: withStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      ...(o.env ? { Env: [...o.env] } : {}),
+      ...(o.user ? { User: o.user } : {}),
+      ...(o.workDir ? { WorkingDir: o.workDir } : {}),
+    });
+    const stream = (await exec.start({
+      hijack: true,
+      stdin: withStdin,
+    })) as unknown as NodeJS.ReadWriteStream & Readable;
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    stdout.on("data", (b: Buffer) => out.push(b));
+    stderr.on("data", (b: Buffer) => err.push(b));
+    d.modem.demuxStream(stream, stdout, stderr);
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on("end", resolve);
+      stream.on("close", resolve);
+      stream.on("error", reject);
+    });
+    const onAbort = () => stream.destroy();
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      if (withStdin) {
+        stream.write(o.stdin as string | Buffer);
+        stream.end();
+      }
+      await done;
+      if (signal.aborted) throw signal.reason;
+      for (let i = 0; ; i++) {
+        const info = await exec.inspect();
+        if (!info.Running) {
+          return {
+            exitCode: info.ExitCode ?? -1,
+            stdout: Buffer.concat(out).toString("utf8"),
+            stderr: Buffer.concat(err).toString("utf8"),
+          };
+        }
+        if (i > 200)
+          throw new ProviderError("docker", `exec ${o.argv[0]}: still running after its output ended`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    } catch (e) {
+      if (o.signal?.aborted) throw o.signal.reason;
+      if (timeout.aborted)
+        throw new OperationTimeoutError(`docker exec ${o.argv[0]}`, o.timeoutMs, { cause: e });
+      throw e;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Extracts the tar `archive` at `path` (a directory that exists) in container `id`. */
+  async putArchive(id: string, archive: Buffer, path: string): Promise<void> {
+    const d = await this.docker();
+    await d.getContainer(id).putArchive(archive, { path });
+  }
+
+  /** The tar archive of `path` in container `id`, or `undefined` when the path is missing. */
+  async getArchive(id: string, path: string): Promise<Buffer | undefined> {
+    const d = await this.docker();
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await d.getContainer(id).getArchive({ path });
+    } catch (e) {
+      if (statusOf(e) === 404) return undefined;
+      throw e;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+    return Buffer.concat(chunks);
+  }
+
+  /** Adds what the engine said to an error. */
+  wrap(what: string, e: unknown): Error {
+    if (e instanceof Error && "code" in e && typeof e.code === "string" && e.code.startsWith("GC_")) return e;
+    const msg = (e as { json?: { message?: string } })?.json?.message ?? (e as Error)?.message ?? String(e);
+    return new ProviderError("docker", `${what}: ${msg}`, { cause: e });
+  }
+}

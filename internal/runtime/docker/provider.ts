@@ -1,0 +1,935 @@
+/**
+ * DockerProvider: one container per gc session through the Docker Engine API (dockerode).
+ * The container's program runs in a tmux session inside it, so the rendered terminal
+ * (peek, activity, keys) outlives any controller; ownership and identity are container
+ * labels, metadata are files in the container, and stop removes the container.
+ * Built by `createProvider` (index.ts) for the composition root and `gc conformance`.
+ */
+import { readFile, stat } from "node:fs/promises";
+import { posix, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type Dockerode from "dockerode";
+import { screenAwaitsChoice, screenLooksBusy, screenShowsPrompt } from "../dialogs.js";
+import {
+  HookFailedError,
+  InvalidNameError,
+  NudgeNotDeliveredError,
+  ProviderError,
+  SessionDiedDuringStartupError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../errors.js";
+import type { ProviderFactoryOptions } from "../factory.js";
+import { hookDirOf } from "../launch.js";
+import {
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+  type StartPlan,
+  stageLocal,
+} from "../lifecycle/index.js";
+import { validateMetaKey, validateSessionName } from "../names.js";
+import {
+  type BackendShutdownProvider,
+  type CommandProvider,
+  type ExecCommandOptions,
+  type ExecCommandResult,
+  flattenContent,
+  type IdleResult,
+  type IdleWaitProvider,
+  type NudgeContent,
+  type OpOptions,
+  type Provider,
+  type ProviderCapabilities,
+  type StartConfig,
+} from "../provider.js";
+import { Engine, type ExecResult, statusOf } from "./engine.js";
+import {
+  BOOT_SCRIPT,
+  COMM_SCRIPT,
+  EXEC_SCRIPT,
+  envFile,
+  HOOK_SCRIPT,
+  META_DIR,
+  NUDGE_SCRIPT,
+  PANE,
+  RUN_DIR,
+  SETUP_SCRIPT,
+  STDIN_SCRIPT,
+  TMUX_SESSION,
+  validEnvKey,
+} from "./scripts.js";
+import { type DockerSettings, resolveSettings } from "./settings.js";
+import { tarOfFiles, tarOfPath, untarFirstFile } from "./tar.js";
+
+/** Label holding the owning city's identity. */
+export const LABEL_CITY = "gc.city";
+/** Label holding the gc session name. */
+export const LABEL_SESSION = "gc.session";
+/** Label holding the work dir inside the container. */
+export const LABEL_WORKDIR = "gc.work_dir";
+/** Label holding the declared ready prompt prefix (for idle detection). */
+export const LABEL_PREFIX = "gc.ready_prefix";
+
+const POLL_MS = 150;
+const IDLE_QUIET_MS = 600;
+const HISTORY_LIMIT = 50_000;
+
+/** Container name for session `name` of the city owning `owner` (exact; never a prefix match). */
+export function containerName(owner: string, name: string): string {
+  const slug = owner.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 48);
+  return `gc-${slug}-${name}`;
+}
+
+type Info = Dockerode.ContainerInspectInfo;
+
+/** Options for {@link DockerProvider}. */
+export interface DockerProviderOptions extends ProviderFactoryOptions {}
+
+/**
+ * The docker {@link Provider}. Every method validates the session name first, looks the
+ * container up by its exact name and acts only when its labels say this city owns it:
+ * containers of other cities (or anybody's else) are never listed, read, written or removed.
+ */
+export class DockerProvider implements Provider, IdleWaitProvider, CommandProvider, BackendShutdownProvider {
+  readonly name = "docker";
+  readonly settings: DockerSettings;
+  readonly engine: Engine;
+  private readonly owner: string;
+  private readonly cityDir: string;
+  private readonly starting = new Set<string>();
+  private readonly nudgeChains = new Map<string, Promise<void>>();
+  private bufferSeq = 0;
+
+  constructor(opts: DockerProviderOptions) {
+    this.owner = opts.city;
+    this.cityDir = opts.cityDir;
+    this.settings = resolveSettings(opts.settings, process.env, opts.cityDir);
+    this.engine = new Engine(this.settings.socketPath);
+  }
+
+  /** The ownership label value (`gc.city=<owner>`) every container of this city carries. */
+  get ownerLabel(): string {
+    return `${LABEL_CITY}=${this.owner}`;
+  }
+
+  /** The exact container name of session `name`. */
+  containerName(name: string): string {
+    return containerName(this.owner, name);
+  }
+
+  /** What a container with tmux inside can do; no exit status (the container's is tmux's). */
+  capabilities(): ProviderCapabilities {
+    return {
+      executes: true,
+      attach: true,
+      attachDetect: true,
+      activity: true,
+      interaction: false,
+      idleWait: true,
+      processNames: true,
+      copyTo: true,
+      runLive: true,
+      exitStatus: false,
+      exec: true,
+    };
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------
+
+  /**
+   * Creates the session's container: pre_start on the host (failure → HookFailedError,
+   * nothing created), work dir mounted or copied, container created (labels, limits,
+   * network, tmpfs for the env file) and started, the env file streamed in over exec stdin
+   * and the tmux session created; then readiness (with startup dialogs), session_setup,
+   * session_setup_script, the nudge and session_live — those in the container.
+   * @throws SessionExistsError when the name is live or its container name is taken.
+   * @throws SessionDiedDuringStartupError when the program exits before start finishes.
+   * @throws ProviderError when no image is configured or the engine refuses (e.g. no such image).
+   * Every rejection (including an abort) removes what was created.
+   */
+  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    opts.signal?.throwIfAborted();
+    if (this.starting.has(name))
+      throw new SessionExistsError(name, { cause: "a start is already in progress" });
+    this.starting.add(name);
+    try {
+      await this.doStart(name, config, opts.signal);
+    } finally {
+      this.starting.delete(name);
+    }
+  }
+
+  private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
+    const image = this.settings.image;
+    if (!image) throw new ProviderError("docker", "no image configured (session.docker.image)");
+    for (const k of Object.keys(cfg.env)) {
+      if (!validEnvKey(k))
+        throw new InvalidNameError("environment variable", k, "must match [A-Za-z_][A-Za-z0-9_]*");
+    }
+    const existing = await this.engine.inspect(this.containerName(name), signal);
+    if (existing) {
+      if (!this.owns(existing, name) || existing.State.Running) throw new SessionExistsError(name);
+      await this.remove(existing.Id); // a dead session of ours: make room for the new one
+    }
+    const config: StartConfig = {
+      ...cfg,
+      workDir: resolve(this.cityDir, cfg.workDir),
+      hookDir: resolve(this.cityDir, hookDirOf(cfg)),
+    };
+    // The program's base environment is the image's, never this host's.
+    const plan = planStart(name, this.owner, config, { baseEnv: {}, sourceDir: this.cityDir });
+    const limits = limitsFor(config, {
+      readyTimeoutMs: this.settings.readyTimeoutMs,
+      setupTimeoutMs: config.setupTimeoutMs ?? this.settings.hookTimeoutMs,
+    });
+    await runStart(this.startBackend(image, plan), plan, limits, signal);
+  }
+
+  /**
+   * The start lifecycle's view of one container being started: `pre_start` runs on the host
+   * (the container does not exist yet); once created, hooks and the setup script run inside
+   * it, in the work dir, with the session env.
+   */
+  private startBackend(image: string, plan: StartPlan): StartBackend {
+    let id: string | undefined;
+    const need = (): string => {
+      if (!id) throw new ProviderError("docker", "the container does not exist yet");
+      return id;
+    };
+    return {
+      provider: "docker",
+      runCommand: async (argv, o) => {
+        if (!id)
+          return runLocalCommand(argv, {
+            ...o,
+            env: { ...(process.env as Record<string, string>), ...o.env },
+          });
+        const hook = argv.length === 3 && argv[1] === "-c";
+        const r = hook
+          ? await this.exec(id, {
+              argv: ["/bin/sh", "-c", HOOK_SCRIPT, "gc-hook", plan.workDir, argv[2]!],
+              signal: o.signal,
+              timeoutMs: o.timeoutMs,
+            })
+          : await this.exec(id, {
+              argv: ["/bin/sh", "-c", STDIN_SCRIPT, "gc-script", plan.workDir],
+              stdin: await readFile(argv[argv.length - 1]!, "utf8"),
+              signal: o.signal,
+              timeoutMs: o.timeoutMs,
+            });
+        return { exitCode: r.exitCode, signal: null, stdout: r.stdout, stderr: r.stderr };
+      },
+      stage: async (p) => {
+        if (this.settings.workDir === "mount") await stageLocal("docker", p);
+      },
+      create: async (p, signal) => {
+        id = await this.create(p.name, p.config, image, p.workDir, signal);
+        if (this.settings.workDir === "copy") await this.stageCopy(id, p.config, p.workDir);
+        signal.throwIfAborted();
+        const d = await this.engine.docker();
+        await d.getContainer(id).start();
+        const setup = await this.exec(id, {
+          argv: [
+            "/bin/sh",
+            "-c",
+            SETUP_SCRIPT,
+            "gc-setup",
+            String(this.settings.cols),
+            String(this.settings.rows),
+            String(HISTORY_LIMIT),
+            p.workDir,
+            ...p.argv,
+          ],
+          stdin: envFile(p.env),
+          signal,
+        });
+        if (setup.exitCode !== 0) {
+          if (!(await this.alive(id))) throw await this.died(p.name, id);
+          throw new ProviderError(
+            "docker",
+            `creating the tmux session in ${p.name}: ${setup.stderr.trim() || `exit ${setup.exitCode}`}`,
+          );
+        }
+      },
+      alive: (signal) => this.alive(need(), signal),
+      died: () => this.died(plan.name, need()),
+      screen: async (signal) => (await this.capture(need(), "screen", signal)) ?? "",
+      sendKeys: async (keys, signal) => {
+        await this.execQuiet(need(), ["tmux", "send-keys", "-t", PANE, "--", ...keys], signal);
+      },
+      nudge: (text, signal) => this.deliver(plan.name, need(), text, signal),
+      destroy: async () => {
+        if (id) await this.remove(id);
+      },
+    };
+  }
+
+  private async create(
+    name: string,
+    cfg: StartConfig,
+    image: string,
+    workDir: string,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const s = this.settings;
+    const labels: Record<string, string> = {
+      [LABEL_CITY]: this.owner,
+      [LABEL_SESSION]: name,
+      [LABEL_WORKDIR]: workDir,
+    };
+    if (cfg.readyPromptPrefix?.trim()) labels[LABEL_PREFIX] = cfg.readyPromptPrefix;
+    const mounts: Dockerode.MountSettings[] = s.mounts.map((m) => ({
+      Type: "bind",
+      Source: m.source,
+      Target: m.target,
+      ReadOnly: m.readOnly,
+    }));
+    if (s.workDir === "mount")
+      mounts.unshift({ Type: "bind", Source: workDir, Target: workDir, ReadOnly: false });
+    const d = await this.engine.docker();
+    signal?.throwIfAborted();
+    try {
+      const c = await d.createContainer({
+        name: this.containerName(name),
+        Image: image,
+        Cmd: ["/bin/sh", "-c", BOOT_SCRIPT],
+        Entrypoint: [],
+        // Only gc's identity variables: the declared env (secrets included) never appears
+        // in `docker inspect`; it reaches the program through the env file (see SETUP_SCRIPT).
+        Env: Object.entries(this.identityEnv(name, workDir)).map(([k, v]) => `${k}=${v}`),
+        Labels: labels,
+        Tty: true,
+        OpenStdin: true,
+        WorkingDir: workDir,
+        ...(s.user ? { User: s.user } : {}),
+        HostConfig: {
+          NetworkMode: s.network,
+          Mounts: mounts,
+          Tmpfs: { [RUN_DIR]: "rw,nosuid,nodev,mode=1777" },
+          Init: true,
+          RestartPolicy: { Name: "no" },
+          ...(s.memoryBytes ? { Memory: s.memoryBytes } : {}),
+          ...(s.cpus ? { NanoCpus: Math.round(s.cpus * 1e9) } : {}),
+          ...(s.pidsLimit ? { PidsLimit: s.pidsLimit } : {}),
+        },
+      });
+      return c.id;
+    } catch (e) {
+      if (statusOf(e) === 409) throw new SessionExistsError(name, { cause: e });
+      if (statusOf(e) === 404) {
+        throw new ProviderError(
+          "docker",
+          `image ${JSON.stringify(image)} not found on the engine (pull or build it first)`,
+          {
+            cause: e,
+          },
+        );
+      }
+      throw this.engine.wrap(`creating the container of ${name}`, e);
+    }
+  }
+
+  private async died(name: string, id: string): Promise<SessionDiedDuringStartupError> {
+    let detail = "the container exited";
+    try {
+      const d = await this.engine.docker();
+      const info = await d.getContainer(id).inspect();
+      const logs = (await d
+        .getContainer(id)
+        .logs({ stdout: true, stderr: true, tail: 20 })) as unknown as Buffer;
+      const text = stripAnsi(logs.toString("utf8"))
+        .split(/\r?\n/)
+        .map((l) => l.trim())
+        .filter((l) => l !== "" && l !== "[exited]")
+        .slice(-4)
+        .join(" ⏎ ");
+      detail = `container exit status ${info.State.ExitCode}${text ? `; last output: ${text.slice(0, 300)}` : ""}`;
+    } catch {
+      // keep the generic detail
+    }
+    return new SessionDiedDuringStartupError(name, detail);
+  }
+
+  /**
+   * Removes the session's container (SIGKILL to every process in it, then the container
+   * and its filesystem). Idempotent; containers this city does not own are never touched.
+   */
+  async stop(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    this.nudgeChains.delete(name);
+    const c = await this.find(name, opts.signal);
+    if (c) await this.remove(c.Id);
+  }
+
+  private async remove(id: string): Promise<void> {
+    const d = await this.engine.docker();
+    for (let i = 0; ; i++) {
+      try {
+        await d.getContainer(id).remove({ force: true, v: true });
+        return;
+      } catch (e) {
+        const st = statusOf(e);
+        if (st === 404) return;
+        // 409: a removal already in progress (a concurrent stop); wait for it to finish.
+        if (st !== 409 || i >= 100) throw this.engine.wrap(`removing container ${id.slice(0, 12)}`, e);
+        await sleep(100);
+      }
+    }
+  }
+
+  /** Ctrl-C to the program. Best-effort: resolves when missing or not running. */
+  async interrupt(name: string, opts: OpOptions = {}): Promise<void> {
+    await this.sendKeys(name, ["C-c"], opts);
+  }
+
+  /** True when the session's container is ours and running. */
+  async isRunning(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    return c?.State.Running === true;
+  }
+
+  /**
+   * This city's running sessions whose names start with `prefix`, from one label-filtered
+   * container listing. @throws when the engine cannot be reached.
+   */
+  async listRunning(prefix: string, opts: OpOptions = {}): Promise<string[]> {
+    const d = await this.engine.docker();
+    let list: Dockerode.ContainerInfo[];
+    try {
+      list = (await d.listContainers({
+        all: false,
+        filters: { label: [this.ownerLabel], status: ["running"] },
+        abortSignal: opts.signal,
+      } as never)) as unknown as Dockerode.ContainerInfo[];
+    } catch (e) {
+      throw this.engine.wrap("listing containers", e);
+    }
+    const names = new Set<string>();
+    for (const c of list) {
+      const n = c.Labels?.[LABEL_SESSION];
+      if (c.Labels?.[LABEL_CITY] !== this.owner || n === undefined || !n.startsWith(prefix)) continue;
+      if (c.Names?.includes(`/${this.containerName(n)}`)) names.add(n);
+    }
+    return [...names].sort();
+  }
+
+  /**
+   * True for a running session when `names` is empty, or when a process named in `names`
+   * runs anywhere in its container (the container is the session's process tree).
+   */
+  async processAlive(name: string, names: readonly string[], opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return false;
+    if (names.length === 0) return true;
+    const r = await this.execQuiet(c.Id, ["/bin/sh", "-c", COMM_SCRIPT], opts.signal);
+    if (!r) return false;
+    const running = new Set(r.stdout.split("\n").map((l) => l.trim()));
+    return names.some((n) => running.has(n) || running.has(n.slice(0, 15)));
+  }
+
+  // ---- input -----------------------------------------------------------------------------
+
+  /**
+   * Delivers the exact text as one paste (a tmux buffer loaded from exec stdin — never
+   * argv, never key by key), then Enter. Nudges to one session are serialized.
+   * Resolves when the session is missing or not running.
+   * @throws NudgeNotDeliveredError when a menu waits for a choice or tmux refused the paste.
+   */
+  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return;
+    const text = flattenContent(content);
+    const prev = this.nudgeChains.get(name) ?? Promise.resolve();
+    const mine = prev.then(() => this.deliver(name, c.Id, text, opts.signal));
+    const tail = mine.catch(() => undefined);
+    this.nudgeChains.set(name, tail);
+    void tail.then(() => {
+      if (this.nudgeChains.get(name) === tail) this.nudgeChains.delete(name);
+    });
+    return mine;
+  }
+
+  private async deliver(
+    name: string,
+    id: string,
+    text: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (text === "") return;
+    if (text.includes("\0")) throw new NudgeNotDeliveredError(name, "the text contains NUL");
+    const screen = await this.capture(id, "screen", signal);
+    if (screen !== undefined && screenAwaitsChoice(screen)) {
+      throw new NudgeNotDeliveredError(
+        name,
+        "a menu or dialog is waiting for a choice; typing would answer it",
+      );
+    }
+    const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
+    const r = await this.execQuiet(id, ["/bin/sh", "-c", NUDGE_SCRIPT, "gc-nudge", buffer], signal, text);
+    if (r && r.exitCode !== 0 && (await this.alive(id))) {
+      throw new NudgeNotDeliveredError(name, r.stderr.trim() || `exit ${r.exitCode}`);
+    }
+  }
+
+  /** Raw tmux key names in one `send-keys`; no implicit Enter. Resolves when missing or not running. */
+  async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    if (keys.length === 0) return;
+    for (const k of keys) {
+      if (k === "" || k.includes("\0"))
+        throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
+    }
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return;
+    await this.execQuiet(c.Id, ["tmux", "send-keys", "-t", PANE, "--", ...keys], opts.signal);
+  }
+
+  // ---- observation -----------------------------------------------------------------------
+
+  /**
+   * The last `lines` lines of the session's terminal (wrapped lines joined, trailing blanks
+   * dropped), newest last; `lines <= 0` = all scrollback. "" once the program has exited.
+   * @throws SessionNotFoundError when the session is missing.
+   */
+  async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c) throw new SessionNotFoundError(name);
+    if (!c.State.Running) return "";
+    return (await this.capture(c.Id, lines, opts.signal)) ?? "";
+  }
+
+  /** The pane's text: the last `lines` lines, all history (`<= 0`), or the visible screen (`"screen"`). */
+  private async capture(
+    id: string,
+    lines: number | "screen",
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    const range = lines === "screen" ? [] : ["-J", "-S", lines > 0 ? String(-lines) : "-"];
+    const r = await this.execQuiet(id, ["tmux", "capture-pane", "-p", "-t", PANE, ...range], signal);
+    if (r?.exitCode !== 0) return undefined;
+    const rows = r.stdout
+      .replace(/\n$/, "")
+      .split("\n")
+      .map((l) => l.trimEnd());
+    while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
+    return (typeof lines === "number" && lines > 0 ? rows.slice(-lines) : rows).join("\n");
+  }
+
+  /**
+   * Stores `value` as a file in the container's filesystem (`/.gc-meta/<key>`, uploaded by
+   * the archive API): it lives exactly as long as the container, survives controller and
+   * engine restarts, and is readable by any gc process. @throws SessionNotFoundError when missing.
+   */
+  async setMeta(name: string, key: string, value: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    await this.writeMeta(name, key, `v${value}`, opts.signal);
+  }
+
+  /** The stored value, or `undefined` when unset. @throws SessionNotFoundError when missing. */
+  async getMeta(name: string, key: string, opts: OpOptions = {}): Promise<string | undefined> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    const c = await this.find(name, opts.signal);
+    if (!c) throw new SessionNotFoundError(name);
+    let tar: Buffer | undefined;
+    try {
+      tar = await this.engine.getArchive(c.Id, `${META_DIR}/${key}`);
+    } catch (e) {
+      if (statusOf(e) === 404) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw this.engine.wrap(`reading metadata of ${name}`, e);
+    }
+    if (!tar) return undefined;
+    const stored = (await untarFirstFile(tar))?.toString("utf8");
+    return stored?.startsWith("v") ? stored.slice(1) : undefined;
+  }
+
+  /** Removes a key (an empty file means unset); resolves when it was not set. @throws SessionNotFoundError when missing. */
+  async removeMeta(name: string, key: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    validateMetaKey(key);
+    await this.writeMeta(name, key, "", opts.signal);
+  }
+
+  private async writeMeta(name: string, key: string, stored: string, signal?: AbortSignal): Promise<void> {
+    const c = await this.find(name, signal);
+    if (!c) throw new SessionNotFoundError(name);
+    const tar = await tarOfFiles([
+      { name: `${META_DIR.slice(1)}/`, type: "directory", mode: 0o700 },
+      { name: `${META_DIR.slice(1)}/${key}`, data: Buffer.from(stored, "utf8"), mode: 0o600 },
+    ]);
+    try {
+      await this.engine.putArchive(c.Id, tar, "/");
+    } catch (e) {
+      if (statusOf(e) === 404) throw new SessionNotFoundError(name, undefined, { cause: e });
+      throw this.engine.wrap(`writing metadata of ${name}`, e);
+    }
+  }
+
+  /** Time of the last output in the session's window; `undefined` when missing or exited. */
+  async getLastActivity(name: string, opts: OpOptions = {}): Promise<Date | undefined> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return undefined;
+    const r = await this.execQuiet(
+      c.Id,
+      ["tmux", "display-message", "-p", "-t", PANE, "#{window_activity}"],
+      opts.signal,
+    );
+    const secs = Number(r?.stdout.trim());
+    return r?.exitCode === 0 && secs > 0 ? new Date(secs * 1000) : undefined;
+  }
+
+  /** Clears the pane's history. Best-effort: resolves when missing. */
+  async clearScrollback(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (c?.State.Running) await this.execQuiet(c.Id, ["tmux", "clear-history", "-t", PANE], opts.signal);
+  }
+
+  /** True when a terminal other than the container's own console client is attached. */
+  async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return false;
+    const r = await this.execQuiet(
+      c.Id,
+      ["tmux", "list-clients", "-t", TMUX_SESSION, "-F", "#{client_flags}"],
+      opts.signal,
+    );
+    if (r?.exitCode !== 0) return false;
+    return r.stdout.split("\n").some((l) => l.trim() !== "" && !l.includes("ignore-size"));
+  }
+
+  // ---- files and commands ----------------------------------------------------------------
+
+  /**
+   * Uploads local `src` (file or directory) to `relDst` under the session's work dir with
+   * the archive API. Best-effort: resolves when the session or `src` is missing.
+   * @throws InvalidNameError when `relDst` leaves the work dir.
+   */
+  async copyTo(name: string, src: string, relDst: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const dst = posix.normalize(relDst || ".");
+    if (dst.startsWith("..") || posix.isAbsolute(dst)) {
+      throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
+    }
+    const c = await this.find(name, opts.signal);
+    if (!c) return;
+    const st = await stat(src).catch(() => undefined);
+    if (!st) return;
+    const workDir = c.Config.Labels?.[LABEL_WORKDIR];
+    if (!workDir) return;
+    const base = relDst === "" ? (st.isDirectory() ? "." : posix.basename(src)) : dst;
+    await this.upload(c.Id, src, posix.join(workDir, base));
+  }
+
+  private async upload(id: string, src: string, absDst: string): Promise<void> {
+    const tar = await tarOfPath(src, absDst.replace(/^\/+/, ""), this.ownerIds());
+    try {
+      await this.engine.putArchive(id, tar, "/");
+    } catch (e) {
+      throw this.engine.wrap(`copying ${src}`, e);
+    }
+  }
+
+  /** Runs `config.sessionLive` in the running container, in its work dir. Resolves when missing. */
+  async runLive(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running || !config.sessionLive?.length) return;
+    const workDir = c.Config.Labels?.[LABEL_WORKDIR] ?? resolve(this.cityDir, config.workDir);
+    for (const cmd of config.sessionLive) await this.hook(c.Id, "session_live", cmd, workDir, opts.signal);
+  }
+
+  /**
+   * Runs `argv` (no shell around it) in the container through the exec API, in the work
+   * dir (or `opts.cwd` relative to it) with the session's environment plus `opts.env`.
+   * A missing program yields exit code 127. @throws SessionNotFoundError when missing or not running.
+   */
+  async execCommand(
+    name: string,
+    argv: readonly string[],
+    opts: ExecCommandOptions = {},
+  ): Promise<ExecCommandResult> {
+    validateSessionName(name);
+    if (argv.length === 0) throw new ProviderError("docker", "execCommand: empty argv");
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) throw new SessionNotFoundError(name, c ? "its program has exited" : undefined);
+    const workDir = c.Config.Labels?.[LABEL_WORKDIR] ?? "/";
+    const cwd = opts.cwd ? posix.resolve(workDir, opts.cwd) : workDir;
+    const extra = Object.entries(opts.env ?? {});
+    for (const [k] of extra)
+      if (!validEnvKey(k)) throw new InvalidNameError("environment variable", k, "invalid name");
+    const r = await this.exec(c.Id, {
+      argv: [
+        "/bin/sh",
+        "-c",
+        EXEC_SCRIPT,
+        "gc-exec",
+        cwd,
+        String(extra.length),
+        ...extra.flat(),
+        "--",
+        ...argv,
+      ],
+      stdin: opts.stdin,
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs,
+    });
+    return r;
+  }
+
+  /**
+   * Hands the caller's terminal to the session: a Docker exec of `tmux attach` with a TTY,
+   * stdin in raw mode, resizes forwarded. Resolves when the operator detaches (tmux prefix
+   * then `d`) or the session ends. @throws SessionNotFoundError when missing or not running.
+   */
+  async attach(name: string, opts: OpOptions = {}): Promise<void> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) throw new SessionNotFoundError(name);
+    const d = await this.engine.docker();
+    const exec = await d.getContainer(c.Id).exec({
+      Cmd: ["tmux", "-u", "attach-session", "-t", TMUX_SESSION],
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: true,
+      Env: [`TERM=${process.env.TERM || "xterm-256color"}`],
+      ...(this.settings.user ? { User: this.settings.user } : {}),
+    });
+    const stream = (await exec.start({
+      hijack: true,
+      stdin: true,
+      Tty: true,
+    })) as unknown as NodeJS.ReadWriteStream;
+    const stdin = process.stdin;
+    const raw = stdin.isTTY === true;
+    const resize = () => {
+      const { columns, rows } = process.stdout;
+      if (columns && rows) void exec.resize({ w: columns, h: rows }).catch(() => undefined);
+    };
+    if (raw) stdin.setRawMode(true);
+    stdin.resume();
+    stdin.pipe(stream as NodeJS.WritableStream);
+    stream.pipe(process.stdout);
+    process.stdout.on("resize", resize);
+    resize();
+    try {
+      await new Promise<void>((res, rej) => {
+        stream.on("end", res);
+        stream.on("close", res);
+        stream.on("error", rej);
+        opts.signal?.addEventListener("abort", () => res(), { once: true });
+      });
+    } finally {
+      process.stdout.off("resize", resize);
+      stdin.unpipe(stream as NodeJS.WritableStream);
+      if (raw) stdin.setRawMode(false);
+      stdin.pause();
+      (stream as unknown as { destroy?: () => void }).destroy?.();
+    }
+  }
+
+  // ---- idleness --------------------------------------------------------------------------
+
+  /**
+   * Resolves `idle` once the screen has been unchanged for a quiet period with the ready
+   * prompt visible (when declared), no busy marker and no menu; `timeout` at `timeoutMs`
+   * (a hard bound); `gone` when missing or exited.
+   */
+  async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return "gone";
+    const prefix = c.Config.Labels?.[LABEL_PREFIX];
+    const deadline = Date.now() + timeoutMs;
+    let last: string | undefined;
+    let since = Date.now();
+    for (;;) {
+      const left0 = deadline - Date.now();
+      if (left0 <= 0) return "timeout";
+      const r = await this.execQuiet(
+        c.Id,
+        ["tmux", "display-message", "-p", "-t", PANE, "#{cursor_x},#{cursor_y},#{history_size}"],
+        opts.signal,
+      );
+      const screen = await this.capture(c.Id, "screen", opts.signal);
+      if (r?.exitCode !== 0 || screen === undefined) return "gone";
+      const sig = `${r.stdout}\n${screen}`;
+      const now = Date.now();
+      if (sig !== last) {
+        last = sig;
+        since = now;
+      }
+      const calm =
+        !screenAwaitsChoice(screen) &&
+        !screenLooksBusy(screen) &&
+        (prefix === undefined || screenShowsPrompt(screen, prefix));
+      if (calm && now - since >= IDLE_QUIET_MS) return "idle";
+      const left = deadline - Date.now();
+      if (left <= 0) return "timeout";
+      await sleep(Math.min(POLL_MS, left), undefined, { signal: opts.signal });
+    }
+  }
+
+  /**
+   * Removes every container carrying this city's ownership label, running or exited (a
+   * program that ended leaves its container until then), so `gc stop` leaves nothing.
+   * Containers of other cities are never touched. Idempotent.
+   */
+  async shutdown(opts: OpOptions = {}): Promise<void> {
+    const d = await this.engine.docker();
+    let list: Dockerode.ContainerInfo[];
+    try {
+      list = (await d.listContainers({
+        all: true,
+        filters: { label: [this.ownerLabel] },
+        abortSignal: opts.signal,
+      } as never)) as unknown as Dockerode.ContainerInfo[];
+    } catch (e) {
+      throw this.engine.wrap("listing containers", e);
+    }
+    const mine = list.filter((c) => c.Labels?.[LABEL_CITY] === this.owner);
+    await Promise.all(mine.map((c) => this.remove(c.Id)));
+  }
+
+  /** Releases the engine connection (sessions keep running). Idempotent. */
+  async close(): Promise<void> {
+    // dockerode keeps no persistent connection (one HTTP request per call).
+  }
+
+  // ---- the small backend surface the start lifecycle uses ----------------------------------
+
+  /** Runs one hook command in the container's work dir with the session env. @throws HookFailedError. */
+  private async hook(
+    id: string,
+    hook: string,
+    cmd: string,
+    workDir: string,
+    signal: AbortSignal | undefined,
+  ) {
+    const r = await this.exec(id, { argv: ["/bin/sh", "-c", HOOK_SCRIPT, "gc-hook", workDir, cmd], signal });
+    if (r.exitCode !== 0) {
+      throw new HookFailedError(hook, `${JSON.stringify(cmd)}: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
+    }
+  }
+
+  /** Copy mode: the host work dir, overlay_dir and copy_files uploaded into the created container. */
+  private async stageCopy(id: string, cfg: StartConfig, workDir: string): Promise<void> {
+    const ids = this.ownerIds();
+    const parts: Buffer[] = [];
+    const hostWork = await stat(workDir).catch(() => undefined);
+    parts.push(
+      hostWork?.isDirectory()
+        ? await tarOfPath(workDir, workDir.slice(1), ids)
+        : await tarOfFiles([{ name: `${workDir.slice(1)}/`, type: "directory", mode: 0o755, ...ids }]),
+    );
+    if (cfg.overlayDir)
+      parts.push(await tarOfPath(resolve(this.cityDir, cfg.overlayDir), workDir.slice(1), ids));
+    for (const entry of cfg.copyFiles ?? []) {
+      const src = resolve(this.cityDir, entry.src);
+      const st = await stat(src).catch(() => undefined);
+      if (!st) throw new ProviderError("docker", `copy_files ${src}: no such file`);
+      const rel = posix.normalize(entry.relDst || (st.isDirectory() ? "." : posix.basename(src)));
+      if (rel.startsWith("..") || posix.isAbsolute(rel)) {
+        throw new InvalidNameError("copy destination", entry.relDst, "must stay inside the work dir");
+      }
+      parts.push(await tarOfPath(src, posix.join(workDir.slice(1), rel), ids));
+    }
+    for (const tar of parts) await this.engine.putArchive(id, tar, "/");
+  }
+
+  /** Numeric uid/gid for uploaded files when `user` is numeric (`1000` or `1000:1000`). */
+  private ownerIds(): { uid?: number; gid?: number } {
+    const m = /^(\d+)(?::(\d+))?$/.exec(this.settings.user ?? "");
+    if (!m) return {};
+    return { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) };
+  }
+
+  private identityEnv(name: string, workDir: string): Record<string, string> {
+    return { GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
+  }
+
+  private async exec(
+    id: string,
+    o: {
+      argv: readonly string[];
+      stdin?: string | undefined;
+      signal?: AbortSignal | undefined;
+      timeoutMs?: number | undefined;
+    },
+  ): Promise<ExecResult> {
+    try {
+      return await this.engine.exec(id, {
+        argv: o.argv,
+        stdin: o.stdin,
+        user: this.settings.user,
+        timeoutMs: o.timeoutMs ?? this.settings.hookTimeoutMs,
+        signal: o.signal,
+      });
+    } catch (e) {
+      if (o.signal?.aborted) throw o.signal.reason;
+      throw this.engine.wrap(`exec in ${id.slice(0, 12)}`, e);
+    }
+  }
+
+  /** An exec that yields `undefined` when the container is gone or not running (404/409). */
+  private async execQuiet(
+    id: string,
+    argv: readonly string[],
+    signal?: AbortSignal,
+    stdin?: string,
+  ): Promise<ExecResult | undefined> {
+    try {
+      return await this.engine.exec(id, {
+        argv,
+        stdin,
+        user: this.settings.user,
+        timeoutMs: this.settings.hookTimeoutMs,
+        signal,
+      });
+    } catch (e) {
+      const st = statusOf(e) ?? statusOf((e as { cause?: unknown }).cause);
+      if (st === 404 || st === 409) return undefined;
+      if (signal?.aborted) throw signal.reason;
+      throw this.engine.wrap(`exec in ${id.slice(0, 12)}`, e);
+    }
+  }
+
+  private async alive(id: string, signal?: AbortSignal): Promise<boolean> {
+    const d = await this.engine.docker();
+    try {
+      const info = (await d.getContainer(id).inspect({ abortSignal: signal } as never)) as unknown as Info;
+      return info.State.Running;
+    } catch (e) {
+      if (statusOf(e) === 404) return false;
+      throw e;
+    }
+  }
+
+  /** True when container `c` carries this city's labels for session `name`. */
+  private owns(c: Info, name: string): boolean {
+    const l = c.Config.Labels ?? {};
+    return l[LABEL_CITY] === this.owner && l[LABEL_SESSION] === name;
+  }
+
+  /** The container of session `name` when this city owns it. */
+  private async find(name: string, signal?: AbortSignal): Promise<Info | undefined> {
+    const c = await this.engine.inspect(this.containerName(name), signal);
+    return c && this.owns(c, name) ? c : undefined;
+  }
+}
+
+function stripAnsi(s: string): string {
+  return s.replace(/\x1b\[[0-9;?>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\r/g, "");
+}
