@@ -5,14 +5,12 @@
  * controller, and the exit codes of reports that are not failures.
  */
 import { parseDuration } from "../../internal/config/duration.js";
+import { type ResolvedSession, resolveSession } from "../../internal/controller/sessions.js";
 import { describeError, UsageError } from "../../internal/runtime/errors.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import type { SessionLock, SessionStore } from "../../internal/session/store.js";
 import type { CommandContext } from "./context.js";
-import { requestControl } from "./control.js";
-import { controllerPaths, findController } from "./controller.js";
 import { type City, openCity } from "./deps.js";
-import { type ResolvedSession, resolveSession } from "./sessions.js";
 
 /**
  * Exit codes of reports that are outcomes, not failures (beside 0 ok · 1 failed · 2 usage ·
@@ -102,21 +100,6 @@ export function intFlag(flag: string, value: string | undefined, fallback: numbe
  */
 export function lockSession(t: Target, purpose: string): Promise<SessionLock> {
   return t.store.tryLock(t.name, { purpose });
-}
-
-/**
- * Asks a running controller for a pass now (fire and wait for its end, quietly).
- * Resolves whether a controller was reached.
- */
-export async function pokeController(city: City): Promise<boolean> {
-  const info = await findController(city.stateDir);
-  if (!info.running) return false;
-  try {
-    await requestControl(controllerPaths(city.stateDir).socket, { op: "poke" }, { timeoutMs: 60_000 });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Prints a value as indented JSON. */

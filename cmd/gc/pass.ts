@@ -1,22 +1,17 @@
 /**
- * One reconcile pass in the calling process (`gc start --once`, `gc reconcile` with no
- * controller, and every `--dry-run`). A dry run reads the store only if it exists and
- * touches nothing.
+ * Printing of reconcile passes: one run here (`gc start --once`, `gc reconcile` without a
+ * controller, every `--dry-run`) or the controller's, streamed (internal/controller/pass.ts).
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import type { City } from "../../internal/controller/city.js";
+import { findController } from "../../internal/controller/controller.js";
+import { followControllerPass, runOnePass } from "../../internal/controller/pass.js";
 import {
   progressLine,
   summarizeTick,
   summaryLine,
   type TickSummary,
 } from "../../internal/reconcile/summary.js";
-import { openMemoryStore } from "../../internal/session/memory-store.js";
-import { STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
 import { type CommandContext, EXIT } from "./context.js";
-import { type ControlMessage, requestControl } from "./control.js";
-import { controllerPaths, findController } from "./controller.js";
-import { type City, newReconciler } from "./deps.js";
 
 /** Runs one pass here and prints progress and the summary (or the plan, for a dry run). */
 export async function runPassHere(
@@ -24,12 +19,7 @@ export async function runPassHere(
   city: City,
   opts: { dryRun: boolean },
 ): Promise<number> {
-  const store =
-    opts.dryRun && !existsSync(join(city.stateDir, STATE_DB_FILE))
-      ? openMemoryStore({ singleTenant: true })
-      : await city.store();
-  const reconciler = newReconciler(city, store);
-  const report = await reconciler.tick({
+  const report = await runOnePass(city, {
     dryRun: opts.dryRun,
     signal: ctx.signal,
     onProgress: (e) => {
@@ -62,24 +52,13 @@ export async function watchControllerPass(
   city: City,
   poke: boolean,
 ): Promise<TickSummary | undefined> {
-  let summary: TickSummary | undefined;
-  let error: string | undefined;
-  await requestControl(
-    controllerPaths(city.stateDir).socket,
-    { op: poke ? "poke" : "watch" },
-    {
-      signal: ctx.signal,
-      onMessage: (m: ControlMessage) => {
-        if (m.type === "progress" && !ctx.json && m.event.phase !== "begin") ctx.out(progressLine(m.event));
-        if (m.type === "done") {
-          summary = m.summary;
-          error = m.error;
-        }
-      },
+  return followControllerPass(city.stateDir, {
+    poke,
+    signal: ctx.signal,
+    onProgress: (e) => {
+      if (!ctx.json && e.phase !== "begin") ctx.out(progressLine(e));
     },
-  );
-  if (error) throw new Error(`reconcile pass failed: ${error}`);
-  return summary;
+  });
 }
 
 /** Prints a summary (JSON or text); resolves the exit code: 1 when an action failed. */

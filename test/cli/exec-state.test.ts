@@ -13,7 +13,7 @@ import {
   shellStatePath,
   unwrapOutput,
   wrapArgv,
-} from "../../cmd/gc/exec-state.js";
+} from "../../internal/controller/exec-state.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "gc-exec-state-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

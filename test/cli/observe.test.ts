@@ -10,7 +10,7 @@ import {
   observe,
   saveCursor,
   screenLines,
-} from "../../cmd/gc/observe.js";
+} from "../../internal/controller/observe.js";
 
 const L = (text: string) => screenLines(text);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { extraInstances } from "../../cmd/gc/pool-scale.js";
+import { extraInstances } from "../../internal/controller/pool-scale.js";
 
 describe("extraInstances", () => {
   it("extraInstances: clamps the request to min…max and lists the instances beyond min", () => {

@@ -3,11 +3,11 @@
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
 import { parseArgs } from "node:util";
+import { resolveSession } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { diffBreakdown, LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
 import { type Command, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { resolveSession } from "../sessions.js";
 
 const USAGE = `Usage: gc drift [SESSION] [--json]
 

@@ -7,9 +7,6 @@
  */
 import { existsSync, fstatSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { UsageError } from "../../../internal/runtime/errors.js";
-import { supportsExecCommand } from "../../../internal/runtime/provider.js";
-import { type Command, EXIT } from "../context.js";
 import {
   dropShellState,
   incarnationOf,
@@ -21,7 +18,10 @@ import {
   shellStatePath,
   unwrapOutput,
   wrapArgv,
-} from "../exec-state.js";
+} from "../../../internal/controller/exec-state.js";
+import { UsageError } from "../../../internal/runtime/errors.js";
+import { supportsExecCommand } from "../../../internal/runtime/provider.js";
+import { type Command, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] -- CMD [ARGS...]

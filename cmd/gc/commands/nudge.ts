@@ -6,13 +6,13 @@
  */
 import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
+import { requestControl } from "../../../internal/controller/control.js";
+import { controllerPaths, findController } from "../../../internal/controller/controller.js";
 import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction, supportsNudgeNow } from "../../../internal/runtime/provider.js";
 import type { Nudge } from "../../../internal/session/store.js";
 import { type Command, type CommandContext, EXIT } from "../context.js";
-import { requestControl } from "../control.js";
-import { controllerPaths, findController } from "../controller.js";
 import { openCity } from "../deps.js";
 import {
   durationFlag,

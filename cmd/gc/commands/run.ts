@@ -9,6 +9,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
+import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
 import {
   type IdleProbe,
   type IdleProbeOptions,
@@ -19,7 +20,6 @@ import { describeError, isGcError, UsageError } from "../../../internal/runtime/
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
 import { type Command, type CommandContext, EXIT } from "../context.js";
-import { deltaSince, screenLines } from "../observe.js";
 import {
   durationFlag,
   humanDuration,

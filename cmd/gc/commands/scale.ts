@@ -7,11 +7,11 @@
 import { parseArgs } from "node:util";
 import { poolBounds } from "../../../internal/config/index.js";
 import { didYouMean } from "../../../internal/config/suggest.js";
+import { writePoolScale } from "../../../internal/controller/pool-scale.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Command } from "../context.js";
 import { openCity } from "../deps.js";
 import { reconcileNow } from "../pass.js";
-import { writePoolScale } from "../pool-scale.js";
 
 const USAGE = `Usage: gc scale AGENT N
 

@@ -5,6 +5,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { dropShellState } from "../../../internal/controller/exec-state.js";
+import { deltaSince, dropCursors, screenLines } from "../../../internal/controller/observe.js";
+import { collectCity } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
@@ -13,11 +16,8 @@ import type { LifecycleState } from "../../../internal/session/lifecycle.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import { type Command, type CommandContext, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { dropShellState } from "../exec-state.js";
-import { deltaSince, dropCursors, screenLines } from "../observe.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
 import { reconcileNow } from "../pass.js";
-import { collectCity } from "../sessions.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc session list [--json]

@@ -4,10 +4,10 @@
  * returns with its summary.
  */
 import { parseArgs } from "node:util";
+import { controllerPaths, findController, runController } from "../../../internal/controller/controller.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { type Command, EXIT } from "../context.js";
-import { controllerPaths, findController, runController, spawnController } from "../controller.js";
-import { openCity } from "../deps.js";
+import { openCity, spawnController } from "../deps.js";
 import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]

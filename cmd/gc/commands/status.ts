@@ -3,11 +3,11 @@
  * restarts, last activity, attached) plus the controller, from one observation per provider.
  */
 import { parseArgs } from "node:util";
+import { findController } from "../../../internal/controller/controller.js";
+import { collectCity } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { type Command, EXIT } from "../context.js";
-import { findController } from "../controller.js";
 import { openCity } from "../deps.js";
-import { collectCity } from "../sessions.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc status [--json]

@@ -5,15 +5,15 @@
  * `gc session reset|restart NAME`.
  */
 import { parseArgs } from "node:util";
+import { findController, stopController } from "../../../internal/controller/controller.js";
+import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError } from "../../../internal/runtime/errors.js";
 import { supportsShutdown } from "../../../internal/runtime/provider.js";
 import { casUpdate } from "../../../internal/session/store.js";
 import { type Command, EXIT } from "../context.js";
-import { findController, stopController } from "../controller.js";
 import { type City, openCity } from "../deps.js";
-import { type ResolvedSession, resolveSession } from "../sessions.js";
 
 const USAGE = `Usage: gc stop [SESSION...]
 

@@ -8,13 +8,6 @@ import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { formatDuration } from "../../../internal/config/duration.js";
-import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
-import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
-import { supportsExitStatus } from "../../../internal/runtime/provider.js";
-import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
-import type { JsonObject, Wait } from "../../../internal/session/store.js";
-import { type Command, type CommandContext, EXIT } from "../context.js";
-import { openCity } from "../deps.js";
 import {
   checkObserverId,
   DEFAULT_OBSERVER,
@@ -22,7 +15,14 @@ import {
   observe,
   saveCursor,
   screenLines,
-} from "../observe.js";
+} from "../../../internal/controller/observe.js";
+import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
+import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import { supportsExitStatus } from "../../../internal/runtime/provider.js";
+import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
+import type { JsonObject, Wait } from "../../../internal/session/store.js";
+import { type Command, type CommandContext, EXIT } from "../context.js";
+import { openCity } from "../deps.js";
 import { durationFlag, printJson, REPORT_EXIT, type Target, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc wait SESSION (--idle | --match REGEX | --state STATE | --exit)

@@ -5,16 +5,12 @@
  * isolated: one failing step is logged and never stops the others or the controller.
  */
 import { stat } from "node:fs/promises";
-import { loadCity } from "../../internal/config/index.js";
-import {
-  type ApprovalPolicy,
-  applyApprovalPolicy,
-  approvalPolicyOf,
-} from "../../internal/reconcile/approval.js";
-import { type DeliveryTarget, deliverDueNudges } from "../../internal/reconcile/nudge-delivery.js";
-import type { TickReport } from "../../internal/reconcile/reconciler.js";
-import { describeError } from "../../internal/runtime/errors.js";
-import type { City } from "./deps.js";
+import { loadCity } from "../config/index.js";
+import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../reconcile/approval.js";
+import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
+import type { TickReport } from "../reconcile/reconciler.js";
+import { describeError } from "../runtime/errors.js";
+import type { City } from "./city.js";
 import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";
 
 /** Shortest delay before the loop looks at the nudge queue again. */

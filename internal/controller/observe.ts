@@ -7,10 +7,10 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { UsageError } from "../../internal/runtime/errors.js";
-import { nameProblem } from "../../internal/runtime/names.js";
+import { UsageError } from "../runtime/errors.js";
+import { nameProblem } from "../runtime/names.js";
 
-export { screenLines } from "../../internal/reconcile/nudge-delivery.js";
+export { screenLines } from "../reconcile/nudge-delivery.js";
 
 /** Lines of an observer's last look kept to find where new output starts. */
 export const CURSOR_TAIL_LINES = 200;

@@ -3,17 +3,13 @@
  * what the providers show, joined by name (one listing per provider). Also resolves a
  * session name given on the command line, with a did-you-mean when it is unknown.
  */
-import { didYouMean } from "../../internal/config/suggest.js";
-import type { DesiredSession } from "../../internal/reconcile/execute.js";
-import { observe } from "../../internal/reconcile/reconciler.js";
-import { describeError, SessionNotFoundError } from "../../internal/runtime/errors.js";
-import {
-  type PendingInteraction,
-  supportsInteraction,
-  supportsSnapshot,
-} from "../../internal/runtime/provider.js";
-import type { SessionRecord } from "../../internal/session/store.js";
-import type { City } from "./deps.js";
+import { didYouMean } from "../config/suggest.js";
+import type { DesiredSession } from "../reconcile/execute.js";
+import { observe } from "../reconcile/reconciler.js";
+import { describeError, SessionNotFoundError } from "../runtime/errors.js";
+import { type PendingInteraction, supportsInteraction, supportsSnapshot } from "../runtime/provider.js";
+import type { SessionRecord } from "../session/store.js";
+import type { City } from "./city.js";
 
 /** One row of `gc status`. */
 export interface SessionView {

@@ -5,8 +5,8 @@
  */
 import { chmod, rm } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import type { ProgressEvent } from "../../internal/reconcile/execute.js";
-import type { TickSummary } from "../../internal/reconcile/summary.js";
+import type { ProgressEvent } from "../reconcile/execute.js";
+import type { TickSummary } from "../reconcile/summary.js";
 
 /** A request to the controller. */
 export type ControlRequest = { op: "status" } | { op: "watch" } | { op: "poke" } | { op: "shutdown" };

@@ -8,15 +8,14 @@ import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
-import { pidAlive } from "../../internal/proc/kill.js";
-import type { ProgressEvent } from "../../internal/reconcile/execute.js";
-import { startLoop } from "../../internal/reconcile/loop.js";
-import type { TickReport } from "../../internal/reconcile/reconciler.js";
-import { progressLine, summarizeTick, type TickSummary } from "../../internal/reconcile/summary.js";
-import { describeError } from "../../internal/runtime/errors.js";
+import { pidAlive } from "../proc/kill.js";
+import type { ProgressEvent } from "../reconcile/execute.js";
+import { startLoop } from "../reconcile/loop.js";
+import type { TickReport } from "../reconcile/reconciler.js";
+import { progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
+import { describeError } from "../runtime/errors.js";
+import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
-import { type City, newReconciler, policyOf } from "./deps.js";
 import { createOperatorPass } from "./operator-pass.js";
 
 /** Files of the controller under the state dir. */
@@ -227,20 +226,22 @@ async function claimPidFile(path: string): Promise<void> {
 /**
  * Starts the controller as a detached background process (log in `.gc/controller.log`) and
  * waits for its control socket. Resolves its pid.
+ * @param command argv that runs {@link runController} for this city in the foreground
+ *   (`gc … start --foreground`; its argv must contain `start` and `--foreground`, which is
+ *   how a pid file's process is recognised as a controller).
  */
-export async function spawnController(city: City, signal: AbortSignal): Promise<number> {
+export async function spawnController(
+  city: City,
+  signal: AbortSignal,
+  command: readonly [string, ...string[]],
+): Promise<number> {
   const paths = controllerPaths(city.stateDir);
   const log = await open(paths.log, "a", 0o600);
-  const main = join(dirname(fileURLToPath(import.meta.url)), "main.js");
-  const child = spawn(
-    process.execPath,
-    [main, "--city", city.cityDir, "--config", city.loaded.file, "start", "--foreground"],
-    {
-      detached: true,
-      stdio: ["ignore", log.fd, log.fd],
-      env: { ...process.env, GC_CONTROLLER_CHILD: "1" },
-    },
-  );
+  const child = spawn(command[0], command.slice(1), {
+    detached: true,
+    stdio: ["ignore", log.fd, log.fd],
+    env: { ...process.env, GC_CONTROLLER_CHILD: "1" },
+  });
   await log.close();
   const pid = child.pid;
   child.unref();
@@ -259,6 +260,21 @@ export async function spawnController(city: City, signal: AbortSignal): Promise<
     await sleep(50, undefined, { signal });
   }
   throw new Error(`the controller did not open ${paths.socket} within 20 s`);
+}
+
+/**
+ * Asks a running controller for a pass now (fire and wait for its end, quietly).
+ * Resolves whether a controller was reached.
+ */
+export async function pokeController(stateDir: string): Promise<boolean> {
+  const info = await findController(stateDir);
+  if (!info.running) return false;
+  try {
+    await requestControl(controllerPaths(stateDir).socket, { op: "poke" }, { timeoutMs: 60_000 });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Asks the controller to stop and waits for its process to end (SIGTERM, then SIGKILL). */

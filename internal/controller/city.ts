@@ -1,0 +1,226 @@
+/**
+ * A loaded city and what the controller needs around it: the city file (with the last good
+ * copy for degraded mode), its lazily opened store and providers, and the desired sessions
+ * resolved and fingerprinted from the file. Implementations (the provider factory, the store)
+ * are given by the caller — the composition root, `cmd/gc/deps.ts` — so the controller can be
+ * embedded and tested without the CLI.
+ */
+import { chmod, copyFile, mkdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import {
+  type DesiredSession as ConfigDesired,
+  daemonSettings,
+  findCityDir,
+  type LoadedCity,
+  loadCity,
+  poolBounds,
+  resolveCity,
+  resolvePoolInstance,
+} from "../config/index.js";
+import type { DesiredSession } from "../reconcile/execute.js";
+import type { PlanPolicy } from "../reconcile/plan.js";
+import { Reconciler } from "../reconcile/reconciler.js";
+import { ConfigError, describeError } from "../runtime/errors.js";
+import type { ProviderFactoryOptions } from "../runtime/factory.js";
+import { fingerprint } from "../runtime/fingerprint.js";
+import { readFingerprintFiles } from "../runtime/fingerprint-files.js";
+import type { Provider } from "../runtime/provider.js";
+import type { SessionStore } from "../session/store.js";
+import { extraInstances, readPoolScale } from "./pool-scale.js";
+
+/** A loaded city with lazily opened store and providers. Close it when done. */
+export interface City {
+  readonly loaded: LoadedCity;
+  readonly name: string;
+  readonly cityDir: string;
+  /** `<city>/.gc`, created 0700. */
+  readonly stateDir: string;
+  /** The city's default session provider spec (`tmux`, `exec:/abs`, …). */
+  readonly defaultProvider: string;
+  /**
+   * Set when the city file is invalid and the last good copy (`.gc/last-good.yaml`) is in
+   * use instead: read-only and operating commands keep working, and say so.
+   */
+  readonly configError: string | undefined;
+  store(): Promise<SessionStore>;
+  providerFor(spec: string): Promise<Provider>;
+  /** The most recently loaded valid city file (updated by every `loadDesired`). */
+  current(): LoadedCity;
+  /** Re-reads the city file and resolves it (throws ConfigError when invalid). */
+  loadDesired(): Promise<DesiredSession[]>;
+  /** Releases the store and provider connections (never the sessions). */
+  close(): Promise<void>;
+}
+
+/** Builds a provider from a spec (`tmux`, `exec:/path`, …) with its `session.<kind>` settings. */
+export type ProviderFactory = (
+  spec: string,
+  base: Omit<ProviderFactoryOptions, "arg" | "settings">,
+  settings?: Readonly<Record<string, unknown>>,
+) => Promise<Provider>;
+
+/** The implementations a city is opened with (chosen by the composition root). */
+export interface CityDeps {
+  readonly createProvider: ProviderFactory;
+  /** Opens the city's session store (the controller's is SQLite under `.gc/`). */
+  readonly openStore: (cityDir: string) => SessionStore | Promise<SessionStore>;
+}
+
+/** Where to find the city file. */
+export interface CityLocation {
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  /** Absolute city directory, if given. */
+  readonly cityDir?: string | undefined;
+  /** Absolute city file, if given. */
+  readonly configFile?: string | undefined;
+  /** When the file is invalid, fall back to `.gc/last-good.yaml` (and report the error). */
+  readonly allowInvalid?: boolean | undefined;
+}
+
+/** Copy of the last city file that loaded cleanly, under the state dir. */
+export const LAST_GOOD_FILE = "last-good.yaml";
+
+/** Keeps a copy of a valid city file so commands still work after a bad edit. Best-effort. */
+async function saveLastGood(loaded: LoadedCity): Promise<void> {
+  const dir = join(loaded.cityDir, ".gc");
+  await mkdir(dir, { recursive: true, mode: 0o700 }).catch(() => undefined);
+  const copy = join(dir, LAST_GOOD_FILE);
+  await copyFile(loaded.file, copy)
+    .then(() => chmod(copy, 0o600))
+    .catch(() => undefined);
+}
+
+/** Resolves and fingerprints every session the city file declares. */
+export async function desiredFrom(
+  loaded: LoadedCity,
+  now: Date,
+  scale: Readonly<Record<string, number>> = {},
+): Promise<DesiredSession[]> {
+  const model = { cityDir: loaded.cityDir, config: loaded.config, promptTemplates: loaded.promptTemplates };
+  const resolved: ConfigDesired[] = resolveCity(model, { now });
+  // Pools scaled up by `gc scale` run their extra instances too (bounded by max).
+  for (const agent of loaded.config.agents) {
+    const bounds = poolBounds(agent);
+    if (!bounds) continue;
+    for (const n of extraInstances(bounds, scale[agent.name])) {
+      const extra = resolvePoolInstance(model, agent.name, n, { now });
+      if (extra) resolved.push(extra);
+    }
+  }
+  return Promise.all(
+    resolved.map(async (d) => {
+      const fp = fingerprint(d.config, await readFingerprintFiles(d.config), d.declaredEnvKeys);
+      return {
+        name: d.name,
+        agent: d.agent,
+        provider: d.provider,
+        dependsOn: d.dependsOn,
+        suspended: d.suspended,
+        core: fp.core,
+        live: fp.live,
+        breakdown: fp.breakdown,
+        config: d.config,
+      };
+    }),
+  );
+}
+
+/** The reconciler's knobs from the city file. */
+export function policyOf(
+  loaded: LoadedCity,
+): PlanPolicy & { intervalMs: number; concurrency: number; drainTimeoutMs: number } {
+  return daemonSettings(loaded.config);
+}
+
+/** The city's reconciler over `store` (the controller's, or a memory store for dry runs). */
+export function newReconciler(city: City, store: SessionStore): Reconciler {
+  const policy = policyOf(city.loaded);
+  return new Reconciler({
+    store,
+    providerFor: (p) => city.providerFor(p),
+    loadDesired: () => city.loadDesired(),
+    baseProviders: [city.defaultProvider],
+    // Backoff, quarantine and start budget follow edits of the city file pass by pass.
+    policy: () => policyOf(city.current()),
+    concurrency: policy.concurrency,
+    drainTimeoutMs: policy.drainTimeoutMs,
+  });
+}
+
+/**
+ * Finds and loads a city (the given dir or file, or the nearest directory upward from `cwd`
+ * holding city.yaml) with the given implementations.
+ * @throws ConfigError when the file is missing or invalid (and no last good copy is allowed).
+ */
+export async function openCity(where: CityLocation, deps: CityDeps): Promise<City> {
+  const { cityDir, configFile } = where;
+  let loaded: LoadedCity;
+  let configError: string | undefined;
+  let lastGood: string | undefined;
+  try {
+    loaded = await loadCity({ cityDir, configFile, env: where.env, cwd: where.cwd });
+    await saveLastGood(loaded);
+  } catch (e) {
+    if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
+    const dir = cityDir ?? (configFile ? dirname(configFile) : await findCityDir(where.cwd));
+    if (!dir) throw e;
+    lastGood = join(dir, ".gc", LAST_GOOD_FILE);
+    try {
+      loaded = await loadCity({ cityDir: dir, configFile: lastGood, env: where.env, cwd: where.cwd });
+    } catch {
+      throw e; // no usable last good copy: report the real problem
+    }
+    configError = describeError(e);
+  }
+  const stateDir = join(loaded.cityDir, ".gc");
+  let current = loaded;
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const name = loaded.config.workspace.name;
+  let store: Promise<SessionStore> | undefined;
+  const providers = new Map<string, Promise<Provider>>();
+  const now = new Date(); // captured once per process: the beacon must not change between ticks
+  const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
+    const kind = spec.split(":")[0] ?? spec;
+    const section = (loaded.config.session as unknown as Record<string, unknown>)[kind];
+    return section && typeof section === "object" ? (section as Record<string, unknown>) : undefined;
+  };
+  return {
+    loaded,
+    name,
+    cityDir: loaded.cityDir,
+    stateDir,
+    defaultProvider: loaded.config.session.provider,
+    configError,
+    current: () => current,
+    store() {
+      store ??= Promise.resolve(deps.openStore(loaded.cityDir));
+      return store;
+    },
+    providerFor(spec) {
+      let p = providers.get(spec);
+      if (!p) {
+        p = deps.createProvider(spec, { city: name, cityDir: loaded.cityDir, stateDir }, settingsFor(spec));
+        providers.set(spec, p);
+        // A failed construction (e.g. an exec script's probe timing out) is retried next time.
+        p.catch(() => providers.delete(spec));
+      }
+      return p;
+    },
+    async loadDesired() {
+      const fresh = await loadCity({
+        cityDir: loaded.cityDir,
+        configFile: lastGood ?? loaded.file,
+        env: where.env,
+        cwd: where.cwd,
+      });
+      if (!lastGood) await saveLastGood(fresh);
+      current = fresh;
+      return desiredFrom(fresh, now, await readPoolScale(stateDir));
+    },
+    async close() {
+      await Promise.all([...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()));
+      if (store) await (await store).close();
+    },
+  };
+}
