@@ -11,6 +11,7 @@ import { UsageError } from "../../internal/runtime/errors.js";
 import type { ProviderFactoryOptions } from "../../internal/runtime/factory.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
 import type { Provider } from "../../internal/runtime/provider.js";
+import { describeRecovery, readRecovery } from "../../internal/session/recovery.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import type { CommandContext } from "./context.js";
 
@@ -56,6 +57,9 @@ export async function createProvider(
   }
 }
 
+/** State dirs whose recovery this process has already reported (once per command). */
+const announced = new Set<string>();
+
 /**
  * Finds and loads the city for this invocation (`--city`, `--config`, `GC_CITY`, or the
  * nearest directory upward holding city.yaml).
@@ -70,8 +74,25 @@ export function openCity(ctx: CommandContext, opts: { allowInvalid?: boolean } =
       configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
       allowInvalid: opts.allowInvalid,
     },
-    { createProvider, openStore: (cityDir) => openSqliteStore({ cityDir, singleTenant: true }) },
-  );
+    {
+      createProvider,
+      openStore: (cityDir) => {
+        const store = openSqliteStore({ cityDir, singleTenant: true, recover: true });
+        if (store.recovery) ctx.err(`gc: WARNING: ${describeRecovery(store.recovery)}`);
+        return store;
+      },
+    },
+  ).then((city) => {
+    const recovered = readRecovery(city.stateDir);
+    // Every command says it until the operator has reviewed (`gc session reset --all`).
+    if (recovered && !announced.has(city.stateDir)) {
+      announced.add(city.stateDir);
+      ctx.err(
+        `gc: state.db was recovered at ${recovered.at} (old file: ${recovered.movedTo}); sessions that are not running stay down until \`gc session reset --all\``,
+      );
+    }
+    return city;
+  });
 }
 
 /**

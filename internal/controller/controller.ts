@@ -17,6 +17,19 @@ import { describeError } from "../runtime/errors.js";
 import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
 import { createOperatorPass } from "./operator-pass.js";
+import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
+
+/** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
+export const STOPPED_BEFORE_START =
+  "a gc stop issued after this start wins: starting nothing, controller exiting";
+
+/** A `gc stop` invoked after this `gc start` won: nothing was (or will be) started. */
+export class StopWonError extends Error {
+  override readonly name = "StopWonError";
+  constructor() {
+    super(STOPPED_BEFORE_START);
+  }
+}
 
 /** Files of the controller under the state dir. */
 export function controllerPaths(stateDir: string) {
@@ -74,6 +87,14 @@ export async function runController(
 ): Promise<void> {
   const paths = controllerPaths(city.stateDir);
   await claimPidFile(paths.pid);
+  // Claimed first, checked second: a `gc stop` writes its intent before looking for the pid
+  // file, so either it finds this controller or this controller finds its intent.
+  const origin = startOriginMs();
+  if (stopWins(city.stateDir, origin)) {
+    await rm(paths.pid, { force: true });
+    opts.log(STOPPED_BEFORE_START);
+    return;
+  }
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
   const reconciler = newReconciler(city, await city.store());
@@ -90,6 +111,12 @@ export async function runController(
   queued = newPass(); // the first pass: watchers that connect early see it from the start
 
   const runPass = async () => {
+    if (stopWins(city.stateDir, origin)) {
+      // A stop is under way: start nothing more; it shuts this controller down.
+      opts.log(STOPPED_BEFORE_START);
+      stop.abort(new Error(STOPPED_BEFORE_START));
+      return { report: last, requeueAt: undefined };
+    }
     current = queued ?? newPass();
     queued = undefined;
     const pass = current;
@@ -240,7 +267,7 @@ export async function spawnController(
   const child = spawn(command[0], command.slice(1), {
     detached: true,
     stdio: ["ignore", log.fd, log.fd],
-    env: { ...process.env, GC_CONTROLLER_CHILD: "1" },
+    env: { ...process.env, GC_CONTROLLER_CHILD: "1", [START_ORIGIN_ENV]: String(startOriginMs()) },
   });
   await log.close();
   const pid = child.pid;
@@ -254,6 +281,7 @@ export async function spawnController(
     if (!(await pidAlive(pid))) {
       const other = await findController(city.stateDir);
       if (other.running) return other.pid ?? pid; // lost a race to another `gc start`: use the winner
+      if (stopWins(city.stateDir, startOriginMs())) throw new StopWonError();
       const tail = (await readFile(paths.log, "utf8").catch(() => "")).split("\n").slice(-8).join("\n");
       throw new Error(`the controller exited during startup; log ${paths.log}:\n${tail}`);
     }

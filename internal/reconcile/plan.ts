@@ -48,6 +48,12 @@ export interface PlanPolicy {
   readonly minHealthyUptimeMs: number;
   /** At most this many starts (including restarts) per tick; the rest wait for the next. */
   readonly startBudget: number;
+  /**
+   * Set while bookkeeping is known to be lost (a damaged state.db was replaced): sessions
+   * with no record are adopted when running but never started, because a hold set by
+   * `gc stop NAME` may have been lost with the old file. Default false.
+   */
+  readonly holdUnrecorded?: boolean | undefined;
 }
 
 /** Defaults matching architecture §6. */
@@ -181,9 +187,15 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
     return { kind: "suspend", name: d.name, reason: "suspended in the city file", stopRuntime: up };
   }
   if (!rec) {
-    return up
-      ? { kind: "adopt", name: d.name, reason: "running without a record (controller restarted)" }
-      : { kind: "start", name: d.name, reason: "new session" };
+    if (up) return { kind: "adopt", name: d.name, reason: "running without a record (controller restarted)" };
+    if (input.policy.holdUnrecorded) {
+      return {
+        kind: "wait",
+        name: d.name,
+        reason: "state.db was recovered: not started until `gc session reset --all`",
+      };
+    }
+    return { kind: "start", name: d.name, reason: "new session" };
   }
   const hold = rec.metadata[HOLD_KEY];
   if (hold) return { kind: "wait", name: d.name, reason: `held by the operator: ${hold}` };

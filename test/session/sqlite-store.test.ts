@@ -51,7 +51,7 @@ describe("sqlite store: files", () => {
 
   it("openSqliteStore: tightens a loose existing .gc directory and state file", async () => {
     const city = await tempDir();
-    openSqliteStore({ cityDir: city, actor: "a" }).close();
+    await openSqliteStore({ cityDir: city, actor: "a" }).close();
     await chmod(join(city, ".gc"), 0o755);
     await chmod(join(city, ".gc", "state.db"), 0o644);
     open({ cityDir: city, actor: "a" });
@@ -192,7 +192,9 @@ describe("sqlite store: migrations and foreign files", () => {
     expect(await r.list()).toEqual([]);
   });
 
-  it("openSqliteStore: four processes opening a new city at once share one database", { timeout: 120_000 }, async () => {
+  it("openSqliteStore: four processes opening a new city at once share one database", {
+    timeout: 120_000,
+  }, async () => {
     const city = await tempDir();
     const db = join(city, ".gc", "state.db");
     await mkdir(join(city, ".gc"), { mode: 0o700 });

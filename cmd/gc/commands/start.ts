@@ -4,7 +4,13 @@
  * returns with its summary.
  */
 import { parseArgs } from "node:util";
-import { controllerPaths, findController, runController } from "../../../internal/controller/controller.js";
+import {
+  controllerPaths,
+  findController,
+  runController,
+  StopWonError,
+} from "../../../internal/controller/controller.js";
+import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { type Command, EXIT } from "../context.js";
 import { openCity, spawnController } from "../deps.js";
@@ -33,6 +39,10 @@ export const command: Command = {
     const city = await openCity(ctx);
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
+      // A `gc stop` invoked after this command wins; an older one is superseded by this start.
+      const origin = startOriginMs(ctx.env);
+      clearStopIntent(city.stateDir, origin);
+      if (stopWins(city.stateDir, origin)) throw new StopWonError();
       const info = await findController(city.stateDir);
       if (values.foreground) {
         if (info.running) throw new Error(`a controller is already running for this city (pid ${info.pid})`);
