@@ -259,6 +259,8 @@ export interface DaemonSettings {
   readonly quarantineWindowMs: number;
   readonly drainTimeoutMs: number;
   readonly minHealthyUptimeMs: number;
+  /** `daemon.mass_stop_percent`: the mass-stop guard's threshold. */
+  readonly massStopPercent: number;
   /** `session.startup_timeout`: deadline for one start. */
   readonly startupTimeoutMs: number;
   /** `session.setup_timeout`: deadline for each hook command. */
@@ -278,6 +280,7 @@ export function daemonSettings(config: CityConfig): DaemonSettings {
     quarantineWindowMs: d.quarantine.window,
     drainTimeoutMs: d.drain_timeout,
     minHealthyUptimeMs: d.min_healthy_uptime,
+    massStopPercent: d.mass_stop_percent,
     startupTimeoutMs: config.session.startup_timeout,
     setupTimeoutMs: config.session.setup_timeout,
   };

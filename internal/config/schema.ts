@@ -320,6 +320,12 @@ export const CITY_SCHEMA = s.object(
           .duration({ min: "0" })
           .default("10s")
           .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
+        mass_stop_percent: s
+          .int({ min: 1, max: 100 })
+          .default(50)
+          .describe(
+            "A city-file change that would stop more than this percentage of the running sessions (or all of them, at least two) is not applied until `gc reconcile --allow-mass-stop`.",
+          ),
       })
       .default({}),
   },

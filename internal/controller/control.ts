@@ -9,7 +9,11 @@ import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
 
 /** A request to the controller. */
-export type ControlRequest = { op: "status" } | { op: "watch" } | { op: "poke" } | { op: "shutdown" };
+export type ControlRequest =
+  | { op: "status" }
+  | { op: "watch" }
+  | { op: "poke"; allowMassStop?: boolean }
+  | { op: "shutdown" };
 
 /** What `status` answers. */
 export interface ControllerStatus {
@@ -33,7 +37,7 @@ export type ControlMessage =
 export interface ControlHandlers {
   status(): ControllerStatus;
   /** Streams the current pass (or, if idle and `poke`, a new one) to `send`; resolves when done. */
-  watch(send: (m: ControlMessage) => void, poke: boolean): Promise<void>;
+  watch(send: (m: ControlMessage) => void, poke: boolean, opts?: { allowMassStop?: boolean }): Promise<void>;
   shutdown(): void;
 }
 
@@ -87,7 +91,9 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
           return;
         case "watch":
         case "poke":
-          await h.watch(send, req.op === "poke");
+          await h.watch(send, req.op === "poke", {
+            allowMassStop: req.op === "poke" && req.allowMassStop === true,
+          });
           return;
         case "shutdown":
           send({ type: "ok" });

@@ -12,7 +12,7 @@ import { pidAlive } from "../proc/kill.js";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
-import { progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
+import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { describeError } from "../runtime/errors.js";
 import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
@@ -30,6 +30,9 @@ export class StopWonError extends Error {
     super(STOPPED_BEFORE_START);
   }
 }
+
+/** Quiet time after a city-file event before it is read (and again before it is applied). */
+const WATCH_DEBOUNCE_MS = 300;
 
 /** Files of the controller under the state dir. */
 export function controllerPaths(stateDir: string) {
@@ -103,7 +106,12 @@ export async function runController(
   let passes = 0;
   let last: TickSummary | undefined;
   let lastError: string | undefined;
-  type Pass = { events: ProgressEvent[]; listeners: Set<(m: ControlMessage) => void>; done: Promise<void> };
+  type Pass = {
+    events: ProgressEvent[];
+    listeners: Set<(m: ControlMessage) => void>;
+    done: Promise<void>;
+    allowMassStop?: boolean;
+  };
   let current: Pass | undefined;
   let queued: Pass | undefined;
 
@@ -127,6 +135,7 @@ export async function runController(
     try {
       report = await reconciler.tick({
         signal,
+        allowMassStop: pass.allowMassStop === true,
         onProgress: (e) => {
           pass.events.push(e);
           if (e.phase !== "begin") opts.log(progressLine(e));
@@ -137,6 +146,7 @@ export async function runController(
       last = summarizeTick(report);
       lastError = last.configError;
       if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
+      if (last.massStop) opts.log(massStopText(last.massStop));
       for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);
       emit({ type: "done", summary: last });
       // The pass is reported: a watcher connecting from now on must wait for the next one.
@@ -168,12 +178,13 @@ export async function runController(
   };
   const server = await serveControl(paths.socket, {
     status: () => ({ pid: process.pid, startedAt, passes, last, lastError, busy: current !== undefined }),
-    watch: (send, poke) =>
+    watch: (send, poke, wopts) =>
       new Promise<void>((resolve) => {
         let pass: Pass | undefined;
         if (poke) {
           queued ??= newPass();
           pass = queued;
+          if (wopts?.allowMassStop) pass.allowMassStop = true;
           loop.poke();
         } else {
           pass = current ?? queued;
@@ -200,16 +211,29 @@ export async function runController(
   }).catch(setupFailed);
 
   // Config file changes trigger a pass (debounced); editors replace files, so watch the dir.
+  // A file is applied only once it is stable: the same bytes on two reads a debounce apart
+  // (an editor that truncates first, or a slow writer, is not caught half way).
   let debounce: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
+  const readCity = () => readFile(city.loaded.file).catch(() => undefined);
+  const settle = (previous: Buffer | undefined) => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      void readCity().then((now) => {
+        if (signal.aborted) return;
+        const stable = previous === undefined ? now === undefined : now !== undefined && previous.equals(now);
+        if (stable) {
+          opts.log("city file changed: reconciling");
+          loop.poke();
+        } else settle(now); // still changing (or unreadable): look again after another debounce
+      });
+    }, WATCH_DEBOUNCE_MS);
+  };
   try {
     watcher = watchFs(dirname(city.loaded.file), (_ev, file) => {
       if (file !== null && file !== basename(city.loaded.file)) return;
       clearTimeout(debounce);
-      debounce = setTimeout(() => {
-        opts.log("city file changed: reconciling");
-        loop.poke();
-      }, 300);
+      debounce = setTimeout(() => void readCity().then(settle), WATCH_DEBOUNCE_MS);
     });
     watcher.on("error", (e) =>
       opts.log(`watching the city file failed (interval passes go on): ${describeError(e)}`),

@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { findController } from "../../../internal/controller/controller.js";
 import { collectCity } from "../../../internal/controller/sessions.js";
+import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { type Command, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
@@ -63,6 +64,7 @@ export const command: Command = {
                 reason: s.reason,
               })),
               configError: view.configError ?? ctl.status?.lastError ?? null,
+              massStop: ctl.status?.last?.massStop ?? null,
               observeErrors: view.observeErrors,
             },
             null,
@@ -77,6 +79,7 @@ export const command: Command = {
       if (view.configError)
         ctx.err(`config error (sessions keep their last good config):\n${view.configError}`);
       for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
+      if (ctl.status?.last?.massStop) ctx.out(massStopText(ctl.status.last.massStop));
       const header = [
         "NAME",
         "AGENT",

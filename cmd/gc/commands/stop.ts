@@ -4,6 +4,7 @@
  * the city is left. With names, stops those sessions and holds them down until
  * `gc session reset|restart NAME`.
  */
+import { setMaxListeners } from "node:events";
 import { parseArgs } from "node:util";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
@@ -44,6 +45,8 @@ export const command: Command = {
       options: { json: { type: "boolean" } },
     });
     const json = ctx.json || values.json === true;
+    // Every session is stopped at once, each operation listening on the one signal.
+    setMaxListeners(0, ctx.signal);
     const city = await openCity(ctx, { allowInvalid: true });
     try {
       // The store is bookkeeping: when it cannot be opened, the city is still stopped from
@@ -144,7 +147,9 @@ export const command: Command = {
             .shutdown({ signal: ctx.signal })
             .catch((e: unknown) => failures.push(`${pName} shutdown: ${describeError(e)}`));
         }
-        const left = await provider.listRunning("", { signal: ctx.signal }).catch(() => ["(unobservable)"]);
+        const left = await provider
+          .listRunning("", { signal: ctx.signal })
+          .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);
         if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
       }
       if (json) {
