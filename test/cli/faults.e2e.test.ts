@@ -165,6 +165,36 @@ describe.skipIf(!hasTmux)("faults", { timeout: 900_000 }, () => {
     console.log(`[faults] stop wins × ${TRIALS}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   });
 
+  it("an emptied city.yaml under a running 10-session controller stops nothing; gc status explains", async () => {
+    const city = makeCity(pool("tmux", 10));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until(
+      "10 running",
+      async () => (await status(city)).sessions.filter((s) => s.running).length === 10,
+    );
+    const yaml = readFileSync(join(city.dir, "city.yaml"), "utf8");
+    writeFileSync(join(city.dir, "city.yaml"), "");
+    const r = await city.gc(["reconcile"]);
+    expect(r.stderr).toMatch(/city file is empty/);
+    const st = await city.gc(["status"]);
+    expect(st.stderr).toMatch(/config error[\s\S]*city file is empty/);
+    expect(tmuxSessions(city)).toHaveLength(10);
+    // A half-written file (2 of the 10 pool instances) trips the mass-stop guard instead.
+    writeFileSync(join(city.dir, "city.yaml"), yaml.replaceAll("_sessions: 10", "_sessions: 2"));
+    const half = await city.gc(["reconcile"]);
+    expect(half.stderr).toMatch(/NOT applied: it would stop 8 of 10 running sessions/);
+    expect(tmuxSessions(city)).toHaveLength(10);
+    const explained = await city.gc(["status"]);
+    expect(explained.stdout).toContain("gc reconcile --allow-mass-stop");
+    const json = JSON.parse((await city.gc(["status", "--json"])).stdout);
+    expect(json.massStop.stops).toHaveLength(8);
+    // The operator means it.
+    const allowed = await city.gc(["reconcile", "--allow-mass-stop"]);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    await until("2 left", () => tmuxSessions(city).length === 2);
+    expect((await city.gc(["status"])).stdout).not.toContain("allow-mass-stop");
+  });
+
   it("state.db of 0 bytes: moved aside loudly, running sessions adopted, a held one stays down until reset --all", async () => {
     const city = makeCity(pool("tmux", 3));
     expect((await city.gc(["start", "--once"])).code).toBe(0);

@@ -62,8 +62,10 @@ export const command: Command = {
           ctx.out(
             `${s.session}: ${s.drift === "core" ? "core drift (restart)" : "live drift (re-apply, no restart)"}`,
           );
-          for (const f of s.fields)
-            ctx.out(`  ${f.field}: ${JSON.stringify(f.from)} → ${JSON.stringify(f.to)}`);
+          for (const f of s.fields) {
+            if (f.masked) ctx.out(`  ${f.field}: changed (derived from a secret; values not shown)`);
+            else ctx.out(`  ${f.field}: ${JSON.stringify(f.from)} → ${JSON.stringify(f.to)}`);
+          }
         }
       }
       return EXIT.ok;
