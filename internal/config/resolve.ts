@@ -180,6 +180,7 @@ function resolveSession(
     command,
     workDir,
     env,
+    inheritEnv: config.session.inherit_env.length > 0 ? config.session.inherit_env : undefined,
     hookDir: cityDir,
     readyPromptPrefix: agent.ready_prompt_prefix ?? preset?.readyPromptPrefix,
     readyDelayMs: agent.ready_delay_ms ?? preset?.readyDelayMs,

@@ -220,6 +220,12 @@ export const CITY_SCHEMA = s.object(
             "tmux | subprocess | exec:<script> | k8s | docker | auto | hybrid | fake | fail; default: tmux if on PATH, else subprocess.",
           ),
         startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
+        inherit_env: s
+          .array(s.string({ nonEmpty: true }))
+          .default([])
+          .describe(
+            "Variables of gc's own environment sessions inherit besides PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, COLORTERM, TZ, TMPDIR, XDG_RUNTIME_DIR (`NAME` or a `PREFIX_*`). Nothing else of gc's environment reaches a session.",
+          ),
         approval: APPROVAL_SCHEMA.default("allow-all").describe(
           "Answers pending interactions from the controller: allow-all (approve everything), ask (leave all to `gc session respond`), or {rules, default}.",
         ),

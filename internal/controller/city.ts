@@ -111,7 +111,12 @@ export async function desiredFrom(
   }
   return Promise.all(
     resolved.map(async (d) => {
-      const fp = fingerprint(d.config, await readFingerprintFiles(d.config), d.declaredEnvKeys, loaded.secrets);
+      const fp = fingerprint(
+        d.config,
+        await readFingerprintFiles(d.config),
+        d.declaredEnvKeys,
+        loaded.secrets,
+      );
       return {
         name: d.name,
         agent: d.agent,

@@ -529,6 +529,9 @@ export class TmuxProvider
       lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], { signal: opts.signal, retry: true });
     } catch (e) {
       if (isAbsent(e)) return []; // no server: nothing of ours can be running
+      // A connection lost while the server goes away (kill-server, gc stop): if nothing
+      // listens on the socket any more, nothing runs there.
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return [];
       throw e;
     }
     const out: SessionSnapshot[] = [];
