@@ -15,7 +15,13 @@ import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { describeError } from "../runtime/errors.js";
 import { type City, newReconciler, policyOf } from "./city.js";
-import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
+import {
+  type ControllerStatus,
+  type ControlMessage,
+  controlSocketPath,
+  requestControl,
+  serveControl,
+} from "./control.js";
 import { createOperatorPass } from "./operator-pass.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
@@ -38,7 +44,7 @@ const WATCH_DEBOUNCE_MS = 300;
 export function controllerPaths(stateDir: string) {
   return {
     pid: join(stateDir, "controller.pid"),
-    socket: join(stateDir, "controller.sock"),
+    socket: controlSocketPath(stateDir),
     log: join(stateDir, "controller.log"),
   };
 }
