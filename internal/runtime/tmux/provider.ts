@@ -96,6 +96,8 @@ const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTY
 const CD_WRAPPER = 'cd "$1" || exit 127; shift; exec "$@"';
 const POLL_MS = 100;
 const STATE_POLL_MS = 25;
+/** How long shutdown waits for the tmux server to stop listening after kill-server. */
+const SERVER_EXIT_MS = 10_000;
 const ENTER_ATTEMPTS = 3;
 const TAIL_CHARS = 16;
 /** How long a dead pane may lack an exit status before it counts as killed by a signal. */
@@ -1086,7 +1088,9 @@ export class TmuxProvider
       if (!(e instanceof TmuxConnectionError)) throw e; // the reply may be lost as the server exits
     }
     // tmux leaves its socket file behind; remove it unless a new server already listens there.
-    for (let i = 0; i < 20 && (await serverListening(path)); i++) await sleep(STATE_POLL_MS);
+    // A server with many panes takes a while to exit; shutdown means it is gone.
+    const deadline = Date.now() + SERVER_EXIT_MS;
+    while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
   }
 
