@@ -100,7 +100,11 @@ function startInBackground(city: TestCity): { done: Promise<number | null> } {
 const rand = (max: number) => Math.floor(Math.random() * max);
 
 describe.skipIf(!hasTmux)("faults", { timeout: 900_000 }, () => {
-  for (const provider of ["tmux", "subprocess"] as const) {
+  // The subprocess variant (50 holder processes per trial) is opt-in until its CI cost is
+  // measured: GC_TEST_FAULTS_SUBPROCESS=1.
+  const providers =
+    process.env.GC_TEST_FAULTS_SUBPROCESS === "1" ? (["tmux", "subprocess"] as const) : (["tmux"] as const);
+  for (const provider of providers) {
     it(`${provider}: SIGKILL of the controller at ${TRIALS} random moments of a ${SESSIONS}-session start → exactly ${SESSIONS}, all owned, none quarantined; stop leaves nothing`, async () => {
       const t0 = Date.now();
       const city = makeCity(pool(provider, SESSIONS));
