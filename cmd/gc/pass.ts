@@ -6,6 +6,7 @@ import type { City } from "../../internal/controller/city.js";
 import { findController } from "../../internal/controller/controller.js";
 import { followControllerPass, runOnePass } from "../../internal/controller/pass.js";
 import {
+  massStopText,
   progressLine,
   summarizeTick,
   summaryLine,
@@ -17,10 +18,11 @@ import { type CommandContext, EXIT } from "./context.js";
 export async function runPassHere(
   ctx: CommandContext,
   city: City,
-  opts: { dryRun: boolean },
+  opts: { dryRun: boolean; allowMassStop?: boolean },
 ): Promise<number> {
   const report = await runOnePass(city, {
     dryRun: opts.dryRun,
+    allowMassStop: opts.allowMassStop === true,
     signal: ctx.signal,
     onProgress: (e) => {
       if (!ctx.json && e.phase !== "begin") ctx.out(progressLine(e));
@@ -51,9 +53,11 @@ export async function watchControllerPass(
   ctx: CommandContext,
   city: City,
   poke: boolean,
+  allowMassStop = false,
 ): Promise<TickSummary | undefined> {
   return followControllerPass(city.stateDir, {
     poke,
+    allowMassStop,
     signal: ctx.signal,
     onProgress: (e) => {
       if (!ctx.json && e.phase !== "begin") ctx.out(progressLine(e));
@@ -72,6 +76,7 @@ export function reportSummary(
   } else if (s) {
     if (s.configError)
       ctx.err(`config error (last good config kept, nothing touched for it):\n${s.configError}`);
+    if (s.massStop) ctx.err(massStopText(s.massStop));
     for (const o of s.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
     for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
     ctx.out(summaryLine(s));
@@ -85,10 +90,17 @@ export function reportSummary(
  * One pass now: through the running controller (poked, its pass streamed) or, without one,
  * in this process. Resolves the exit code of {@link reportSummary}.
  */
-export async function reconcileNow(ctx: CommandContext, city: City): Promise<number> {
+export async function reconcileNow(
+  ctx: CommandContext,
+  city: City,
+  opts: { allowMassStop?: boolean } = {},
+): Promise<number> {
+  const allow = opts.allowMassStop === true;
   const info = await findController(city.stateDir);
   if (info.running) {
-    return reportSummary(ctx, await watchControllerPass(ctx, city, true), { controller: { pid: info.pid } });
+    return reportSummary(ctx, await watchControllerPass(ctx, city, true, allow), {
+      controller: { pid: info.pid },
+    });
   }
-  return runPassHere(ctx, city, { dryRun: false });
+  return runPassHere(ctx, city, { dryRun: false, allowMassStop: allow });
 }

@@ -129,7 +129,11 @@ export function parseCity(input: ParseCityInput): ParsedCity {
   const root = doc.contents;
   let file: CityFile;
   if (root === null || (!isMap(root) && (root as { value?: unknown }).value === null)) {
-    file = CITY_SCHEMA.fromInput({});
+    // An editor that truncates before writing, a half-written file or a bad checkout must
+    // never read as "a city with no agents" (which would stop every session).
+    const message =
+      "the city file is empty (no sections); a city needs at least `workspace:` (sessions keep their last good config)";
+    throw new ConfigError([{ file: input.file, line: 1, col: 1, path: "", message }]);
   } else if (!isMap(root)) {
     const { line, col } = positionOf(root, ctx);
     const message = "the city file must be a map of sections (workspace, session, providers, agents, daemon)";

@@ -180,6 +180,7 @@ function resolveSession(
     command,
     workDir,
     env,
+    inheritEnv: config.session.inherit_env.length > 0 ? config.session.inherit_env : undefined,
     hookDir: cityDir,
     readyPromptPrefix: agent.ready_prompt_prefix ?? preset?.readyPromptPrefix,
     readyDelayMs: agent.ready_delay_ms ?? preset?.readyDelayMs,
@@ -261,6 +262,8 @@ export interface DaemonSettings {
   readonly quarantineWindowMs: number;
   readonly drainTimeoutMs: number;
   readonly minHealthyUptimeMs: number;
+  /** `daemon.mass_stop_percent`: the mass-stop guard's threshold. */
+  readonly massStopPercent: number;
   /** `session.startup_timeout`: deadline for one start. */
   readonly startupTimeoutMs: number;
   /** `session.setup_timeout`: deadline for each hook command. */
@@ -280,6 +283,7 @@ export function daemonSettings(config: CityConfig): DaemonSettings {
     quarantineWindowMs: d.quarantine.window,
     drainTimeoutMs: d.drain_timeout,
     minHealthyUptimeMs: d.min_healthy_uptime,
+    massStopPercent: d.mass_stop_percent,
     startupTimeoutMs: config.session.startup_timeout,
     setupTimeoutMs: config.session.setup_timeout,
   };

@@ -247,6 +247,12 @@ export const CITY_SCHEMA = s.object(
             `${[...listedProviders(), ...ROUTER_PROVIDERS].join(" | ")}; default: tmux if on PATH, else subprocess.`,
           ),
         startup_timeout: s.duration({ min: "1s" }).default("60s").describe("Deadline for one session start."),
+        inherit_env: s
+          .array(s.string({ nonEmpty: true }))
+          .default([])
+          .describe(
+            "Variables of gc's own environment sessions inherit besides PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, COLORTERM, TZ, TMPDIR, XDG_RUNTIME_DIR (`NAME` or a `PREFIX_*`). Nothing else of gc's environment reaches a session.",
+          ),
         approval: APPROVAL_SCHEMA.default("allow-all").describe(
           "Answers pending interactions from the controller: allow-all (approve everything), ask (leave all to `gc session respond`), or {rules, default}.",
         ),
@@ -418,6 +424,12 @@ export const CITY_SCHEMA = s.object(
           .duration({ min: "0" })
           .default("10s")
           .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
+        mass_stop_percent: s
+          .int({ min: 1, max: 100 })
+          .default(50)
+          .describe(
+            "A city-file change that would stop more than this percentage of the running sessions (or all of them, at least two) is not applied until `gc reconcile --allow-mass-stop`.",
+          ),
       })
       .default({}),
   },

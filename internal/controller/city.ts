@@ -25,6 +25,7 @@ import type { ProviderFactoryOptions } from "../runtime/factory.js";
 import { fingerprint } from "../runtime/fingerprint.js";
 import { readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import type { Provider } from "../runtime/provider.js";
+import { readRecovery } from "../session/recovery.js";
 import type { SessionStore } from "../session/store.js";
 import { extraInstances, readPoolScale } from "./pool-scale.js";
 
@@ -115,7 +116,12 @@ export async function desiredFrom(
   }
   return Promise.all(
     resolved.map(async (d) => {
-      const fp = fingerprint(d.config, await readFingerprintFiles(d.config), d.declaredEnvKeys);
+      const fp = fingerprint(
+        d.config,
+        await readFingerprintFiles(d.config),
+        d.declaredEnvKeys,
+        loaded.secrets,
+      );
       return {
         name: d.name,
         agent: d.agent,
@@ -146,8 +152,12 @@ export function newReconciler(city: City, store: SessionStore): Reconciler {
     providerFor: (p) => city.providerFor(p),
     loadDesired: () => city.loadDesired(),
     baseProviders: [city.defaultProvider],
-    // Backoff, quarantine and start budget follow edits of the city file pass by pass.
-    policy: () => policyOf(city.current()),
+    // Backoff, quarantine and start budget follow edits of the city file pass by pass; a
+    // recovered state.db holds unrecorded sessions down until the operator has reviewed.
+    policy: () => ({
+      ...policyOf(city.current()),
+      holdUnrecorded: readRecovery(city.stateDir) !== undefined,
+    }),
     concurrency: policy.concurrency,
     drainTimeoutMs: policy.drainTimeoutMs,
   });

@@ -3,13 +3,19 @@
  * Requests: `status`, `watch` (progress of the current pass, then its summary), `poke` (run
  * a pass now and watch it), `shutdown`. The client side is used by `gc start|stop|status|reconcile`.
  */
-import { chmod, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, mkdir, rm } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { dirname, join } from "node:path";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
 
 /** A request to the controller. */
-export type ControlRequest = { op: "status" } | { op: "watch" } | { op: "poke" } | { op: "shutdown" };
+export type ControlRequest =
+  | { op: "status" }
+  | { op: "watch" }
+  | { op: "poke"; allowMassStop?: boolean }
+  | { op: "shutdown" };
 
 /** What `status` answers. */
 export interface ControllerStatus {
@@ -33,7 +39,7 @@ export type ControlMessage =
 export interface ControlHandlers {
   status(): ControllerStatus;
   /** Streams the current pass (or, if idle and `poke`, a new one) to `send`; resolves when done. */
-  watch(send: (m: ControlMessage) => void, poke: boolean): Promise<void>;
+  watch(send: (m: ControlMessage) => void, poke: boolean, opts?: { allowMassStop?: boolean }): Promise<void>;
   shutdown(): void;
 }
 
@@ -49,22 +55,50 @@ function isRequest(v: unknown): v is ControlRequest {
   );
 }
 
+/** Longest request line accepted; a longer one is refused and the connection closed. */
+export const MAX_REQUEST_BYTES = 64 * 1024;
+/** Connections served at once; more are refused at once (a flood cannot pin the controller). */
+export const MAX_CONNECTIONS = 64;
+/** A connection that has not sent its request line within this long is closed. */
+export const REQUEST_IDLE_MS = 10_000;
+
 /** Listens on `path` (replacing a stale socket file) with mode 0600. */
 export async function serveControl(path: string, h: ControlHandlers): Promise<Server> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   await rm(path, { force: true });
   const server = createServer((sock: Socket) => {
-    let buf = "";
-    sock.setEncoding("utf8");
+    // Bytes are collected as chunks and scanned once each for the newline: linear in the
+    // request size, and bounded by MAX_REQUEST_BYTES.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
     const send = (m: ControlMessage) => {
       if (!sock.destroyed) sock.write(`${JSON.stringify(m)}\n`);
     };
     sock.on("error", () => sock.destroy());
-    sock.on("data", (chunk: string) => {
-      buf += chunk;
-      const nl = buf.indexOf("\n");
-      if (nl < 0) return;
-      const line = buf.slice(0, nl);
-      buf = "";
+    sock.setTimeout(REQUEST_IDLE_MS, () => {
+      if (!done) sock.destroy();
+    });
+    sock.on("data", (chunk: Buffer) => {
+      if (done) return;
+      const nl = chunk.indexOf(0x0a);
+      if (size + (nl < 0 ? chunk.length : nl) > MAX_REQUEST_BYTES) {
+        done = true;
+        send({ type: "error", error: `request longer than ${MAX_REQUEST_BYTES} bytes` });
+        sock.end();
+        sock.destroySoon?.();
+        return;
+      }
+      if (nl < 0) {
+        chunks.push(chunk);
+        size += chunk.length;
+        return;
+      }
+      done = true;
+      sock.setTimeout(0); // a watch may legitimately stay quiet for long
+      chunks.push(chunk.subarray(0, nl));
+      const line = Buffer.concat(chunks).toString("utf8");
+      chunks.length = 0;
       let req: unknown;
       try {
         req = JSON.parse(line);
@@ -87,7 +121,9 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
           return;
         case "watch":
         case "poke":
-          await h.watch(send, req.op === "poke");
+          await h.watch(send, req.op === "poke", {
+            allowMassStop: req.op === "poke" && req.allowMassStop === true,
+          });
           return;
         case "shutdown":
           send({ type: "ok" });
@@ -98,12 +134,29 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
       }
     }
   });
+  server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(path, () => resolve());
   });
   await chmod(path, 0o600);
   return server;
+}
+
+/** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * Where the control socket of the city whose state dir is `stateDir` lives: `<stateDir>/
+ * controller.sock` when that fits a unix socket path, else `/tmp/gc-<uid>-<hash>/controller.sock`
+ * (deterministic, so every gc process finds it; the directory is created 0700 by the server).
+ */
+export function controlSocketPath(stateDir: string): string {
+  const direct = join(stateDir, "controller.sock");
+  if (Buffer.byteLength(direct) <= MAX_SOCKET_PATH_BYTES) return direct;
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  const hash = createHash("sha256").update(stateDir).digest("hex").slice(0, 12);
+  return join("/tmp", `gc-${uid}-${hash}`, "controller.sock");
 }
 
 /**

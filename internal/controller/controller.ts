@@ -12,17 +12,39 @@ import { pidAlive } from "../proc/kill.js";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
-import { progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
+import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { describeError } from "../runtime/errors.js";
 import { type City, newReconciler, policyOf } from "./city.js";
-import { type ControllerStatus, type ControlMessage, requestControl, serveControl } from "./control.js";
+import {
+  type ControllerStatus,
+  type ControlMessage,
+  controlSocketPath,
+  requestControl,
+  serveControl,
+} from "./control.js";
 import { createOperatorPass } from "./operator-pass.js";
+import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
+
+/** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
+export const STOPPED_BEFORE_START =
+  "a gc stop issued after this start wins: starting nothing, controller exiting";
+
+/** A `gc stop` invoked after this `gc start` won: nothing was (or will be) started. */
+export class StopWonError extends Error {
+  override readonly name = "StopWonError";
+  constructor() {
+    super(STOPPED_BEFORE_START);
+  }
+}
+
+/** Quiet time after a city-file event before it is read (and again before it is applied). */
+const WATCH_DEBOUNCE_MS = 300;
 
 /** Files of the controller under the state dir. */
 export function controllerPaths(stateDir: string) {
   return {
     pid: join(stateDir, "controller.pid"),
-    socket: join(stateDir, "controller.sock"),
+    socket: controlSocketPath(stateDir),
     log: join(stateDir, "controller.log"),
   };
 }
@@ -74,6 +96,14 @@ export async function runController(
 ): Promise<void> {
   const paths = controllerPaths(city.stateDir);
   await claimPidFile(paths.pid);
+  // Claimed first, checked second: a `gc stop` writes its intent before looking for the pid
+  // file, so either it finds this controller or this controller finds its intent.
+  const origin = startOriginMs();
+  if (stopWins(city.stateDir, origin)) {
+    await rm(paths.pid, { force: true });
+    opts.log(STOPPED_BEFORE_START);
+    return;
+  }
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
   const reconciler = newReconciler(city, await city.store());
@@ -82,7 +112,12 @@ export async function runController(
   let passes = 0;
   let last: TickSummary | undefined;
   let lastError: string | undefined;
-  type Pass = { events: ProgressEvent[]; listeners: Set<(m: ControlMessage) => void>; done: Promise<void> };
+  type Pass = {
+    events: ProgressEvent[];
+    listeners: Set<(m: ControlMessage) => void>;
+    done: Promise<void>;
+    allowMassStop?: boolean;
+  };
   let current: Pass | undefined;
   let queued: Pass | undefined;
 
@@ -90,6 +125,12 @@ export async function runController(
   queued = newPass(); // the first pass: watchers that connect early see it from the start
 
   const runPass = async () => {
+    if (stopWins(city.stateDir, origin)) {
+      // A stop is under way: start nothing more; it shuts this controller down.
+      opts.log(STOPPED_BEFORE_START);
+      stop.abort(new Error(STOPPED_BEFORE_START));
+      return { report: last, requeueAt: undefined };
+    }
     current = queued ?? newPass();
     queued = undefined;
     const pass = current;
@@ -100,6 +141,7 @@ export async function runController(
     try {
       report = await reconciler.tick({
         signal,
+        allowMassStop: pass.allowMassStop === true,
         onProgress: (e) => {
           pass.events.push(e);
           if (e.phase !== "begin") opts.log(progressLine(e));
@@ -110,6 +152,7 @@ export async function runController(
       last = summarizeTick(report);
       lastError = last.configError;
       if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
+      if (last.massStop) opts.log(massStopText(last.massStop));
       for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);
       emit({ type: "done", summary: last });
       // The pass is reported: a watcher connecting from now on must wait for the next one.
@@ -141,12 +184,13 @@ export async function runController(
   };
   const server = await serveControl(paths.socket, {
     status: () => ({ pid: process.pid, startedAt, passes, last, lastError, busy: current !== undefined }),
-    watch: (send, poke) =>
+    watch: (send, poke, wopts) =>
       new Promise<void>((resolve) => {
         let pass: Pass | undefined;
         if (poke) {
           queued ??= newPass();
           pass = queued;
+          if (wopts?.allowMassStop) pass.allowMassStop = true;
           loop.poke();
         } else {
           pass = current ?? queued;
@@ -173,16 +217,29 @@ export async function runController(
   }).catch(setupFailed);
 
   // Config file changes trigger a pass (debounced); editors replace files, so watch the dir.
+  // A file is applied only once it is stable: the same bytes on two reads a debounce apart
+  // (an editor that truncates first, or a slow writer, is not caught half way).
   let debounce: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
+  const readCity = () => readFile(city.loaded.file).catch(() => undefined);
+  const settle = (previous: Buffer | undefined) => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      void readCity().then((now) => {
+        if (signal.aborted) return;
+        const stable = previous === undefined ? now === undefined : now !== undefined && previous.equals(now);
+        if (stable) {
+          opts.log("city file changed: reconciling");
+          loop.poke();
+        } else settle(now); // still changing (or unreadable): look again after another debounce
+      });
+    }, WATCH_DEBOUNCE_MS);
+  };
   try {
     watcher = watchFs(dirname(city.loaded.file), (_ev, file) => {
       if (file !== null && file !== basename(city.loaded.file)) return;
       clearTimeout(debounce);
-      debounce = setTimeout(() => {
-        opts.log("city file changed: reconciling");
-        loop.poke();
-      }, 300);
+      debounce = setTimeout(() => void readCity().then(settle), WATCH_DEBOUNCE_MS);
     });
     watcher.on("error", (e) =>
       opts.log(`watching the city file failed (interval passes go on): ${describeError(e)}`),
@@ -240,7 +297,7 @@ export async function spawnController(
   const child = spawn(command[0], command.slice(1), {
     detached: true,
     stdio: ["ignore", log.fd, log.fd],
-    env: { ...process.env, GC_CONTROLLER_CHILD: "1" },
+    env: { ...process.env, GC_CONTROLLER_CHILD: "1", [START_ORIGIN_ENV]: String(startOriginMs()) },
   });
   await log.close();
   const pid = child.pid;
@@ -254,6 +311,7 @@ export async function spawnController(
     if (!(await pidAlive(pid))) {
       const other = await findController(city.stateDir);
       if (other.running) return other.pid ?? pid; // lost a race to another `gc start`: use the winner
+      if (stopWins(city.stateDir, startOriginMs())) throw new StopWonError();
       const tail = (await readFile(paths.log, "utf8").catch(() => "")).split("\n").slice(-8).join("\n");
       throw new Error(`the controller exited during startup; log ${paths.log}:\n${tail}`);
     }

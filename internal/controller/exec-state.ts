@@ -8,6 +8,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { isSecretKey } from "../runtime/secrets.js";
 
 /** One session's shell state. */
 export interface ShellState {
@@ -144,7 +145,8 @@ export function nextShellState(
     env = {};
     unset = [];
     for (const [k, v] of u.after.env) {
-      if (VOLATILE.has(k) || !ENV_NAME_RE.test(k)) continue;
+      // A secret-named export never reaches the state file: it lasts for that one call.
+      if (VOLATILE.has(k) || !ENV_NAME_RE.test(k) || isSecretKey(k)) continue;
       if (u.before.env.get(k) !== v) env[k] = v;
     }
     for (const k of u.before.env.keys()) {

@@ -17,7 +17,12 @@ import { controllerPaths } from "./controller.js";
 /** Runs one pass in this process. */
 export async function runOnePass(
   city: City,
-  opts: { dryRun: boolean; signal: AbortSignal; onProgress?: (e: ProgressEvent) => void },
+  opts: {
+    dryRun: boolean;
+    signal: AbortSignal;
+    onProgress?: (e: ProgressEvent) => void;
+    allowMassStop?: boolean;
+  },
 ): Promise<TickReport> {
   const store =
     opts.dryRun && !existsSync(join(city.stateDir, STATE_DB_FILE))
@@ -28,6 +33,7 @@ export async function runOnePass(
     dryRun: opts.dryRun,
     signal: opts.signal,
     onProgress: (e) => opts.onProgress?.(e),
+    allowMassStop: opts.allowMassStop === true,
   });
 }
 
@@ -38,13 +44,18 @@ export async function runOnePass(
  */
 export async function followControllerPass(
   stateDir: string,
-  opts: { poke: boolean; signal: AbortSignal; onProgress?: (e: ProgressEvent) => void },
+  opts: {
+    poke: boolean;
+    signal: AbortSignal;
+    onProgress?: (e: ProgressEvent) => void;
+    allowMassStop?: boolean;
+  },
 ): Promise<TickSummary | undefined> {
   let summary: TickSummary | undefined;
   let error: string | undefined;
   await requestControl(
     controllerPaths(stateDir).socket,
-    { op: opts.poke ? "poke" : "watch" },
+    opts.poke ? { op: "poke", allowMassStop: opts.allowMassStop === true } : { op: "watch" },
     {
       signal: opts.signal,
       onMessage: (m: ControlMessage) => {

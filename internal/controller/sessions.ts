@@ -164,7 +164,11 @@ export async function resolveSession(
   } catch {
     // an invalid file must not stop operators from reaching running sessions
   }
-  const record = await (await city.store()).get(name);
+  // Without a usable store the session is still found by the city file and runtime tags.
+  const record = await city
+    .store()
+    .then((st) => st.get(name))
+    .catch(() => undefined);
   const d = desired.find((x) => x.name === name);
   if (d || record) return { name, provider: d?.provider ?? record!.provider, desired: d, record };
   const provider = await city.providerFor(city.defaultProvider);

@@ -30,8 +30,21 @@ export function parseStat(text: string): Omit<ProcEntry, "argv0"> | undefined {
   return { pid, ppid, pgid, sid, comm: text.slice(open + 1, close), state };
 }
 
-/** Reads every process from /proc. Processes that vanish mid-read are skipped. */
-export async function readProcessTable(): Promise<ProcEntry[]> {
+let inflight: Promise<ProcEntry[]> | undefined;
+
+/**
+ * Reads every process from /proc. Processes that vanish mid-read are skipped. Callers that
+ * ask while a read is under way share it: stopping 50 sessions at once costs one scan of
+ * /proc, not 50 (each scan reads two files per process on the host).
+ */
+export function readProcessTable(): Promise<ProcEntry[]> {
+  inflight ??= scanProc().finally(() => {
+    inflight = undefined;
+  });
+  return inflight;
+}
+
+async function scanProc(): Promise<ProcEntry[]> {
   const entries = await readdir("/proc");
   const out = await Promise.all(
     entries

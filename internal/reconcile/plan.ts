@@ -50,6 +50,61 @@ export interface PlanPolicy {
   readonly minHealthyUptimeMs: number;
   /** At most this many starts (including restarts) per tick; the rest wait for the next. */
   readonly startBudget: number;
+  /**
+   * Set while bookkeeping is known to be lost (a damaged state.db was replaced): sessions
+   * with no record are adopted when running but never started, because a hold set by
+   * `gc stop NAME` may have been lost with the old file. Default false.
+   */
+  readonly holdUnrecorded?: boolean | undefined;
+  /**
+   * Mass-stop guard: a config change whose plan stops more than this percentage of the
+   * running sessions (or all of them, at least two) is refused. Default
+   * {@link DEFAULT_MASS_STOP_PERCENT}.
+   */
+  readonly massStopPercent?: number | undefined;
+}
+
+/** Default of {@link PlanPolicy.massStopPercent}: more than half. */
+export const DEFAULT_MASS_STOP_PERCENT = 50;
+
+/** Why the mass-stop guard refused a config. */
+export interface MassStop {
+  /** Sessions the refused config would stop. */
+  readonly stops: readonly string[];
+  /** Sessions running when it was refused. */
+  readonly running: number;
+  readonly percent: number;
+}
+
+/**
+ * The mass-stop guard: trips when `p` stops (as no longer desired, or suspended) at least
+ * two sessions and either more than `percent` % of the running ones or all of them. Restarts
+ * do not count (they come back). Pure.
+ */
+export function massStopOf(
+  p: Plan,
+  observed: Observation,
+  percent = DEFAULT_MASS_STOP_PERCENT,
+): MassStop | undefined {
+  const stops = p.actions
+    .filter((a) => a.kind === "stop" || (a.kind === "suspend" && a.stopRuntime))
+    .map((a) => a.name);
+  const running = observed.running.size;
+  if (stops.length < 2) return undefined;
+  if (stops.length * 100 > percent * running || stops.length >= running) return { stops, running, percent };
+  return undefined;
+}
+
+/** `p` with every stop replaced by a wait (the guard tripped and there is no earlier config). Pure. */
+export function withoutStops(p: Plan, why: string): Plan {
+  return {
+    ...p,
+    actions: p.actions.map((a) =>
+      a.kind === "stop" || (a.kind === "suspend" && a.stopRuntime)
+        ? ({ kind: "wait", name: a.name, reason: why } as const)
+        : a,
+    ),
+  };
 }
 
 /** Defaults matching architecture §6. */
@@ -178,9 +233,15 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
     return { kind: "suspend", name: d.name, reason: "suspended in the city file", stopRuntime: up };
   }
   if (!rec) {
-    return up
-      ? { kind: "adopt", name: d.name, reason: "running without a record (controller restarted)" }
-      : { kind: "start", name: d.name, reason: "new session" };
+    if (up) return { kind: "adopt", name: d.name, reason: "running without a record (controller restarted)" };
+    if (input.policy.holdUnrecorded) {
+      return {
+        kind: "wait",
+        name: d.name,
+        reason: "state.db was recovered: not started until `gc session reset --all`",
+      };
+    }
+    return { kind: "start", name: d.name, reason: "new session" };
   }
   const hold = rec.metadata[HOLD_KEY];
   if (hold) return { kind: "wait", name: d.name, reason: `held by the operator: ${hold}` };

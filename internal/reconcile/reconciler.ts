@@ -7,7 +7,15 @@ import { describeError } from "../runtime/errors.js";
 import { type Provider, supportsExitStatus } from "../runtime/provider.js";
 import type { ExitInfo, SessionStore } from "../session/store.js";
 import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
-import { type Observation, type Plan, type PlanPolicy, plan } from "./plan.js";
+import {
+  type MassStop,
+  massStopOf,
+  type Observation,
+  type Plan,
+  type PlanPolicy,
+  plan,
+  withoutStops,
+} from "./plan.js";
 
 /** What a {@link Reconciler} is built from. */
 export interface ReconcilerDeps {
@@ -32,6 +40,8 @@ export interface TickOptions {
   readonly dryRun?: boolean;
   readonly signal?: AbortSignal;
   readonly onProgress?: (e: ProgressEvent) => void;
+  /** Apply the city file even when the mass-stop guard would refuse it (`--allow-mass-stop`). */
+  readonly allowMassStop?: boolean;
 }
 
 /** What one tick saw and did. */
@@ -46,6 +56,8 @@ export interface TickReport {
   readonly desired: readonly DesiredSession[];
   /** When the next pass is due at the latest: the earliest backoff end now recorded. */
   readonly requeueAt: number | undefined;
+  /** Set when the mass-stop guard refused the city file this tick (the last applied config ran). */
+  readonly massStop?: MassStop | undefined;
 }
 
 /** Observes every provider once: running names, exits of recorded sessions that stopped. */
@@ -90,6 +102,7 @@ export async function observe(
 export class Reconciler {
   private lastGood: DesiredSession[] | undefined;
   private lastConfigError: string | undefined;
+  private lastMassStop: string | undefined;
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -102,8 +115,9 @@ export class Reconciler {
     const now = deps.now ?? Date.now;
     const random = deps.random ?? Math.random;
     let configError: string | undefined;
+    let candidate: DesiredSession[] | undefined;
     try {
-      this.lastGood = await deps.loadDesired();
+      candidate = await deps.loadDesired();
     } catch (e) {
       configError = describeError(e);
       // One event per distinct problem, not one per pass while the file stays broken.
@@ -113,7 +127,7 @@ export class Reconciler {
     }
     this.lastConfigError = configError;
     const at = now();
-    if (!this.lastGood) {
+    if (!this.lastGood && !candidate) {
       // Never had a good config: touch nothing.
       return {
         at,
@@ -125,12 +139,13 @@ export class Reconciler {
         requeueAt: undefined,
       };
     }
-    const desired = this.lastGood;
+    let desired = candidate ?? (this.lastGood as DesiredSession[]);
     const records = await deps.store.list();
     const providers = [
       ...new Set([
         ...deps.baseProviders,
         ...desired.map((d) => d.provider),
+        ...(this.lastGood ?? []).map((d) => d.provider),
         ...records.map((r) => r.provider),
       ]),
     ];
@@ -144,7 +159,32 @@ export class Reconciler {
       opts.signal,
     );
     const policy = typeof deps.policy === "function" ? deps.policy() : deps.policy;
-    const p = plan({ desired, observed: observation, records, now: at, policy, random });
+    let p = plan({ desired, observed: observation, records, now: at, policy, random });
+    // The mass-stop guard: a changed file that would stop most of the fleet is not applied;
+    // the config applied before keeps running (or, with none, nothing is stopped).
+    let massStop: MassStop | undefined;
+    if (candidate && !opts.allowMassStop) massStop = massStopOf(p, observation, policy.massStopPercent);
+    if (massStop) {
+      const why = `mass-stop guard: the city file would stop ${massStop.stops.length} of ${massStop.running} running sessions`;
+      if (this.lastGood) {
+        desired = this.lastGood;
+        p = plan({ desired, observed: observation, records, now: at, policy, random });
+        if (massStopOf(p, observation, policy.massStopPercent)) p = withoutStops(p, why);
+      } else {
+        p = withoutStops(p, why);
+      }
+      const key = massStop.stops.join(",");
+      if (!opts.dryRun && key !== this.lastMassStop) {
+        await deps.store.appendEvent({
+          type: "config.mass_stop_refused",
+          payload: { stops: [...massStop.stops], running: massStop.running, percent: massStop.percent },
+        });
+      }
+      this.lastMassStop = key;
+    } else {
+      this.lastMassStop = undefined;
+      if (candidate && !opts.dryRun) this.lastGood = candidate;
+    }
     if (opts.dryRun) {
       return {
         at,
@@ -154,6 +194,7 @@ export class Reconciler {
         observeErrors: errors,
         desired,
         requeueAt: p.requeueAt,
+        massStop,
       };
     }
     const desiredMap = new Map(desired.map((d) => [d.name, d]));
@@ -179,6 +220,6 @@ export class Reconciler {
       .map((r) => (r.state === "crashed" ? soon : Math.max(r.backoffUntil ?? soon, now() + 50)));
     const dues = [...backoffs, ...(p.requeueAt === undefined ? [] : [p.requeueAt])];
     const requeueAt = dues.length > 0 ? Math.min(...dues) : undefined;
-    return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt };
+    return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt, massStop };
   }
 }

@@ -3,6 +3,7 @@
  * for progress and results. Pure.
  */
 import type { ProgressEvent } from "./execute.js";
+import type { MassStop } from "./plan.js";
 import type { TickReport } from "./reconciler.js";
 
 /** The JSON-able digest of one tick (sent over the control socket, printed by `gc start`). */
@@ -17,6 +18,18 @@ export interface TickSummary {
   readonly requeueAt: number | undefined;
   /** Actions in order, as `kind name: reason`. */
   readonly lines: readonly string[];
+  /** Set when the mass-stop guard refused the city file (see {@link massStopText}). */
+  readonly massStop?: MassStop | undefined;
+}
+
+/** What operators read when the mass-stop guard refused the city file. Pure. */
+export function massStopText(m: MassStop): string {
+  const names = m.stops.slice(0, 8).join(", ") + (m.stops.length > 8 ? ", …" : "");
+  return (
+    `city file NOT applied: it would stop ${m.stops.length} of ${m.running} running sessions (${names}); ` +
+    `the mass-stop guard refuses more than ${m.percent}% or all. The last good config stays applied. ` +
+    "Run `gc reconcile --allow-mass-stop` to apply it, or edit the file back."
+  );
 }
 
 /** Summarises a tick. Pure. */
@@ -34,6 +47,7 @@ export function summarizeTick(r: TickReport): TickSummary {
     observeErrors: r.observeErrors,
     requeueAt: r.plan.requeueAt,
     lines: r.plan.actions.map((a) => `${a.kind} ${a.name}: ${a.reason}`),
+    massStop: r.massStop,
   };
 }
 

@@ -38,7 +38,10 @@ export interface FingerprintFiles {
 /** One field of the core document: its hash and a human-readable (redacted) value. */
 export interface FieldFingerprint {
   readonly hash: string;
+  /** Display value: secret env values and every secret-derived substring are {@link REDACTED}. */
   readonly value: string;
+  /** True when the field's input holds a secret (declared or interpolated): show only "changed". */
+  readonly secret?: boolean;
 }
 
 /** The result of {@link fingerprint}. */
@@ -111,6 +114,23 @@ function showEnv(env: Record<string, string>): string {
     .join(" ");
 }
 
+/** Shortest secret value looked for inside other values (shorter ones would mangle output). */
+const MIN_SECRET_LENGTH = 4;
+
+/**
+ * The secret values a start config carries: values of secret-named env keys, plus
+ * `interpolated` (values substituted from secret-named variables anywhere in the file),
+ * longest first. Pure.
+ */
+export function secretValuesOf(
+  env: Readonly<Record<string, string>>,
+  interpolated: readonly string[] = [],
+): string[] {
+  const out = new Set(interpolated.filter((v) => v.length >= MIN_SECRET_LENGTH));
+  for (const [k, v] of Object.entries(env)) if (isSecretKey(k) && v.length >= MIN_SECRET_LENGTH) out.add(v);
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
 /**
  * Core and live fingerprints of `cfg`. Map order is irrelevant, list order significant;
  * an absent map equals an empty one. Work dir, readiness, process names, nudge, prompt
@@ -120,6 +140,7 @@ export function fingerprint(
   cfg: StartConfig,
   files: FingerprintFiles = {},
   declaredEnvKeys: readonly string[] = [],
+  interpolatedSecrets: readonly string[] = [],
 ): Fingerprints {
   const env = identityEnv(cfg.env, declaredEnvKeys);
   const copy = (cfg.copyFiles ?? []).map((c) => ({
@@ -153,15 +174,30 @@ export function fingerprint(
       value: showEnv({ ...(cfg.fingerprintExtra ?? {}) }),
     },
   };
+  // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
+  // a display value, and a field derived from one is flagged so drift shows only "changed".
+  const secrets = secretValuesOf(cfg.env, interpolatedSecrets);
+  const field = (input: unknown, value: string): FieldFingerprint => {
+    const text = canonicalJson(input);
+    const secret =
+      secrets.some((v) => text.includes(JSON.stringify(v).slice(1, -1))) || value.includes(REDACTED);
+    return { hash: hash(text), value: redactValues(value, secrets), ...(secret ? { secret: true } : {}) };
+  };
   const breakdown: Record<string, FieldFingerprint> = {};
-  for (const field of CORE_FIELDS) {
-    breakdown[field] = { hash: hash(canonicalJson(doc[field].input)), value: doc[field].value };
-  }
+  for (const f of CORE_FIELDS) breakdown[f] = field(doc[f].input, doc[f].value);
   const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
-  const live = hash(canonicalJson(cfg.sessionLive ?? []));
+  const liveInput = cfg.sessionLive ?? [];
+  const live = hash(canonicalJson(liveInput));
   // Shown by `gc drift` beside the core fields; not an input of `core`.
-  breakdown[LIVE_FIELD] = { hash: live, value: (cfg.sessionLive ?? []).join(" ; ") };
+  breakdown[LIVE_FIELD] = { ...field(liveInput, liveInput.join(" ; ")), hash: live };
   return { core, live, breakdown };
+}
+
+/** `text` with every occurrence of each of `secrets` replaced by {@link REDACTED}. Pure. */
+function redactValues(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const v of secrets) out = out.replaceAll(v, REDACTED);
+  return out;
 }
 
 /** One drifted field: name, old and new display values. */
@@ -169,6 +205,8 @@ export interface FieldDrift {
   readonly field: string;
   readonly from: string;
   readonly to: string;
+  /** A secret-derived value changed: `from`/`to` are "changed", never values. */
+  readonly masked?: boolean;
 }
 
 /**
@@ -185,6 +223,11 @@ export function diffBreakdown(
     const a = stored[field];
     const b = current[field];
     if (a?.hash === b?.hash) continue;
+    // Only a hidden (secret-derived) part changed: say so, never show values.
+    if ((a?.secret || b?.secret) && a?.value === b?.value) {
+      out.push({ field, from: "(secret)", to: "changed", masked: true });
+      continue;
+    }
     out.push({ field, from: a?.value ?? "(absent)", to: b?.value ?? "(absent)" });
   }
   return out;

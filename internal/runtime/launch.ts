@@ -48,20 +48,60 @@ export const NOT_INHERITED: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The environment a session's program and hooks see: the caller's base env, then the
- * provider's own terminal variables (`terminal`, e.g. the pty's `TERM`), then the declared env,
- * then identity variables (`GC_SESSION`, `GC_CITY`, `GC_DIR`). gc's own terminal variables
- * ({@link NOT_INHERITED}: `TMUX`, `TERM`, `COLUMNS`, …) are not passed on. Pure.
+ * Variables of gc's own environment every session inherits (names; `X_*` matches a prefix).
+ * Anything else in gc's environment — tokens, cloud credentials, the operator's shell
+ * state — never reaches a session unless the city file names it in `session.inherit_env`
+ * or declares it in an agent's `env`.
+ */
+export const DEFAULT_INHERITED_ENV: readonly string[] = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TERM",
+  "COLORTERM",
+  "TZ",
+  "TMPDIR",
+  "XDG_RUNTIME_DIR",
+];
+
+/** True when `key` is named by `allow` (exact names; an entry ending in `*` is a prefix). Pure. */
+export function envAllowed(key: string, allow: readonly string[]): boolean {
+  return allow.some((a) => (a.endsWith("*") ? key.startsWith(a.slice(0, -1)) : a === key));
+}
+
+/**
+ * The part of gc's environment a session inherits: {@link DEFAULT_INHERITED_ENV} plus
+ * `extra` (the city's `session.inherit_env`), minus gc's own terminal variables. Pure; the
+ * one rule every provider (and the start lifecycle) applies.
+ */
+export function inheritedEnv(base: NodeJS.ProcessEnv, extra: readonly string[] = []): Record<string, string> {
+  const allow = [...DEFAULT_INHERITED_ENV, ...extra];
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) {
+    if (v !== undefined && !NOT_INHERITED.has(k) && envAllowed(k, allow)) env[k] = v;
+  }
+  return env;
+}
+
+/**
+ * The environment a session's program and hooks see: the allow-listed part of the caller's
+ * base env ({@link inheritedEnv}), then the declared env, then identity variables
+ * (`GC_SESSION`, `GC_CITY`, `GC_DIR`); the provider's own terminal variables (`terminal`, e.g.
+ * the pty's `TERM`) go after the inherited part. Never gc's whole environment. Pure.
  */
 export function sessionEnv(
   base: NodeJS.ProcessEnv,
   name: string,
-  cfg: Pick<StartConfig, "env" | "workDir">,
+  cfg: Pick<StartConfig, "env" | "workDir" | "inheritEnv">,
   city: string,
   terminal: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined && !NOT_INHERITED.has(k)) env[k] = v;
+  const env: Record<string, string> = inheritedEnv(base, cfg.inheritEnv);
   Object.assign(env, terminal, cfg.env);
   env.GC_SESSION = name;
   env.GC_CITY = city;

@@ -31,6 +31,11 @@ export interface StartConfig {
   /** Extra environment for the program and hooks (allow-listed keys are core). */
   readonly env: Readonly<Record<string, string>>;
   /**
+   * Names (or `X_*` prefixes) of gc's own environment variables the session inherits on top
+   * of the defaults (launch.ts `DEFAULT_INHERITED_ENV`); from `session.inherit_env`.
+   */
+  readonly inheritEnv?: readonly string[] | undefined;
+  /**
    * Directory hook commands (`preStart`, `sessionSetup`, `sessionLive`) run in; the city
    * directory for local cities. Defaults to `workDir` when empty. Not fingerprinted.
    */

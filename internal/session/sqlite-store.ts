@@ -4,7 +4,17 @@
  * and any number of `gc` commands share it safely. Every mutation is one transaction, so a
  * SIGKILL at any point leaves a consistent database. Opened by cmd/gc's composition root.
  */
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  rmSync,
+  type Stats,
+  statSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { isGcError, SessionExistsError, SessionNotFoundError, StoreError } from "../runtime/errors.js";
@@ -36,6 +46,7 @@ import {
   waitDue,
 } from "./codec.js";
 import { holderAlive, LockManager, type LockTable } from "./lock.js";
+import { isDamage, moveAside, StateFileFault, type StoreRecovery, writeRecovery } from "./recovery.js";
 import { APPLICATION_ID, BOOTSTRAP_SQL, MIGRATIONS, SCHEMA_VERSION } from "./sqlite-schema.js";
 import {
   type CheckpointResult,
@@ -78,6 +89,11 @@ export interface SqliteStoreOptions extends StoreOpenOptions {
   readonly path?: string;
   /** Default {@link BUSY_TIMEOUT_MS}. */
   readonly busyTimeoutMs?: number;
+  /**
+   * Move a damaged file aside and start a fresh database instead of throwing (the city's
+   * composition root sets it; see {@link openSqliteStore}).
+   */
+  readonly recover?: boolean;
 }
 
 type Db = Database.Database;
@@ -166,9 +182,14 @@ interface EventDbRow {
 }
 
 /**
- * Opens (creating and migrating when needed) the state database for one actor.
+ * Opens (creating and migrating when needed) the state database for one actor. A new
+ * database is built under a temporary name and linked into place complete, so an existing
+ * `state.db` of 0 bytes is never "new": it is damage, like a file that is not a database or
+ * fails SQLite's quick check. Damage is a {@link StoreError} unless `recover` is set; then
+ * the file is moved aside (`state.db.corrupt-<time>`), a `state-recovered.json` marker is
+ * written and a fresh database is opened, with {@link SqliteStore.recovery} saying so.
  * @throws StoreError naming the path when the file is not a usable gc state database
- *   (corrupt, foreign, from a newer gc, wrong tenancy, unreadable).
+ *   (damaged without `recover`, foreign, from a newer gc, wrong tenancy, unreadable).
  * @throws TypeError / InvalidNameError for bad options (nothing is created).
  */
 export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
@@ -177,20 +198,42 @@ export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
     throw new TypeError("openSqliteStore: pass exactly one of cityDir and path");
   }
   const path = opts.cityDir !== undefined ? join(opts.cityDir, ".gc", STATE_DB_FILE) : (opts.path as string);
-  prepareFile(path, opts.cityDir !== undefined);
+  const now = opts.now ?? Date.now;
+  try {
+    return openAt(path, opts, tenancy, now);
+  } catch (e) {
+    if (!(e instanceof StateFileFault)) throw e;
+    const problem = `${path}: the state database is damaged (${e.message})`;
+    if (!opts.recover) throw new StoreError(problem, { cause: e });
+    const at = new Date(now());
+    const movedTo = moveAside(path, e.ino, at);
+    const store = openAt(path, opts, tenancy, now);
+    if (movedTo) {
+      const recovery: StoreRecovery = { at: at.toISOString(), reason: e.message, movedTo };
+      writeRecovery(dirname(path), recovery);
+      store.recovery = recovery;
+    }
+    return store;
+  }
+}
+
+function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: () => number): SqliteStore {
+  const ino = prepareFile(path, opts.cityDir !== undefined, tenancy, now());
   let db: Db;
   try {
     db = new Database(path, { fileMustExist: true, timeout: opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
   } catch (cause) {
+    if (isDamage(cause)) throw new StateFileFault(describe(cause), ino, { cause });
     throw new StoreError(`${path}: cannot open the state database: ${describe(cause)}`, { cause });
   }
   try {
     configure(db, path);
-    migrate(db, path, tenancy, (opts.now ?? Date.now)());
-    return new SqliteStore(db, path, tenancy, opts.now ?? Date.now);
+    migrate(db, path, tenancy, now());
+    return new SqliteStore(db, path, tenancy, now);
   } catch (cause) {
     db.close();
-    if (cause instanceof StoreError) throw cause;
+    if (cause instanceof StoreError || cause instanceof StateFileFault) throw cause;
+    if (isDamage(cause)) throw new StateFileFault(describe(cause), ino, { cause });
     throw new StoreError(`${path}: not a usable gc state database: ${describe(cause)}`, { cause });
   }
 }
@@ -201,29 +244,62 @@ function describe(e: unknown): string {
   return String(e);
 }
 
-/** Creates the directory (0700) and an empty file (0600) when missing; tightens loose modes. */
-function prepareFile(path: string, ownDir: boolean): void {
+/**
+ * Makes sure `path` exists (directory 0700, file 0600; loose modes tightened) and returns
+ * its inode. A missing database is built complete under a temporary name and hard-linked
+ * into place (a concurrent creator's file wins), so a 0-byte `state.db` is always damage.
+ * @throws StateFileFault for a 0-byte file; StoreError for anything else that is wrong.
+ */
+function prepareFile(path: string, ownDir: boolean, tenancy: Tenancy, now: number): number {
   const dir = dirname(path);
+  let st: Stats;
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     // `.gc/` belongs to gc: keep it private even if something else created it loosely.
     if (ownDir && (statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
-    try {
-      closeSync(openSync(path, "wx", 0o600));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-    const st = statSync(path);
+    if (!existsSync(path)) createComplete(path, tenancy, now);
+    st = statSync(path);
     if (!st.isFile()) throw new Error("not a regular file");
     if ((st.mode & 0o077) !== 0) chmodSync(path, 0o600);
   } catch (cause) {
     throw new StoreError(`${path}: cannot prepare the state database: ${describe(cause)}`, { cause });
+  }
+  if (st.size === 0) throw new StateFileFault("empty (0 bytes)", st.ino);
+  return st.ino;
+}
+
+/** Builds a bootstrapped database at a temporary name and links it to `path` (EEXIST = someone else did). */
+function createComplete(path: string, tenancy: Tenancy, now: number): void {
+  const tmp = `${path}.init-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+  try {
+    closeSync(openSync(tmp, "wx", 0o600));
+    const db = new Database(tmp, { fileMustExist: true });
+    try {
+      migrate(db, tmp, tenancy, now);
+    } finally {
+      db.close();
+    }
+    try {
+      linkSync(tmp, path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+  } finally {
+    rmSync(tmp, { force: true });
+    rmSync(`${tmp}-journal`, { force: true });
   }
 }
 
 function configure(db: Db, path: string): void {
   // Reading the header first turns "garbage bytes" into SQLITE_NOTADB here, not mid-write.
   db.pragma("schema_version", { simple: true });
+  // Damaged pages in a file with a good header: found now, not by some later write.
+  const check = db.pragma("quick_check(1)", { simple: true });
+  if (check !== "ok") {
+    const e = new Error(`quick check: ${String(check)}`) as Error & { code: string };
+    e.code = "SQLITE_CORRUPT";
+    throw e;
+  }
   const mode = db.pragma("journal_mode = WAL", { simple: true });
   if (mode !== "wal")
     throw new StoreError(`${path}: cannot switch to WAL journal mode (got ${String(mode)})`);
@@ -286,6 +362,8 @@ export class SqliteStore implements SessionStore {
   readonly info: StoreInfo;
   /** Absolute or given path of the database file. */
   readonly path: string;
+  /** Set when this open found the file damaged and replaced it (report it loudly). */
+  recovery: StoreRecovery | undefined;
   readonly #db: Db;
   readonly #actor: string;
   readonly #now: () => number;

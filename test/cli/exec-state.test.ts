@@ -43,6 +43,14 @@ describe("exec shell state", () => {
     expect(sh.run(["pwd"]).stdout).toBe("/tmp\n");
   });
 
+  it("state: a secret-named export never reaches the state (it lasts one call); others persist", () => {
+    const sh = shell();
+    sh.run(["export", "API_TOKEN=tok-hidden-123"]);
+    sh.run(["export", "PLAIN=visible"]);
+    expect(JSON.stringify(sh.state)).not.toContain("tok-hidden-123");
+    expect(sh.state?.env.PLAIN).toBe("visible");
+  });
+
   it("wrap: export persists and values are never evaluated by a shell", () => {
     const sh = shell();
     const marker = join(scratch, "pwned");

@@ -87,8 +87,8 @@ describe("default session provider", () => {
   });
 
   it.each([
-    ["", withTmux, {}, "tmux", "session.provider not set: tmux found at /usr/bin/tmux"],
-    ["", withoutTmux, {}, "subprocess", "session.provider not set: tmux not on PATH"],
+    ["agents: []\n", withTmux, {}, "tmux", "session.provider not set: tmux found at /usr/bin/tmux"],
+    ["agents: []\n", withoutTmux, {}, "subprocess", "session.provider not set: tmux not on PATH"],
     ["session: { provider: subprocess }\n", withTmux, {}, "subprocess", "session.provider in <file>"],
     [
       "session: { provider: tmux }\n",

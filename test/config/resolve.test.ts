@@ -404,6 +404,7 @@ describe("small helpers", () => {
       quarantineWindowMs: 300_000,
       drainTimeoutMs: 120_000,
       minHealthyUptimeMs: 10_000,
+      massStopPercent: 50,
       startupTimeoutMs: 120_000,
       setupTimeoutMs: 10_000,
     });

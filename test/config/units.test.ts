@@ -172,16 +172,17 @@ describe("redaction", () => {
 });
 
 describe("decoding", () => {
-  it("decode: an empty file is an empty city with every default", () => {
-    const c = city("");
+  it("decode: an empty (or comment-only) file is a config error, never a city with no agents", () => {
+    for (const text of ["", "# nothing yet\n", "\n\n"])
+      expect(() => city(text)).toThrow(/city file is empty/);
+  });
+
+  it("decode: a file with one empty section is an empty city with every default", () => {
+    const c = city("agents: []\n");
     expect(c.config.agents).toEqual([]);
     expect(c.config.daemon.interval).toBe(30_000);
     expect(c.config.session.exec).toEqual({ timeout: 30_000, start_timeout: 120_000 });
     expect(c.config.workspace.name).toBe("city");
-  });
-
-  it("decode: a comment-only file is an empty city", () => {
-    expect(city("# nothing yet\n").config.agents).toEqual([]);
   });
 
   it("decode: aliases resolve to their anchors", () => {

@@ -4,9 +4,11 @@ import {
   backoffDelayMs,
   DEFAULT_POLICY,
   type DesiredEntry,
+  massStopOf,
   type Observation,
   type PlanInput,
   plan,
+  withoutStops,
 } from "../../internal/reconcile/plan.js";
 import { pathTo } from "../../internal/reconcile/walk.js";
 import type { LifecycleState } from "../../internal/session/lifecycle.js";
@@ -313,5 +315,40 @@ describe("plan: provider change", () => {
     });
     expect(a).toMatchObject({ kind: "restart", fields: ["provider"] });
     expect(a?.reason).toContain("tmux → subprocess");
+  });
+});
+
+describe("mass-stop guard", () => {
+  const names = (n: number) => Array.from({ length: n }, (_, i) => `s${i + 1}`);
+  const planFor = (keep: number, running: number, percent?: number) => {
+    const obs = observed(names(running));
+    const p = plan({
+      desired: names(keep).map((n) => desired(n)),
+      observed: obs,
+      records: names(running).map((n) => record(n, "running")),
+      now: NOW,
+      policy: DEFAULT_POLICY,
+      random: () => 0.5,
+    });
+    return massStopOf(p, obs, percent);
+  };
+  it("massStopOf: trips above the percentage or at all (two or more), never for one stop", () => {
+    expect(planFor(4, 10)?.stops).toHaveLength(6); // 60 % > 50 %
+    expect(planFor(5, 10)).toBeUndefined(); // exactly half
+    expect(planFor(0, 2)?.stops).toEqual(["s1", "s2"]); // all
+    expect(planFor(0, 1)).toBeUndefined(); // a single stop never trips
+    expect(planFor(7, 10, 20)?.percent).toBe(20); // daemon.mass_stop_percent: 20
+    expect(planFor(7, 10, 40)).toBeUndefined();
+  });
+  it("withoutStops: stops become waits with the reason; other actions stay", () => {
+    const p = plan({
+      desired: [desired("new")],
+      observed: observed(["a", "b"]),
+      records: [],
+      now: NOW,
+      policy: DEFAULT_POLICY,
+      random: () => 0.5,
+    });
+    expect(kinds([...withoutStops(p, "guard").actions])).toEqual(["start:new", "wait:a", "wait:b"]);
   });
 });

@@ -116,6 +116,37 @@ describe("fingerprint", () => {
     expect(JSON.stringify(d)).not.toContain("s3cret");
   });
 
+  it("fingerprint: values derived from a secret (declared or interpolated) are redacted in the breakdown; drift says only 'changed'", () => {
+    const cfg = (pw: string, tok: string): StartConfig => ({
+      ...base,
+      command: `agent --api-key=${tok}`,
+      env: { ...base.env, DB_URL: `postgres://u:${pw}@h/db`, API_TOKEN: tok },
+    });
+    const a = fingerprint(cfg("hunter2-old", "tok-AAAA"), {}, [], ["hunter2-old"]);
+    const b = fingerprint(cfg("hunter2-new", "tok-AAAA"), {}, [], ["hunter2-new"]);
+    const stored = JSON.stringify(a.breakdown);
+    expect(stored).not.toContain("hunter2");
+    expect(stored).not.toContain("tok-AAAA");
+    expect(a.breakdown.command).toMatchObject({ value: "agent --api-key=[redacted]", secret: true });
+    expect(a.breakdown.env?.value).toContain("DB_URL=postgres://u:[redacted]@h/db");
+    expect(a.core).not.toBe(b.core); // the secret still counts
+    const d = diffBreakdown(a.breakdown, b.breakdown);
+    expect(d).toEqual([{ field: "env", from: "(secret)", to: "changed", masked: true }]);
+    // A visible change next to a secret shows the (redacted) values.
+    const c = fingerprint(
+      {
+        ...cfg("hunter2-old", "tok-AAAA"),
+        env: { ...cfg("hunter2-old", "tok-AAAA").env, LOG_LEVEL: "debug" },
+      },
+      {},
+      [],
+      ["hunter2-old"],
+    );
+    const d2 = diffBreakdown(a.breakdown, c.breakdown);
+    expect(d2[0]?.to).toContain("LOG_LEVEL=debug");
+    expect(JSON.stringify(d2)).not.toContain("hunter2");
+  });
+
   it("canonicalJson: drops undefined members, keeps nulls and array order", () => {
     expect(canonicalJson({ b: [3, 1], a: undefined, c: null })).toBe('{"b":[3,1],"c":null}');
   });

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { isGcError, StoreError } from "../../internal/runtime/errors.js";
+import { readRecovery } from "../../internal/session/recovery.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../internal/session/sqlite-schema.js";
 import {
   openSqliteStore,
@@ -50,9 +51,8 @@ describe("sqlite store: files", () => {
 
   it("openSqliteStore: tightens a loose existing .gc directory and state file", async () => {
     const city = await tempDir();
-    await mkdir(join(city, ".gc"), { mode: 0o755 });
+    await openSqliteStore({ cityDir: city, actor: "a" }).close();
     await chmod(join(city, ".gc"), 0o755);
-    await writeFile(join(city, ".gc", "state.db"), "");
     await chmod(join(city, ".gc", "state.db"), 0o644);
     open({ cityDir: city, actor: "a" });
     expect(await mode(join(city, ".gc"))).toBe(0o700);
@@ -137,6 +137,75 @@ describe("sqlite store: migrations and foreign files", () => {
       /not a usable gc state database|not a database/,
     );
     expect(Buffer.compare(await readFile(path), garbage)).toBe(0);
+  });
+
+  it("openSqliteStore: a 0-byte state.db is damage, never a fresh database; recover moves it aside", async () => {
+    const city = await tempDir();
+    const first = openSqliteStore({ cityDir: city, singleTenant: true });
+    await first.create({ name: "held", agent: "w", provider: "fake" });
+    await first.close();
+    const db = join(city, ".gc", "state.db");
+    await writeFile(db, "");
+    await rm(`${db}-wal`, { force: true });
+    expectStoreError(() => openSqliteStore({ cityDir: city, singleTenant: true }), db, /damaged/, /0 bytes/);
+    expect((await stat(db)).size).toBe(0); // untouched without `recover`
+    const s = open({
+      cityDir: city,
+      singleTenant: true,
+      recover: true,
+      now: () => Date.UTC(2026, 0, 2, 3, 4, 5),
+    });
+    expect(s.recovery?.reason).toMatch(/0 bytes/);
+    expect(s.recovery?.movedTo).toBe(`${db}.corrupt-2026-01-02T03-04-05.000Z`);
+    expect((await stat(s.recovery!.movedTo)).size).toBe(0);
+    expect(readRecovery(join(city, ".gc"))).toEqual(s.recovery);
+    expect(await s.list()).toEqual([]);
+    await s.create({ name: "x", agent: "w", provider: "fake" });
+    expect(await mode(db)).toBe(0o600);
+    // The next open finds a healthy file: no second recovery.
+    const again = open({ cityDir: city, singleTenant: true, recover: true });
+    expect(again.recovery).toBeUndefined();
+    expect((await again.list()).map((r) => r.name)).toEqual(["x"]);
+  });
+
+  it("openSqliteStore: garbage bytes and damaged pages are recovered with `recover`; the bytes are kept aside", async () => {
+    const city = await tempDir();
+    await mkdir(join(city, ".gc"), { mode: 0o700 });
+    const db = join(city, ".gc", "state.db");
+    const garbage = Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919 + 13) % 256));
+    await writeFile(db, garbage, { mode: 0o600 });
+    const s = open({ cityDir: city, singleTenant: true, recover: true });
+    expect(s.recovery?.reason).toMatch(/not a database/);
+    expect(Buffer.compare(await readFile(s.recovery!.movedTo), garbage)).toBe(0);
+    for (let i = 0; i < 200; i++)
+      await s.create({ name: `s${i}`, agent: "w", provider: "fake", metadata: { pad: "x".repeat(500) } });
+    await s.close();
+    // Keep the header, scribble over the b-tree pages.
+    const bytes = await readFile(db);
+    for (let off = 4096; off < bytes.length; off += 97) bytes[off] = (bytes[off]! + 91) % 256;
+    await writeFile(db, bytes);
+    await rm(`${db}-wal`, { force: true });
+    await rm(`${db}-shm`, { force: true });
+    expectStoreError(() => openSqliteStore({ cityDir: city, singleTenant: true }), /damaged/);
+    const r = open({ cityDir: city, singleTenant: true, recover: true });
+    expect(r.recovery?.movedTo).toMatch(/state\.db\.corrupt-/);
+    expect(await r.list()).toEqual([]);
+  });
+
+  it("openSqliteStore: four processes opening a new city at once share one database", {
+    timeout: 120_000,
+  }, async () => {
+    const city = await tempDir();
+    const db = join(city, ".gc", "state.db");
+    await mkdir(join(city, ".gc"), { mode: 0o700 });
+    const children = Array.from({ length: 4 }, () => spawnStoreChild(["open", db]));
+    const said = await Promise.all(children.map((c) => c.next((m) => "opened" in m)));
+    expect(said.map((m) => m.recovered)).toEqual(Array(4).fill(false));
+    const s = open({ path: db, actor: "multi-proc" });
+    expect(s.recovery).toBeUndefined();
+    expect(
+      (await readdir(join(city, ".gc"))).filter((f) => f.includes(".init-") || f.includes("corrupt")),
+    ).toEqual([]);
   });
 
   it("openSqliteStore: a valid SQLite database with unrelated tables is refused, not modified", async () => {

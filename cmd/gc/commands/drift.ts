@@ -81,8 +81,10 @@ export const command = defineCommand({
           ctx.out(
             `${s.session}: ${s.drift === "core" ? "core drift (restart)" : "live drift (re-apply, no restart)"}`,
           );
-          for (const f of s.fields)
-            for (const line of changeLines(f.field, f.from, f.to)) ctx.out(`  ${line}`);
+          for (const f of s.fields) {
+            if (f.masked) ctx.out(`  ${f.field}: changed (derived from a secret; values not shown)`);
+            else for (const line of changeLines(f.field, f.from, f.to)) ctx.out(`  ${line}`);
+          }
         }
       }
       return EXIT.ok;

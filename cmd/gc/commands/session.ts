@@ -6,12 +6,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { dropShellState } from "../../../internal/controller/exec-state.js";
 import { deltaSince, dropCursors, screenLines } from "../../../internal/controller/observe.js";
-import { collectCity } from "../../../internal/controller/sessions.js";
+import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { LifecycleState } from "../../../internal/session/lifecycle.js";
+import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
@@ -23,6 +24,7 @@ const USAGE = `Usage: gc session list [--json]
        gc session kill SESSION [--json]
        gc session restart SESSION [--json]
        gc session reset SESSION [--json]
+       gc session reset --all [--json]
        gc session logs SESSION [-f] [-n LINES] [--events] [--json]
        gc session respond SESSION ACTION [--text TEXT] [--request ID] [--json]
 
@@ -32,7 +34,8 @@ const USAGE = `Usage: gc session list [--json]
   restart   stop it and start it fresh now (through the controller when one runs); clears a
             hold from \`gc stop SESSION\`
   reset     forget crash history, quarantine and holds so the controller may start it again
-            (a running session keeps running)
+            (a running session keeps running); --all: every session's crash history and
+            quarantine, and acknowledges a recovered state.db (holds stay)
   logs      the session's output (scrollback); -f follows new output; --events shows the
             session's event log instead (-f tails it)
   respond   answer the interaction the session waits on (approve, deny, an option label…)
@@ -52,6 +55,7 @@ export const command = defineCommand({
     events: { type: "boolean" },
     text: { type: "string" },
     request: { type: "string" },
+    all: { type: "boolean" },
   },
   async run(ctx, { positionals, values }) {
     const json = ctx.json;
@@ -63,11 +67,24 @@ export const command = defineCommand({
       if (name) throw new UsageError("gc session list takes no session");
       return list(ctx, json);
     }
+    if (values.all) {
+      if (sub !== "reset" || name)
+        throw new UsageError(`--all goes with \`gc session reset\` only\n\n${USAGE}`);
+      return resetAll(ctx, json);
+    }
     if (!name) throw new UsageError(`gc session ${sub} needs a session\n\n${USAGE}`);
     if (sub === "respond") {
       if (rest.length !== 1) throw new UsageError(`gc session respond needs SESSION ACTION\n\n${USAGE}`);
     } else if (rest.length > 0) {
       throw new UsageError(`gc session ${sub} takes one session\n\n${USAGE}`);
+    }
+    if (sub === "kill") {
+      try {
+        return await withTarget(ctx, name, (t) => kill(ctx, t, json));
+      } catch (e) {
+        if (!isGcError(e, "GC_STORE")) throw e;
+        return killFromTags(ctx, name, describeError(e), json);
+      }
     }
     return withTarget(ctx, name, async (t) => {
       switch (sub) {
@@ -178,6 +195,28 @@ async function kill(ctx: CommandContext, t: Target, json: boolean): Promise<numb
   }
 }
 
+/** `gc session kill` when the store is unusable: found by the city file and runtime tags, no bookkeeping. */
+async function killFromTags(
+  ctx: CommandContext,
+  name: string,
+  problem: string,
+  json: boolean,
+): Promise<number> {
+  ctx.err(`gc: the session store is unusable (${problem}); killing ${name} from runtime tags only`);
+  const city = await openCity(ctx);
+  try {
+    const s = await resolveSession(city, name, ctx.signal);
+    const provider = await city.providerFor(s.provider);
+    const wasRunning = await provider.isRunning(s.name, { signal: ctx.signal });
+    await provider.stop(s.name, { signal: ctx.signal });
+    if (json) printJson(ctx, { session: s.name, killed: true, wasRunning, bookkeeping: false });
+    else ctx.out(wasRunning ? `killed ${s.name}` : `${s.name} was not running`);
+    return EXIT.ok;
+  } finally {
+    await city.close();
+  }
+}
+
 /** Clears the operator hold and failure bookkeeping; moves a parked record back to `pending`. */
 async function clearHold(t: Target, reason: string, resetFailures: boolean): Promise<void> {
   if (!(await t.store.get(t.name))) return;
@@ -249,6 +288,49 @@ async function reset(ctx: CommandContext, t: Target, json: boolean): Promise<num
     return EXIT.ok;
   } finally {
     await lock.release();
+  }
+}
+
+/**
+ * `gc session reset --all`: forgets every session's crash history, backoff and quarantine
+ * (e.g. after an outage that was not the sessions' fault), and acknowledges a recovered
+ * state.db so the controller starts sessions it has no record of. Operator holds stay.
+ */
+async function resetAll(ctx: CommandContext, json: boolean): Promise<number> {
+  const city = await openCity(ctx);
+  try {
+    const store = await city.store();
+    const reset: string[] = [];
+    for (const rec of await store.list()) {
+      const parked = rec.state === "quarantined" || rec.state === "backoff" || rec.state === "crashed";
+      if (!parked && rec.recentFailures.length === 0) continue;
+      await casUpdate(store, rec.name, () => ({
+        recentFailures: [],
+        backoffUntil: null,
+        quarantineReason: null,
+        lastError: null,
+      }));
+      if (parked)
+        await walkTo(store, rec.name, "pending", "reset by operator (gc session reset --all)", {
+          pending: null,
+        });
+      await store.appendEvent({ session: rec.name, type: "session.reset", payload: { from: rec.state } });
+      reset.push(rec.name);
+    }
+    const acknowledged = readRecovery(city.stateDir) !== undefined;
+    clearRecovery(city.stateDir);
+    const quiet: CommandContext = { ...ctx, json: true, out: () => undefined };
+    await reconcileNow(json ? quiet : ctx, city);
+    if (json) printJson(ctx, { reset, recoveryAcknowledged: acknowledged });
+    else {
+      ctx.out(
+        `reset ${reset.length} session${reset.length === 1 ? "" : "s"}${reset.length ? `: ${reset.join(", ")}` : ""}`,
+      );
+      if (acknowledged) ctx.out("state.db recovery acknowledged: sessions without a record may start again");
+    }
+    return EXIT.ok;
+  } finally {
+    await city.close();
   }
 }
 

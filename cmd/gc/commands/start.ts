@@ -3,7 +3,13 @@
  * background controller (or reports the running one), shows progress of the first pass and
  * returns with its summary.
  */
-import { controllerPaths, findController, runController } from "../../../internal/controller/controller.js";
+import {
+  controllerPaths,
+  findController,
+  runController,
+  StopWonError,
+} from "../../../internal/controller/controller.js";
+import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity, spawnController } from "../deps.js";
@@ -27,6 +33,10 @@ export const command = defineCommand({
     const city = await openCity(ctx, { strict: true });
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
+      // A `gc stop` invoked after this command wins; an older one is superseded by this start.
+      const origin = startOriginMs(ctx.env);
+      clearStopIntent(city.stateDir, origin);
+      if (stopWins(city.stateDir, origin)) throw new StopWonError();
       const info = await findController(city.stateDir);
       if (values.foreground) {
         if (info.running) throw new Error(`a controller is already running for this city (pid ${info.pid})`);

@@ -4,6 +4,7 @@
  */
 import { findController } from "../../../internal/controller/controller.js";
 import { collectCity } from "../../../internal/controller/sessions.js";
+import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { PendingInteraction } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
@@ -58,6 +59,7 @@ export const command = defineCommand({
                 ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
               })),
               configError: view.configError ?? ctl.status?.lastError ?? null,
+              massStop: ctl.status?.last?.massStop ?? null,
               observeErrors: view.observeErrors,
             },
             null,
@@ -75,6 +77,7 @@ export const command = defineCommand({
           `gc: config error (sessions keep their last good config): ${view.configError.split("\n")[0]}`,
         );
       for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
+      if (ctl.status?.last?.massStop) ctx.out(massStopText(ctl.status.last.massStop));
       const header = [
         "NAME",
         "AGENT",

@@ -4,13 +4,15 @@
  * the city is left. With names, stops those sessions and holds them down until
  * `gc session reset|restart NAME`.
  */
+import { setMaxListeners } from "node:events";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
+import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError } from "../../../internal/runtime/errors.js";
 import { supportsShutdown } from "../../../internal/runtime/provider.js";
-import { casUpdate } from "../../../internal/session/store.js";
+import { casUpdate, type SessionStore } from "../../../internal/session/store.js";
 import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
 
@@ -20,14 +22,14 @@ Without names: stops the controller and every session of the city, then checks t
 of the city is left running. With names: stops those sessions and keeps them down (the
 controller leaves them alone) until \`gc session reset NAME\` or \`gc session restart NAME\`.`;
 
-async function providersInUse(city: City): Promise<string[]> {
+async function providersInUse(city: City, store: SessionStore | undefined): Promise<string[]> {
   let desired: string[] = [];
   try {
     desired = (await city.loadDesired()).map((d) => d.provider);
   } catch {
     // an invalid file must not keep `gc stop` from stopping what runs
   }
-  const records = (await (await city.store()).list()).map((r) => r.provider);
+  const records = store ? (await store.list()).map((r) => r.provider) : [];
   return [...new Set([city.defaultProvider, ...desired, ...records])];
 }
 
@@ -36,15 +38,33 @@ export const command = defineCommand({
   options: {},
   async run(ctx, { positionals }) {
     const json = ctx.json;
+    // Every session is stopped at once, each operation listening on the one signal.
+    setMaxListeners(0, ctx.signal);
     const city = await openCity(ctx);
     try {
-      const store = await city.store();
+      // The store is bookkeeping: when it cannot be opened, the city is still stopped from
+      // the runtime's own ownership tags (named sessions are stopped, but cannot be held).
+      let storeProblem: string | undefined;
+      const store = await city.store().catch((e: unknown) => {
+        storeProblem = describeError(e);
+        ctx.err(`gc: the session store is unusable, stopping from runtime tags only: ${storeProblem}`);
+        return undefined;
+      });
       if (positionals.length > 0) {
+        if (!store) {
+          for (const name of positionals) {
+            const s = await resolveSession(city, name, ctx.signal);
+            await (await city.providerFor(s.provider)).stop(s.name, { signal: ctx.signal });
+            ctx.out(`stopped ${s.name} (not held: the store is unusable)`);
+          }
+          return EXIT.ok;
+        }
+        const held: SessionStore = store;
         const resolved: ResolvedSession[] = [];
         for (const name of positionals) resolved.push(await resolveSession(city, name, ctx.signal));
         for (const s of resolved) {
           // Control operations on one session never overlap (gc run, restart, kill hold this too).
-          const lock = await store.tryLock(s.name, { purpose: "gc stop" });
+          const lock = await held.tryLock(s.name, { purpose: "gc stop" });
           try {
             await stopOne(s);
           } finally {
@@ -54,11 +74,11 @@ export const command = defineCommand({
         async function stopOne(s: ResolvedSession): Promise<void> {
           const provider = await city.providerFor(s.provider);
           const hold = { [HOLD_KEY]: `stopped by operator at ${new Date().toISOString()}` };
-          const rec = s.record ?? (await store.get(s.name));
-          if (rec) await casUpdate(store, s.name, () => ({ metadata: hold }));
+          const rec = s.record ?? (await held.get(s.name));
+          if (rec) await casUpdate(held, s.name, () => ({ metadata: hold }));
           else {
             // An untracked session gets a record, so the hold outlives this command.
-            await store.create({
+            await held.create({
               name: s.name,
               agent: s.desired?.agent ?? s.name,
               provider: s.provider,
@@ -69,7 +89,7 @@ export const command = defineCommand({
           }
           await provider.stop(s.name, { signal: ctx.signal });
           if (rec)
-            await walkTo(store, s.name, "suspended", "stopped by operator (gc stop)", { pending: null });
+            await walkTo(held, s.name, "suspended", "stopped by operator (gc stop)", { pending: null });
           if (!json)
             ctx.out(
               `stopped ${s.name} (held down; \`gc session reset ${s.name}\` lets the controller start it again)`,
@@ -78,6 +98,8 @@ export const command = defineCommand({
         if (json) ctx.out(JSON.stringify({ stopped: resolved.map((s) => s.name) }));
         return EXIT.ok;
       }
+      // Recorded before looking for the controller: one that is still coming up finds it.
+      writeStopIntent(city.stateDir);
       const ctl = await findController(city.stateDir);
       if (ctl.running && ctl.pid !== undefined) {
         await stopController(city.stateDir, ctl.pid);
@@ -85,7 +107,7 @@ export const command = defineCommand({
       }
       const stopped: string[] = [];
       const failures: string[] = [];
-      for (const pName of await providersInUse(city)) {
+      for (const pName of await providersInUse(city, store)) {
         const provider = await city.providerFor(pName);
         let names: string[];
         try {
@@ -99,15 +121,15 @@ export const command = defineCommand({
             try {
               await provider.stop(name, { signal: ctx.signal });
               stopped.push(name);
-              if (await store.get(name))
+              if (store && (await store.get(name)))
                 await walkTo(store, name, "stopped", "city stopped (gc stop)", { pending: null });
             } catch (e) {
               failures.push(`${name}: ${describeError(e)}`);
             }
           }),
         );
-        for (const rec of await store.list()) {
-          if (rec.provider === pName && rec.state !== "stopped" && !names.includes(rec.name)) {
+        for (const rec of store ? await store.list() : []) {
+          if (store && rec.provider === pName && rec.state !== "stopped" && !names.includes(rec.name)) {
             await walkTo(store, rec.name, "stopped", "city stopped (gc stop)", { pending: null }).catch(
               () => undefined,
             );
@@ -118,7 +140,9 @@ export const command = defineCommand({
             .shutdown({ signal: ctx.signal })
             .catch((e: unknown) => failures.push(`${pName} shutdown: ${describeError(e)}`));
         }
-        const left = await provider.listRunning("", { signal: ctx.signal }).catch(() => ["(unobservable)"]);
+        const left = await provider
+          .listRunning("", { signal: ctx.signal })
+          .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);
         if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
       }
       if (json) {

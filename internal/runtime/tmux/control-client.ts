@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { ControlParser, type Notification } from "./protocol.js";
-import { commandLine } from "./quote.js";
+import { commandLine, commandListLine } from "./quote.js";
 
 /** Default deadline for one command's reply. */
 export const COMMAND_TIMEOUT_MS = 10_000;
@@ -127,7 +127,8 @@ export class TmuxGenerationError extends TmuxConnectionError {
 
 interface Entry {
   readonly name: string;
-  settle(ok: boolean, lines: readonly string[]): void;
+  /** One `%begin … %end/%error` block arrived; returns true when the entry expects no more. */
+  settle(ok: boolean, lines: readonly string[]): boolean;
   fail(e: unknown): void;
 }
 
@@ -226,6 +227,31 @@ export class ControlClient {
         throw e;
       }
     }
+  }
+
+  /**
+   * Runs several commands as ONE tmux command list (one line, `;`-separated): the server
+   * executes the whole list in one step, so no client death can leave it half done, and it
+   * stops at the first failing command (tmux drops the rest of the group). Resolves with each
+   * command's output lines. Never retried (lists are meant for mutations).
+   * @throws TmuxCommandError for the first command tmux answers with `%error` (later ones did not run).
+   * @throws TmuxConnectionError / OperationTimeoutError as {@link command}.
+   */
+  async commandList(argvs: readonly (readonly string[])[], opts: CommandOptions = {}): Promise<string[][]> {
+    if (argvs.length === 0) return [];
+    const line = commandListLine(argvs);
+    opts.signal?.throwIfAborted();
+    const conn = await this.ensure(opts.signal, opts.create ?? true);
+    opts.signal?.throwIfAborted();
+    if (opts.generation !== undefined && conn.gen !== opts.generation) {
+      throw new TmuxGenerationError(opts.generation, conn.gen);
+    }
+    return this.sendList(
+      conn,
+      line,
+      argvs.map((a) => a[0]!),
+      opts,
+    );
   }
 
   /** Ends the client process (not the server). Pending commands reject. Idempotent. */
@@ -365,13 +391,13 @@ export class ControlClient {
             );
             continue;
           }
-          const entry = conn.pending.shift();
+          const entry = conn.pending[0];
           if (!entry) {
             // A reply nobody asked for: framing can no longer be trusted.
             this.destroy(conn, new TmuxConnectionError("unexpected reply from tmux; connection recycled"));
             continue;
           }
-          entry.settle(ev.ok, ev.lines);
+          if (entry.settle(ev.ok, ev.lines)) conn.pending.shift();
           this.updateRef(conn);
         }
       });
@@ -407,14 +433,27 @@ export class ControlClient {
     this.updateRef(conn);
   }
 
-  private send(
+  private async send(
     conn: Conn,
     line: string,
     name: string,
     opts: CommandOptions,
     duringConnect = false,
   ): Promise<string[]> {
-    return new Promise<string[]>((resolve, reject) => {
+    const [out] = await this.sendList(conn, line, [name], opts, duringConnect);
+    return out ?? [];
+  }
+
+  /** Writes one line holding `names.length` commands and collects one reply block per command. */
+  private sendList(
+    conn: Conn,
+    line: string,
+    names: readonly string[],
+    opts: CommandOptions,
+    duringConnect = false,
+  ): Promise<string[][]> {
+    const name = names.join(" ; ");
+    return new Promise<string[][]>((resolve, reject) => {
       if (conn.dead) {
         reject(new TmuxConnectionError("connection lost"));
         return;
@@ -444,13 +483,25 @@ export class ControlClient {
         // The reply still arrives later and is dropped: the slot stays in the queue.
       };
       const unsubscribe = opts.signal ? onAbortOf(opts.signal, onAbort) : () => undefined;
+      const outputs: string[][] = [];
+      let seen = 0;
       conn.pending.push({
         name,
         settle(ok, lines) {
-          if (settled) return;
-          done();
-          if (ok) resolve([...lines]);
-          else reject(new TmuxCommandError(name, lines));
+          // tmux drops the rest of a command list after a failure: an error ends the entry.
+          const last = !ok || ++seen >= names.length;
+          if (settled) return last;
+          if (!ok) {
+            done();
+            reject(new TmuxCommandError(names[outputs.length] ?? name, lines));
+            return true;
+          }
+          outputs.push([...lines]);
+          if (last) {
+            done();
+            resolve(outputs);
+          }
+          return last;
         },
         fail(e) {
           if (settled) return;

@@ -92,6 +92,8 @@ const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTY
 const CD_WRAPPER = 'cd "$1" || exit 127; shift; exec "$@"';
 const POLL_MS = 100;
 const STATE_POLL_MS = 25;
+/** How long shutdown waits for the tmux server to stop listening after kill-server. */
+const SERVER_EXIT_MS = 10_000;
 const ENTER_ATTEMPTS = 3;
 const TAIL_CHARS = 16;
 /** How long a dead pane may lack an exit status before it counts as killed by a signal. */
@@ -274,49 +276,60 @@ export class TmuxProvider
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    const target = `=${tmuxSessionName(name)}:`;
+    const tag = (k: string, v: string) => ["set-option", "-t", target, k, v];
+    // Ownership is part of creation: one command list, which the server runs as a whole, so
+    // no controller death (or stop) between steps can leave an untagged session behind.
+    // Declared env *names* only: values (secrets included) live in the session environment.
+    const tags = [
+      tag("@gc_city", this.tag),
+      tag("@gc_name", name),
+      tag("@gc_workdir", toHex(workDir)),
+      tag("@gc_envkeys", toHex(JSON.stringify(Object.keys(cfg.env).sort()))),
+    ];
+    if (cfg.readyPromptPrefix?.trim()) tags.push(tag("@gc_prefix", toHex(cfg.readyPromptPrefix)));
     let out: string[];
     try {
-      out = await this.tmux(
+      [out = []] = await this.client.commandList(
         [
-          "new-session",
-          "-d",
-          "-P",
-          "-F",
-          "#{session_id}",
-          "-s",
-          tmuxSessionName(name),
-          "-x",
-          String(this.settings.cols),
-          "-y",
-          String(this.settings.rows),
-          ...envArgs,
-          "--",
-          SHELL,
-          "-c",
-          CD_WRAPPER,
-          "gc-session",
-          workDir,
-          ...plan.argv,
+          [
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{session_id}",
+            "-s",
+            tmuxSessionName(name),
+            "-x",
+            String(this.settings.cols),
+            "-y",
+            String(this.settings.rows),
+            ...envArgs,
+            "--",
+            SHELL,
+            "-c",
+            CD_WRAPPER,
+            "gc-session",
+            workDir,
+            ...plan.argv,
+          ],
+          ...tags,
         ],
         { signal, create: true },
       );
     } catch (e) {
       if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
+      // A failure after new-session (a tag) leaves a session this start created: remove it.
+      const made = await this.lookup(`=${tmuxSessionName(name)}`).catch(() => undefined);
+      if (made && made.name === undefined) await this.destroy(made.id).catch(() => undefined);
       throw e;
     }
     const id = out[0]?.trim() ?? "";
     if (!/^\$\d+$/.test(id))
       throw new ProviderError("tmux", `new-session printed ${JSON.stringify(out.join(" "))}`);
-    try {
-      const set = (k: string, v: string) => this.tmux(["set-option", "-t", id, k, v]);
-      const tags = [set("@gc_city", this.tag), set("@gc_name", name), set("@gc_workdir", toHex(workDir))];
-      tags.push(set("@gc_env", toHex(JSON.stringify(cfg.env))));
-      if (cfg.readyPromptPrefix?.trim()) tags.push(set("@gc_prefix", toHex(cfg.readyPromptPrefix)));
-      await Promise.all(tags);
-      signal?.throwIfAborted();
-    } catch (e) {
+    if (signal?.aborted) {
       await this.destroy(id).catch(() => undefined);
-      throw e;
+      throw signal.reason;
     }
     return id;
   }
@@ -413,6 +426,9 @@ export class TmuxProvider
       lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], { signal: opts.signal, retry: true });
     } catch (e) {
       if (isAbsent(e)) return []; // no server: nothing of ours can be running
+      // A connection lost while the server goes away (kill-server, gc stop): if nothing
+      // listens on the socket any more, nothing runs there.
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return [];
       throw e;
     }
     const out: SessionSnapshot[] = [];
@@ -851,14 +867,9 @@ export class TmuxProvider
     if (argv.length === 0) throw new ProviderError("tmux", "execCommand: empty argv");
     const s = await this.find(name, opts.signal);
     if (!s) throw new SessionNotFoundError(name);
-    let declared: Record<string, string> = {};
+    let declared: Record<string, string>;
     try {
-      const [hex] = await this.tmux(["show-options", "-qv", "-t", s.id, "@gc_env"], {
-        signal: opts.signal,
-        retry: true,
-      });
-      const parsed: unknown = hex ? JSON.parse(fromHex(hex.trim()) ?? "{}") : {};
-      if (parsed && typeof parsed === "object") declared = parsed as Record<string, string>;
+      declared = await this.declaredEnv(s.id, opts.signal);
     } catch (e) {
       if (isAbsent(e)) throw new SessionNotFoundError(name, undefined, { cause: e });
       throw e;
@@ -969,7 +980,9 @@ export class TmuxProvider
       if (!(e instanceof TmuxConnectionError)) throw e; // the reply may be lost as the server exits
     }
     // tmux leaves its socket file behind; remove it unless a new server already listens there.
-    for (let i = 0; i < 20 && (await serverListening(path)); i++) await sleep(STATE_POLL_MS);
+    // A server with many panes takes a while to exit; shutdown means it is gone.
+    const deadline = Date.now() + SERVER_EXIT_MS;
+    while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
   }
 
@@ -1067,6 +1080,30 @@ export class TmuxProvider
         await this.tmux(["send-keys", "-t", `${id}:`, "--", ...keys], { signal });
       },
     };
+  }
+
+  /**
+   * The declared env of session `id`: names from `@gc_envkeys`, values from the session
+   * environment (where `new-session -e` put them), all in one command-list round trip.
+   * Values never sit in a tmux option, so `show-options` cannot reveal a secret.
+   */
+  private async declaredEnv(id: string, signal: AbortSignal | undefined): Promise<Record<string, string>> {
+    const [hex] = await this.tmux(["show-options", "-qv", "-t", id, "@gc_envkeys"], { signal, retry: true });
+    const parsed: unknown = hex ? JSON.parse(fromHex(hex.trim()) ?? "[]") : [];
+    const keys = Array.isArray(parsed) ? parsed.filter((k): k is string => typeof k === "string") : [];
+    if (keys.length === 0) return {};
+    // `show-environment` fails for an unset name and would end the list there: `-g`-less
+    // lookups of keys we set ourselves are always present.
+    const replies = await this.client.commandList(
+      keys.map((k) => ["show-environment", "-t", id, k]),
+      { signal, create: false },
+    );
+    const env: Record<string, string> = {};
+    keys.forEach((k, i) => {
+      const text = (replies[i] ?? []).join("\n");
+      if (text.startsWith(`${k}=`)) env[k] = text.slice(k.length + 1);
+    });
+    return env;
   }
 
   private hookEnv(name: string, cfg: StartConfig, workDir: string): NodeJS.ProcessEnv {

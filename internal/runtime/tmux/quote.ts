@@ -46,6 +46,16 @@ export function commandLine(argv: readonly string[]): string {
 }
 
 /**
+ * One tmux command *list* line: each command quoted by {@link commandLine}, joined by a
+ * lone `;` (tmux's separator; {@link quoteArg} never yields an unquoted one).
+ * @throws TypeError as {@link commandLine}, or for an empty list.
+ */
+export function commandListLine(argvs: readonly (readonly string[])[]): string {
+  if (argvs.length === 0) throw new TypeError("an empty tmux command list");
+  return argvs.map(commandLine).join(" ; ");
+}
+
+/**
  * tmux replaces `.` and `:` in session names with `_`, which would make `a.b` and `a_b`
  * collide. gc names never contain `+`, so `.` ↔ `+` is a reversible mapping that keeps
  * ordinary names unchanged. Pure; expects a validated gc name.

@@ -40,6 +40,39 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     expect(await client.command(["display-message", "-p", "next"])).toEqual(["next"]);
   });
 
+  it("commandList: one line, one reply per command; a failure ends the list and framing stays in step", async () => {
+    const ok = await client.commandList([
+      ["new-session", "-d", "-P", "-F", "#{session_id}", "-s", "L1"],
+      ["set-option", "-t", "=L1:", "@gc_t", "tagged"],
+      ["display-message", "-p", "after"],
+    ]);
+    expect(ok[0]?.[0]).toMatch(/^\$\d+$/);
+    expect(ok[2]).toEqual(["after"]);
+    expect(await client.command(["show-options", "-qv", "-t", "=L1:", "@gc_t"])).toEqual(["tagged"]);
+    // Duplicate: tmux runs nothing after the failing command, so the tag keeps its value.
+    const err = await client
+      .commandList([
+        ["new-session", "-d", "-s", "L1"],
+        ["set-option", "-t", "=L1:", "@gc_t", "overwritten"],
+      ])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TmuxCommandError);
+    expect((err as TmuxCommandError).output.join(" ")).toMatch(/duplicate session/);
+    const [a, b] = await Promise.all([
+      client.command(["show-options", "-qv", "-t", "=L1:", "@gc_t"]),
+      client
+        .commandList([
+          ["display-message", "-p", "x"],
+          ["kill-session", "-t", "=nope"],
+          ["display-message", "-p", "never"],
+        ])
+        .catch((e: unknown) => e),
+    ]);
+    expect(a).toEqual(["tagged"]);
+    expect(b).toBeInstanceOf(TmuxCommandError);
+    expect(await client.command(["display-message", "-p", "next"])).toEqual(["next"]);
+  });
+
   it("command: 200 pipelined commands each get their own reply, in order", async () => {
     const replies = await Promise.all(
       Array.from({ length: 200 }, (_, i) => client.command(["display-message", "-p", `n${i}`])),

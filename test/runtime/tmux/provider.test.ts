@@ -386,6 +386,24 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     expect((await p.execCommand("exec", ["/nonexistent/program"])).exitCode).toBe(127);
   });
 
+  it("start: ownership tags are set in the creating command list; no env value is a tmux option", async () => {
+    const secret = `s3cr3t-${Math.random().toString(36).slice(2)}`;
+    const multi = "line1\nline2=x";
+    const c = await cfg("exec sleep 300", {
+      env: { API_TOKEN: secret, DB_URL: `pg://u:${secret}@h`, MULTI: multi },
+    });
+    await p.start("owned", c);
+    const opts = await fx.tmux("show-options", "-t", "=owned:");
+    expect(opts.stdout).toMatch(/@gc_city /);
+    expect(opts.stdout).toMatch(/@gc_name owned/);
+    const all = await fx.tmux("show-options", "-g");
+    expect(`${opts.stdout}${all.stdout}`).not.toContain(secret);
+    expect(`${opts.stdout}`).not.toContain(Buffer.from(secret).toString("hex"));
+    // gc exec still sees every declared value (read from the session environment).
+    const r = await p.execCommand("owned", ["sh", "-c", 'printf "%s|%s|%s" "$API_TOKEN" "$DB_URL" "$MULTI"']);
+    expect(r.stdout).toBe(`${secret}|pg://u:${secret}@h|${multi}`);
+  });
+
   it("start: a program that exits before start returns is SessionDiedDuringStartupError with its status", async () => {
     const e = await p.start("quick", await cfg("echo bye; exit 4")).catch((err: unknown) => err);
     // Without readiness hints the exit may land just after start returns; then it is a dead session.

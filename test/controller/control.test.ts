@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { connect, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import {
+  type ControlHandlers,
+  controlSocketPath,
+  MAX_REQUEST_BYTES,
+  requestControl,
+  serveControl,
+} from "../../internal/controller/control.js";
+
+const handlers: ControlHandlers = {
+  status: () => ({ pid: 1, startedAt: 0, passes: 0, last: undefined, lastError: undefined, busy: false }),
+  watch: async () => undefined,
+  shutdown: () => undefined,
+};
+
+async function serve(stateDir: string): Promise<{ path: string; server: Server }> {
+  const path = controlSocketPath(stateDir);
+  const server = await serveControl(path, handlers);
+  onTestFinished(() => new Promise<void>((r) => server.close(() => r())));
+  return { path, server };
+}
+
+async function tempState(extra = ""): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), "gc-ctl-"));
+  onTestFinished(() => rm(root, { recursive: true, force: true }));
+  return join(root, extra, ".gc");
+}
+
+describe("control socket", () => {
+  it("controlSocketPath: a city path too long for a unix socket gets a short, deterministic fallback that works", async () => {
+    const stateDir = await tempState("x".repeat(60) + "/" + "y".repeat(60));
+    const path = controlSocketPath(stateDir);
+    expect(Buffer.byteLength(path)).toBeLessThanOrEqual(107);
+    expect(controlSocketPath(stateDir)).toBe(path);
+    await serve(stateDir);
+    const msgs = await requestControl(path, { op: "status" }, { timeoutMs: 5_000 });
+    expect(msgs[0]).toMatchObject({ type: "status" });
+  });
+
+  it("serveControl: a request line past the limit is refused and the connection closed; the server keeps serving", async () => {
+    const { path } = await serve(await tempState());
+    const reply = await new Promise<string>((resolve) => {
+      const sock = connect(path);
+      let got = "";
+      sock.on("data", (d) => (got += d.toString()));
+      sock.on("close", () => resolve(got));
+      sock.on("error", () => resolve(got));
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      for (let i = 0; i < (4 * MAX_REQUEST_BYTES) / chunk.length; i++) sock.write(chunk);
+    });
+    expect(reply).toContain("request longer than");
+    const msgs = await requestControl(path, { op: "status" }, { timeoutMs: 5_000 });
+    expect(msgs[0]).toMatchObject({ type: "status" });
+  });
+
+  it("serveControl: connections beyond the cap are refused, not queued", async () => {
+    const { path, server } = await serve(await tempState());
+    expect(server.maxConnections).toBe(64);
+    const socks = await Promise.all(
+      Array.from(
+        { length: 70 },
+        () =>
+          new Promise<ReturnType<typeof connect>>((r) => {
+            const s = connect(path);
+            s.on("error", () => undefined);
+            s.on("connect", () => r(s));
+            s.on("close", () => r(s));
+          }),
+      ),
+    );
+    onTestFinished(() => {
+      for (const s of socks) s.destroy();
+    });
+    await expect
+      .poll(() => socks.filter((s) => s.destroyed || s.readyState === "closed").length)
+      .toBeGreaterThanOrEqual(6);
+  });
+});
