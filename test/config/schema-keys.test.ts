@@ -29,9 +29,33 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
   ["session.exec", "test/config/resolve.test.ts"],
   ["session.exec.timeout", "test/config/units.test.ts"],
   ["session.exec.start_timeout", "test/config/units.test.ts"],
-  ["session.k8s", "test/reconcile/plan.test.ts"],
-  ["session.k8s.context", "test/runtime/dialogs.test.ts"],
-  ["session.docker", "test/config/units.test.ts"],
+  ["session.k8s", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.namespace", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.image", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.context", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.kubeconfig", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.service_account", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.image_pull_policy", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.node_selector", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.resources", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.resources.limits", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.resources.requests", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.work_root", "test/runtime/k8s/config.test.ts"],
+  ["session.k8s.start_timeout", "test/runtime/k8s/config.test.ts"],
+  ["session.docker", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.host", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.image", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.network", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.memory", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.cpus", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.pids_limit", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.user", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.mounts", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.mounts[].source", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.mounts[].target", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.mounts[].read_only", "test/runtime/docker/provider.test.ts"],
+  ["session.docker.work_dir", "test/runtime/docker/provider.test.ts"],
+  ["session.inherit_env", "test/runtime/launch.test.ts"],
   ["session.auto", "test/config/resolve.test.ts"],
   ["session.auto.default", "test/config/resolve.test.ts"],
   ["session.hybrid", "test/config/resolve.test.ts"],
@@ -63,6 +87,7 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
   ["agents[].prompt", "test/config/resolve.test.ts"],
   ["agents[].prompt_template", "test/config/resolve.test.ts"],
   ["agents[].work_dir", "test/config/resolve.test.ts"],
+  ["agents[].create_work_dir", "test/cli/operator.e2e.test.ts"],
   ["agents[].dir", "test/config/resolve.test.ts"],
   ["agents[].pre_start", "test/config/resolve.test.ts"],
   ["agents[].session_setup", "test/config/resolve.test.ts"],
@@ -80,6 +105,7 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
   ["agents[].suspended", "test/config/resolve.test.ts"],
   ["daemon", "test/config/resolve.test.ts"],
   ["daemon.interval", "test/config/resolve.test.ts"],
+  ["daemon.mass_stop_percent", "test/reconcile/plan.test.ts"],
   ["daemon.concurrency", "test/config/resolve.test.ts"],
   ["daemon.backoff", "test/config/resolve.test.ts"],
   ["daemon.backoff.min", "test/config/resolve.test.ts"],
@@ -90,21 +116,6 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
 
 /** Keys no test exercises yet, with why. */
 const GAPS: Readonly<Record<string, string>> = {
-  "session.k8s.namespace":
-    "the k8s provider is not in this build yet (issue 18 adds it with its registry line)",
-  "session.k8s.image": "the k8s provider is not in this build yet (issue 18 adds it with its registry line)",
-  "session.k8s.kubeconfig":
-    "the k8s provider is not in this build yet (issue 18 adds it with its registry line)",
-  "session.k8s.service_account":
-    "the k8s provider is not in this build yet (issue 18 adds it with its registry line)",
-  "session.k8s.image_pull_policy":
-    "the k8s provider is not in this build yet (issue 18 adds it with its registry line)",
-  "session.docker.host":
-    "the docker provider is not in this build yet (issue 20 adds it with its registry line)",
-  "session.docker.image":
-    "the docker provider is not in this build yet (issue 20 adds it with its registry line)",
-  "session.docker.network":
-    "the docker provider is not in this build yet (issue 20 adds it with its registry line)",
   "daemon.start_budget": "read by daemonSettings (internal/config/resolve.ts); no test shows its effect yet",
   "daemon.quarantine.threshold":
     "read by daemonSettings (internal/config/resolve.ts); no test shows its effect yet",

@@ -237,8 +237,8 @@ describe("decoding", () => {
 
   it("decode: a backend this build lacks is refused, listing the built ones (no test doubles)", () => {
     expect(issues("session: { provider: tmux }\n")).toEqual([]);
-    expect(issues("agents:\n  - name: a\n    provider: sh\n    session: k8s\n")).toEqual([
-      '4:14: agents[0].session: unknown session provider "k8s"; this build has tmux, subprocess, exec:<script>, docker',
+    expect(issues("agents:\n  - name: a\n    provider: sh\n    session: podman\n")).toEqual([
+      '4:14: agents[0].session: unknown session provider "podman"; this build has tmux, subprocess, exec:<script>, k8s, docker',
     ]);
   });
 
