@@ -265,7 +265,9 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     expect(await readFile(join(c.workDir, "chosen.txt"), "utf8")).toBe("Yes, I accept\n");
   });
 
-  it("start: an unfamiliar dialog layout is refused without a key press and leaves nothing", async () => {
+  it("start: an unfamiliar dialog layout (no exit option) is refused without a key press and leaves nothing", async () => {
+    // Options that are neither accept nor exit are tolerated (issue 16); a known question
+    // whose exit option cannot be identified is not.
     const c = await cfg(
       fakeAgent(
         "menu",
@@ -273,8 +275,8 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
         "0",
         "Do you trust the files in this folder?",
         "Yes, proceed",
-        "Yes, and trust everything forever",
-        "No, exit",
+        "Maybe later",
+        "Open settings",
       ),
       { readyPromptPrefix: "READY> " },
     );
