@@ -62,7 +62,6 @@ export const DEFAULT_INHERITED_ENV: readonly string[] = [
   "LANG",
   "LANGUAGE",
   "LC_*",
-  "TERM",
   "COLORTERM",
   "TZ",
   "TMPDIR",

@@ -25,8 +25,8 @@ describe("session environment", () => {
       HOME: "/home/op",
       LANG: "C.UTF-8",
       LC_ALL: "C",
-      TERM: "xterm",
     });
+    // gc's own TERM is a terminal variable (NOT_INHERITED): each provider sets its own.
     expect(DEFAULT_INHERITED_ENV).toContain("PATH");
   });
   it("inheritedEnv: session.inherit_env adds names and PREFIX_* patterns; gc's terminal stays out", () => {
