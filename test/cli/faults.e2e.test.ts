@@ -186,7 +186,7 @@ describe.skipIf(!hasTmux)("faults", { timeout: 900_000 }, () => {
     const r = await city.gc(["reconcile"]);
     expect(r.stderr).toMatch(/city file is empty/);
     const st = await city.gc(["status"]);
-    expect(st.stderr).toMatch(/config error[\s\S]*city file is empty/);
+    expect(st.stderr).toMatch(/last good config[\s\S]*city file is empty/);
     expect(tmuxSessions(city)).toHaveLength(10);
     // A half-written file (2 of the 10 pool instances) trips the mass-stop guard instead.
     writeFileSync(join(city.dir, "city.yaml"), yaml.replaceAll("_sessions: 10", "_sessions: 2"));
