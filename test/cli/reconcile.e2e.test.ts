@@ -181,7 +181,10 @@ agents:
     start_command: "exit 3"
     ready_delay_ms: 200
 `);
-    expect((await city.gc(["start"])).code).toBe(0);
+    // The first pass failed to start crashy: gc start says so with exit 1 (the controller runs on).
+    const started = await city.gc(["start"]);
+    expect(started.code).toBe(1);
+    expect(started.stdout + started.stderr).toMatch(/crashy/);
     const st = await until(
       "crashy quarantined",
       async () => {
