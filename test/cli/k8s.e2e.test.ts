@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
 import { type ApiServer, startApiServer } from "../k8s/apiserver/index.js";
 import { makeCity, type TestCity, until } from "../support/city.js";
 
@@ -41,14 +42,28 @@ function kubectl(...args: string[]): Promise<{ code: number | null; stdout: stri
 
 /** `kubectl get <kind> -l gc.dev/city=<city>`: names, sorted. */
 async function kubectlNames(kind: string, city: TestCity): Promise<string[]> {
-  const r = await kubectl("get", kind, "-l", `gc.dev/city=${city.name}`, "-o", "name");
+  const r = await kubectl(
+    "get",
+    kind,
+    "-l",
+    `gc.dev/city=${ownerKey(city.name, cityIdOf(city.dir))}`,
+    "-o",
+    "name",
+  );
   if (r.code !== 0) throw new Error(`kubectl get ${kind}: ${r.stderr}`);
   return r.stdout.split("\n").filter(Boolean).sort();
 }
 
 /** Pod uid by session name, through kubectl -o json. */
 async function podUids(city: TestCity): Promise<Record<string, string>> {
-  const r = await kubectl("get", "pods", "-l", `gc.dev/city=${city.name}`, "-o", "json");
+  const r = await kubectl(
+    "get",
+    "pods",
+    "-l",
+    `gc.dev/city=${ownerKey(city.name, cityIdOf(city.dir))}`,
+    "-o",
+    "json",
+  );
   if (r.code !== 0) throw new Error(`kubectl get pods: ${r.stderr}`);
   const list = JSON.parse(r.stdout) as {
     items: { metadata: { uid: string; annotations: Record<string, string> } }[];
@@ -93,7 +108,16 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
     expect(pods).toHaveLength(2);
     expect(Object.keys(await podUids(city)).sort()).toEqual(["alpha", "beta"]);
     expect(await kubectlNames("secrets", city)).toHaveLength(1);
-    const podJson = (await kubectl("get", "pods", "-l", `gc.dev/city=${city.name}`, "-o", "json")).stdout;
+    const podJson = (
+      await kubectl(
+        "get",
+        "pods",
+        "-l",
+        `gc.dev/city=${ownerKey(city.name, cityIdOf(city.dir))}`,
+        "-o",
+        "json",
+      )
+    ).stdout;
     expect(podJson).not.toContain("e2e-secret-value");
 
     // peek / nudge / run through exec into the pod's tmux session.

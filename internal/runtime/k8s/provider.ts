@@ -33,6 +33,7 @@ import {
   UnsupportedError,
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
+import { ownerKey } from "../identity.js";
 import { launchArgv } from "../launch.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
@@ -128,8 +129,7 @@ export class K8sProvider
 
   constructor(opts: K8sProviderOptions) {
     this.settings = resolveSettings(opts.settings);
-    const id = (opts as { cityId?: unknown }).cityId;
-    this.owner = typeof id === "string" && id !== "" ? id : opts.city;
+    this.owner = ownerKey(opts.city, opts.cityId);
     this.cityDir = opts.cityDir;
     if (opts.api) this.apiPromise = Promise.resolve(opts.api);
   }
