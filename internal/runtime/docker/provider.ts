@@ -227,32 +227,40 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
         if (this.settings.workDir === "mount") await stageLocal("docker", p);
       },
       create: async (p, signal) => {
-        id = await this.create(p.name, p.config, image, p.workDir, signal);
-        if (this.settings.workDir === "copy") await this.stageCopy(id, p.config, p.workDir);
-        signal.throwIfAborted();
-        const d = await this.engine.docker();
-        await d.getContainer(id).start();
-        const setup = await this.exec(id, {
-          argv: [
-            "/bin/sh",
-            "-c",
-            SETUP_SCRIPT,
-            "gc-setup",
-            String(this.settings.cols),
-            String(this.settings.rows),
-            String(HISTORY_LIMIT),
-            p.workDir,
-            ...p.argv,
-          ],
-          stdin: envFile(p.env),
-          signal,
-        });
-        if (setup.exitCode !== 0) {
-          if (!(await this.alive(id))) throw await this.died(p.name, id);
-          throw new ProviderError(
-            "docker",
-            `creating the tmux session in ${p.name}: ${setup.stderr.trim() || `exit ${setup.exitCode}`}`,
-          );
+        // The lifecycle destroys only what a successful create made: a failed or aborted
+        // create removes its own container.
+        try {
+          id = await this.create(p.name, p.config, image, p.workDir, signal);
+          if (this.settings.workDir === "copy") await this.stageCopy(id, p.config, p.workDir);
+          signal.throwIfAborted();
+          const d = await this.engine.docker();
+          await d.getContainer(id).start();
+          const setup = await this.exec(id, {
+            argv: [
+              "/bin/sh",
+              "-c",
+              SETUP_SCRIPT,
+              "gc-setup",
+              String(this.settings.cols),
+              String(this.settings.rows),
+              String(HISTORY_LIMIT),
+              p.workDir,
+              ...p.argv,
+            ],
+            stdin: envFile(p.env),
+            signal,
+          });
+          if (setup.exitCode !== 0) {
+            if (!(await this.alive(id))) throw await this.died(p.name, id);
+            throw new ProviderError(
+              "docker",
+              `creating the tmux session in ${p.name}: ${setup.stderr.trim() || `exit ${setup.exitCode}`}`,
+            );
+          }
+        } catch (e) {
+          if (id) await this.remove(id).catch(() => undefined);
+          id = undefined;
+          throw e;
         }
       },
       alive: (signal) => this.alive(need(), signal),

@@ -35,6 +35,8 @@ import {
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { launchArgv } from "../launch.js";
+import { checkStageSources } from "../lifecycle/stage.js";
+import { planStart } from "../lifecycle/start.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
@@ -545,6 +547,11 @@ export class K8sProvider
       if (st.kind === "running" || st.kind === "pending") throw new SessionExistsError(name);
       await this.deletePod(name, existing.metadata?.uid, signal); // ended: its exit status has had its day
     }
+    // Missing overlay/copy sources fail the start before any pod exists, as on every provider.
+    await checkStageSources(
+      "k8s",
+      planStart(name, this.owner, cfg, { baseEnv: {}, sourceDir: this.cityDir }),
+    );
     const { pod, workDir } = await this.create(name, cfg, signal);
     try {
       const env = this.hookEnv(name, cfg, workDir);
