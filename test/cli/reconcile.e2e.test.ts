@@ -166,7 +166,7 @@ agents:
     expect(new Set(listed).size).toBe(listed.length);
   });
 
-  it("crash loop: a command that exits at once ends quarantined while the others run", async () => {
+  it("crash loop: a command that exits at once ends quarantined after daemon.quarantine.threshold failures while the others run", async () => {
     const city = makeCity(`workspace:
   name: @NAME@
 session:
@@ -174,6 +174,7 @@ session:
 daemon:
   interval: 1h
   backoff: { min: 100ms, max: 400ms }
+  quarantine: { threshold: 2 }
 agents:
   - name: good
     start_command: "exec sleep 100000"
@@ -195,12 +196,42 @@ agents:
     );
     expect(st.sessions.find((x) => x.name === "good")).toMatchObject({ state: "running", running: true });
     const crashy = st.sessions.find((x) => x.name === "crashy")!;
-    expect(crashy.reason).toContain("failures");
+    // threshold: 2 (the default is 5): quarantined at the second failure.
+    expect(crashy.reason).toMatch(/^2 failures within the quarantine window/);
     const text = await city.gc(["status"]);
     expect(text.stdout).toMatch(/crashy: quarantined — .*failures/);
     // reset clears the quarantine
     const reset = await city.gc(["session", "reset", "crashy"]);
     expect(reset.code).toBe(0);
+  });
+
+  it("daemon.min_healthy_uptime: with 0s an exit with code 0 is a clean exit that restarts at once, never a failure", async () => {
+    // With the default (10s) each of these 1-second runs would be a failure, and with
+    // threshold 2 the session would be quarantined before its third restart.
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 300ms
+  backoff: { min: 100ms, max: 400ms }
+  quarantine: { threshold: 2 }
+  min_healthy_uptime: 0s
+agents:
+  - name: clean
+    start_command: "sleep 1; exit 0"
+`);
+    expect((await city.gc(["start"])).code).toBe(0);
+    const row = await until(
+      "three clean restarts (or a quarantine)",
+      async () => {
+        const r = (await status(city)).sessions.find((x) => x.name === "clean");
+        return r && (r.restarts >= 3 || r.state === "quarantined") && r;
+      },
+      60_000,
+    );
+    expect(row.state).not.toBe("quarantined");
+    expect(row.restarts).toBeGreaterThanOrEqual(3);
   });
 
   it("foreign sessions on the city socket are never touched; stop leaves nothing of ours", async () => {

@@ -3,23 +3,14 @@
  * CLI, exactly as a script author runs it: `gc conformance exec:<script> --json` must end with
  * 0 failed and at least 60 passed. Needs GNU screen and jq.
  */
-import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { ConformanceReport } from "../../conformance/harness.js";
 import { runGc } from "../support/city.js";
+import { onPath } from "../support/path.js";
 
 const SCRIPT = "contrib/session-scripts/gc-session-screen";
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
-
-function onPath(bin: string): boolean {
-  try {
-    execFileSync("sh", ["-c", 'command -v "$1"', "sh", bin], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 // Opt-in (GC_TEST_SCREEN_CONFORMANCE=1) until it is stable on a loaded 2-core CI machine: in
 // 1 of 3 full runs one case (nudge.100k, interrupt.concurrent) hit its deadline. Issue 15 stays
