@@ -76,3 +76,6 @@ export async function mockFile(execDir: string, name: string, rel: string): Prom
     return undefined;
   }
 }
+
+/** Kept for tests written against this module; the one implementation is test/support/path.ts. */
+export { onPath } from "../../support/path.js";

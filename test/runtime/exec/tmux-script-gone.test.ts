@@ -11,7 +11,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { onPath, TMUX_SCRIPT } from "./mock.js";
+import { onPath } from "../../support/path.js";
+import { TMUX_SCRIPT } from "./mock.js";
 
 interface Out {
   code: number;
