@@ -69,6 +69,7 @@ const EXPECTED: Record<
     question: /^Choose how you want to use Codex\.$/,
   },
   "codex-idle": { turn: "idle" },
+  "codex-busy": { turn: "busy" },
   "gemini-trust": {
     dialog: "trust-folder",
     roles: ["accept", "accept-parent", "exit"],
