@@ -77,6 +77,26 @@ const SCENARIOS = [
     ],
   },
   {
+    // Offline and signed out: trust, then its input with "Please use /login" (no turn runs).
+    name: "copilot",
+    cli: "copilot",
+    env: {},
+    steps: [
+      { wait: /Do you trust the files in this folder\?/, save: "trust", keys: ["Enter"] },
+      { wait: /Please use \/login/, quiet: true, save: "login" },
+    ],
+  },
+  {
+    // Offline: its input, then a turn that spins on the unreachable provider.
+    name: "opencode",
+    cli: "opencode",
+    env: {},
+    steps: [
+      { wait: /Ask anything/, quiet: true, save: "idle", text: "hello" },
+      { wait: /esc interrupt/, save: "busy" },
+    ],
+  },
+  {
     name: "gemini-nokey",
     cli: "gemini",
     env: {},
@@ -150,8 +170,9 @@ async function record(sc, bins, [w, h]) {
       ...(sc.args ?? []),
     );
     for (const step of sc.steps) {
-      // Generous: a CLI's first start on a loaded machine can take a minute or more.
-      const deadline = Date.now() + 180_000;
+      // Generous: a first start on a loaded machine can take minutes (opencode npm-installs
+      // its plugin package into the fresh HOME before it draws anything).
+      const deadline = Date.now() + 360_000;
       let screen = "";
       let last = "";
       let stableSince = Date.now();
