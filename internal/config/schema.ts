@@ -287,7 +287,9 @@ export const CITY_SCHEMA = s.object(
     providers: s
       .record(PRESET_SCHEMA, { keyCheck: (k) => nameProblem(k), keyJson: NAME_JSON })
       .default({})
-      .describe("Provider presets, layered over the builtins (claude, codex, gemini, bash, sh, python)."),
+      .describe(
+        "Provider presets, layered over the builtins (claude, codex, gemini, copilot, opencode, bash, sh, python).",
+      ),
     agents: s.array(AGENT_SCHEMA).default([]),
     daemon: s
       .object({
