@@ -40,6 +40,7 @@ import {
   type StartPlan,
   StartsInProgress,
 } from "../lifecycle/index.js";
+import { RUN_STDIN } from "../lifecycle/target-scripts.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
@@ -61,7 +62,7 @@ import {
 } from "../provider.js";
 import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
-import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, RUN_STDIN, UNTAR, UNTAR_FILE } from "./scripts.js";
+import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
   buildPod,

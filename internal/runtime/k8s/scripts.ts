@@ -9,21 +9,6 @@ import { TMUX_TARGET } from "./spec.js";
 export const IN_DIR = 'mkdir -p "$1" 2>/dev/null; cd "$1" || exit 127; shift; exec "$@"';
 
 /**
- * `$1` dir; stdin = a script: runs it in dir (any interpreter, through its shebang; by
- * `/bin/sh` when it cannot be executed directly) and exits with its status. The script is
- * kept in a private temp file while it runs (`session_setup_script`).
- */
-export const RUN_STDIN = [
-  'f=$(mktemp "${TMPDIR:-/tmp}/gc-script.XXXXXX") || exit 125',
-  'cat > "$f" && chmod 700 "$f" || { rm -f "$f"; exit 125; }',
-  'mkdir -p "$1" 2>/dev/null; cd "$1" || { rm -f "$f"; exit 127; }',
-  '"$f"; r=$?',
-  '[ "$r" -eq 126 ] && { /bin/sh "$f"; r=$?; }',
-  'rm -f "$f"',
-  'exit "$r"',
-].join("\n");
-
-/**
  * `$1` socket: prints `dead|status|attached|activity|cursor_x|cursor_y|history` on line 1,
  * then the visible screen. Exit 3 when there is no session.
  */
