@@ -29,6 +29,7 @@ import {
   runStart,
   type StartBackend,
   type StartPlan,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
@@ -103,7 +104,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   /** The city's name, for humans (`GC_CITY` in sessions). */
   private readonly city: string;
   private readonly cityDir: string;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
   private readonly nudgeChains = new Map<string, Promise<void>>();
   private bufferSeq = 0;
 
@@ -158,14 +159,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    if (this.starting.has(name))
-      throw new SessionExistsError(name, { cause: "a start is already in progress" });
-    this.starting.add(name);
-    try {
-      await this.doStart(name, config, opts.signal);
-    } finally {
-      this.starting.delete(name);
-    }
+    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {

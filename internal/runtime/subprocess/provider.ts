@@ -34,6 +34,7 @@ import {
   runLocalCommand,
   runStart,
   type StartBackend,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
@@ -199,7 +200,7 @@ export class SubprocessProvider
   readonly root: string;
   private readonly opts: SubprocessProviderOptions;
   private readonly holderPath: string;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
@@ -287,8 +288,14 @@ export class SubprocessProvider
     validateSessionName(name);
     const signal = opts.signal;
     signal?.throwIfAborted();
-    if (this.starting.has(name)) throw new SessionExistsError(name);
-    this.starting.add(name);
+    await this.starts.run(name, () => this.startGuarded(name, config, signal));
+  }
+
+  private async startGuarded(
+    name: string,
+    config: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     let release: (() => Promise<void>) | undefined;
     try {
       release = await this.lock(name);
@@ -348,7 +355,6 @@ export class SubprocessProvider
       throw e;
     } finally {
       await release?.();
-      this.starting.delete(name);
     }
   }
 
@@ -549,7 +555,7 @@ export class SubprocessProvider
 
   /** Whether a start of `name` is in progress here or in another live process. */
   private async startInProgress(name: string): Promise<boolean> {
-    return this.starting.has(name) || (await lockOwner(this.paths(name).lock)) === "live";
+    return this.starts.has(name) || (await lockOwner(this.paths(name).lock)) === "live";
   }
 
   /**

@@ -40,6 +40,7 @@ import {
   runStart,
   type StartBackend,
   type StartPlan,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
@@ -137,7 +138,7 @@ export class TmuxProvider
   private readonly cityDir: string;
   private readonly tag: string;
   private readonly client: ControlClient;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
   private readonly nudgeChains = new Map<string, Promise<void>>();
   /** Session ids of our sessions by gc name, with the connection generation they belong to. */
   private readonly ids = new Map<string, { readonly id: string; readonly generation: number }>();
@@ -211,14 +212,7 @@ export class TmuxProvider
   async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    if (this.starting.has(name))
-      throw new SessionExistsError(name, { cause: "a start is already in progress" });
-    this.starting.add(name);
-    try {
-      await this.doStart(name, config, opts.signal);
-    } finally {
-      this.starting.delete(name);
-    }
+    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
