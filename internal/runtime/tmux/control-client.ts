@@ -236,6 +236,8 @@ export class ControlClient {
    * command's output lines. Never retried (lists are meant for mutations).
    * @throws TmuxCommandError for the first command tmux answers with `%error` (later ones did not run).
    * @throws TmuxConnectionError / OperationTimeoutError as {@link command}.
+   * Aborting `signal` rejects only before the list is sent (while connecting); a sent list
+   * is awaited, so the caller sees what it did and can undo it.
    */
   async commandList(argvs: readonly (readonly string[])[], opts: CommandOptions = {}): Promise<string[][]> {
     if (argvs.length === 0) return [];
@@ -246,11 +248,13 @@ export class ControlClient {
     if (opts.generation !== undefined && conn.gen !== opts.generation) {
       throw new TmuxGenerationError(opts.generation, conn.gen);
     }
+    // Once sent, the server runs the list whatever this client does; rejecting on an abort
+    // now would hide a mutation that happens anyway (e.g. a created, tagged session).
     return this.sendList(
       conn,
       line,
       argvs.map((a) => a[0]!),
-      opts,
+      { ...opts, signal: undefined },
     );
   }
 
