@@ -6,7 +6,14 @@
 import { describeError, isGcError } from "../runtime/errors.js";
 import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
 import type { SessionRecord, SessionStore } from "../session/store.js";
-import { type Action, crashAction, type DesiredEntry, HOLD_KEY, type PlanPolicy } from "./plan.js";
+import {
+  type Action,
+  crashAction,
+  type DesiredEntry,
+  HOLD_KEY,
+  type PlanPolicy,
+  QUARANTINED_CORE_KEY,
+} from "./plan.js";
 import { walkTo } from "./walk.js";
 
 /** Provider metadata keys gc writes at start, read back when adopting a session. */
@@ -141,6 +148,12 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
     case "start":
       return startSession(d!, action.reason, deps);
     case "restart":
+      // A restart gc chose (drift, interrupted drain): its own event, not a crash restart.
+      await store.appendEvent({
+        session: d!.name,
+        type: "reconcile.restart",
+        payload: { reason: action.reason, fields: [...action.fields] },
+      });
       await drain(d!, action.reason, deps);
       return startSession(d!, action.reason, deps);
     case "run-live": {
@@ -211,13 +224,33 @@ async function ensureRecord(d: DesiredSession, deps: ExecuteDeps): Promise<Sessi
 }
 
 /** Records intent, starts the session, and records the outcome (running, or crashed + backoff). */
-async function startSession(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<string> {
+async function startSession(
+  d: DesiredSession,
+  reason: string,
+  deps: ExecuteDeps,
+  afterExit = false,
+): Promise<string> {
   const { store } = deps;
   const before = await ensureRecord(d, deps);
   // `gc stop NAME` may have held the session after this pass was planned.
   const hold = before.metadata[HOLD_KEY];
   if (hold) return `not started: held by the operator (${hold})`;
-  const restarts = before.generation > 0 ? before.restarts + 1 : before.restarts;
+  if (before.state === "quarantined") {
+    // Planned only when the start config changed since the quarantine (plan.ts).
+    await deps.store.appendEvent({ session: d.name, type: "session.quarantine-lifted", payload: { reason } });
+    await walkTo(store, d.name, "pending", reason, {
+      quarantineReason: null,
+      recentFailures: [],
+      backoffUntil: null,
+      metadata: { [QUARANTINED_CORE_KEY]: null },
+    });
+  }
+  // RESTARTS counts restarts after the program ended on its own (crash, failed start, exit);
+  // restarts gc chose (drift, operator) are `reconcile.restart` events instead.
+  const restarts =
+    before.generation > 0 && (before.state === "backoff" || before.state === "crashed" || afterExit)
+      ? before.restarts + 1
+      : before.restarts;
   const provider = await deps.providerFor(d.provider);
   await walkTo(store, d.name, "starting", reason, {
     pending: intent("start", before, deps.now()),
@@ -239,6 +272,7 @@ async function startSession(d: DesiredSession, reason: string, deps: ExecuteDeps
       null,
       { now: deps.now(), policy: deps.policy, random: deps.random },
       `start failed: ${failure}`,
+      true,
     );
     await recordCrash(d, crash, deps);
     throw e;
@@ -305,7 +339,7 @@ async function recordCrash(
     // Clean up whatever the provider keeps of the dead session, then start again at once.
     const provider = await deps.providerFor(d.provider);
     await provider.stop(d.name, { signal: deps.signal });
-    return startSession(d, "restart after clean exit", deps);
+    return startSession(d, "restart after clean exit", deps, true);
   }
   await walkTo(store, d.name, "crashed", a.reason, {
     lastExit: a.exit,
@@ -318,7 +352,12 @@ async function recordCrash(
   await provider.stop(d.name, { signal: deps.signal }).catch(() => undefined);
   if (a.next.kind === "quarantine") {
     const why = `${a.failures.length} failures within the quarantine window; last: ${a.reason}`;
-    await walkTo(store, d.name, "quarantined", why, { quarantineReason: why, backoffUntil: null });
+    await walkTo(store, d.name, "quarantined", why, {
+      quarantineReason: why,
+      backoffUntil: null,
+      // What the file said at quarantine: a later change of it lifts the quarantine (plan.ts).
+      metadata: { [QUARANTINED_CORE_KEY]: d.core },
+    });
     return `quarantined: ${why}`;
   }
   const until = a.next.kind === "backoff" ? a.next.until : deps.now();

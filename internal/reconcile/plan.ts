@@ -39,6 +39,12 @@ export interface Observation {
  */
 export const HOLD_KEY = "gc.hold";
 
+/**
+ * Record metadata key holding the core fingerprint the city file had when the session was
+ * quarantined. A later core change (the operator fixed the command) lifts the quarantine.
+ */
+export const QUARANTINED_CORE_KEY = "gc.quarantined-core";
+
 /** Knobs of the crash-loop and start policies (city file `daemon:`). */
 export interface PlanPolicy {
   readonly backoffMinMs: number;
@@ -193,6 +199,8 @@ export function crashAction(
   exit: ExitInfo | null,
   input: Pick<PlanInput, "now" | "policy" | "random">,
   why: string,
+  /** `why` already tells how it ended (a failed start's error): no "(exit status unknown)". */
+  whySaysHow = false,
 ): Extract<Action, { kind: "crashed" }> {
   const { now, policy } = input;
   const uptime = rec.startedAt === null ? 0 : (exit?.at ?? now) - rec.startedAt;
@@ -221,7 +229,9 @@ export function crashAction(
     failures.length >= policy.quarantineThreshold
       ? ({ kind: "quarantine" } as const)
       : ({ kind: "backoff", until: now + backoffDelayMs(failures.length, policy, input.random) } as const);
-  return { kind: "crashed", name, reason: `${why} (${how})`, exit, failure: true, next, failures };
+  // Without an exit status (a failed start) `why` alone says what happened.
+  const reason = exit === null && whySaysHow ? why : `${why} (${how})`;
+  return { kind: "crashed", name, reason, exit, failure: true, next, failures };
 }
 
 /** Plans one desired session. */
@@ -246,12 +256,24 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
   const hold = rec.metadata[HOLD_KEY];
   if (hold) return { kind: "wait", name: d.name, reason: `held by the operator: ${hold}` };
   switch (rec.state) {
-    case "quarantined":
+    case "quarantined": {
+      // A fix of the start config (core drift since the quarantine) is a new try.
+      const at = rec.metadata[QUARANTINED_CORE_KEY];
+      if (at !== undefined && at !== d.core) {
+        const drift = rec.coreHash === null ? undefined : driftOf(rec, d);
+        const fields = drift?.kind === "core" ? drift.fields.map((f) => f.field) : [];
+        return {
+          kind: "start",
+          name: d.name,
+          reason: `quarantine lifted: the start config changed${fields.length ? ` (${fields.join(", ")})` : ""}`,
+        };
+      }
       return {
         kind: "wait",
         name: d.name,
         reason: `quarantined: ${rec.quarantineReason ?? "too many failures"}`,
       };
+    }
     case "suspended":
       return up
         ? { kind: "adopt", name: d.name, reason: "resumed in the city file (already running)" }

@@ -86,6 +86,10 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     const a2 = await until("alpha restarted", () => pidOf(city, "alpha") !== a1 && pidOf(city, "alpha"));
     expect(a2).not.toBe(a1);
     expect(pidOf(city, "beta")).toBe(b1);
+    // A drift restart is not a crash restart: RESTARTS stays 0, the event log has the restart.
+    expect((await status(city)).sessions.find((s) => s.name === "alpha")?.restarts).toBe(0);
+    const events = await city.gc(["session", "logs", "alpha", "--events", "--json"]);
+    expect(events.stdout).toContain("reconcile.restart");
 
     city.write(twoAgents("exec sleep 100001", "echo live-2 > live.txt"));
     const liveDrift = await city.gc(["drift", "beta", "--json"]);
@@ -112,7 +116,7 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
       return st.sessions.find((s) => s.name === "alpha")?.running && pidOf(city, "alpha") !== a1;
     });
     const st = await status(city);
-    expect(st.sessions.find((s) => s.name === "alpha")?.restarts).toBeGreaterThanOrEqual(0);
+    expect(st.sessions.find((s) => s.name === "alpha")?.restarts).toBe(1); // one crash restart
 
     city.tmux("kill-server");
     await until("everything back after kill-server", async () => {
@@ -196,11 +200,41 @@ agents:
     expect(st.sessions.find((x) => x.name === "good")).toMatchObject({ state: "running", running: true });
     const crashy = st.sessions.find((x) => x.name === "crashy")!;
     expect(crashy.reason).toContain("failures");
+    expect(crashy.reason).not.toContain("exit status unknown"); // one consistent account
     const text = await city.gc(["status"]);
     expect(text.stdout).toMatch(/crashy: quarantined — .*failures/);
+    expect(text.stdout).toContain("gc session reset crashy");
     // reset clears the quarantine
     const reset = await city.gc(["session", "reset", "crashy"]);
     expect(reset.code).toBe(0);
+  });
+
+  it("quarantine: fixing the agent's command in the city file lifts it and starts the session", async () => {
+    const file = (cmd: string) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+  backoff: { min: 100ms, max: 200ms }
+  quarantine: { threshold: 2 }
+agents:
+  - name: crashy
+    start_command: "${cmd}"
+    ready_delay_ms: 200
+`;
+    const city = makeCity(file("exit 127"));
+    await city.gc(["start"]);
+    await until("quarantined", async () => (await status(city)).sessions[0]?.state === "quarantined", 60_000);
+    city.write(file("exec sleep 100000"));
+    // The controller's file watcher or this reconcile applies the fix; either way it starts.
+    await city.gc(["reconcile"]);
+    await until("running after the fix", async () => {
+      const s = (await status(city)).sessions[0];
+      return s?.state === "running" && s.running;
+    });
+    const events = await city.gc(["session", "logs", "crashy", "--events", "--json"]);
+    expect(events.stdout).toContain("session.quarantine-lifted");
   });
 
   it("foreign sessions on the city socket are never touched; stop leaves nothing of ours", async () => {
