@@ -81,7 +81,9 @@ describe("Reconciler", () => {
     expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`).sort()).toEqual(["restart:a", "run-live:b"]);
     expect(t.starts()).toEqual(["a", "b", "a"]);
     expect(t.provider.session("b")?.liveRuns).toBe(1);
-    expect(await t.store.get("a")).toMatchObject({ state: "running", restarts: 1, generation: 2 });
+    // A drift restart is not a crash restart (RESTARTS counts those); it has its own event.
+    expect(await t.store.get("a")).toMatchObject({ state: "running", restarts: 0, generation: 2 });
+    expect((await t.store.queryEvents({ session: "a", types: ["reconcile.restart"] })).length).toBe(1);
     expect((await t.reconciler.tick()).plan.actions).toEqual([]);
   });
 
