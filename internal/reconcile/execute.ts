@@ -5,12 +5,13 @@
  */
 import { describeError, isGcError } from "../runtime/errors.js";
 import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
-import type { SessionRecord, SessionStore } from "../session/store.js";
+import { casUpdate, type SessionRecord, type SessionStore } from "../session/store.js";
 import {
   type Action,
   crashAction,
   type DesiredEntry,
   HOLD_KEY,
+  INFRA_LOSSES_KEY,
   type PlanPolicy,
   QUARANTINED_CORE_KEY,
 } from "./plan.js";
@@ -146,6 +147,7 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
   const d = deps.desired.get(action.name);
   switch (action.kind) {
     case "start":
+      if (action.infra) await recordInfraLoss(d!, action.reason, deps);
       return startSession(d!, action.reason, deps);
     case "restart":
       // A restart gc chose (drift, interrupted drain): its own event, not a crash restart.
@@ -325,6 +327,21 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
   }
   await provider.stop(d.name, { signal: deps.signal });
   await walkTo(deps.store, d.name, "stopped", reason, { pending: null });
+}
+
+/**
+ * Counts an infrastructure loss (record metadata {@link INFRA_LOSSES_KEY}) and logs a
+ * `session.infrastructure-lost` event; crash history and RESTARTS are left alone.
+ */
+async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
+  const rec = await ensureRecord(d, deps);
+  const n = Number(rec.metadata[INFRA_LOSSES_KEY] ?? "0") + 1;
+  await casUpdate(deps.store, d.name, () => ({ metadata: { [INFRA_LOSSES_KEY]: String(n) } }));
+  await deps.store.appendEvent({
+    session: d.name,
+    type: "session.infrastructure-lost",
+    payload: { reason, provider: d.provider, count: n },
+  });
 }
 
 /** Records a death: crashed, then backoff, quarantine, or (clean exit) an immediate restart. */

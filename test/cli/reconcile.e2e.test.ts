@@ -125,6 +125,35 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     });
   });
 
+  it("infrastructure: a killed tmux server is recovered at once by the controller, counted apart from crashes", async () => {
+    const city = makeCity(twoAgents()); // interval 1h: only the loss itself can trigger the pass
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("both running", async () => (await status(city)).sessions.every((s) => s.running));
+    const ids = () => city.tmux("list-sessions", "-F", "#{session_name}:#{session_id}").stdout;
+    const before = ids();
+    city.tmux("kill-server");
+    // Back without any gc command: the controller noticed the lost server and passed at once.
+    await until(
+      "both back on a new server",
+      () => {
+        const now = ids();
+        return now !== before && now.includes("alpha:") && now.includes("beta:");
+      },
+      60_000,
+    );
+    const st = await until("both running again", async () => {
+      const s = await status(city);
+      return s.sessions.every((x) => x.running && x.state === "running") && s;
+    });
+    for (const s of st.sessions as (StatusRow & { infraLosses: number })[]) {
+      expect(s.restarts, s.name).toBe(0); // not a crash restart
+      expect(s.infraLosses, s.name).toBe(1);
+    }
+    const events = await city.gc(["session", "logs", "alpha", "--events", "--json"]);
+    expect(events.stdout).toContain("session.infrastructure-lost");
+    expect(events.stdout).not.toContain('"crashed"');
+  });
+
   it("controller: SIGKILL mid-start of 20 sessions, then start again → exactly 20, no duplicates", async () => {
     const city = makeCity(`workspace:
   name: @NAME@

@@ -230,6 +230,14 @@ describe("plan", () => {
     });
   });
 
+  it("plan: a running session that vanished with its backend restarts at once, not as a crash", () => {
+    const recs = [record("a", "running"), record("b", "running")];
+    const obs = observed([], { vanished: new Set(["a"]) });
+    const [a, b] = run({ desired: [desired("a"), desired("b")], records: recs, observed: obs });
+    expect(a).toMatchObject({ kind: "start", name: "a", infra: true });
+    expect(b).toMatchObject({ kind: "crashed", name: "b", failure: true }); // no exit known, but listed dead
+  });
+
   it("plan: a changed start config lifts quarantine (start, naming the changed fields)", () => {
     const q = record("a", "quarantined", {
       quarantineReason: "x",

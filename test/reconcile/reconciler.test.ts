@@ -184,4 +184,47 @@ describe("Reconciler", () => {
     await t.reconciler.tick();
     expect(t.starts()).toEqual(["m", "w"]);
   });
+
+  it("tick: a failing stop backs off (policy backoff, doubling) instead of retrying every pass", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    t.provider.failAlways("stop", new Error("boom"), "b");
+    t.set([want("a")]);
+    const stops = () => t.provider.calls.filter((c) => c.method === "stop" && c.name === "b").length;
+    const first = await t.reconciler.tick();
+    expect(first.outcomes.find((o) => o.action.name === "b")).toMatchObject({ ok: false });
+    expect(stops()).toBe(1);
+    expect(first.requeueAt).toBe(1_000_000 + 1_000); // backoff.min (1 s, no jitter at 0.5)
+    // Passes inside the backoff do not retry; the plan says why and when.
+    const waiting = await t.reconciler.tick();
+    expect(waiting.plan.actions.find((a) => a.name === "b")).toMatchObject({
+      kind: "wait",
+      untilMs: 1_001_000,
+    });
+    expect(stops()).toBe(1);
+    t.advance(1_000);
+    await t.reconciler.tick();
+    expect(stops()).toBe(2);
+    t.advance(1_000); // the second failure doubled the delay: not yet
+    await t.reconciler.tick();
+    expect(stops()).toBe(2);
+    t.advance(1_000);
+    t.provider.clearFailures();
+    await t.reconciler.tick();
+    expect(stops()).toBe(3);
+  });
+
+  it("tick: a failing run-live backs off too", async () => {
+    const t = setup([want("a")]);
+    await t.reconciler.tick();
+    t.provider.failAlways("runLive", new Error("boom"), "a");
+    t.set([want("a", { sessionLive: ["echo live"] })]);
+    const runs = () => t.provider.calls.filter((c) => c.method === "runLive").length;
+    await t.reconciler.tick();
+    await t.reconciler.tick();
+    expect(runs()).toBe(1);
+    t.advance(1_000);
+    await t.reconciler.tick();
+    expect(runs()).toBe(2);
+  });
 });

@@ -53,6 +53,7 @@ export const command = defineCommand({
                 running: s.running,
                 drift: s.drift,
                 restarts: s.restarts,
+                infraLosses: s.infraLosses,
                 lastActivity: s.lastActivity,
                 attached: s.attached,
                 reason: s.reason,

@@ -13,6 +13,7 @@ import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { type CensusEntry, processCensus } from "../../proc/census.js";
 import { killPids, killTree, pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -38,6 +39,7 @@ import {
 } from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -188,7 +190,8 @@ export class SubprocessProvider
     InteractionProvider,
     ExitStatusProvider,
     CommandProvider,
-    SnapshotProvider
+    SnapshotProvider,
+    CensusProvider
 {
   readonly name = "subprocess";
   /** City name. */
@@ -227,6 +230,19 @@ export class SubprocessProvider
 
   /** Nothing to release: every call uses its own short-lived connection. Idempotent. */
   async close(): Promise<void> {}
+
+  /**
+   * Every live holder of this city (one serving a session dir under this city's state dir,
+   * whether or not it still answers or has a record) and all its descendants, from /proc.
+   */
+  census(): Promise<CensusEntry[]> {
+    const under = `${sessionsDir(this.root)}${sep}`;
+    const node = basename(this.opts.nodePath ?? process.execPath);
+    return processCensus(
+      (p) => p.pid !== process.pid && (p.argv0 === node || p.argv0.startsWith("node")),
+      (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.some((a) => a.startsWith(under)),
+    );
+  }
 
   private paths(name: string): SessionPaths {
     return sessionPaths(this.root, name);

@@ -10,6 +10,7 @@ import { mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -45,6 +46,8 @@ import {
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
+  type BackendWatchProvider,
+  type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -127,7 +130,9 @@ export class TmuxProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
-    BackendShutdownProvider
+    BackendShutdownProvider,
+    CensusProvider,
+    BackendWatchProvider
 {
   /** Backend name reported to the CLI and in conformance reports. */
   readonly name = "tmux";
@@ -970,6 +975,8 @@ export class TmuxProvider
       names = await this.tmux(["list-sessions", "-F", "#{session_name}"], { signal: opts.signal });
     } catch (e) {
       if (isAbsent(e)) return;
+      // The server went away under us (another gc stop, a crash): nothing left to shut down.
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return;
       throw e;
     }
     if (names.some((n) => n !== KEEPER_SESSION)) return; // someone else's sessions live here
@@ -984,6 +991,24 @@ export class TmuxProvider
     const deadline = Date.now() + SERVER_EXIT_MS;
     while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
+  }
+
+  /**
+   * Every live process on the city's socket from /proc: each tmux process started with this
+   * socket (the server and any client) and all its descendants (every pane, tagged or not).
+   * Never talks to tmux, so a server that is exiting is counted, not an error.
+   */
+  census(): Promise<CensusEntry[]> {
+    const [flag, value] = socketArgs(this.settings.socket) as [string, string];
+    return processCensus(
+      (p) => p.argv0 === "tmux" || p.comm.startsWith("tmux"),
+      (argv) => hasOption(argv, flag, value),
+    );
+  }
+
+  /** Calls `fn` whenever this provider's connection to the tmux server is lost (server gone). */
+  onBackendLost(fn: () => void): () => void {
+    return this.client.onConnectionLost(fn);
   }
 
   /** Closes the control connection (sessions and the server keep running). Idempotent. */
