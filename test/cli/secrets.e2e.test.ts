@@ -1,6 +1,7 @@
 /**
  * The hidden-value grep (issue 13): a secret given to a city — a secret-named env value and
- * the same secret interpolated into a non-secret key — appears nowhere gc keeps or prints:
+ * the same secret interpolated into a non-secret key and into start_command — appears nowhere
+ * gc keeps or prints:
  * not in any file under .gc/ (state.db and its WAL included), not in any process's argv
  * (`ps`), not in tmux options, not in the output of any command — before and after the
  * secret changes (drift).
@@ -22,7 +23,8 @@ daemon:
   interval: 1h
 agents:
   - name: a
-    start_command: "exec sleep 100000"
+    # The shell stays alive (no exec), so its argv would show the command text in ps.
+    start_command: "TOKEN_COPY=\${GC_TEST_PASSWORD}; sleep 100000"
     env:
       API_TOKEN: "\${GC_TEST_PASSWORD}"
       DB_URL: "postgres://u:\${GC_TEST_PASSWORD}@h/db"

@@ -28,7 +28,7 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import { ownerKey } from "../identity.js";
-import { hookDirOf, launchArgv, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, launchArgv, sessionEnv } from "../launch.js";
 import {
   limitsFor,
   planStart,
@@ -457,12 +457,14 @@ export class SubprocessProvider
     ensurePrivateDir(dirname(p.log));
     if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
     await rm(p.socket, { force: true });
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(launchArgv(config));
     const spec: HolderSpec = {
       protocol: PROTOCOL_VERSION,
       city: this.owner,
       name,
-      argv: launchArgv(config),
-      env,
+      argv: launch.argv,
+      env: { ...env, ...launch.env },
       cwd: config.workDir,
       cols: this.opts.cols ?? DEFAULT_COLS,
       rows: this.opts.rows ?? DEFAULT_ROWS,

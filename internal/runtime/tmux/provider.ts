@@ -32,7 +32,7 @@ import {
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
-import { hookDirOf, SHELL, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
 import {
   copyInto,
   limitsFor,
@@ -277,7 +277,10 @@ export class TmuxProvider
    * this city's. Resolves its session id; leaves nothing behind when it rejects.
    */
   private async create(plan: StartPlan, signal: AbortSignal | undefined): Promise<string> {
-    const { name, config: cfg, workDir, env } = plan;
+    const { name, config: cfg, workDir } = plan;
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(plan.argv);
+    const env = { ...plan.env, ...launch.env };
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
@@ -316,7 +319,7 @@ export class TmuxProvider
             CD_WRAPPER,
             "gc-session",
             workDir,
-            ...plan.argv,
+            ...launch.argv,
           ],
           ...tags,
         ],
