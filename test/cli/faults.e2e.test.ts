@@ -21,7 +21,7 @@ const TRIALS = 20;
  * (a random point inside the slice), so every phase of the start is hit in every run.
  * GC_TEST_FAULTS_KILLS raises it (20 reproduces the issue's count).
  */
-const KILLS = Number(process.env.GC_TEST_FAULTS_KILLS ?? 5);
+const KILLS = Number(process.env.GC_TEST_FAULTS_KILLS ?? 4);
 const SESSIONS = 50;
 
 interface Row {
