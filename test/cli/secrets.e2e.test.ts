@@ -71,7 +71,9 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
       outputs.push(`$ gc ${args.join(" ")}\n${r.stdout}${r.stderr}`);
       return r;
     };
-    expect((await gc(["start"], s1)).code).toBe(0);
+    // No controller: each pass runs in the gc process, with that process's environment (a
+    // controller keeps interpolating with the environment it was started with).
+    expect((await gc(["start", "--once"], s1)).code).toBe(0);
     await until("a running", () => city.tmux("has-session", "-t", "=a").code === 0);
     // The session does get the secret (through its environment, not argv or options).
     const env = city.tmux("show-environment", "-t", "=a", "API_TOKEN").stdout;
