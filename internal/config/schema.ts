@@ -323,6 +323,19 @@ export const CITY_SCHEMA = s.object(
           .duration({ min: "0" })
           .default("10s")
           .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
+        events: s
+          .object({
+            max_age: s
+              .duration({ min: "1s" })
+              .default("168h")
+              .describe("Events older than this are deleted from the event log (checked after every pass)."),
+            max_count: s
+              .int({ min: 1 })
+              .default(10000)
+              .describe("At most this many events are kept (the newest)."),
+          })
+          .default({})
+          .describe("Event log retention, applied by the controller."),
         mass_stop_percent: s
           .int({ min: 1, max: 100 })
           .default(50)

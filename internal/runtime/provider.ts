@@ -4,6 +4,7 @@
  * reconciler and the CLI use nothing else. A provider never reads the city file and never
  * writes the session store. Optional extras are separate interfaces found by type guards.
  */
+import type { CensusEntry } from "../proc/census.js";
 
 /** Options accepted by every provider operation. */
 export interface OpOptions {
@@ -310,6 +311,25 @@ export interface BackendShutdownProvider {
   shutdown(opts?: OpOptions): Promise<void>;
 }
 
+/**
+ * Optional: lists every live process of this city's backend — tagged sessions or not, the
+ * backend's own processes (a tmux server, holders) and all their descendants — from the
+ * process table, without talking to the backend. `gc stop` proves with it that nothing of the
+ * city is left.
+ */
+export interface CensusProvider {
+  census(): Promise<CensusEntry[]>;
+}
+
+/**
+ * Optional: tells when the backend under this city's sessions went away (the tmux server
+ * exited), so the controller can recover at once instead of at its next interval.
+ */
+export interface BackendWatchProvider {
+  /** Calls `fn` on each loss; returns the unsubscribe. */
+  onBackendLost(fn: () => void): () => void;
+}
+
 function hasMethods(p: object, ...names: string[]): boolean {
   const rec = p as Record<string, unknown>;
   return names.every((n) => typeof rec[n] === "function");
@@ -336,6 +356,13 @@ export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider 
 /** Type guard for {@link BackendShutdownProvider}. */
 export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>
   hasMethods(p, "shutdown");
+
+/** Type guard for {@link BackendWatchProvider}. */
+export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchProvider =>
+  hasMethods(p, "onBackendLost");
+
+/** Type guard for {@link CensusProvider}. */
+export const supportsCensus = (p: Provider): p is Provider & CensusProvider => hasMethods(p, "census");
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

@@ -10,6 +10,7 @@ import { mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -31,7 +32,7 @@ import {
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
-import { hookDirOf, SHELL, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
 import {
   copyInto,
   limitsFor,
@@ -46,6 +47,8 @@ import {
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
+  type BackendWatchProvider,
+  type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -128,7 +131,9 @@ export class TmuxProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
-    BackendShutdownProvider
+    BackendShutdownProvider,
+    CensusProvider,
+    BackendWatchProvider
 {
   /** Backend name reported to the CLI and in conformance reports. */
   readonly name = "tmux";
@@ -266,7 +271,10 @@ export class TmuxProvider
    * this city's. Resolves its session id; leaves nothing behind when it rejects.
    */
   private async create(plan: StartPlan, signal: AbortSignal | undefined): Promise<string> {
-    const { name, config: cfg, workDir, env } = plan;
+    const { name, config: cfg, workDir } = plan;
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(plan.argv);
+    const env = { ...plan.env, ...launch.env };
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
@@ -305,7 +313,7 @@ export class TmuxProvider
             CD_WRAPPER,
             "gc-session",
             workDir,
-            ...plan.argv,
+            ...launch.argv,
           ],
           ...tags,
         ],
@@ -964,6 +972,8 @@ export class TmuxProvider
       names = await this.tmux(["list-sessions", "-F", "#{session_name}"], { signal: opts.signal });
     } catch (e) {
       if (isAbsent(e)) return;
+      // The server went away under us (another gc stop, a crash): nothing left to shut down.
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return;
       throw e;
     }
     if (names.some((n) => n !== KEEPER_SESSION)) return; // someone else's sessions live here
@@ -978,6 +988,24 @@ export class TmuxProvider
     const deadline = Date.now() + SERVER_EXIT_MS;
     while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
+  }
+
+  /**
+   * Every live process on the city's socket from /proc: each tmux process started with this
+   * socket (the server and any client) and all its descendants (every pane, tagged or not).
+   * Never talks to tmux, so a server that is exiting is counted, not an error.
+   */
+  census(): Promise<CensusEntry[]> {
+    const [flag, value] = socketArgs(this.settings.socket) as [string, string];
+    return processCensus(
+      (p) => p.argv0 === "tmux" || p.comm.startsWith("tmux"),
+      (argv) => hasOption(argv, flag, value),
+    );
+  }
+
+  /** Calls `fn` whenever this provider's connection to the tmux server is lost (server gone). */
+  onBackendLost(fn: () => void): () => void {
+    return this.client.onConnectionLost(fn);
   }
 
   /** Closes the control connection (sessions and the server keep running). Idempotent. */
