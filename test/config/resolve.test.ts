@@ -407,6 +407,8 @@ describe("small helpers", () => {
       massStopPercent: 50,
       startupTimeoutMs: 120_000,
       setupTimeoutMs: 10_000,
+      eventMaxAgeMs: 168 * 3_600_000,
+      eventMaxCount: 10_000,
     });
   });
 });
