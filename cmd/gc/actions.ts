@@ -104,6 +104,26 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
   }
 }
 
+/** A nudge as shown by `gc nudge list` (and the dashboard): the state aged to now (a lapsed TTL reads as dead). */
+export function nudgeView(n: Nudge, now: number) {
+  const expired = (n.state === "queued" || n.state === "claimed") && now >= n.expiresAt;
+  return {
+    id: n.id,
+    session: n.session,
+    state: expired ? "dead" : n.state,
+    attempts: n.attempts,
+    maxAttempts: n.maxAttempts,
+    createdAt: new Date(n.createdAt).toISOString(),
+    expiresAt: new Date(n.expiresAt).toISOString(),
+    nextAttemptAt: n.state === "queued" && !expired ? new Date(n.notBefore).toISOString() : null,
+    lastError: n.lastError,
+    deadReason: expired ? "expired (ttl)" : n.deadReason,
+    deliveredAt: n.deliveredAt === null ? null : new Date(n.deliveredAt).toISOString(),
+    source: n.source,
+    text: n.text,
+  };
+}
+
 async function notIdleReason(t: Target, state: string, waitMs: number, signal: AbortSignal): Promise<string> {
   switch (state) {
     case "gone":

@@ -7,7 +7,7 @@
 import { formatDuration } from "../../../internal/config/duration.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Nudge } from "../../../internal/session/store.js";
-import { nudgeSession } from "../actions.js";
+import { nudgeSession, nudgeView } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { durationFlag, intFlag, printJson, readTextArg, withTarget } from "../operate.js";
@@ -100,26 +100,6 @@ export const command = defineCommand({
     });
   },
 });
-
-/** A nudge as shown by `gc nudge list` (and the dashboard): the state aged to now (a lapsed TTL reads as dead). */
-export function nudgeView(n: Nudge, now: number) {
-  const expired = (n.state === "queued" || n.state === "claimed") && now >= n.expiresAt;
-  return {
-    id: n.id,
-    session: n.session,
-    state: expired ? "dead" : n.state,
-    attempts: n.attempts,
-    maxAttempts: n.maxAttempts,
-    createdAt: new Date(n.createdAt).toISOString(),
-    expiresAt: new Date(n.expiresAt).toISOString(),
-    nextAttemptAt: n.state === "queued" && !expired ? new Date(n.notBefore).toISOString() : null,
-    lastError: n.lastError,
-    deadReason: expired ? "expired (ttl)" : n.deadReason,
-    deliveredAt: n.deliveredAt === null ? null : new Date(n.deliveredAt).toISOString(),
-    source: n.source,
-    text: n.text,
-  };
-}
 
 function clip(s: string, max: number): string {
   const one = s.replace(/\s+/g, " ").trim();
