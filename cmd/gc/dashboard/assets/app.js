@@ -20,6 +20,8 @@ let status;
 let source;
 let view; // { kind: "grid" } | { kind: "session", name, term, ... }
 const cards = new Map(); // name -> { el, html }
+/** States whose session should have a runtime: without one, the card shows it as gone. */
+const LIVE = new Set(["starting", "running", "draining", "waiting-for-input"]);
 
 function ago(iso) {
   if (!iso) return "-";
@@ -92,7 +94,7 @@ function cardHtml(x) {
   return `<div class="title">${esc(x.name)}</div><dl>
 <dt>agent</dt><dd>${esc(x.agent)}</dd>
 <dt>backend</dt><dd>${esc(x.backend ?? x.provider)}</dd>
-<dt>state</dt><dd class="state">${esc(x.state)}${x.running ? "" : " (not running)"}</dd>
+<dt>state</dt><dd class="state">${esc(x.state)}${x.running || !LIVE.has(x.state) ? "" : " — process gone"}</dd>
 <dt>drift</dt><dd>${esc(x.drift)}</dd>
 <dt>restarts</dt><dd>${esc(x.restarts)}</dd>
 <dt>activity</dt><dd>${esc(ago(x.lastActivity))}</dd>
@@ -124,7 +126,7 @@ function renderGrid() {
       c.el.innerHTML = html;
       c.html = html;
     }
-    c.el.className = `card s-${x.state}`;
+    c.el.className = `card s-${x.running || !LIVE.has(x.state) ? x.state : "crashed"}`;
     c.el.dataset.state = x.state;
     c.el.dataset.running = String(x.running);
     const want = prev ? prev.nextSibling : grid.firstChild;
