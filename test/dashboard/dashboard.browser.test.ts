@@ -43,7 +43,8 @@ async function dashboard(city: TestCity): Promise<string> {
   });
 }
 
-/** The text xterm.js rendered (its DOM rows), not a text dump. */
+/** The text xterm.js rendered (its DOM rows, one line each), not a text dump. */
+// biome-ignore lint/performance/useDomNodeTextContent: playwright's innerText keeps the row breaks
 const screenText = (page: Page) => page.locator("#term .xterm-rows").innerText();
 
 describe.skipIf(!CHROMIUM || !hasTmux)("gc dashboard in Chromium", { timeout: 180_000 }, () => {
@@ -89,7 +90,7 @@ agents:
     await page.goto(url);
     await expect.poll(() => page.locator(".card").count(), { timeout: 20_000 }).toBe(5);
     await expect.poll(() => page.locator('.card[data-running="true"]').count(), { timeout: 30_000 }).toBe(5);
-    await expect(page.locator("#ctl").innerText()).resolves.toContain("controller running");
+    await expect(page.locator("#ctl").textContent()).resolves.toContain("controller running");
     await page.screenshot({ path: join(shots, "dashboard-grid.png") });
     // The token left the address bar.
     expect(page.url()).not.toContain("token=");
@@ -107,7 +108,7 @@ agents:
     await expect
       .poll(() => page.locator("#term .xterm-rows span.xterm-fg-2").allInnerTexts(), { timeout: 10_000 })
       .toContain("42");
-    await expect.poll(() => page.locator("#events").innerText()).toContain("nudge.sent");
+    await expect.poll(() => page.locator("#events").textContent()).toContain("nudge.sent");
     await page.screenshot({ path: join(shots, "dashboard-session.png"), fullPage: true });
 
     // Answer a pending interaction from the page.
@@ -117,11 +118,11 @@ agents:
     await page.locator('#nudge select[name="mode"]').selectOption("now");
     await page.locator('#nudge button[type="submit"]').click();
     await expect
-      .poll(() => page.locator("#interaction").innerText(), { timeout: 20_000 })
+      .poll(() => page.locator("#interaction").textContent(), { timeout: 20_000 })
       .toContain("Do you want to make this edit to notes.txt?");
     await page.locator('#interaction button[data-answer="3"]').click();
     await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("answer: No");
-    await expect.poll(() => page.locator("#events").innerText()).toContain("interaction.responded");
+    await expect.poll(() => page.locator("#events").textContent()).toContain("interaction.responded");
 
     // Kill a session behind gc's back: its card changes without a reload.
     await page.locator("#home").click();
@@ -162,7 +163,7 @@ ${agents}`);
       `200-session grid: first status ${Math.round(t.status)} ms after navigation start, ` +
         `all 200 cards in the DOM ${Math.round(t.grid - t.status)} ms later`,
     );
-    await expect(page.locator("#banner").innerText()).resolves.toContain("read-only");
+    await expect(page.locator("#banner").textContent()).resolves.toContain("read-only");
     await page.screenshot({ path: join(shots, "dashboard-200.png") });
     // Actions are disabled on the page and refused by the API.
     await page.goto(`${new URL(url).origin}/#/s/a007`);
