@@ -336,6 +336,25 @@ function hasMethods(p: object, ...names: string[]): boolean {
 }
 
 /** Type guard for {@link IdleWaitProvider}. */
+/** A provider that shows a session's screen with its colours (for the dashboard). */
+export interface StyledPeekProvider {
+  /** Like `peek`, with colours and attributes kept as SGR escape sequences. */
+  peekStyled(name: string, lines: number, opts?: OpOptions): Promise<string>;
+}
+
+/** A provider that exposes a session's raw output stream (offsets into a bounded ring). */
+export interface OutputStreamProvider {
+  /**
+   * Raw output since byte offset `since`, with the next offset; `truncated` when older
+   * output was already dropped. `undefined` when the session is missing.
+   */
+  output(
+    name: string,
+    since: number,
+    opts?: OpOptions,
+  ): Promise<{ data: string; next: number; truncated: boolean } | undefined>;
+}
+
 export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider =>
   hasMethods(p, "waitForIdle");
 /** Type guard for {@link InteractionProvider}. */
@@ -351,6 +370,12 @@ export const supportsExitStatus = (p: Provider): p is Provider & ExitStatusProvi
 export const supportsExecCommand = (p: Provider): p is Provider & CommandProvider =>
   hasMethods(p, "execCommand");
 /** Type guard for {@link SnapshotProvider}. */
+export const supportsStyledPeek = (p: Provider): p is Provider & StyledPeekProvider =>
+  hasMethods(p, "peekStyled");
+
+export const supportsOutputStream = (p: Provider): p is Provider & OutputStreamProvider =>
+  hasMethods(p, "output");
+
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
 
 /** Type guard for {@link BackendShutdownProvider}. */

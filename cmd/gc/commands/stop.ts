@@ -9,11 +9,11 @@ import { findController, stopController } from "../../../internal/controller/con
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
-import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError } from "../../../internal/runtime/errors.js";
 import { supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
-import { casUpdate, type SessionStore } from "../../../internal/session/store.js";
+import type { SessionStore } from "../../../internal/session/store.js";
+import { holdDown } from "../actions.js";
 import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
 
@@ -64,33 +64,7 @@ export const command = defineCommand({
         const resolved: ResolvedSession[] = [];
         for (const name of positionals) resolved.push(await resolveSession(city, name, ctx.signal));
         for (const s of resolved) {
-          // Control operations on one session never overlap (gc run, restart, kill hold this too).
-          const lock = await held.tryLock(s.name, { purpose: "gc stop" });
-          try {
-            await stopOne(s);
-          } finally {
-            await lock.release();
-          }
-        }
-        async function stopOne(s: ResolvedSession): Promise<void> {
-          const provider = await city.providerFor(s.provider);
-          const hold = { [HOLD_KEY]: `stopped by operator at ${new Date().toISOString()}` };
-          const rec = s.record ?? (await held.get(s.name));
-          if (rec) await casUpdate(held, s.name, () => ({ metadata: hold }));
-          else {
-            // An untracked session gets a record, so the hold outlives this command.
-            await held.create({
-              name: s.name,
-              agent: s.desired?.agent ?? s.name,
-              provider: s.provider,
-              state: "suspended",
-              stateReason: "stopped by operator (gc stop)",
-              metadata: hold,
-            });
-          }
-          await provider.stop(s.name, { signal: ctx.signal });
-          if (rec)
-            await walkTo(held, s.name, "suspended", "stopped by operator (gc stop)", { pending: null });
+          await holdDown(city, held, s, ctx.signal);
           if (!json)
             ctx.out(
               `stopped ${s.name} (held down; \`gc session reset ${s.name}\` lets the controller start it again)`,

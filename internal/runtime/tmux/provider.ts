@@ -654,11 +654,20 @@ export class TmuxProvider
    * @throws SessionNotFoundError when the session is missing.
    */
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, false, opts);
+  }
+
+  /** {@link peek} with the screen's colours and attributes kept as SGR escapes (`capture-pane -e`). */
+  async peekStyled(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, true, opts);
+  }
+
+  private async screenText(name: string, lines: number, styled: boolean, opts: OpOptions): Promise<string> {
     validateSessionName(name);
     const known = this.remembered(name);
     if (known) {
       try {
-        return await this.capture(known.id, lines, opts.signal, known.generation);
+        return await this.capture(known.id, lines, opts.signal, known.generation, styled);
       } catch (e) {
         if (!isStaleTarget(e)) throw e;
         this.ids.delete(name);
@@ -669,7 +678,7 @@ export class TmuxProvider
     // trip) and its text is thrown away unless the session is ours.
     const [s, text] = await Promise.all([
       this.lookup(target, opts.signal),
-      this.capture(target, lines, opts.signal).catch((e: unknown) => {
+      this.capture(target, lines, opts.signal, undefined, styled).catch((e: unknown) => {
         if (isAbsent(e)) return undefined;
         throw e;
       }),
@@ -685,9 +694,11 @@ export class TmuxProvider
     lines: number,
     signal?: AbortSignal,
     generation?: number,
+    styled = false,
   ): Promise<string> {
     const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
-    const out = await this.tmux(["capture-pane", "-p", "-J", "-t", `${target}:`, ...range], {
+    const flags = styled ? ["-p", "-e", "-J"] : ["-p", "-J"];
+    const out = await this.tmux(["capture-pane", ...flags, "-t", `${target}:`, ...range], {
       signal,
       generation,
       retry: true,
