@@ -49,6 +49,7 @@ export const command = defineCommand({
                 name: s.name,
                 agent: s.agent,
                 provider: s.provider,
+                backend: s.backend,
                 state: s.state,
                 running: s.running,
                 drift: s.drift,
@@ -92,7 +93,7 @@ export const command = defineCommand({
       const rows = view.sessions.map((s) => [
         s.name,
         s.agent,
-        s.provider,
+        s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
         s.state,
         s.running ? "yes" : "no",
         s.drift,
