@@ -11,6 +11,7 @@ import { describeError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
   type PendingInteraction,
+  sessionCapabilities,
   supportsInteraction,
   supportsSnapshot,
 } from "../runtime/provider.js";
@@ -163,7 +164,7 @@ async function pendingInteractions(
       const pName = observation.providerOf.get(name);
       if (pName === undefined) return;
       const p = await city.providerFor(pName);
-      if (!supportsInteraction(p) || !p.capabilities().interaction) return;
+      if (!supportsInteraction(p) || !(await sessionCapabilities(p, name, { signal })).interaction) return;
       const pi = await p.pending(name, { signal }).catch(() => undefined);
       if (pi) out.set(name, pi);
     }),

@@ -10,7 +10,7 @@ import { collectCity, resolveSession } from "../../../internal/controller/sessio
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
-import { supportsInteraction } from "../../../internal/runtime/provider.js";
+import { sessionCapabilities, supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { LifecycleState } from "../../../internal/session/lifecycle.js";
 import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
@@ -423,7 +423,7 @@ async function respond(
   requestId: string | undefined,
   json: boolean,
 ): Promise<number> {
-  if (!supportsInteraction(t.provider) || !t.provider.capabilities().interaction) {
+  if (!supportsInteraction(t.provider) || !(await sessionCapabilities(t.provider, t.name)).interaction) {
     ctx.err(`gc: provider ${t.provider.name} does not report interactions`);
     return EXIT.failed;
   }
