@@ -20,6 +20,7 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
+import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
 import {
   limitsFor,
@@ -97,14 +98,18 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   readonly name = "docker";
   readonly settings: DockerSettings;
   readonly engine: Engine;
+  /** The city's ownership key (`<name>-<id>`, identity.ts): labels, container names, filters. */
   private readonly owner: string;
+  /** The city's name, for humans (`GC_CITY` in sessions). */
+  private readonly city: string;
   private readonly cityDir: string;
   private readonly starting = new Set<string>();
   private readonly nudgeChains = new Map<string, Promise<void>>();
   private bufferSeq = 0;
 
   constructor(opts: DockerProviderOptions) {
-    this.owner = opts.city;
+    this.owner = ownerKey(opts.city, opts.cityId);
+    this.city = opts.city;
     this.cityDir = opts.cityDir;
     this.settings = resolveSettings(opts.settings, process.env, opts.cityDir);
     this.engine = new Engine(this.settings.socketPath);
@@ -181,7 +186,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
       hookDir: resolve(this.cityDir, hookDirOf(cfg)),
     };
     // The program's base environment is the image's, never this host's.
-    const plan = planStart(name, this.owner, config, { baseEnv: {}, sourceDir: this.cityDir });
+    const plan = planStart(name, this.city, config, { baseEnv: {}, sourceDir: this.cityDir });
     const limits = limitsFor(config, {
       readyTimeoutMs: this.settings.readyTimeoutMs,
       setupTimeoutMs: config.setupTimeoutMs ?? this.settings.hookTimeoutMs,
@@ -865,7 +870,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   }
 
   private identityEnv(name: string, workDir: string): Record<string, string> {
-    return { GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
+    return { GC_SESSION: name, GC_CITY: this.city, GC_DIR: workDir };
   }
 
   private async exec(
