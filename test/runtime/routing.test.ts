@@ -14,7 +14,7 @@ import { Reconciler } from "../../internal/reconcile/reconciler.js";
 import { RoutingProvider, routeSession } from "../../internal/runtime/auto/index.js";
 import { PartialObservationError, SessionExistsError } from "../../internal/runtime/errors.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
-import { fingerprint } from "../../internal/runtime/fingerprint.js";
+import { diffBreakdown, fingerprint } from "../../internal/runtime/fingerprint.js";
 import type { StartConfig } from "../../internal/runtime/provider.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 
@@ -71,6 +71,19 @@ describe("routeSession", () => {
       why: 'name matches session.hybrid.remote_match "^w-"',
     });
     expect(routeSession(h, "mayor").backend).toBe("tmux");
+  });
+});
+
+describe("a changed route is core drift", () => {
+  it("the backend is a core field only under a router, so moving a session restarts it", () => {
+    const plain = fingerprint(cfg());
+    expect(Object.keys(plain.breakdown)).not.toContain("backend");
+    const onTmux = fingerprint(cfg("tmux"));
+    const onSub = fingerprint(cfg("subprocess"));
+    expect(onSub.core).not.toBe(onTmux.core);
+    expect(diffBreakdown(onTmux.breakdown, onSub.breakdown)).toEqual([
+      { field: "backend", from: "tmux", to: "subprocess" },
+    ]);
   });
 });
 
