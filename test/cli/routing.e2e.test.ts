@@ -7,7 +7,7 @@
  * `gc status` and `gc config show` show each session's backend and why.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -142,5 +142,51 @@ describe.skipIf(!onPath("tmux") || !onPath("jq"))("auto: tmux + subprocess + exe
     await until("nothing of the city left", () => census(city.dir).length === 0);
     expect(city.tmux("list-sessions").code).not.toBe(0);
     expect((await sessions(city)).every((r) => !r.running)).toBe(true);
+  });
+
+  it("a backend that cannot be observed: status names it, healthy sessions start, nothing is stopped", {
+    timeout: 120_000,
+  }, async () => {
+    // An exec script whose listing fails while ./down exists (the construction probe, which
+    // lists with a prefix, still passes).
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: auto
+  auto: { default: subprocess }
+daemon:
+  interval: 1h
+agents:
+  - name: s
+    start_command: "exec sleep 100000"
+  - name: x
+    session: "exec:./flaky.sh"
+    start_command: "exec sleep 100000"
+`);
+    const script = join(city.dir, "flaky.sh");
+    writeFileSync(
+      script,
+      '#!/bin/sh\ncase "$1" in\n  list-running) if [ -z "$2" ] && [ -e "$(dirname "$0")/down" ]; then echo "backend down" >&2; exit 1; fi; exit 0;;\n  *) exit 2;;\nesac\n',
+    );
+    chmodSync(script, 0o755);
+    writeFileSync(join(city.dir, "down"), "");
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const down = `auto backend exec:${script}`;
+    const st = await city.gc(["status", "--json"]);
+    const doc = JSON.parse(st.stdout) as {
+      sessions: Row[];
+      observeErrors: { provider: string; error: string }[];
+    };
+    expect(doc.observeErrors).toEqual([{ provider: down, error: expect.stringContaining("backend down") }]);
+    expect(doc.sessions.map((r) => [r.name, r.backend, r.running])).toEqual([
+      ["s", "subprocess", true],
+      ["x", `exec:${script}`, false],
+    ]);
+    expect((await city.gc(["status"])).stderr).toContain(`cannot observe provider ${down}: `);
+    // s is no longer wanted, but the observation is partial: it keeps running.
+    city.write(readFileSync(join(city.dir, "city.yaml"), "utf8").replace(/ {2}- name: s\n.*\n/, ""));
+    const again = await city.gc(["start", "--once"]);
+    expect(again.stdout).toContain("2 waiting");
+    expect((await sessions(city)).find((r) => r.name === "s")?.running).toBe(true);
   });
 });
