@@ -14,7 +14,11 @@ import { probeIdle } from "../../internal/reconcile/nudge-delivery.js";
 import { HOLD_KEY, QUARANTINED_CORE_KEY } from "../../internal/reconcile/plan.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
 import { describeError } from "../../internal/runtime/errors.js";
-import { supportsInteraction, supportsNudgeNow } from "../../internal/runtime/provider.js";
+import {
+  sessionCapabilities,
+  supportsInteraction,
+  supportsNudgeNow,
+} from "../../internal/runtime/provider.js";
 import type { LifecycleState } from "../../internal/session/lifecycle.js";
 import { casUpdate, type Nudge, type SessionStore } from "../../internal/session/store.js";
 import type { City } from "./deps.js";
@@ -159,7 +163,7 @@ export async function respondSession(
   r: { action: string; text?: string | undefined; requestId?: string | undefined },
   signal: AbortSignal,
 ): Promise<RespondOutcome> {
-  if (!supportsInteraction(t.provider) || !t.provider.capabilities().interaction) {
+  if (!supportsInteraction(t.provider) || !(await sessionCapabilities(t.provider, t.name)).interaction) {
     return { answered: false, error: `provider ${t.provider.name} does not report interactions` };
   }
   const pending = await t.provider.pending(t.name, { signal });

@@ -11,16 +11,18 @@ import {
   parseProviderSpec,
   plainProviderNames,
   providerSettingsFields,
+  routingProviderNames,
 } from "../runtime/registry.js";
 import { NAME_JSON, nameField, pathField } from "./fields.js";
 import { type Infer, type JsonSchema, s } from "./schema-builder.js";
 import { didYouMean } from "./suggest.js";
 
 /**
- * Routers: resolved to a concrete provider per session when the city is resolved
- * (resolve.ts), never run themselves.
+ * Routers (runtime/auto/): providers composed of the concrete ones; each session's route is
+ * decided by config resolution (resolve.ts, with runtime/auto/route.ts) and carried out by
+ * the router. Never a backend themselves.
  */
-export const ROUTER_PROVIDERS = ["auto", "hybrid"] as const;
+export const ROUTER_PROVIDERS: readonly string[] = routingProviderNames();
 /** Providers that run sessions themselves: the ones this build has (runtime/registry.ts). */
 export const CONCRETE_SESSION_PROVIDERS: readonly string[] = plainProviderNames();
 /** Every name `session.provider` accepts without a `:` argument. */
@@ -48,7 +50,7 @@ export function sessionProviderProblem(
   if (allowed.includes(v)) return undefined;
   const shown = [...listedProviders(), ...ROUTER_PROVIDERS.filter((r) => allowed.includes(r))];
   const list = shown.join(", ");
-  if ((ROUTER_PROVIDERS as readonly string[]).includes(v)) {
+  if (ROUTER_PROVIDERS.includes(v)) {
     return `${JSON.stringify(v)} is a router and cannot be used here; use one of ${list}`;
   }
   const names = shown.map((n) => n.split(":")[0] ?? n);

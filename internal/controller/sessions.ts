@@ -9,7 +9,13 @@ import type { DesiredSession } from "../reconcile/execute.js";
 import { INFRA_LOSSES_KEY } from "../reconcile/plan.js";
 import { observe } from "../reconcile/reconciler.js";
 import { describeError, SessionNotFoundError } from "../runtime/errors.js";
-import { type PendingInteraction, supportsInteraction, supportsSnapshot } from "../runtime/provider.js";
+import {
+  isRouter,
+  type PendingInteraction,
+  sessionCapabilities,
+  supportsInteraction,
+  supportsSnapshot,
+} from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
 
@@ -18,6 +24,11 @@ export interface SessionView {
   readonly name: string;
   readonly agent: string;
   readonly provider: string;
+  /**
+   * The concrete backend the session is on: under a router (`auto`, `hybrid`) its route
+   * (recorded or seen listed, else the one the city file decides), else the provider itself.
+   */
+  readonly backend: string;
   /** Lifecycle state from the store; `untracked` when running without a record, `new` when never started. */
   readonly state: string;
   /** Why it is in that state (quarantine reason, last error…). */
@@ -47,6 +58,23 @@ export interface CityView {
 export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
   if (!rec || !d || rec.coreHash === null) return "none";
   return decideDrift(rec, d).kind;
+}
+
+/** The remembered route of every session of the city's routers, by session name. */
+async function routesOf(
+  city: City,
+  providers: readonly string[],
+  unobservable: ReadonlySet<string>,
+  signal?: AbortSignal,
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const pName of providers) {
+    if (unobservable.has(pName)) continue;
+    const p = await city.providerFor(pName).catch(() => undefined);
+    if (!p || !isRouter(p)) continue;
+    for (const n of await p.routedSessions({ signal })) out.set(n.name, n.backend);
+  }
+  return out;
 }
 
 /** Joins desired, recorded and observed sessions of the city. */
@@ -86,6 +114,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
     }),
   );
   const pending = await pendingInteractions(city, observation, signal);
+  const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
   const recordOf = new Map(records.map((r) => [r.name, r]));
   const names = [
@@ -97,10 +126,12 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
     const running = observation.running.has(name);
     const det = details.get(name);
     const waiting = running ? pending.get(name) : undefined;
+    const provider = d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?";
     return {
       name,
       agent: d?.agent ?? r?.agent ?? "?",
-      provider: d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?",
+      provider,
+      backend: routed.get(name) ?? d?.backend ?? provider,
       state: waiting ? "waiting-for-input" : (r?.state ?? (running ? "untracked" : "new")),
       reason: waiting
         ? waiting.prompt || `${waiting.kind} (request ${waiting.requestId})`
@@ -137,7 +168,7 @@ async function pendingInteractions(
       const pName = observation.providerOf.get(name);
       if (pName === undefined) return;
       const p = await city.providerFor(pName);
-      if (!supportsInteraction(p) || !p.capabilities().interaction) return;
+      if (!supportsInteraction(p) || !(await sessionCapabilities(p, name, { signal })).interaction) return;
       const pi = await p.pending(name, { signal }).catch(() => undefined);
       if (pi) out.set(name, pi);
     }),

@@ -29,6 +29,7 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
       name: s.name,
       agent: s.agent,
       provider: s.provider,
+      backend: s.backend,
       state: s.state,
       running: s.running,
       drift: s.drift,

@@ -4,7 +4,12 @@
  * place (with the observer) where the store and providers meet.
  */
 import { describeError, isGcError } from "../runtime/errors.js";
-import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
+import {
+  type Provider,
+  type StartConfig,
+  sessionCapabilities,
+  supportsIdleWait,
+} from "../runtime/provider.js";
 import { casUpdate, type SessionRecord, type SessionStore } from "../session/store.js";
 import {
   type Action,
@@ -322,7 +327,7 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
     await walkTo(deps.store, d.name, "draining", reason, { pending: intent("drain", rec, deps.now()) });
   }
   await provider.interrupt(d.name, { signal: deps.signal });
-  if (supportsIdleWait(provider) && provider.capabilities().idleWait) {
+  if (supportsIdleWait(provider) && (await sessionCapabilities(provider, d.name)).idleWait) {
     await provider.waitForIdle(d.name, deps.drainTimeoutMs, { signal: deps.signal }).catch(() => undefined);
   }
   await provider.stop(d.name, { signal: deps.signal });

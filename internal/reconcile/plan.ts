@@ -13,6 +13,11 @@ export interface DesiredEntry {
   readonly name: string;
   readonly agent: string;
   readonly provider: string;
+  /**
+   * Under a router (`auto`, `hybrid`): the backend the session is routed to. When that
+   * backend could not be observed the session is neither started nor stopped.
+   */
+  readonly backend?: string | undefined;
   /** Agent names this session's agent depends on. */
   readonly dependsOn: readonly string[];
   readonly suspended: boolean;
@@ -25,7 +30,10 @@ export interface DesiredEntry {
 export interface Observation {
   /** Names of this city's sessions seen running, on the providers that answered. */
   readonly running: ReadonlySet<string>;
-  /** Providers whose listing failed this tick: their sessions are neither started nor stopped. */
+  /**
+   * Providers whose listing failed this tick, and the backends of routers that failed
+   * (a router's partial observation): their sessions are neither started nor stopped.
+   */
   readonly unobservable: ReadonlySet<string>;
   /** How sessions that are not running ended, where the provider remembers. */
   readonly exits: ReadonlyMap<string, ExitInfo>;
@@ -398,8 +406,9 @@ export function plan(input: PlanInput): Plan {
   const actions: Action[] = [];
 
   for (const d of desired) {
-    if (observed.unobservable.has(d.provider)) {
-      actions.push({ kind: "wait", name: d.name, reason: `provider ${d.provider} could not be observed` });
+    const down = [d.provider, d.backend].find((p) => p !== undefined && observed.unobservable.has(p));
+    if (down !== undefined) {
+      actions.push({ kind: "wait", name: d.name, reason: `provider ${down} could not be observed` });
       continue;
     }
     const a = planDesired(d, recordOf.get(d.name), input);
@@ -425,7 +434,8 @@ export function plan(input: PlanInput): Plan {
   }
   for (const r of records) {
     if (desiredNames.has(r.name) || observed.running.has(r.name)) continue;
-    if (observed.unobservable.has(r.provider)) continue;
+    // Under a partial observation a record's session may be on the part that went unseen.
+    if (partial) continue;
     actions.push({ kind: "forget", name: r.name, reason: "no longer desired and not running" });
   }
 

@@ -3,7 +3,7 @@
  * invalid), take one observation per provider, read the store, plan, execute, and report.
  * Level-triggered and safe to call at any time from any state.
  */
-import { describeError } from "../runtime/errors.js";
+import { describeError, PartialObservationError } from "../runtime/errors.js";
 import { type Provider, supportsExitStatus, supportsSnapshot } from "../runtime/provider.js";
 import type { ExitInfo, SessionStore } from "../session/store.js";
 import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
@@ -98,6 +98,19 @@ export async function observe(
           }
         }
       } catch (e) {
+        if (e instanceof PartialObservationError) {
+          // A router with some backends down: what the rest listed is real; the backends
+          // that failed are unobservable (their sessions wait, and nothing is stopped).
+          for (const s of e.running) {
+            running.add(s);
+            providerOf.set(s, name);
+          }
+          for (const f of e.failed) {
+            unobservable.add(f.backend);
+            errors.push({ provider: `${name} backend ${f.backend}`, error: f.error });
+          }
+          return;
+        }
         unobservable.add(name);
         errors.push({ provider: name, error: describeError(e) });
       }

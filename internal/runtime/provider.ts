@@ -74,6 +74,12 @@ export interface StartConfig {
   readonly startupTimeoutMs?: number | undefined;
   /** Deadline of each hook command (`session.setup_timeout`). Not fingerprinted. Default 10 s. */
   readonly setupTimeoutMs?: number | undefined;
+  /**
+   * Routing providers only (`auto`, `hybrid`): the backend spec this session runs on, as
+   * decided by config resolution (`routeSession`). Other providers ignore it. Core when set:
+   * a changed route restarts the session on the new backend.
+   */
+  readonly backend?: string | undefined;
   /** Extra identity that is not part of the command, e.g. pool settings (core). */
   readonly fingerprintExtra?: Readonly<Record<string, string>> | undefined;
 }
@@ -377,6 +383,35 @@ export const supportsOutputStream = (p: Provider): p is Provider & OutputStreamP
   hasMethods(p, "output");
 
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
+
+/**
+ * Optional: a provider that routes each session to one of several backends (`auto`,
+ * `hybrid`). Lets callers see, and act on, the backend behind one session.
+ */
+export interface RouterProvider {
+  /** The backend spec session `name` is routed to (route record or last listing), or `undefined`. */
+  backendOf(name: string, opts?: OpOptions): Promise<string | undefined>;
+  /** The capabilities of the backend `name` is routed to; the whole's (the intersection) when unknown. */
+  capabilitiesOf(name: string, opts?: OpOptions): Promise<ProviderCapabilities>;
+  /** Every remembered route (recorded, or learnt from the last listing), sorted by name. */
+  routedSessions(opts?: OpOptions): Promise<{ readonly name: string; readonly backend: string }[]>;
+}
+
+/** Type guard for {@link RouterProvider}. */
+export const isRouter = (p: Provider): p is Provider & RouterProvider =>
+  hasMethods(p, "backendOf", "capabilitiesOf", "routedSessions");
+
+/**
+ * What `p` can do for session `name`: the routed backend's capabilities under a routing
+ * provider, else the provider's own.
+ */
+export function sessionCapabilities(
+  p: Provider,
+  name: string,
+  opts?: OpOptions,
+): Promise<ProviderCapabilities> {
+  return isRouter(p) ? p.capabilitiesOf(name, opts) : Promise.resolve(p.capabilities());
+}
 
 /** Type guard for {@link BackendShutdownProvider}. */
 export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>

@@ -39,6 +39,11 @@ export interface ProviderEntry {
   readonly argName?: string;
   /** How a missing argument is explained: `a script path, e.g. "exec:./provider.sh"`. */
   readonly argHint?: string;
+  /**
+   * Routers (`auto`, `hybrid`): compose the concrete providers instead of running sessions;
+   * never a backend of another router. Listed apart from the concrete providers.
+   */
+  readonly routing?: boolean;
   /** Test doubles: accepted, but never listed to users. */
   readonly internal?: boolean;
   /** The README table's "backend" column. */
@@ -107,6 +112,22 @@ const ENTRIES = [
     conformance: true,
   },
   {
+    name: "auto",
+    arg: "none",
+    routing: true,
+    backend: "routes each session to its agent's declared provider (else session.auto.default)",
+    load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createAutoProvider })),
+    conformance: true,
+  },
+  {
+    name: "hybrid",
+    arg: "none",
+    routing: true,
+    backend: "local and remote backends chosen by session.hybrid.remote_match",
+    load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createHybridProvider })),
+    conformance: true,
+  },
+  {
     name: "fake",
     arg: "none",
     internal: true,
@@ -157,9 +178,14 @@ export function specOf(e: ProviderEntry): string {
   return e.arg === "required" ? `${e.name}:<${e.argName ?? "arg"}>` : e.name;
 }
 
-/** Providers shown to users (no test doubles), as written in the city file. */
+/** Concrete providers shown to users (no test doubles, no routers), as written in the city file. */
 export function listedProviders(): string[] {
-  return PROVIDERS.filter((e) => !e.internal).map(specOf);
+  return PROVIDERS.filter((e) => !e.internal && !e.routing).map(specOf);
+}
+
+/** The routers (`auto`, `hybrid`). */
+export function routingProviderNames(): string[] {
+  return PROVIDERS.filter((e) => e.routing).map((e) => e.name);
 }
 
 /** Providers `gc conformance` can test (and the README's provider table lists). */
@@ -167,9 +193,9 @@ export function conformanceProviders(): string[] {
   return PROVIDERS.filter((e) => e.conformance).map(specOf);
 }
 
-/** Names that stand alone (no `:arg`), internal ones included. */
+/** Concrete names that stand alone (no `:arg`), internal ones included, routers not. */
 export function plainProviderNames(): string[] {
-  return PROVIDERS.filter((e) => e.arg === "none").map((e) => e.name);
+  return PROVIDERS.filter((e) => e.arg === "none" && !e.routing).map((e) => e.name);
 }
 
 /** Kinds written `<name>:<arg>`. */

@@ -66,7 +66,7 @@ export const command = defineCommand({
       const rows = view.sessions.map((s) => [
         s.name,
         s.agent,
-        s.provider,
+        s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
         s.state,
         s.running ? "yes" : "no",
         s.drift,

@@ -10,7 +10,7 @@ import { type ResolvedSession, resolveSession } from "../../../internal/controll
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
-import { describeError } from "../../../internal/runtime/errors.js";
+import { describeError, PartialObservationError } from "../../../internal/runtime/errors.js";
 import { supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
 import type { SessionStore } from "../../../internal/session/store.js";
 import { holdDown } from "../actions.js";
@@ -91,7 +91,9 @@ export const command = defineCommand({
           names = await provider.listRunning("", { signal: ctx.signal });
         } catch (e) {
           failures.push(`cannot list ${pName}: ${describeError(e)}`);
-          continue;
+          // A router with a backend down still stops what its healthy backends run.
+          if (!(e instanceof PartialObservationError)) continue;
+          names = [...e.running];
         }
         await Promise.all(
           names.map(async (name) => {
