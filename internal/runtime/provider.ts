@@ -310,6 +310,15 @@ export interface BackendShutdownProvider {
   shutdown(opts?: OpOptions): Promise<void>;
 }
 
+/**
+ * Optional: tells when the backend lost sessions behind gc's back (e.g. the tmux server was
+ * killed), so the controller reconciles at once instead of at its next interval.
+ */
+export interface BackendWatchProvider {
+  /** Calls `fn` (synchronously, no arguments) on each such loss. Returns the unsubscribe. */
+  onBackendLost(fn: () => void): () => void;
+}
+
 function hasMethods(p: object, ...names: string[]): boolean {
   const rec = p as Record<string, unknown>;
   return names.every((n) => typeof rec[n] === "function");
@@ -332,6 +341,10 @@ export const supportsExecCommand = (p: Provider): p is Provider & CommandProvide
   hasMethods(p, "execCommand");
 /** Type guard for {@link SnapshotProvider}. */
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
+
+/** Type guard for {@link BackendWatchProvider}. */
+export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchProvider =>
+  hasMethods(p, "onBackendLost");
 
 /** Type guard for {@link BackendShutdownProvider}. */
 export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>

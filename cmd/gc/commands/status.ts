@@ -44,7 +44,11 @@ export const command = defineCommand({
           JSON.stringify(
             {
               city: city.name,
-              controller: { running: ctl.running, pid: ctl.pid ?? null },
+              controller: {
+                running: ctl.running,
+                pid: ctl.pid ?? null,
+                lastPass: ctl.status?.lastPass ?? null,
+              },
               sessions: view.sessions.map((s) => ({
                 name: s.name,
                 agent: s.agent,

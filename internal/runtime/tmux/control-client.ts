@@ -155,6 +155,7 @@ export class ControlClient {
   private gen = 0;
   private versionText = "";
   private readonly listeners = new Set<(n: Notification) => void>();
+  private readonly lostListeners = new Set<() => void>();
 
   constructor(opts: ControlClientOptions) {
     this.opts = opts;
@@ -182,6 +183,15 @@ export class ControlClient {
   onNotification(fn: (n: Notification) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
+  }
+
+  /**
+   * Subscribes to the loss of an established connection not asked for by {@link close}
+   * (the server was killed or crashed). The next command reconnects. Returns the unsubscribe.
+   */
+  onConnectionLost(fn: () => void): () => void {
+    this.lostListeners.add(fn);
+    return () => this.lostListeners.delete(fn);
   }
 
   /** Connects now, starting the server if needed (otherwise the first command does). @throws TmuxConnectionError. */
@@ -416,9 +426,11 @@ export class ControlClient {
       child.once("close", (code, sig) => {
         const why = conn.stderr.join("").trim() || `tmux client exited (${sig ?? code})`;
         const err = new TmuxConnectionError(`connection lost: ${why}`);
+        const established = conn.gen !== 0 && !conn.dead;
         this.destroy(conn, err);
         fail(err);
         markExited();
+        if (established && !this.closed) for (const fn of this.lostListeners) fn();
       });
     });
   }

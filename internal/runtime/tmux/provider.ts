@@ -45,6 +45,7 @@ import {
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
+  type BackendWatchProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -127,7 +128,8 @@ export class TmuxProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
-    BackendShutdownProvider
+    BackendShutdownProvider,
+    BackendWatchProvider
 {
   /** Backend name reported to the CLI and in conformance reports. */
   readonly name = "tmux";
@@ -984,6 +986,11 @@ export class TmuxProvider
     const deadline = Date.now() + SERVER_EXIT_MS;
     while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
+  }
+
+  /** Calls `fn` when the control connection to the server is lost (server killed or crashed). */
+  onBackendLost(fn: () => void): () => void {
+    return this.client.onConnectionLost(fn);
   }
 
   /** Closes the control connection (sessions and the server keep running). Idempotent. */
