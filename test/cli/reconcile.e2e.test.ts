@@ -121,6 +121,30 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     });
   });
 
+  it("start_budget paces starts: the controller's next pass comes at once, and a killed server is noticed at once", async () => {
+    // interval 1h: anything that waited for the interval would never converge within the test.
+    const agents = Array.from({ length: 5 }, (_, i) => `  - name: b${i}\n    start_command: "exec sleep 100000"\n`);
+    const city = makeCity(
+      `workspace:\n  name: @NAME@\nsession:\n  provider: tmux\ndaemon:\n  interval: 1h\n  start_budget: 2\nagents:\n${agents.join("")}`,
+    );
+    const once = await city.gc(["start", "--once", "--json"]);
+    // One pass in this process: exactly the budget's 2 starts, the other 3 deferred by it.
+    const { summary } = JSON.parse(once.stdout);
+    expect(summary.actions).toMatchObject({ start: 2, wait: 3 });
+    expect(summary.lines.filter((l: string) => l.includes("start budget of 2 per pass"))).toHaveLength(3);
+    const up = () => status(city).then((st) => st.sessions.filter((x) => x.running).length);
+    expect(await up()).toBe(2);
+    const r = await city.gc(["start"]);
+    expect(r.code).toBe(0);
+    await until("all 5 running without waiting for the 1h interval", async () => (await up()) === 5);
+    const st = JSON.parse((await city.gc(["status", "--json"])).stdout);
+    expect(st.controller.lastPass).toMatchObject({ actions: expect.any(Object) });
+    expect(st.controller.lastPass.durationMs).toBeGreaterThanOrEqual(st.controller.lastPass.reconcileMs);
+
+    city.tmux("kill-server");
+    await until("all 5 back after kill-server, without a reconcile command", async () => (await up()) === 5);
+  });
+
   it("controller: SIGKILL mid-start of 20 sessions, then start again → exactly 20, no duplicates", async () => {
     const city = makeCity(`workspace:
   name: @NAME@
