@@ -123,7 +123,10 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
 
   it("start_budget paces starts: the controller's next pass comes at once, and a killed server is noticed at once", async () => {
     // interval 1h: anything that waited for the interval would never converge within the test.
-    const agents = Array.from({ length: 5 }, (_, i) => `  - name: b${i}\n    start_command: "exec sleep 100000"\n`);
+    const agents = Array.from(
+      { length: 5 },
+      (_, i) => `  - name: b${i}\n    start_command: "exec sleep 100000"\n`,
+    );
     const city = makeCity(
       `workspace:\n  name: @NAME@\nsession:\n  provider: tmux\ndaemon:\n  interval: 1h\n  start_budget: 2\nagents:\n${agents.join("")}`,
     );
