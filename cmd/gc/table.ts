@@ -3,14 +3,22 @@
  * no trailing blanks. Widths are terminal display widths (CJK and emoji take two columns,
  * combining marks none), not `.length`. Pure.
  */
-import stringWidth from "string-width";
+import { createRequire } from "node:module";
+
+/** string-width, loaded on the first non-ASCII cell (its Unicode tables cost ~10 ms to load). */
+let stringWidth: ((s: string) => number) | undefined;
+function unicodeWidth(s: string): number {
+  stringWidth ??= (createRequire(import.meta.url)("string-width") as { default: (s: string) => number })
+    .default;
+  return stringWidth(s);
+}
 
 /** Printable ASCII only: one column per character. */
 const PLAIN = /^[\x20-\x7e]*$/;
 
 /** Display width of `s` (plain ASCII without the Unicode tables, which cost milliseconds to warm). Pure. */
 function displayWidth(s: string): number {
-  return PLAIN.test(s) ? s.length : stringWidth(s);
+  return PLAIN.test(s) ? s.length : unicodeWidth(s);
 }
 
 /** `s` padded with spaces to display width `width`. Pure. */
