@@ -264,6 +264,10 @@ export interface DaemonSettings {
   readonly minHealthyUptimeMs: number;
   /** `daemon.mass_stop_percent`: the mass-stop guard's threshold. */
   readonly massStopPercent: number;
+  /** `daemon.events.max_age`: events older than this are pruned. */
+  readonly eventMaxAgeMs: number;
+  /** `daemon.events.max_count`: at most this many events are kept. */
+  readonly eventMaxCount: number;
   /** `session.startup_timeout`: deadline for one start. */
   readonly startupTimeoutMs: number;
   /** `session.setup_timeout`: deadline for each hook command. */
@@ -284,6 +288,8 @@ export function daemonSettings(config: CityConfig): DaemonSettings {
     drainTimeoutMs: d.drain_timeout,
     minHealthyUptimeMs: d.min_healthy_uptime,
     massStopPercent: d.mass_stop_percent,
+    eventMaxAgeMs: d.events.max_age,
+    eventMaxCount: d.events.max_count,
     startupTimeoutMs: config.session.startup_timeout,
     setupTimeoutMs: config.session.setup_timeout,
   };

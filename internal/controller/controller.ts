@@ -8,6 +8,7 @@ import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { daemonSettings } from "../config/resolve.js";
 import { pidAlive } from "../proc/kill.js";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
@@ -113,7 +114,8 @@ export async function runController(
   }
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
-  const reconciler = newReconciler(city, await city.store());
+  const store = await city.store();
+  const reconciler = newReconciler(city, store);
   const operatorPass = createOperatorPass(city, opts.log);
   const startedAt = Date.now();
   let passes = 0;
@@ -128,27 +130,24 @@ export async function runController(
   };
   let current: Pass | undefined;
   let queued: Pass | undefined;
-  // Providers that tell when their backend lost sessions (tmux server killed): reconcile at once.
-  const watched = new Map<string, () => void>();
-  const watchBackends = async (providers: Iterable<string>) => {
-    for (const name of providers) {
-      if (watched.has(name)) continue;
-      const p = await city.providerFor(name).catch(() => undefined);
-      if (!p) continue;
-      watched.set(
-        name,
-        supportsBackendWatch(p)
-          ? p.onBackendLost(() => {
-              opts.log(`provider ${name} lost its backend: reconciling now`);
-              loop.poke();
-            })
-          : () => undefined,
-      );
-    }
-  };
 
   const newPass = (): Pass => ({ events: [], listeners: new Set(), done: Promise.resolve() });
   queued = newPass(); // the first pass: watchers that connect early see it from the start
+
+  // A lost backend (the tmux server exited) is recovered at once, not at the next interval.
+  const watched = new WeakSet<object>();
+  const watchBackends = async (report: TickReport) => {
+    for (const name of new Set([city.defaultProvider, ...report.desired.map((d) => d.provider)])) {
+      const p = await city.providerFor(name).catch(() => undefined);
+      if (!p || watched.has(p) || !supportsBackendWatch(p)) continue;
+      watched.add(p);
+      p.onBackendLost(() => {
+        if (signal.aborted) return;
+        opts.log(`${name}: backend lost (e.g. the tmux server exited): reconciling now`);
+        loop.poke();
+      });
+    }
+  };
 
   const runPass = async () => {
     if (stopWins(city.stateDir, origin)) {
@@ -185,10 +184,19 @@ export async function runController(
       emit({ type: "done", summary: last });
       // The pass is reported: a watcher connecting from now on must wait for the next one.
       current = undefined;
-      await watchBackends(new Set([city.defaultProvider, ...report.desired.map((d) => d.provider)]));
       // Queued nudges, approvals, wait expiry, exec-state cleanup (operator-pass.ts).
       const t1 = performance.now();
       const op = await operatorPass(report, signal);
+      await watchBackends(report);
+      // Event retention (daemon.events), re-read every pass so edits apply.
+      const keep = daemonSettings(city.current().config);
+      const trimmed = await store
+        .trimEvents({ before: Date.now() - keep.eventMaxAgeMs, keep: keep.eventMaxCount })
+        .catch((e: unknown) => {
+          opts.log(`event retention failed: ${describeError(e)}`);
+          return 0;
+        });
+      if (trimmed > 0) opts.log(`event retention: deleted ${trimmed} old event${trimmed === 1 ? "" : "s"}`);
       lastPass = passStats(t0, t1, cpu0, last.actions);
       opts.debug?.(passStatsLine(lastPass));
       const due = Math.min(
@@ -293,7 +301,6 @@ export async function runController(
   } finally {
     clearTimeout(debounce);
     watcher?.close();
-    for (const unwatch of watched.values()) unwatch();
     await new Promise<void>((r) => server.close(() => r()));
     await rm(paths.socket, { force: true });
     await rm(paths.pid, { force: true });

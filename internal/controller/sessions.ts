@@ -6,6 +6,7 @@
 import { didYouMean } from "../config/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
+import { INFRA_LOSSES_KEY } from "../reconcile/plan.js";
 import { describeError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   type PendingInteraction,
@@ -28,6 +29,8 @@ export interface SessionView {
   readonly running: boolean;
   readonly drift: "none" | "core" | "live";
   readonly restarts: number;
+  /** Times the session was lost with its infrastructure (not crashes; plan.ts INFRA_LOSSES_KEY). */
+  readonly infraLosses: number;
   readonly lastActivity: string | null;
   readonly attached: boolean;
   readonly desired: boolean;
@@ -92,6 +95,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
       running,
       drift: driftOf(r, d),
       restarts: r?.restarts ?? 0,
+      infraLosses: Number(r?.metadata[INFRA_LOSSES_KEY] ?? 0) || 0,
       lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,
       attached: det?.attached ?? false,
       desired: d !== undefined,

@@ -4,6 +4,7 @@
  * reconciler and the CLI use nothing else. A provider never reads the city file and never
  * writes the session store. Optional extras are separate interfaces found by type guards.
  */
+import type { CensusEntry } from "../proc/census.js";
 
 /** Options accepted by every provider operation. */
 export interface OpOptions {
@@ -325,11 +326,21 @@ export interface BackendShutdownProvider {
 }
 
 /**
- * Optional: tells when the backend lost sessions behind gc's back (e.g. the tmux server was
- * killed), so the controller reconciles at once instead of at its next interval.
+ * Optional: lists every live process of this city's backend — tagged sessions or not, the
+ * backend's own processes (a tmux server, holders) and all their descendants — from the
+ * process table, without talking to the backend. `gc stop` proves with it that nothing of the
+ * city is left.
+ */
+export interface CensusProvider {
+  census(): Promise<CensusEntry[]>;
+}
+
+/**
+ * Optional: tells when the backend under this city's sessions went away (the tmux server
+ * exited), so the controller can recover at once instead of at its next interval.
  */
 export interface BackendWatchProvider {
-  /** Calls `fn` (synchronously, no arguments) on each such loss. Returns the unsubscribe. */
+  /** Calls `fn` on each loss; returns the unsubscribe. */
   onBackendLost(fn: () => void): () => void;
 }
 
@@ -359,13 +370,16 @@ export const supportsExecCommand = (p: Provider): p is Provider & CommandProvide
 /** Type guard for {@link SnapshotProvider}. */
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
 
+/** Type guard for {@link BackendShutdownProvider}. */
+export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>
+  hasMethods(p, "shutdown");
+
 /** Type guard for {@link BackendWatchProvider}. */
 export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchProvider =>
   hasMethods(p, "onBackendLost");
 
-/** Type guard for {@link BackendShutdownProvider}. */
-export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>
-  hasMethods(p, "shutdown");
+/** Type guard for {@link CensusProvider}. */
+export const supportsCensus = (p: Provider): p is Provider & CensusProvider => hasMethods(p, "census");
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

@@ -8,7 +8,7 @@ import { requireRunning, withTarget } from "../operate.js";
 const USAGE = `Usage: gc attach SESSION
 
 Attaches this terminal to the session; returns when you detach. Needs a terminal and a
-provider that can attach (tmux, subprocess).`;
+provider that can attach (tmux, subprocess, docker, k8s).`;
 
 export const command = defineCommand({
   usage: USAGE,

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { dropShellState } from "../../../internal/controller/exec-state.js";
 import { deltaSince, dropCursors, screenLines } from "../../../internal/controller/observe.js";
 import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
-import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
+import { HOLD_KEY, QUARANTINED_CORE_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
@@ -221,7 +221,7 @@ async function killFromTags(
 async function clearHold(t: Target, reason: string, resetFailures: boolean): Promise<void> {
   if (!(await t.store.get(t.name))) return;
   await casUpdate(t.store, t.name, () => ({
-    metadata: { [HOLD_KEY]: null },
+    metadata: { [HOLD_KEY]: null, ...(resetFailures ? { [QUARANTINED_CORE_KEY]: null } : {}) },
     ...(resetFailures
       ? { recentFailures: [], backoffUntil: null, quarantineReason: null, lastError: null }
       : {}),

@@ -57,6 +57,7 @@ export const command = defineCommand({
                 running: s.running,
                 drift: s.drift,
                 restarts: s.restarts,
+                infraLosses: s.infraLosses,
                 lastActivity: s.lastActivity,
                 attached: s.attached,
                 reason: s.reason,
@@ -108,6 +109,10 @@ export const command = defineCommand({
       for (const s of view.sessions) {
         if (EXPLAINED_STATES.has(s.state)) {
           ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
+          if (s.state === "quarantined")
+            ctx.out(
+              `    once the cause is fixed: gc session reset ${s.name} (a changed start config in the city file lifts it by itself)`,
+            );
           const opts = s.interaction?.options ?? [];
           if (opts.length > 0) {
             ctx.out(`    options: ${opts.map((o, i) => `${i + 1}. ${o}`).join(" · ")}`);

@@ -8,10 +8,11 @@ import { setMaxListeners } from "node:events";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
+import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError } from "../../../internal/runtime/errors.js";
-import { supportsShutdown } from "../../../internal/runtime/provider.js";
+import { supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
 import { casUpdate, type SessionStore } from "../../../internal/session/store.js";
 import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
@@ -109,6 +110,8 @@ export const command = defineCommand({
       const failures: string[] = [];
       for (const pName of await providersInUse(city, store)) {
         const provider = await city.providerFor(pName);
+        // Every process of the backend before the stop, tagged or not: followed to the end.
+        const before = supportsCensus(provider) ? await provider.census() : [];
         let names: string[];
         try {
           names = await provider.listRunning("", { signal: ctx.signal });
@@ -140,10 +143,18 @@ export const command = defineCommand({
             .shutdown({ signal: ctx.signal })
             .catch((e: unknown) => failures.push(`${pName} shutdown: ${describeError(e)}`));
         }
-        const left = await provider
-          .listRunning("", { signal: ctx.signal })
-          .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);
-        if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
+        if (supportsCensus(provider)) {
+          // The census reads the process table, so a backend that is still exiting is waited
+          // for (and killed if it lingers), never mistaken for a failure or for "clean".
+          const left = await awaitEmptyCensus(() => provider.census(), { before, signal: ctx.signal });
+          if (left.length > 0)
+            failures.push(`${pName} still runs: ${left.map((e) => `pid ${e.pid} (${e.comm})`).join(", ")}`);
+        } else {
+          const left = await provider
+            .listRunning("", { signal: ctx.signal })
+            .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);
+          if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
+        }
       }
       if (json) {
         ctx.out(

@@ -10,6 +10,7 @@ import { mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -31,7 +32,7 @@ import {
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
-import { hookDirOf, SHELL, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
 import {
   copyInto,
   limitsFor,
@@ -40,6 +41,7 @@ import {
   runStart,
   type StartBackend,
   type StartPlan,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
@@ -47,6 +49,7 @@ import {
   type BackendShutdownProvider,
   type BackendWatchProvider,
   type BatchInteractionProvider,
+  type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -130,6 +133,7 @@ export class TmuxProvider
     CommandProvider,
     SnapshotProvider,
     BackendShutdownProvider,
+    CensusProvider,
     BackendWatchProvider,
     BatchInteractionProvider
 {
@@ -141,7 +145,7 @@ export class TmuxProvider
   private readonly cityDir: string;
   private readonly tag: string;
   private readonly client: ControlClient;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
   private readonly nudgeChains = new Map<string, Promise<void>>();
   /** Session ids of our sessions by gc name, with the connection generation they belong to. */
   private readonly ids = new Map<string, { readonly id: string; readonly generation: number }>();
@@ -223,14 +227,7 @@ export class TmuxProvider
   async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    if (this.starting.has(name))
-      throw new SessionExistsError(name, { cause: "a start is already in progress" });
-    this.starting.add(name);
-    try {
-      await this.doStart(name, config, opts.signal);
-    } finally {
-      this.starting.delete(name);
-    }
+    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
@@ -284,7 +281,10 @@ export class TmuxProvider
    * this city's. Resolves its session id; leaves nothing behind when it rejects.
    */
   private async create(plan: StartPlan, signal: AbortSignal | undefined): Promise<string> {
-    const { name, config: cfg, workDir, env } = plan;
+    const { name, config: cfg, workDir } = plan;
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(plan.argv);
+    const env = { ...plan.env, ...launch.env };
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
@@ -323,7 +323,7 @@ export class TmuxProvider
             CD_WRAPPER,
             "gc-session",
             workDir,
-            ...plan.argv,
+            ...launch.argv,
           ],
           ...tags,
         ],
@@ -1056,6 +1056,8 @@ export class TmuxProvider
       names = await this.tmux(["list-sessions", "-F", "#{session_name}"], { signal: opts.signal });
     } catch (e) {
       if (isAbsent(e)) return;
+      // The server went away under us (another gc stop, a crash): nothing left to shut down.
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return;
       throw e;
     }
     if (names.some((n) => n !== KEEPER_SESSION)) return; // someone else's sessions live here
@@ -1072,7 +1074,20 @@ export class TmuxProvider
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
   }
 
-  /** Calls `fn` when the control connection to the server is lost (server killed or crashed). */
+  /**
+   * Every live process on the city's socket from /proc: each tmux process started with this
+   * socket (the server and any client) and all its descendants (every pane, tagged or not).
+   * Never talks to tmux, so a server that is exiting is counted, not an error.
+   */
+  census(): Promise<CensusEntry[]> {
+    const [flag, value] = socketArgs(this.settings.socket) as [string, string];
+    return processCensus(
+      (p) => p.argv0 === "tmux" || p.comm.startsWith("tmux"),
+      (argv) => hasOption(argv, flag, value),
+    );
+  }
+
+  /** Calls `fn` whenever this provider's connection to the tmux server is lost (server gone). */
   onBackendLost(fn: () => void): () => void {
     return this.client.onConnectionLost(fn);
   }
