@@ -55,6 +55,7 @@ async function rawBaseline(socket) {
   const alive = r.stdout.split("\n").filter((l) => l === "0").length;
   const t = ms(t0);
   spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+  rmSync(join(`/tmp/tmux-${process.getuid()}`, socket), { force: true });
   if (codes.some((c) => c !== 0) || alive !== N) throw new Error(`baseline: ${alive}/${N} alive`);
   return t;
 }
