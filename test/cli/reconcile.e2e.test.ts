@@ -153,15 +153,17 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     const city = makeCity(twoAgents()); // interval 1h: only the loss itself can trigger the pass
     expect((await city.gc(["start"])).code).toBe(0);
     await until("both running", async () => (await status(city)).sessions.every((s) => s.running));
-    const ids = () => city.tmux("list-sessions", "-F", "#{session_name}:#{session_id}").stdout;
-    const before = ids();
+    // The server's pid tells servers apart (session ids restart at $0 on a new server, so
+    // the same creation order gives the same ids).
+    const ids = () => city.tmux("list-sessions", "-F", "#{pid}:#{session_name}:").stdout;
+    const before = ids().split(":")[0];
     city.tmux("kill-server");
     // Back without any gc command: the controller noticed the lost server and passed at once.
     await until(
       "both back on a new server",
       () => {
         const now = ids();
-        return now !== before && now.includes("alpha:") && now.includes("beta:");
+        return now.split(":")[0] !== before && now.includes(":alpha:") && now.includes(":beta:");
       },
       60_000,
     );
