@@ -4,9 +4,12 @@
 // run on one private server: N has-session/isRunning, N set+get metadata, N capture-pane/peek.
 // Prints wall time and CPU (this process + forked children + the tmux server) per operation
 // and the ratios; then listRunning + snapshot over S live sessions against one forked
-// `list-panes -a` and against S forked `has-session` probes. Needs `npm run build` first.
+// `list-panes -a` and against S forked `has-session` probes. Each operation is also done as
+// raw control-mode round trips (the same tmux commands written by hand to one `tmux -C`
+// client, nothing else): the floor a control-mode provider can reach; the provider/raw ratio
+// is what gc adds (target ≤ 2×). Needs `npm run build` first.
 //   node bench/tmux.mjs [--ops N] [--sessions S] [--json]
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,6 +69,44 @@ function statCpuMs(pid, withChildren) {
   return (ticks * 1000) / CLK_TCK;
 }
 
+/**
+ * A minimal control-mode client: `tmux -C attach` to `target`; `send(line)` resolves at the
+ * reply's `%end`/`%error`. No quoting, no parsing beyond framing: the floor of a round trip.
+ */
+function rawControl(target) {
+  const child = spawn("tmux", [...TMUX, "-C", "attach-session", "-t", target], {
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  const waiters = [];
+  let buf = "";
+  let attached;
+  const ready = new Promise((r) => {
+    attached = r;
+  });
+  child.stdout.setEncoding("utf8").on("data", (d) => {
+    buf += d;
+    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.startsWith("%end ") || line.startsWith("%error ")) {
+        if (attached) {
+          attached();
+          attached = undefined;
+        } else waiters.shift()?.();
+      }
+    }
+  });
+  return {
+    ready,
+    send: (line) =>
+      new Promise((r) => {
+        waiters.push(r);
+        child.stdin.write(`${line}\n`);
+      }),
+    close: () => child.kill("SIGTERM"),
+  };
+}
+
 /** Wall and CPU (self, forked children, tmux server) of `n` sequential runs of `op`. */
 async function measure(n, op) {
   for (let i = 0; i < Math.min(20, n); i++) await op(i); // warm up
@@ -83,6 +124,7 @@ async function measure(n, op) {
   return { wallMs, cpuMs, perOpWallUs: (wallMs * 1000) / n, perOpCpuUs: (cpuMs * 1000) / n };
 }
 
+let raw;
 const results = { ops: N, sessions: S, tmux: "", perOperation: [], fleet: {} };
 try {
   await provider.start("bench-0", {
@@ -93,12 +135,15 @@ try {
   [serverPid] = (await provider.control.command(["display-message", "-p", "#{pid}"])).map(Number);
   results.tmux = provider.control.version;
   const T = "=bench-0";
+  raw = rawControl(T);
+  await raw.ready;
 
   const cases = [
     {
       op: "has-session / isRunning",
       provider: () => provider.isRunning("bench-0"),
       forked: () => tmux("has-session", "-t", T),
+      raw: () => raw.send(`has-session -t ${T}`),
     },
     {
       op: "set + get metadata",
@@ -110,20 +155,28 @@ try {
         await tmux("set-option", "-t", `${T}:`, "@k", `value-${i}`);
         await tmux("show-options", "-t", `${T}:`, "-v", "@k");
       },
+      raw: async (i) => {
+        await raw.send(`set-option -t ${T}: @k value-${i}`);
+        await raw.send(`show-options -t ${T}: -v @k`);
+      },
     },
     {
       op: "capture-pane / peek (50 lines)",
       provider: () => provider.peek("bench-0", 50),
       forked: () => tmux("capture-pane", "-p", "-t", `${T}:`, "-S", "-50"),
+      raw: () => raw.send(`capture-pane -p -t ${T}: -S -50`),
     },
   ];
   for (const c of cases) {
     const viaProvider = await measure(N, c.provider);
     const viaFork = await measure(N, c.forked);
+    const viaRaw = await measure(N, c.raw);
     results.perOperation.push({
       op: c.op,
       provider: viaProvider,
       forked: viaFork,
+      raw: viaRaw,
+      overRaw: viaProvider.wallMs / viaRaw.wallMs,
       wallRatio: viaFork.wallMs / viaProvider.wallMs,
       cpuRatio: viaFork.cpuMs / Math.max(viaProvider.cpuMs, 0.001),
     });
@@ -162,6 +215,7 @@ try {
     snapshotCpuMs: snap.cpuMs / R,
   };
 } finally {
+  raw?.close();
   await cleanup();
 }
 
@@ -176,6 +230,12 @@ if (values.json) {
   for (const r of results.perOperation) {
     console.log(
       `${r.op.padEnd(32)} ${f(r.provider.perOpWallUs).padStart(8)} µs ${f(r.provider.perOpCpuUs).padStart(8)} µs   ${f(r.forked.perOpWallUs).padStart(9)} µs ${f(r.forked.perOpCpuUs).padStart(9)} µs   ${f(r.wallRatio).padStart(6)}× ${f(r.cpuRatio).padStart(6)}×`,
+    );
+  }
+  console.log("\noperation                        raw control-mode/op (wall)   provider ÷ raw (target ≤ 2×)");
+  for (const r of results.perOperation) {
+    console.log(
+      `${r.op.padEnd(32)} ${f(r.raw.perOpWallUs).padStart(8)} µs                  ${f(r.overRaw, 2).padStart(6)}×`,
     );
   }
   const fl = results.fleet;

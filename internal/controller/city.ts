@@ -5,8 +5,8 @@
  * are given by the caller — the composition root, `cmd/gc/deps.ts` — so the controller can be
  * embedded and tested without the CLI.
  */
-import { chmod, copyFile, mkdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { chmod, copyFile, mkdir, readFile, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import {
   type DesiredSession as ConfigDesired,
   daemonSettings,
@@ -48,7 +48,10 @@ export interface City {
   providerFor(spec: string): Promise<Provider>;
   /** The most recently loaded valid city file (updated by every `loadDesired`). */
   current(): LoadedCity;
-  /** Re-reads the city file and resolves it (throws ConfigError when invalid). */
+  /**
+   * Re-reads the city file when it (or a prompt template) changed on disk since the last
+   * read, and resolves it (throws ConfigError when invalid).
+   */
   loadDesired(): Promise<DesiredSession[]>;
   /** Releases the store and provider connections (never the sessions). */
   close(): Promise<void>;
@@ -88,14 +91,43 @@ function withUnsetAsEmpty(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** Copy of the last city file that loaded cleanly, under the state dir. */
 export const LAST_GOOD_FILE = "last-good.yaml";
 
-/** Keeps a copy of a valid city file so commands still work after a bad edit. Best-effort. */
+/**
+ * Keeps a copy of a valid city file so commands still work after a bad edit. Best-effort.
+ * Writes only when the copy differs: commands that merely read leave the disk alone.
+ */
 async function saveLastGood(loaded: LoadedCity): Promise<void> {
   const dir = join(loaded.cityDir, ".gc");
-  await mkdir(dir, { recursive: true, mode: 0o700 }).catch(() => undefined);
   const copy = join(dir, LAST_GOOD_FILE);
+  const [now, kept] = await Promise.all([
+    readFile(loaded.file).catch(() => undefined),
+    readFile(copy).catch(() => undefined),
+  ]);
+  if (now !== undefined && kept !== undefined && now.equals(kept)) return;
+  await mkdir(dir, { recursive: true, mode: 0o700 }).catch(() => undefined);
   await copyFile(loaded.file, copy)
     .then(() => chmod(copy, 0o600))
     .catch(() => undefined);
+}
+
+/**
+ * What identifies the on-disk inputs of a loaded city file without reading them: device,
+ * inode, size and change/modify times (ns) of the file and of each prompt template. Equal
+ * keys mean nothing was edited (an editor's replace changes the inode; a write, the times).
+ */
+async function inputsKey(file: string, loaded: LoadedCity): Promise<string> {
+  const paths = [
+    file,
+    ...loaded.config.agents.flatMap((a) =>
+      a.prompt_template === undefined ? [] : [resolve(loaded.cityDir, a.prompt_template)],
+    ),
+  ];
+  const parts = await Promise.all(
+    paths.map(async (p) => {
+      const st = await stat(p, { bigint: true }).catch(() => undefined);
+      return st ? `${p}:${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : `${p}:-`;
+    }),
+  );
+  return parts.join("|");
 }
 
 /** Resolves and fingerprints every session the city file declares. */
@@ -203,6 +235,9 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   }
   const stateDir = join(loaded.cityDir, ".gc");
   let current = loaded;
+  // The file is parsed again only when it (or a prompt template) changed on disk.
+  const sourceFile = () => lastGood ?? loaded.file;
+  let currentKey: string | undefined = lastGood ? undefined : await inputsKey(loaded.file, loaded);
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
   const name = loaded.config.workspace.name;
   let store: Promise<SessionStore> | undefined;
@@ -245,15 +280,20 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     },
     providerFor,
     async loadDesired() {
-      const fresh = await loadCity({
-        cityDir: loaded.cityDir,
-        configFile: lastGood ?? loaded.file,
-        env,
-        cwd: where.cwd,
-      });
-      if (!lastGood) await saveLastGood(fresh);
-      current = fresh;
-      return desiredFrom(fresh, now, await readPoolScale(stateDir));
+      const key = await inputsKey(sourceFile(), current);
+      if (key !== currentKey) {
+        const fresh = await loadCity({
+          cityDir: loaded.cityDir,
+          configFile: sourceFile(),
+          env,
+          cwd: where.cwd,
+        });
+        if (!lastGood) await saveLastGood(fresh);
+        current = fresh;
+        // Keyed by what was on disk before the read: an edit during it is seen next time.
+        currentKey = key;
+      }
+      return desiredFrom(current, now, await readPoolScale(stateDir));
     },
     async close() {
       await Promise.all([...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()));

@@ -25,6 +25,24 @@ export interface ControllerStatus {
   readonly last: TickSummary | undefined;
   readonly lastError: string | undefined;
   readonly busy: boolean;
+  /** Cost and result of the last completed pass (reconcile + operator step). */
+  readonly lastPass?: PassStats | undefined;
+}
+
+/** What one controller pass cost and did (`gc status --json` shows it as `controller.lastPass`). */
+export interface PassStats {
+  /** When the pass ended, epoch ms. */
+  readonly at: number;
+  /** Wall time of the whole pass, ms. */
+  readonly durationMs: number;
+  /** Of which the reconcile step (config, observe, plan, execute), ms. */
+  readonly reconcileMs: number;
+  /** Of which the operator step (nudges, approvals, waits, exec state), ms. */
+  readonly operatorMs: number;
+  /** CPU time (user + system) this process spent during the pass, ms. */
+  readonly cpuMs: number;
+  /** Count of actions per kind (waits included). */
+  readonly actions: Readonly<Record<string, number>>;
 }
 
 /** One streamed message. */

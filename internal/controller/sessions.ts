@@ -7,13 +7,13 @@ import { didYouMean } from "../config/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { INFRA_LOSSES_KEY } from "../reconcile/plan.js";
-import { observe } from "../reconcile/reconciler.js";
 import { describeError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
   type PendingInteraction,
   sessionCapabilities,
   supportsInteraction,
+  supportsPendingAll,
   supportsSnapshot,
 } from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
@@ -91,28 +91,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
   const providers = [
     ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),
   ];
-  const { observation, errors } = await observe(providers, (p) => city.providerFor(p), new Map(), signal);
-  const details = new Map<string, { attached?: boolean | undefined; lastActivity?: Date | undefined }>();
-  await Promise.all(
-    providers.map(async (pName) => {
-      if (observation.unobservable.has(pName)) return;
-      const p = await city.providerFor(pName);
-      if (supportsSnapshot(p)) {
-        for (const s of await p.snapshot("", { signal }).catch(() => [])) details.set(s.name, s);
-        return;
-      }
-      const mine = [...observation.running].filter((n) => observation.providerOf.get(n) === pName);
-      await Promise.all(
-        mine.map(async (n) => {
-          const [attached, lastActivity] = await Promise.all([
-            p.isAttached(n, { signal }).catch(() => false),
-            p.getLastActivity(n, { signal }).catch(() => undefined),
-          ]);
-          details.set(n, { attached, lastActivity });
-        }),
-      );
-    }),
-  );
+  const { observation, errors, details } = await observeWithDetails(providers, city, signal);
   const pending = await pendingInteractions(city, observation, signal);
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
@@ -153,6 +132,63 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
   return { sessions, desired, records, configError, observeErrors: errors };
 }
 
+type Details = { attached?: boolean | undefined; lastActivity?: Date | undefined };
+
+/**
+ * One observation per provider with each running session's attached state and activity:
+ * a provider with snapshots answers everything in one call; others are listed, then asked
+ * per session.
+ */
+async function observeWithDetails(
+  providers: readonly string[],
+  city: City,
+  signal?: AbortSignal,
+): Promise<{
+  observation: { running: Set<string>; providerOf: Map<string, string>; unobservable: Set<string> };
+  errors: { provider: string; error: string }[];
+  details: Map<string, Details>;
+}> {
+  const running = new Set<string>();
+  const providerOf = new Map<string, string>();
+  const unobservable = new Set<string>();
+  const errors: { provider: string; error: string }[] = [];
+  const details = new Map<string, Details>();
+  await Promise.all(
+    providers.map(async (pName) => {
+      try {
+        const p = await city.providerFor(pName);
+        if (supportsSnapshot(p)) {
+          for (const s of await p.snapshot("", { signal })) {
+            if (!s.running) continue;
+            running.add(s.name);
+            providerOf.set(s.name, pName);
+            details.set(s.name, s);
+          }
+          return;
+        }
+        const mine = await p.listRunning("", { signal });
+        for (const n of mine) {
+          running.add(n);
+          providerOf.set(n, pName);
+        }
+        await Promise.all(
+          mine.map(async (n) => {
+            const [attached, lastActivity] = await Promise.all([
+              p.isAttached(n, { signal }).catch(() => false),
+              p.getLastActivity(n, { signal }).catch(() => undefined),
+            ]);
+            details.set(n, { attached, lastActivity });
+          }),
+        );
+      } catch (e) {
+        unobservable.add(pName);
+        errors.push({ provider: pName, error: describeError(e) });
+      }
+    }),
+  );
+  return { observation: { running, providerOf, unobservable }, errors, details };
+}
+
 /**
  * Pending interactions (approval prompts…) of the running sessions whose provider reports
  * them; a provider that fails to answer is skipped (status must still render).
@@ -163,14 +199,30 @@ async function pendingInteractions(
   signal?: AbortSignal,
 ): Promise<Map<string, PendingInteraction>> {
   const out = new Map<string, PendingInteraction>();
+  const byProvider = new Map<string, string[]>();
+  for (const name of observation.running) {
+    const pName = observation.providerOf.get(name);
+    if (pName === undefined) continue;
+    const list = byProvider.get(pName);
+    if (list) list.push(name);
+    else byProvider.set(pName, [name]);
+  }
   await Promise.all(
-    [...observation.running].map(async (name) => {
-      const pName = observation.providerOf.get(name);
-      if (pName === undefined) return;
+    [...byProvider].map(async ([pName, names]) => {
       const p = await city.providerFor(pName);
-      if (!supportsInteraction(p) || !(await sessionCapabilities(p, name, { signal })).interaction) return;
-      const pi = await p.pending(name, { signal }).catch(() => undefined);
-      if (pi) out.set(name, pi);
+      if (!supportsInteraction(p)) return;
+      if (supportsPendingAll(p) && p.capabilities().interaction) {
+        const all = await p.pendingAll(names, { signal }).catch(() => new Map<string, PendingInteraction>());
+        for (const [n, pi] of all) out.set(n, pi);
+        return;
+      }
+      await Promise.all(
+        names.map(async (name) => {
+          if (!(await sessionCapabilities(p, name, { signal })).interaction) return;
+          const pi = await p.pending(name, { signal }).catch(() => undefined);
+          if (pi) out.set(name, pi);
+        }),
+      );
     }),
   );
   return out;

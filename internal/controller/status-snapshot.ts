@@ -24,7 +24,7 @@ export async function observeStatus(city: City, signal?: AbortSignal): Promise<S
 export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
   return {
     city: cityName,
-    controller: { running: ctl.running, pid: ctl.pid ?? null },
+    controller: { running: ctl.running, pid: ctl.pid ?? null, lastPass: ctl.status?.lastPass ?? null },
     sessions: view.sessions.map((s) => ({
       name: s.name,
       agent: s.agent,

@@ -10,6 +10,7 @@ import {
   type Provider,
   sessionCapabilities,
   supportsInteraction,
+  supportsPendingAll,
 } from "../runtime/provider.js";
 import type { SessionStore } from "../session/store.js";
 
@@ -131,6 +132,7 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
   const log = deps.log ?? (() => undefined);
   const outcomes: ApprovalOutcome[] = [];
   const seen = new Set<string>();
+  const batched = await pendingByProvider(deps, log);
   for (const t of deps.sessions) {
     deps.signal?.throwIfAborted();
     seen.add(t.name);
@@ -140,7 +142,8 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
       provider = await deps.providerFor(t.provider);
       if (!supportsInteraction(provider) || !(await sessionCapabilities(provider, t.name)).interaction)
         continue;
-      interaction = await provider.pending(t.name, { signal: deps.signal });
+      const batch = batched.get(t.provider);
+      interaction = batch ? batch.get(t.name) : await provider.pending(t.name, { signal: deps.signal });
     } catch (e) {
       if (deps.signal?.aborted) throw e;
       if (!isGcError(e, "GC_SESSION_NOT_FOUND")) log(`approval: cannot check ${t.name}: ${describeError(e)}`);
@@ -194,4 +197,33 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
   }
   for (const name of [...deps.announced.keys()]) if (!seen.has(name)) deps.announced.delete(name);
   return outcomes;
+}
+
+/**
+ * Pending interactions of `deps.sessions`, per provider that can answer for all of them in
+ * one observation ({@link supportsPendingAll}); other providers are asked per session.
+ */
+async function pendingByProvider(
+  deps: ApprovalDeps,
+  log: (line: string) => void,
+): Promise<Map<string, Map<string, PendingInteraction>>> {
+  const byProvider = new Map<string, string[]>();
+  for (const t of deps.sessions) {
+    const list = byProvider.get(t.provider);
+    if (list) list.push(t.name);
+    else byProvider.set(t.provider, [t.name]);
+  }
+  const out = new Map<string, Map<string, PendingInteraction>>();
+  for (const [name, sessions] of byProvider) {
+    try {
+      const p = await deps.providerFor(name);
+      if (!supportsPendingAll(p) || !p.capabilities().interaction) continue;
+      out.set(name, await p.pendingAll(sessions, { signal: deps.signal }));
+    } catch (e) {
+      if (deps.signal?.aborted) throw e;
+      log(`approval: cannot check the sessions of ${name}: ${describeError(e)}`);
+      out.set(name, new Map());
+    }
+  }
+  return out;
 }

@@ -90,18 +90,22 @@ function semaphore(n: number) {
 export async function execute(actions: readonly Action[], deps: ExecuteDeps): Promise<ActionOutcome[]> {
   const limit = semaphore(deps.concurrency);
   const done = new Map<string, Promise<unknown>>();
-  const agentOf = (name: string) => deps.desired.get(name)?.agent;
+  // Start-like actions by agent, so each action finds what it waits for without a scan.
+  const startsOfAgent = new Map<string, Action[]>();
+  for (const a of actions) {
+    if (a.kind !== "start" && a.kind !== "restart") continue;
+    const agent = deps.desired.get(a.name)?.agent;
+    if (agent === undefined) continue;
+    const list = startsOfAgent.get(agent);
+    if (list) list.push(a);
+    else startsOfAgent.set(agent, [a]);
+  }
   const work = actions.map((action) => {
     const d = deps.desired.get(action.name);
     const waitFor = d
-      ? actions
-          .filter(
-            (a) =>
-              a !== action &&
-              (a.kind === "start" || a.kind === "restart") &&
-              d.dependsOn.includes(agentOf(a.name) ?? ""),
-          )
-          .map((a) => done.get(a.name))
+      ? d.dependsOn.flatMap((agent) =>
+          (startsOfAgent.get(agent) ?? []).filter((a) => a !== action).map((a) => done.get(a.name)),
+        )
       : [];
     const p = (async (): Promise<ActionOutcome> => {
       await Promise.allSettled(waitFor);

@@ -75,7 +75,11 @@ export interface PlanPolicy {
   readonly quarantineWindowMs: number;
   /** An exit after at least this much uptime with code 0 is a clean exit, not a failure. */
   readonly minHealthyUptimeMs: number;
-  /** At most this many starts (including restarts) per tick; the rest wait for the next. */
+  /**
+   * At most this many starts (including restarts) per tick; the rest wait for the next
+   * tick, which the plan asks for at once (`requeueAt` = now): the budget paces starts, it
+   * never leaves work for the next interval.
+   */
   readonly startBudget: number;
   /**
    * Set while bookkeeping is known to be lost (a damaged state.db was replaced): sessions
@@ -370,19 +374,31 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
   }
 }
 
-/** Orders start-like actions so dependencies come first (Kahn's algorithm; cycles keep file order). */
+/**
+ * Orders start-like actions so dependencies come first (stable sort by dependency depth;
+ * cycles keep file order). Linear in sessions: each distinct agent's depth is computed once.
+ */
 function dependencyOrder(actions: Action[], desired: readonly DesiredEntry[]): Action[] {
-  const byName = new Map(desired.map((d) => [d.name, d]));
-  const depth = new Map<string, number>();
+  const depsOf = new Map<string, readonly string[]>();
+  for (const d of desired) if (!depsOf.has(d.agent)) depsOf.set(d.agent, d.dependsOn);
   const agentDepth = (agent: string, seen: Set<string>): number => {
     if (seen.has(agent)) return 0;
     seen.add(agent);
-    const deps = desired.find((d) => d.agent === agent)?.dependsOn ?? [];
+    const deps = depsOf.get(agent) ?? [];
     return deps.length === 0 ? 0 : 1 + Math.max(...deps.map((a) => agentDepth(a, seen)));
   };
-  for (const d of desired) depth.set(d.name, agentDepth(d.agent, new Set()));
+  const depthOfAgent = new Map<string, number>();
+  const depth = new Map<string, number>();
+  for (const d of desired) {
+    let n = depthOfAgent.get(d.agent);
+    if (n === undefined) {
+      n = agentDepth(d.agent, new Set());
+      depthOfAgent.set(d.agent, n);
+    }
+    depth.set(d.name, n);
+  }
   return actions
-    .map((a, i) => ({ a, i, depth: byName.has(a.name) ? (depth.get(a.name) ?? 0) : 0 }))
+    .map((a, i) => ({ a, i, depth: depth.get(a.name) ?? 0 }))
     .sort((x, y) => x.depth - y.depth || x.i - y.i)
     .map((x) => x.a);
 }
@@ -395,7 +411,8 @@ const STARTS: ReadonlySet<Action["kind"]> = new Set(["start", "restart"]);
  * desired → stop; died → crashed with backoff (1 s … 5 min, jittered) or quarantine after
  * `quarantineThreshold` failures within the window; a clean exit after a healthy run restarts
  * at once. Sessions on an unobservable provider are left alone, and nothing is stopped at all
- * when any provider could not be observed. Starts beyond the budget wait for the next tick.
+ * when any provider could not be observed. Starts beyond the budget wait for the next tick,
+ * which is due at once (`requeueAt` = `now`).
  * Pure.
  */
 export function plan(input: PlanInput): Plan {
@@ -453,7 +470,8 @@ export function plan(input: PlanInput): Plan {
         out.push({
           kind: "wait",
           name: a.name,
-          reason: `start budget of ${policy.startBudget} per tick used up`,
+          reason: `start budget of ${policy.startBudget} per pass used up; next pass at once`,
+          untilMs: input.now,
         });
         continue;
       }

@@ -254,7 +254,12 @@ export class Reconciler {
     // Starts that failed during execute scheduled backoffs the plan could not know about.
     // Never in the past (that would spin the loop), never for a provider we cannot observe.
     const soon = now() + 1_000;
-    const backoffs = (await deps.store.list({ states: ["backoff", "crashed"] }))
+    // Nothing executed (an in-sync pass): the records read at the start are still current.
+    const acted = outcomes.some((o) => o.action.kind !== "wait");
+    const settled = acted
+      ? await deps.store.list({ states: ["backoff", "crashed"] })
+      : records.filter((r) => r.state === "backoff" || r.state === "crashed");
+    const backoffs = settled
       .filter((r) => !observation.unobservable.has(r.provider))
       .map((r) => (r.state === "crashed" ? soon : Math.max(r.backoffUntil ?? soon, now() + 50)));
     const retryDues = [...this.retries.values()].map((r) => r.until);

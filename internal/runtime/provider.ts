@@ -254,6 +254,20 @@ export interface InteractionProvider {
   respond(name: string, response: InteractionResponse, opts?: OpOptions): Promise<void>;
 }
 
+/**
+ * Optional: the pending interactions of many sessions from one observation (a fixed number
+ * of backend round trips, whatever the number of sessions; screens that printed nothing since
+ * the provider last looked are not read again).
+ */
+export interface BatchInteractionProvider {
+  /**
+   * Pending interactions of those of `names` that run and wait on one; sessions that are
+   * missing, stopped or waiting on nothing are absent from the map.
+   * @throws when the backend cannot be observed.
+   */
+  pendingAll(names: readonly string[], opts?: OpOptions): Promise<Map<string, PendingInteraction>>;
+}
+
 /** Optional: deliver a nudge without any idle heuristic. */
 export interface ImmediateNudgeProvider {
   nudgeNow(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
@@ -366,6 +380,9 @@ export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider 
 /** Type guard for {@link InteractionProvider}. */
 export const supportsInteraction = (p: Provider): p is Provider & InteractionProvider =>
   hasMethods(p, "pending", "respond");
+/** Type guard for {@link BatchInteractionProvider}. */
+export const supportsPendingAll = (p: Provider): p is Provider & BatchInteractionProvider =>
+  hasMethods(p, "pendingAll");
 /** Type guard for {@link ImmediateNudgeProvider}. */
 export const supportsNudgeNow = (p: Provider): p is Provider & ImmediateNudgeProvider =>
   hasMethods(p, "nudgeNow");

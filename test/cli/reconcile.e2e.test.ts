@@ -125,19 +125,45 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     });
   });
 
+  it("daemon.start_budget paces starts: the controller's next pass comes at once, never at the interval", async () => {
+    // interval 1h: anything that waited for the interval would never converge within the test.
+    const agents = Array.from(
+      { length: 5 },
+      (_, i) => `  - name: b${i}\n    start_command: "exec sleep 100000"\n`,
+    );
+    const city = makeCity(
+      `workspace:\n  name: @NAME@\nsession:\n  provider: tmux\ndaemon:\n  interval: 1h\n  start_budget: 2\nagents:\n${agents.join("")}`,
+    );
+    const once = await city.gc(["start", "--once", "--json"]);
+    // One pass in this process: exactly the budget's 2 starts, the other 3 deferred by it.
+    const { summary } = JSON.parse(once.stdout);
+    expect(summary.actions).toMatchObject({ start: 2, wait: 3 });
+    expect(summary.lines.filter((l: string) => l.includes("start budget of 2 per pass"))).toHaveLength(3);
+    const up = () => status(city).then((st) => st.sessions.filter((x) => x.running).length);
+    expect(await up()).toBe(2);
+    const r = await city.gc(["start"]);
+    expect(r.code).toBe(0);
+    await until("all 5 running without waiting for the 1h interval", async () => (await up()) === 5);
+    const st = JSON.parse((await city.gc(["status", "--json"])).stdout);
+    expect(st.controller.lastPass).toMatchObject({ actions: expect.any(Object) });
+    expect(st.controller.lastPass.durationMs).toBeGreaterThanOrEqual(st.controller.lastPass.reconcileMs);
+  });
+
   it("infrastructure: a killed tmux server is recovered at once by the controller, counted apart from crashes", async () => {
     const city = makeCity(twoAgents()); // interval 1h: only the loss itself can trigger the pass
     expect((await city.gc(["start"])).code).toBe(0);
     await until("both running", async () => (await status(city)).sessions.every((s) => s.running));
-    const ids = () => city.tmux("list-sessions", "-F", "#{session_name}:#{session_id}").stdout;
-    const before = ids();
+    // The server's pid tells servers apart (session ids restart at $0 on a new server, so
+    // the same creation order gives the same ids).
+    const ids = () => city.tmux("list-sessions", "-F", "#{pid}:#{session_name}:").stdout;
+    const before = ids().split(":")[0];
     city.tmux("kill-server");
     // Back without any gc command: the controller noticed the lost server and passed at once.
     await until(
       "both back on a new server",
       () => {
         const now = ids();
-        return now !== before && now.includes("alpha:") && now.includes("beta:");
+        return now.split(":")[0] !== before && now.includes(":alpha:") && now.includes(":beta:");
       },
       60_000,
     );

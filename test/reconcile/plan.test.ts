@@ -307,6 +307,33 @@ describe("plan", () => {
     expect(a.filter((x) => x.kind === "wait")).toHaveLength(2);
   });
 
+  it("plan: starts deferred by the budget ask for the next pass at once, not at the interval", () => {
+    const names = Array.from({ length: 5 }, (_, i) => `s${i}`);
+    const p = plan({
+      desired: names.map((n) => desired(n)),
+      observed: observed([]),
+      records: [],
+      now: NOW,
+      policy: { ...DEFAULT_POLICY, startBudget: 2 },
+      random: () => 0.5,
+    });
+    expect(p.requeueAt).toBe(NOW);
+    expect(p.actions.filter((x) => x.kind === "wait").map((x) => x.reason)).toEqual([
+      "start budget of 2 per pass used up; next pass at once",
+      "start budget of 2 per pass used up; next pass at once",
+      "start budget of 2 per pass used up; next pass at once",
+    ]);
+  });
+
+  it("plan: dependency order holds across many agents and pool instances (one depth per agent)", () => {
+    const pool = Array.from({ length: 50 }, (_, i) => desired(`w-${i}`, { agent: "w", dependsOn: ["m"] }));
+    const a = run({
+      desired: [...pool, desired("x", { dependsOn: ["w"] }), desired("m")],
+      policy: { ...DEFAULT_POLICY, startBudget: 100 },
+    });
+    expect(kinds(a)).toEqual(["start:m", ...pool.map((d) => `start:${d.name}`), "start:x"]);
+  });
+
   it("plan: a foreign session is never in the observation, so never stopped", () => {
     // listRunning only reports sessions carrying this city's tag; plan only stops observed ones.
     expect(run({ desired: [], observed: observed([]) })).toEqual([]);

@@ -43,6 +43,8 @@ export const command = defineCommand({
         await runController(city, {
           signal: ctx.signal,
           log: (l) => ctx.out(`${new Date().toISOString()} ${l}`),
+          debug:
+            ctx.env.GC_LOG === "debug" ? (l) => ctx.out(`${new Date().toISOString()} debug ${l}`) : undefined,
         });
         return EXIT.ok;
       }

@@ -48,6 +48,7 @@ import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
   type BackendWatchProvider,
+  type BatchInteractionProvider,
   type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
@@ -133,7 +134,8 @@ export class TmuxProvider
     SnapshotProvider,
     BackendShutdownProvider,
     CensusProvider,
-    BackendWatchProvider
+    BackendWatchProvider,
+    BatchInteractionProvider
 {
   /** Backend name reported to the CLI and in conformance reports. */
   readonly name = "tmux";
@@ -150,6 +152,14 @@ export class TmuxProvider
   /** When a dead pane without an exit status was first seen (`<generation>:<session id>`). */
   private readonly deadWithoutStatus = new Map<string, number>();
   private bufferSeq = 0;
+  /**
+   * What `pendingAll` last found per session id (`<generation>:<id>`), with the activity
+   * second it was read at: valid while the session printed nothing since.
+   */
+  private readonly interactionCache = new Map<
+    string,
+    { readonly activity: number; readonly found: PendingInteraction | undefined }
+  >();
 
   constructor(opts: TmuxProviderOptions) {
     this.city = opts.city;
@@ -956,6 +966,80 @@ export class TmuxProvider
     if (!s || !isLive(s)) return undefined;
     const st = await this.paneState(s.id, opts.signal);
     return st ? findInteraction(st.rows.join("\n")) : undefined;
+  }
+
+  /**
+   * Pending interactions of the running sessions among `names`: one `list-panes -a`, then one
+   * command list capturing only the screens that printed since they were last read (none in
+   * a quiet city). A capture is trusted only when it was taken in a later second than the
+   * session's last output (tmux keeps activity in whole seconds), so no output is missed.
+   */
+  async pendingAll(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, PendingInteraction>> {
+    const wanted = new Set(names);
+    const out = new Map<string, PendingInteraction>();
+    let lines: string[];
+    try {
+      lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], { signal: opts.signal, retry: true });
+    } catch (e) {
+      if (isAbsent(e)) return out;
+      throw e;
+    }
+    const gen = this.client.generation;
+    const live = parseSessions(lines, this.tag).filter(
+      (s) => s.name !== undefined && wanted.has(s.name) && isLive(s),
+    );
+    const keep = new Set<string>();
+    const stale: SessionInfo[] = [];
+    for (const s of live) {
+      const key = `${gen}:${s.id}`;
+      keep.add(key);
+      const hit = this.interactionCache.get(key);
+      if (hit && hit.activity === s.activity) {
+        if (hit.found) out.set(s.name!, hit.found);
+      } else stale.push(s);
+    }
+    for (const k of this.interactionCache.keys()) if (!keep.has(k)) this.interactionCache.delete(k);
+    if (stale.length === 0) return out;
+    const readAt = Math.floor(Date.now() / 1000);
+    const screens = await this.captureScreens(
+      stale.map((s) => s.id),
+      opts.signal,
+    );
+    stale.forEach((s, i) => {
+      const rows = screens[i];
+      if (rows === undefined) return;
+      const found = findInteraction(rows.map((r) => r.trimEnd()).join("\n"));
+      if (found) out.set(s.name!, found);
+      if (readAt > s.activity) this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, found });
+    });
+    return out;
+  }
+
+  /**
+   * The visible screens of panes `ids` (session ids) in one command list; when one of them
+   * vanished meanwhile (the list stops at the first error), each is captured on its own.
+   * `undefined` for a session that is gone.
+   */
+  private async captureScreens(
+    ids: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(string[] | undefined)[]> {
+    try {
+      return await this.client.commandList(
+        ids.map((id) => ["capture-pane", "-p", "-t", `${id}:`]),
+        { signal, create: false },
+      );
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      return Promise.all(
+        ids.map((id) =>
+          this.tmux(["capture-pane", "-p", "-t", `${id}:`], { signal, retry: true }).catch((err: unknown) => {
+            if (isAbsent(err)) return undefined;
+            throw err;
+          }),
+        ),
+      );
+    }
   }
 
   /**

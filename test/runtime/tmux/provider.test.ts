@@ -303,6 +303,13 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     const pending = await eventually("a pending approval", () => p.pending("approve"));
     expect(pending.kind).toBe("approval");
     expect(pending.options).toHaveLength(3);
+    // The batch read agrees (one list-panes -a + one command list), also when read again
+    // from its activity cache; names not running are simply absent.
+    for (let i = 0; i < 2; i++) {
+      const all = await p.pendingAll(["approve", "missing"]);
+      expect([...all.keys()]).toEqual(["approve"]);
+      expect(all.get("approve")?.requestId).toBe(pending.requestId);
+    }
     expect(await p.waitForIdle("approve", 1_500)).toBe("timeout");
     await expect(p.respond("approve", { requestId: "scr-stale", action: "deny" })).rejects.toThrow(/changed/);
     await p.respond("approve", { requestId: pending.requestId, action: "deny" });
@@ -310,6 +317,11 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
       "No, and tell Claude what to do differently (esc)\n",
     );
     expect(await p.pending("approve")).toBeUndefined();
+    // The answer changed the screen (new activity): the cached prompt is not reported again.
+    await eventually(
+      "the batch read sees the answer",
+      async () => (await p.pendingAll(["approve"])).size === 0,
+    );
   });
 
   it("recovery: a remembered session id never reaches another session on a restarted server", async () => {

@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// bench/converge: how long a city of N `sleep` agents takes to be all running with DEFAULT
+// settings (`gc start` until the store records every session running), and how long it takes
+// to recover after its tmux server is killed — each against the same work done raw in the same
+// run: N parallel forked `tmux new-session` on a fresh server plus one `list-panes` readiness
+// check that every pane is alive. Needs `npm run build` first.
+//   node bench/converge.mjs [--sessions N] [--runs R]
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: { sessions: { type: "string", default: "50" }, runs: { type: "string", default: "3" } },
+});
+const N = Number(values.sessions);
+const RUNS = Number(values.runs);
+const dist = new URL("../dist/", import.meta.url);
+const GC = fileURLToPath(new URL("cmd/gc/main.js", dist));
+const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
+const Database = createRequire(import.meta.url)("better-sqlite3");
+
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+const run = (cmd, args) =>
+  new Promise((resolve) => {
+    const c = spawn(cmd, args, { stdio: "ignore" });
+    c.on("close", (code) => resolve(code));
+  });
+
+/** N parallel forked new-sessions on a fresh server, then one readiness check. */
+async function rawBaseline(socket) {
+  const t0 = process.hrtime.bigint();
+  const codes = await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      run("tmux", [
+        "-L",
+        socket,
+        "new-session",
+        "-d",
+        "-s",
+        `w${i}`,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "exec sleep 100000",
+      ]),
+    ),
+  );
+  const r = spawnSync("tmux", ["-L", socket, "list-panes", "-a", "-F", "#{pane_dead}"], { encoding: "utf8" });
+  const alive = r.stdout.split("\n").filter((l) => l === "0").length;
+  const t = ms(t0);
+  spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+  rmSync(join(`/tmp/tmux-${process.getuid()}`, socket), { force: true });
+  if (codes.some((c) => c !== 0) || alive !== N) throw new Error(`baseline: ${alive}/${N} alive`);
+  return t;
+}
+
+/** Sessions the store records as running and started after `since` (epoch ms). */
+function runningSince(dbPath, since) {
+  let db;
+  try {
+    db = new Database(dbPath, { readonly: true, fileMustExist: true });
+    db.pragma("busy_timeout = 1000");
+    let n = 0;
+    for (const { record } of db.prepare("SELECT record FROM sessions").all()) {
+      const r = JSON.parse(record);
+      if (r.state === "running" && (r.startedAt ?? 0) >= since) n++;
+    }
+    return n;
+  } catch {
+    return 0;
+  } finally {
+    db?.close();
+  }
+}
+
+async function waitAllRunning(dbPath, since, what) {
+  const end = Date.now() + 300_000;
+  while (runningSince(dbPath, since) < N) {
+    if (Date.now() > end) throw new Error(`${what}: not all ${N} running after 300 s`);
+    await sleep(5);
+  }
+}
+
+async function gcRun(i) {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-conv-")));
+  const name = `bconv${process.pid}x${i}`;
+  const socket = defaultSocketName(name, cityIdOf(dir));
+  const agents = Array.from(
+    { length: N },
+    (_, k) => `  - name: a${k}\n    start_command: "exec sleep 100000"\n`,
+  ).join("");
+  // Default daemon settings: no `daemon:` section at all.
+  writeFileSync(
+    join(dir, "city.yaml"),
+    `workspace:\n  name: ${name}\nsession:\n  provider: tmux\nagents:\n${agents}`,
+  );
+  const db = join(dir, ".gc", "state.db");
+  try {
+    const since = Date.now();
+    const t0 = process.hrtime.bigint();
+    const start = run(process.execPath, [GC, "--city", dir, "start"]);
+    await waitAllRunning(db, since, "start");
+    const startMs = ms(t0);
+    await start;
+    // Recovery: kill the server; the controller must notice and start everything again.
+    const killedAt = Date.now();
+    const t1 = process.hrtime.bigint();
+    spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    await waitAllRunning(db, killedAt, "recovery");
+    const recoverMs = ms(t1);
+    return { startMs, recoverMs };
+  } finally {
+    spawnSync(process.execPath, [GC, "--city", dir, "stop"], { stdio: "ignore" });
+    spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const rows = [];
+for (let i = 0; i < RUNS; i++) {
+  const base = await rawBaseline(`gc-bench-conv-raw-${process.pid}-${i}`);
+  const g = await gcRun(i);
+  rows.push({ base, ...g });
+  console.log(
+    `run ${i + 1}: raw ${N}× parallel new-session + readiness ${base.toFixed(0)} ms; ` +
+      `gc start → all running ${g.startMs.toFixed(0)} ms (${(g.startMs / base).toFixed(2)}×); ` +
+      `kill-server → all running again ${g.recoverMs.toFixed(0)} ms (${(g.recoverMs / base).toFixed(2)}×)`,
+  );
+}
+const stat = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return `min ${s[0].toFixed(2)}× median ${s[Math.floor(s.length / 2)].toFixed(2)}×`;
+};
+console.log(`start ratio:    ${stat(rows.map((r) => r.startMs / r.base))} (target ≤ 2×)`);
+console.log(`recovery ratio: ${stat(rows.map((r) => r.recoverMs / r.base))} (target ≤ 2×)`);

@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+// bench/pass: what a steady-state controller pass costs over N running tmux sessions — the
+// real controller (runController) on a real city file: config check, resolve, fingerprint,
+// observe, plan, execute, and the operator step (nudges, approvals, waits, exec state). Each
+// pass is poked over the control socket; its wall and CPU time come from the controller's own
+// `lastPass` stats (what `gc status --json` shows) and its tmux commands are counted on the
+// provider's control connection. Baselines measured in the same run: one raw control-mode
+// `list-panes -a` round trip over the same sessions, and one forked `tmux list-panes -a`.
+//   node bench/pass.mjs [--sessions N] [--passes P]
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: { sessions: { type: "string", default: "200" }, passes: { type: "string", default: "15" } },
+});
+const N = Number(values.sessions);
+const P = Number(values.passes);
+const dist = new URL("../dist/", import.meta.url);
+const imp = (p) => import(new URL(p, dist).href);
+const { openCity } = await imp("internal/controller/city.js");
+const { runController, controllerPaths } = await imp("internal/controller/controller.js");
+const { requestControl } = await imp("internal/controller/control.js");
+const { createProviderFromSpec } = await imp("internal/runtime/registry.js");
+const { openSqliteStore } = await imp("internal/session/sqlite-store.js");
+const { PANE_FORMAT } = await imp("internal/runtime/tmux/sessions.js");
+
+const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-pass-")));
+const agents = Array.from(
+  { length: N },
+  (_, k) => `  - name: a${k}\n    start_command: "exec sleep 100000"\n`,
+);
+writeFileSync(
+  join(dir, "city.yaml"),
+  `workspace:\n  name: bpass${process.pid}\nsession:\n  provider: tmux\ndaemon:\n  interval: 1h\nagents:\n${agents.join("")}`,
+);
+const city = await openCity(
+  { cwd: dir, env: process.env, cityDir: dir },
+  {
+    createProvider: createProviderFromSpec,
+    openStore: (d) => openSqliteStore({ cityDir: d, singleTenant: true }),
+  },
+);
+const ac = new AbortController();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const socket = controllerPaths(city.stateDir).socket;
+const status = async () =>
+  (await requestControl(socket, { op: "status" }, { timeoutMs: 30_000 })).find((m) => m.type === "status")
+    .status;
+let done;
+let tmuxSocket;
+try {
+  done = runController(city, { signal: ac.signal, log: () => undefined });
+  for (;;) {
+    try {
+      await status();
+      break;
+    } catch {
+      await sleep(50);
+    }
+  }
+  // Converge: the first passes start everything (the budget paces them, passes follow at once).
+  for (let i = 0; ; i++) {
+    await requestControl(socket, { op: "poke" }, { timeoutMs: 300_000 });
+    const s = await status();
+    if (s.lastPass && Object.keys(s.lastPass.actions).length === 0) break;
+    if (i > 200) throw new Error("did not converge");
+  }
+  // Steady state: the last sessions started more than a second ago (tmux activity is in
+  // whole seconds, so screens read in the second they last printed are read once more).
+  await sleep(1100);
+  const tmux = await city.providerFor("tmux");
+  tmuxSocket = tmux.settings.socket;
+  const control = tmux.control;
+  let commands = 0;
+  let lists = 0;
+  const command = control.command.bind(control);
+  const commandList = control.commandList.bind(control);
+  control.command = (...a) => {
+    commands++;
+    if (process.env.BENCH_TRACE) console.log("tmux", a[0].join(" ").slice(0, 60));
+    return command(...a);
+  };
+  control.commandList = (...a) => {
+    lists++;
+    if (process.env.BENCH_TRACE) console.log("tmux list of", a[0].length, a[0][0]?.join(" ").slice(0, 40));
+    return commandList(...a);
+  };
+  const rows = [];
+  for (let i = 0; i < P; i++) {
+    const c0 = commands + lists;
+    await requestControl(socket, { op: "poke" }, { timeoutMs: 60_000 });
+    const s = await status();
+    if (Object.keys(s.lastPass.actions).length !== 0)
+      throw new Error(`not in sync: ${JSON.stringify(s.lastPass)}`);
+    rows.push({ ...s.lastPass, tmux: commands + lists - c0 });
+    if (process.env.BENCH_TRACE) console.log("-- pass", JSON.stringify(s.lastPass));
+  }
+  control.command = command;
+  control.commandList = commandList;
+  // Baselines over the same sessions.
+  const raw = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = process.hrtime.bigint();
+    await control.command(["list-panes", "-a", "-F", PANE_FORMAT]);
+    raw.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const forked = [];
+  for (let i = 0; i < 10; i++) {
+    const t0 = process.hrtime.bigint();
+    spawnSync("tmux", ["-L", tmuxSocket, "list-panes", "-a", "-F", PANE_FORMAT], { stdio: "ignore" });
+    forked.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const wall = median(rows.map((r) => r.durationMs));
+  const cpu = median(rows.map((r) => r.cpuMs));
+  const rt = median(rows.map((r) => r.tmux));
+  console.log(
+    `${N} in-sync tmux sessions, ${P} passes (medians): pass ${wall.toFixed(1)} ms wall ` +
+      `(reconcile ${median(rows.map((r) => r.reconcileMs)).toFixed(1)}, operator ${median(rows.map((r) => r.operatorMs)).toFixed(1)}), ` +
+      `${cpu.toFixed(1)} ms CPU (min ${Math.min(...rows.map((r) => r.cpuMs)).toFixed(1)}; target ≤ 20), ` +
+      `${rt} tmux commands per pass (target ≤ 2)`,
+  );
+  console.log(
+    `baselines: one control-mode list-panes -a ${median(raw).toFixed(2)} ms; one forked tmux list-panes -a ${median(forked).toFixed(2)} ms`,
+  );
+  console.log(
+    `ratio: pass wall = ${(wall / median(raw)).toFixed(1)}× a control-mode list-panes -a, ` +
+      `${(wall / median(forked)).toFixed(2)}× a forked list-panes -a`,
+  );
+} finally {
+  ac.abort();
+  await done?.catch(() => undefined);
+  await city.close();
+  spawnSync(process.execPath, [new URL("cmd/gc/main.js", dist).pathname, "--city", dir, "stop"], {
+    stdio: "ignore",
+  });
+  if (tmuxSocket) spawnSync("tmux", ["-L", tmuxSocket, "kill-server"], { stdio: "ignore" });
+  rmSync(dir, { recursive: true, force: true });
+}

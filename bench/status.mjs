@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// bench/status: wall time of `gc status` (and `gc status --json`) on a city of N running tmux
+// sessions against `node -e 0` measured interleaved in the same run (what any Node CLI pays
+// to exist). Needs `npm run build` first.
+//   node bench/status.mjs [--sessions 20,200] [--reps R]
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: { sessions: { type: "string", default: "20,200" }, reps: { type: "string", default: "15" } },
+});
+const dist = new URL("../dist/", import.meta.url);
+const GC = fileURLToPath(new URL("cmd/gc/main.js", dist));
+const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
+const reps = Number(values.reps);
+
+function timeOnce(argv) {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, argv, { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${argv.join(" ")} exited ${r.status}: ${r.stderr}`);
+  return ms;
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+for (const n of values.sessions.split(",").map(Number)) {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-status-")));
+  const name = `bst${process.pid}n${n}`;
+  const socket = defaultSocketName(name, cityIdOf(dir));
+  const agents = Array.from(
+    { length: n },
+    (_, k) => `  - name: a${k}\n    start_command: "exec sleep 100000"\n`,
+  );
+  writeFileSync(
+    join(dir, "city.yaml"),
+    `workspace:\n  name: ${name}\nsession:\n  provider: tmux\ndaemon:\n  start_budget: ${n}\nagents:\n${agents.join("")}`,
+  );
+  try {
+    const up = spawnSync(process.execPath, [GC, "--city", dir, "start", "--once"], { encoding: "utf8" });
+    if (up.status !== 0) throw new Error(`gc start --once: ${up.stderr}`);
+    const base = [];
+    const text = [];
+    const json = [];
+    timeOnce([GC, "--city", dir, "status"]); // warm the page cache
+    for (let i = 0; i < reps; i++) {
+      base.push(timeOnce(["-e", "0"]));
+      text.push(timeOnce([GC, "--city", dir, "status"]));
+      json.push(timeOnce([GC, "--city", dir, "status", "--json"]));
+    }
+    const b = median(base);
+    console.log(
+      `${String(n).padStart(4)} sessions: node -e 0 ${b.toFixed(1)} ms; ` +
+        `gc status ${median(text).toFixed(1)} ms = ${(median(text) / b).toFixed(2)}×; ` +
+        `gc status --json ${median(json).toFixed(1)} ms = ${(median(json) / b).toFixed(2)}× ` +
+        `(medians of ${reps}, interleaved)`,
+    );
+  } finally {
+    spawnSync(process.execPath, [GC, "--city", dir, "stop"], { stdio: "ignore" });
+    spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
