@@ -84,6 +84,13 @@ export const PROVIDERS: readonly ProviderEntry[] = [
     target: () => import("../../conformance/targets/docker.js"),
   },
   {
+    name: "acp",
+    arg: "none",
+    backend: "a detached holder per session speaking the Agent Client Protocol over the agent's stdio",
+    load: () => import("./acp/index.js"),
+    target: () => import("../../conformance/targets/acp.js"),
+  },
+  {
     name: "fake",
     arg: "none",
     internal: true,
