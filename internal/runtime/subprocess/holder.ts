@@ -204,9 +204,11 @@ class Holder {
    * Binds the socket, then starts the program (so a bind failure leaves no orphan), then
    * writes the record. No request is handled before the program exists.
    */
-  start(): Promise<void> {
+  async start(): Promise<void> {
     const [file, ...args] = this.spec.argv;
-    if (!file) return Promise.reject(new Error("empty argv"));
+    if (!file) throw new Error("empty argv");
+    // The ACP host module is loaded before the socket answers anything.
+    const acpModule = this.spec.mode === "acp" ? await import("../acp/host.js") : undefined;
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
       // The socket must never be reachable by others, not even between bind and chmod;
@@ -223,8 +225,8 @@ class Holder {
             return;
           }
           this.server.on("error", (e) => log(`server error: ${describeError(e)}`));
-          if (this.spec.mode === "acp") {
-            this.startAcp().then(resolve, (e: unknown) => {
+          if (acpModule) {
+            this.startAcp(acpModule.AcpHost).then(resolve, (e: unknown) => {
               this.server.close();
               reject(e);
             });
@@ -257,8 +259,7 @@ class Holder {
   }
 
   /** Spawns the ACP agent (pipes, no pty) through the ACP host module, loaded only in this mode. */
-  private async startAcp(): Promise<void> {
-    const { AcpHost } = await import("../acp/host.js");
+  private async startAcp(AcpHost: typeof import("../acp/host.js").AcpHost): Promise<void> {
     const host = new AcpHost(
       { argv: this.spec.argv, env: this.spec.env, cwd: this.spec.cwd, mcpServers: this.spec.mcpServers },
       {
