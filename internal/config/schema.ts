@@ -276,6 +276,27 @@ export const CITY_SCHEMA = s.object(
               .describe("Deadline for the script's start call."),
           })
           .default({}),
+        acp: s
+          .object({
+            initial_prompt: s
+              .enum(["prompt", "argv"] as const)
+              .default("prompt")
+              .describe(
+                "How an agent's prompt reaches an ACP agent: its first session/prompt (prompt), or appended to the command like other providers (argv).",
+              ),
+            mcp_servers: s
+              .array(
+                s.object({
+                  name: s.string({ nonEmpty: true }),
+                  command: s.string({ nonEmpty: true }).describe("Absolute path of the MCP server program."),
+                  args: s.array(s.string()).default([]),
+                  env: s.record(s.string()).default({}),
+                }),
+              )
+              .default([])
+              .describe("MCP servers (stdio) handed to every ACP session's session/new."),
+          })
+          .default({}),
         k8s: s
           .object({
             namespace: name().default("default").describe("Namespace of the session pods and Secrets."),
