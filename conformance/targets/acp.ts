@@ -3,9 +3,9 @@
  * (test/fixtures/acp/agent.mjs, written on the official SDK's agent side) in bridge mode:
  * it runs the case's POSIX-sh program as its "model" — prompts go to the program's stdin,
  * its output comes back as agent message chunks, `session/cancel` becomes SIGINT — so each
- * case observes the real ACP round trip through the real holder. The initial prompt is
- * passed on the command line here (`initial_prompt: argv`), which the prompt cases check;
- * the `prompt` mode is proven by test/runtime/acp. The foreign city shares the state dir.
+ * case observes the real ACP round trip through the real holder. A start config's `prompt`
+ * (prompt_mode arg/flag) is argv as on every provider; `prompt_mode: nudge` makes it the
+ * first turn. The foreign city shares the state dir.
  */
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
@@ -54,8 +54,8 @@ export async function createTarget(): Promise<ConformanceTarget> {
   const root = await mkdtemp(join(tmpdir(), "gc-acp-"));
   const stateDir = join(root, "state");
   await mkdir(stateDir, { mode: 0o700 });
-  const provider = new AcpProvider({ city: "conformance", stateDir, initialPrompt: "argv" });
-  const foreign = new AcpProvider({ city: "someone-else", stateDir, initialPrompt: "argv" });
+  const provider = new AcpProvider({ city: "conformance", stateDir });
+  const foreign = new AcpProvider({ city: "someone-else", stateDir });
   const agent = testAgentCommand();
   let dirs = 0;
   const bridged = (command: string, workDir: string, extra?: Partial<StartConfig>): StartConfig => ({

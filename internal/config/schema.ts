@@ -278,12 +278,6 @@ export const CITY_SCHEMA = s.object(
           .default({}),
         acp: s
           .object({
-            initial_prompt: s
-              .enum(["prompt", "argv"] as const)
-              .default("prompt")
-              .describe(
-                "How an agent's prompt reaches an ACP agent: its first session/prompt (prompt), or appended to the command like other providers (argv).",
-              ),
             mcp_servers: s
               .array(
                 s.object({

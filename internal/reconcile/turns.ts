@@ -7,8 +7,9 @@
  * killed mid-turn records the turn once it is back. `gc run` and the controller both call
  * {@link recordTurns}; the session lock keeps them from recording the same turn twice.
  */
-import type { Provider } from "../runtime/provider.js";
+
 import type { TurnProvider, TurnRecord } from "../runtime/acp/provider.js";
+import type { Provider } from "../runtime/provider.js";
 import type { SessionStore } from "../session/store.js";
 
 /** Provider metadata key holding the id of the last recorded turn. */
@@ -45,7 +46,12 @@ export async function recordTurns(
   const out: TurnRecord[] = [];
   for (const t of await provider.turns(session, cursor, { signal })) {
     if (t.state !== "done") break; // later turns wait for this one: keep the order
-    await store.appendEvent({ session, type: TURN_EVENT, payload: turnPayload(t), ...(t.endedAt ? { at: t.endedAt } : {}) });
+    await store.appendEvent({
+      session,
+      type: TURN_EVENT,
+      payload: turnPayload(t),
+      ...(t.endedAt ? { at: t.endedAt } : {}),
+    });
     await provider.setMeta(session, TURN_CURSOR_KEY, String(t.id), { signal });
     out.push(t);
   }

@@ -28,6 +28,7 @@ agents:
   - name: beta
     start_command: ${AGENT}
     prompt: "hello from the city file"
+    prompt_mode: nudge
 `;
 
 interface RunJson {
@@ -41,7 +42,8 @@ interface RunJson {
 
 async function turnEvents(city: ReturnType<typeof makeCity>, session: string) {
   const r = await city.gc(["session", "logs", session, "--events", "--json"]);
-  const events = (JSON.parse(r.stdout) as { events: { type: string; payload: Record<string, unknown> }[] }).events;
+  const events = (JSON.parse(r.stdout) as { events: { type: string; payload: Record<string, unknown> }[] })
+    .events;
   return events.filter((e) => e.type === "turn.finished").map((e) => e.payload);
 }
 
@@ -54,20 +56,34 @@ describe("acp provider through gc", { timeout: 180_000 }, () => {
     const a = await city.gc(["run", "alpha", "what is 2+2?", "--json"]);
     expect(a.code, a.stderr).toBe(0);
     const ra = JSON.parse(a.stdout) as RunJson;
-    expect(ra).toMatchObject({ status: "completed", output: "echo: what is 2+2?", stopReason: "end_turn", turn: 1 });
+    expect(ra).toMatchObject({
+      status: "completed",
+      output: "echo: what is 2+2?",
+      stopReason: "end_turn",
+      turn: 1,
+    });
 
     // beta's first turn was its initial prompt (session/prompt after session/new); this is turn 2.
     const b = await city.gc(["run", "beta", "tool please", "--json"]);
     const rb = JSON.parse(b.stdout) as RunJson;
     expect(rb).toMatchObject({ status: "completed", output: "tool done", stopReason: "end_turn", turn: 2 });
-    expect(rb.toolCalls).toEqual([{ id: "call-1", title: "Reading notes.txt", kind: "read", status: "completed" }]);
-    expect((await turnEvents(city, "beta")).map((p) => p.prompt)).toEqual(["hello from the city file", "tool please"]);
+    expect(rb.toolCalls).toEqual([
+      { id: "call-1", title: "Reading notes.txt", kind: "read", status: "completed" },
+    ]);
+    const prompts = (await turnEvents(city, "beta")).map((p) => String(p.prompt));
+    expect(prompts).toHaveLength(2);
+    expect(prompts[0]).toMatch(/^\[.*\] beta • .*\n\nhello from the city file$/); // beacon + prompt
+    expect(prompts[1]).toBe("tool please");
 
     // A turn that asks permission: visible in gc status, answered by the operator.
-    const run = spawn(process.execPath, [GC_BIN, "--city", city.dir, "run", "alpha", "permission to delete", "--json"], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NO_COLOR: "1" },
-    });
+    const run = spawn(
+      process.execPath,
+      [GC_BIN, "--city", city.dir, "run", "alpha", "permission to delete", "--json"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, NO_COLOR: "1" },
+      },
+    );
     let out = "";
     run.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
     const exited = new Promise<number | null>((r) => run.on("close", r));
@@ -82,7 +98,11 @@ describe("acp provider through gc", { timeout: 180_000 }, () => {
     const answer = await city.gc(["session", "respond", "alpha", "allow-once"]);
     expect(answer.code, answer.stderr).toBe(0);
     expect(await exited).toBe(0);
-    expect(JSON.parse(out)).toMatchObject({ status: "completed", output: "permission: allow-once", stopReason: "end_turn" });
+    expect(JSON.parse(out)).toMatchObject({
+      status: "completed",
+      output: "permission: allow-once",
+      stopReason: "end_turn",
+    });
 
     const peek = await city.gc(["peek", "alpha", "-n", "4"]);
     expect(peek.stdout).toContain("[tool] Delete build/ (completed)");

@@ -202,10 +202,14 @@ async function structured(
     id = await provider.prompt(t.name, prompt, { signal });
   } catch (e) {
     clearTimeout(clock);
-    if (ctx.signal.aborted) return { ...error("cancelled before the prompt was delivered"), status: "cancelled" };
+    if (ctx.signal.aborted)
+      return { ...error("cancelled before the prompt was delivered"), status: "cancelled" };
     return error(describeError(e));
   }
-  const report = (turn: Awaited<ReturnType<TurnProvider["waitTurn"]>>, extra: Partial<RunReport> = {}): RunReport => ({
+  const report = (
+    turn: Awaited<ReturnType<TurnProvider["waitTurn"]>>,
+    extra: Partial<RunReport> = {},
+  ): RunReport => ({
     session: t.name,
     status: turn?.error ? "error" : "completed",
     output: turn?.reply ?? "",
@@ -237,7 +241,9 @@ async function structured(
     // Cancelled or timed out: session/cancel, then report the turn as the agent ended it.
     const status = ctx.signal.aborted ? "cancelled" : "timeout";
     const durationMs = elapsed();
-    await t.provider.interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) }).catch(() => undefined);
+    await t.provider
+      .interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
+      .catch(() => undefined);
     const last = await provider.waitTurn(t.name, id, SETTLE_AFTER_INTERRUPT_MS).catch(() => undefined);
     return report(last, {
       status,

@@ -232,8 +232,19 @@ export class AcpHost {
         }
         break;
       case "tool_call": {
-        const call = { id: u.toolCallId, title: u.title, kind: u.kind ?? "other", status: u.status ?? "pending" };
-        this.entries.push({ kind: "tool", id: call.id, title: call.title, toolKind: call.kind, status: call.status });
+        const call = {
+          id: u.toolCallId,
+          title: u.title,
+          kind: u.kind ?? "other",
+          status: u.status ?? "pending",
+        };
+        this.entries.push({
+          kind: "tool",
+          id: call.id,
+          title: call.title,
+          toolKind: call.kind,
+          status: call.status,
+        });
         turn?.toolCalls.push({ ...call });
         break;
       }
@@ -363,7 +374,9 @@ export class AcpHost {
     if (turn.startedAt !== undefined) {
       this.entries.push({
         kind: "note",
-        text: how.error ? `[turn ${turn.id} failed: ${how.error}]` : `[turn ${turn.id} ended: ${how.stopReason}]`,
+        text: how.error
+          ? `[turn ${turn.id} failed: ${how.error}]`
+          : `[turn ${turn.id} ended: ${how.stopReason}]`,
       });
     }
     if (this.current === turn) this.current = undefined;
@@ -375,13 +388,17 @@ export class AcpHost {
   cancel(): void {
     this.permission?.resolve({ outcome: { outcome: "cancelled" } });
     if (this.sessionId && this.conn && !this.exited) {
-      void this.conn.agent.notify(methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => undefined);
+      void this.conn.agent
+        .notify(methods.agent.session.cancel, { sessionId: this.sessionId })
+        .catch(() => undefined);
     }
   }
 
   /** Turns with an id greater than `since`, oldest first. */
   turnsSince(since: number): AcpTurn[] {
-    return this.turns.filter((t) => t.id > since).map((t) => ({ ...t, toolCalls: t.toolCalls.map((c) => ({ ...c })) }));
+    return this.turns
+      .filter((t) => t.id > since)
+      .map((t) => ({ ...t, toolCalls: t.toolCalls.map((c) => ({ ...c })) }));
   }
 
   /** True when no turn runs or waits and nothing is pending. */
@@ -413,19 +430,26 @@ export class AcpHost {
   async respond(action: string, requestId: string | undefined): Promise<string> {
     const p = this.pending();
     if (!p) throw new Error("nothing is pending");
-    if (requestId && requestId !== p.requestId) throw new Error(`pending request is ${p.requestId}, not ${requestId}`);
+    if (requestId && requestId !== p.requestId)
+      throw new Error(`pending request is ${p.requestId}, not ${requestId}`);
     if (p.kind === "permission" && this.permission) {
       if (action === "cancel") {
         this.permission.resolve({ outcome: { outcome: "cancelled" } });
         return "cancelled";
       }
       const opt = chooseOption(p.options, action);
-      if (!opt) throw new Error(`no option fits ${JSON.stringify(action)} (options: ${p.options.map((o) => o.id).join(", ")})`);
+      if (!opt)
+        throw new Error(
+          `no option fits ${JSON.stringify(action)} (options: ${p.options.map((o) => o.id).join(", ")})`,
+        );
       this.permission.resolve({ outcome: { outcome: "selected", optionId: opt.id } });
       return opt.id;
     }
     const method = p.options.find((o) => o.id === action || o.name === action);
-    if (!method) throw new Error(`unknown auth method ${JSON.stringify(action)} (offered: ${p.options.map((o) => o.id).join(", ")})`);
+    if (!method)
+      throw new Error(
+        `unknown auth method ${JSON.stringify(action)} (offered: ${p.options.map((o) => o.id).join(", ")})`,
+      );
     await this.conn?.agent.request(methods.agent.authenticate, { methodId: method.id });
     this.error = undefined;
     this.setState("initializing");
@@ -524,7 +548,11 @@ export class AcpHost {
   }
 
   /** Waits until the transcript's last line starts with `prefix` (readiness), or the agent exits. */
-  waitReady(prefix: string, timeoutMs: number, signal?: AbortSignal): Promise<"ready" | "timeout" | "exited"> {
+  waitReady(
+    prefix: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<"ready" | "timeout" | "exited"> {
     return this.waitFor<"ready" | "timeout" | "exited">(
       timeoutMs,
       "timeout",
@@ -550,7 +578,8 @@ export function chooseOption(
   if (["approve", "allow", "yes", "accept", "approve-once", "allow-once"].includes(a))
     return byKind("allow_once", "allow_always");
   if (["approve-always", "allow-always", "always"].includes(a)) return byKind("allow_always", "allow_once");
-  if (["deny", "reject", "no", "deny-once", "reject-once"].includes(a)) return byKind("reject_once", "reject_always");
+  if (["deny", "reject", "no", "deny-once", "reject-once"].includes(a))
+    return byKind("reject_once", "reject_always");
   if (["deny-always", "reject-always", "never"].includes(a)) return byKind("reject_always", "reject_once");
   return undefined;
 }

@@ -3,9 +3,15 @@
  * and the uniform factory the composition root and `gc conformance` call by name.
  */
 import type { ProviderFactoryOptions } from "../factory.js";
-import { AcpProvider, type InitialPromptMode } from "./provider.js";
+import { AcpProvider } from "./provider.js";
 
-export { AcpProvider, type AcpProviderOptions, supportsTurns, type TurnProvider, type TurnRecord } from "./provider.js";
+export {
+  AcpProvider,
+  type AcpProviderOptions,
+  supportsTurns,
+  type TurnProvider,
+  type TurnRecord,
+} from "./provider.js";
 export type { AcpStatus, AcpTurn } from "./wire.js";
 
 /** An MCP server of `session.acp.mcp_servers`, in ACP's stdio shape. */
@@ -22,17 +28,14 @@ function mcpServer(v: unknown): unknown {
 
 /**
  * Builds the ACP provider for a city. Sessions live under `<stateDir>/acp/`. Recognised
- * `settings` (city file `session.acp`): `initial_prompt` (`prompt` | `argv`) and
- * `mcp_servers` (`[{name, command, args, env}]`).
+ * `settings` (city file `session.acp`): `mcp_servers` (`[{name, command, args, env}]`).
  */
 export function createProvider(opts: ProviderFactoryOptions): AcpProvider {
   const s = opts.settings ?? {};
-  const initialPrompt: InitialPromptMode = s.initial_prompt === "argv" ? "argv" : "prompt";
   return new AcpProvider({
     city: opts.city,
     cityId: opts.cityId,
     stateDir: opts.stateDir,
-    initialPrompt,
     mcpServers: Array.isArray(s.mcp_servers) ? s.mcp_servers.map(mcpServer) : [],
   });
 }

@@ -9,7 +9,8 @@
  * `session/request_permission` and the agent's auth methods.
  */
 import { join } from "node:path";
-import { UnsupportedError, NudgeNotDeliveredError, ProviderError, SessionNotFoundError } from "../errors.js";
+import { OP_TIMEOUT_MS } from "../../proc/run.js";
+import { NudgeNotDeliveredError, ProviderError, SessionNotFoundError, UnsupportedError } from "../errors.js";
 import { validateSessionName } from "../names.js";
 import {
   flattenContent,
@@ -18,11 +19,9 @@ import {
   type OpOptions,
   type PendingInteraction,
   type ProviderCapabilities,
-  type StartConfig,
 } from "../provider.js";
-import { OP_TIMEOUT_MS } from "../../proc/run.js";
-import { SubprocessProvider, type SubprocessProviderOptions } from "../subprocess/provider.js";
 import type { HolderSpec } from "../subprocess/protocol.js";
+import { SubprocessProvider, type SubprocessProviderOptions } from "../subprocess/provider.js";
 import type { AcpStatus, AcpTurn } from "./wire.js";
 
 /** Longest wait for `initialize` + `session/new` during start. */
@@ -30,17 +29,8 @@ export const HANDSHAKE_TIMEOUT_MS = 60_000;
 /** Deadline of a status-like holder call. */
 const QUICK_MS = 3_000;
 
-/** How the initial prompt (`prompt` of the start config) reaches the agent. */
-export type InitialPromptMode = "prompt" | "argv";
-
 /** Options of {@link AcpProvider}. */
 export interface AcpProviderOptions extends Omit<SubprocessProviderOptions, "rootDir"> {
-  /**
-   * `prompt` (default): the initial prompt is the session's first `session/prompt`;
-   * `argv`: it is appended to the command like every other provider does (agents that take a
-   * task on their command line).
-   */
-  readonly initialPrompt?: InitialPromptMode | undefined;
   /** MCP servers handed to `session/new`, in ACP's shape (`{name, command, args, env}`). */
   readonly mcpServers?: readonly unknown[] | undefined;
 }
@@ -70,12 +60,10 @@ export function supportsTurns(p: object): p is TurnProvider {
 /** The ACP provider. */
 export class AcpProvider extends SubprocessProvider implements TurnProvider {
   override readonly name: string = "acp";
-  private readonly initialPrompt: InitialPromptMode;
   private readonly mcpServers: readonly unknown[];
 
   constructor(opts: AcpProviderOptions) {
     super({ ...opts, rootDir: join(opts.stateDir, "acp") });
-    this.initialPrompt = opts.initialPrompt ?? "prompt";
     this.mcpServers = opts.mcpServers ?? [];
   }
 
@@ -88,20 +76,18 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   }
 
   /**
-   * Starts the agent through the shared lifecycle; `create` returns once `initialize` and
-   * `session/new` answered (an agent that needs signing in starts, with its auth methods as
-   * the pending interaction). In `prompt` mode the initial prompt becomes the first turn,
-   * followed by the configured nudge.
-   * @throws ProviderError when the handshake fails; the errors of {@link SubprocessProvider.start}.
+   * Start (the shared lifecycle, {@link SubprocessProvider.start}) returns once `initialize`
+   * and `session/new` answered; an agent that needs signing in starts with its auth methods
+   * as the pending interaction. The initial nudge (`prompt_mode: nudge`) is the first turn.
+   * @throws ProviderError when the handshake fails or does not finish in time.
    */
-  override async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
-    if (this.initialPrompt === "argv" || !config.prompt) return super.start(name, config, opts);
-    const nudge = config.nudge ? `${config.prompt}\n\n${config.nudge}` : config.prompt;
-    return super.start(name, { ...config, prompt: undefined, promptFlag: undefined, nudge }, opts);
-  }
-
   protected override async afterCreate(name: string, signal: AbortSignal): Promise<void> {
-    const r = await this.call(name, { op: "acp.handshake", timeoutMs: HANDSHAKE_TIMEOUT_MS }, HANDSHAKE_TIMEOUT_MS + QUICK_MS, signal);
+    const r = await this.call(
+      name,
+      { op: "acp.handshake", timeoutMs: HANDSHAKE_TIMEOUT_MS },
+      HANDSHAKE_TIMEOUT_MS + QUICK_MS,
+      signal,
+    );
     if (!r.ok) return; // gone: the lifecycle reports the death with its exit status
     const state = r.value.state;
     if (state === "failed" || state === "timeout") {
@@ -149,17 +135,31 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
       throw new NudgeNotDeliveredError(name, e instanceof Error ? e.message : String(e), { cause: e });
     }
     if (!r.ok) {
-      if (strict) throw new NudgeNotDeliveredError(name, r.why === "exited" ? "the agent has exited" : "no such session");
+      if (strict)
+        throw new NudgeNotDeliveredError(
+          name,
+          r.why === "exited" ? "the agent has exited" : "no such session",
+        );
       return undefined;
     }
     return r.value.turn;
   }
 
   /** @inheritdoc */
-  async waitTurn(name: string, turn: number, timeoutMs: number, opts: OpOptions = {}): Promise<TurnRecord | undefined> {
+  async waitTurn(
+    name: string,
+    turn: number,
+    timeoutMs: number,
+    opts: OpOptions = {},
+  ): Promise<TurnRecord | undefined> {
     validateSessionName(name);
     const bound = Math.max(0, Math.trunc(timeoutMs));
-    const r = await this.call(name, { op: "acp.waitTurn", turn, timeoutMs: bound }, bound + QUICK_MS, opts.signal);
+    const r = await this.call(
+      name,
+      { op: "acp.waitTurn", turn, timeoutMs: bound },
+      bound + QUICK_MS,
+      opts.signal,
+    );
     if (!r.ok) throw new SessionNotFoundError(name, r.why === "exited" ? "the agent has exited" : undefined);
     return r.value.turn ?? undefined;
   }
@@ -167,7 +167,12 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   /** @inheritdoc */
   async turns(name: string, since: number, opts: OpOptions = {}): Promise<TurnRecord[]> {
     validateSessionName(name);
-    const r = await this.call(name, { op: "acp.turns", since: Math.max(0, Math.trunc(since)) }, OP_TIMEOUT_MS, opts.signal);
+    const r = await this.call(
+      name,
+      { op: "acp.turns", since: Math.max(0, Math.trunc(since)) },
+      OP_TIMEOUT_MS,
+      opts.signal,
+    );
     if (!r.ok) throw new SessionNotFoundError(name);
     return r.value.turns;
   }
@@ -185,7 +190,13 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
     const metadata: Record<string, string> = {};
     for (const o of p.options) metadata[`option.${o.id}`] = `${o.kind}: ${o.name}`;
     if (p.toolCallId) metadata.toolCallId = p.toolCallId;
-    return { requestId: p.requestId, kind: p.kind, prompt: p.prompt, options: p.options.map((o) => o.id), metadata };
+    return {
+      requestId: p.requestId,
+      kind: p.kind,
+      prompt: p.prompt,
+      options: p.options.map((o) => o.id),
+      metadata,
+    };
   }
 
   /**

@@ -554,7 +554,10 @@ class Holder {
         if (!Array.isArray(req.keys)) throw new OpError("bad_request", "keys must be an array of strings");
         for (const k of req.keys) {
           if (k !== "C-c" && k !== "Escape" && k !== "Enter")
-            throw new OpError("invalid_key", `an ACP session takes no raw key ${JSON.stringify(k)} (only C-c, Escape, Enter)`);
+            throw new OpError(
+              "invalid_key",
+              `an ACP session takes no raw key ${JSON.stringify(k)} (only C-c, Escape, Enter)`,
+            );
         }
         for (const k of req.keys) {
           if (k === "Enter") acp.prompt("");
@@ -573,7 +576,9 @@ class Holder {
       case "attach":
         throw new OpError("unsupported", "an ACP session has no terminal to attach to");
       case "waitReady":
-        return { result: await acp.waitReady(str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs"), signal) };
+        return {
+          result: await acp.waitReady(str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs"), signal),
+        };
       case "waitIdle":
         return { result: await acp.waitIdle(int(req.timeoutMs, "timeoutMs"), signal) };
       case "acp.handshake":
@@ -581,7 +586,9 @@ class Holder {
       case "acp.turns":
         return { turns: acp.turnsSince(int(req.since, "since")) };
       case "acp.waitTurn":
-        return { turn: (await acp.waitTurn(int(req.turn, "turn"), int(req.timeoutMs, "timeoutMs"), signal)) ?? null };
+        return {
+          turn: (await acp.waitTurn(int(req.turn, "turn"), int(req.timeoutMs, "timeoutMs"), signal)) ?? null,
+        };
       case "acp.pending":
         return { interaction: acp.pending() ?? null };
       case "acp.respond":
