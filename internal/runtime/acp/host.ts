@@ -26,6 +26,8 @@ import type { AcpState, AcpStatus, AcpTurn, InteractionView } from "./wire.js";
 
 /** What the holder gives the host. */
 export interface AcpHostSpec {
+  /** The gc session name (for messages). */
+  readonly name: string;
   readonly argv: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
@@ -183,7 +185,7 @@ export class AcpHost {
 
   private authError(): string {
     const ids = this.authMethods.map((m) => m.id).join(", ") || "none offered";
-    return `the agent needs authentication (auth methods: ${ids}); answer with \`gc session respond NAME <method>\` or sign the agent in`;
+    return `the agent needs authentication (auth methods: ${ids}); answer with \`gc session respond ${this.spec.name} <method>\` or sign the agent in`;
   }
 
   private fail(message: string): void {

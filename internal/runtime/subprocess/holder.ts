@@ -261,7 +261,13 @@ class Holder {
   /** Spawns the ACP agent (pipes, no pty) through the ACP host module, loaded only in this mode. */
   private async startAcp(AcpHost: typeof import("../acp/host.js").AcpHost): Promise<void> {
     const host = new AcpHost(
-      { argv: this.spec.argv, env: this.spec.env, cwd: this.spec.cwd, mcpServers: this.spec.mcpServers },
+      {
+        name: this.spec.name,
+        argv: this.spec.argv,
+        env: this.spec.env,
+        cwd: this.spec.cwd,
+        mcpServers: this.spec.mcpServers,
+      },
       {
         activity: () => {
           this.lastActivity = Date.now();

@@ -263,7 +263,7 @@ export class SubprocessProvider
             cause: e,
           });
         }
-        throw new ProviderError("subprocess", `${name}: ${req.op}: ${e.message}`, { cause: e });
+        throw new ProviderError(this.name, `${name}: ${req.op}: ${e.message}`, { cause: e });
       }
       throw e;
     }
