@@ -12,9 +12,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { shellQuote } from "../../internal/config/resolve.js";
-import { AGENT_CLIS, installAgentCli, npmUnreachable } from "../../scripts/agent-clis.mjs";
 import { AcpProvider } from "../../internal/runtime/acp/index.js";
 import { isGcError } from "../../internal/runtime/errors.js";
+import { AGENT_CLIS, installAgentCli, npmUnreachable } from "../../scripts/agent-clis.mjs";
 
 let bin: string | undefined;
 let skipReason: string | undefined;
@@ -36,12 +36,20 @@ describe("acp: live gemini --acp", { timeout: 120_000 }, () => {
     const work = join(root, "work");
     await mkdir(home);
     await mkdir(work);
-    const p = new AcpProvider({ city: "gemini-live", stateDir: join(root, "state"), baseEnv: { PATH: process.env.PATH, HOME: home } });
+    const p = new AcpProvider({
+      city: "gemini-live",
+      stateDir: join(root, "state"),
+      baseEnv: { PATH: process.env.PATH, HOME: home },
+    });
     onTestFinished(async () => {
       await p.stop("gem");
       await rm(root, { recursive: true, force: true });
     });
-    await p.start("gem", { command: `exec ${shellQuote(bin)} --acp`, workDir: work, env: { HOME: home } });
+    await p.start("gem", {
+      command: `exec ${shellQuote(bin ?? "gemini")} --acp`,
+      workDir: work,
+      env: { HOME: home },
+    });
     const st = await p.acpStatus("gem");
     expect(st?.agent).toBe(`gemini-cli ${AGENT_CLIS.gemini.version}`); // initialize's agentInfo
     expect(st?.state).toBe("needs_auth"); // session/new answered auth_required

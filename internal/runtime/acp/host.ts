@@ -358,12 +358,21 @@ export class AcpHost {
       .request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: turn.prompt }] })
       .then(
         (r) => this.finishTurn(turn, { stopReason: r.stopReason }),
-        (e: unknown) =>
+        (e: unknown) => {
+          if (this.conn?.signal.aborted && !this.exited) {
+            // The pipe closed first: the exit (any moment now) ends the turn with its status.
+            setTimeout(
+              () => this.finishTurn(turn, { error: `the agent closed the connection: ${describeError(e)}` }),
+              2_000,
+            ).unref();
+            return;
+          }
           this.finishTurn(turn, {
             error: isAuthRequired(e)
               ? `the agent is not signed in: ${describeError(e)} (auth methods: ${this.authMethods.map((m) => m.id).join(", ") || "none offered"})`
               : `session/prompt failed: ${describeError(e)}`,
-          }),
+          });
+        },
       );
   }
 

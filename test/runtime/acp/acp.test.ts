@@ -47,7 +47,10 @@ afterAll(async () => {
 describe("acp provider", { timeout: 60_000 }, () => {
   it("turns: reply, tool calls, plan and the initial nudge as the first turn, in the transcript", async () => {
     const s = await session({}, { nudge: "first words" });
-    expect(await p.waitTurn(s, 1, 10_000)).toMatchObject({ prompt: "first words", reply: "echo: first words" });
+    expect(await p.waitTurn(s, 1, 10_000)).toMatchObject({
+      prompt: "first words",
+      reply: "echo: first words",
+    });
     const id = await p.prompt(s, "plan it");
     expect(await p.waitTurn(s, id, 10_000)).toMatchObject({ reply: "planned", stopReason: "end_turn" });
     expect(await p.waitForIdle(s, 5_000)).toBe("idle");
@@ -70,7 +73,10 @@ describe("acp provider", { timeout: 60_000 }, () => {
   it("permission: pending with its options and kinds; approve picks allow_once; the turn completes", async () => {
     const s = await session();
     const id = await p.prompt(s, "permission please");
-    const pending = await expect.poll(() => p.pending(s)).toBeTruthy().then(() => p.pending(s));
+    const pending = await expect
+      .poll(() => p.pending(s))
+      .toBeTruthy()
+      .then(() => p.pending(s));
     expect(pending).toMatchObject({
       kind: "permission",
       prompt: "Delete build/",
@@ -94,13 +100,18 @@ describe("acp provider", { timeout: 60_000 }, () => {
     await expect.poll(async () => (await p.peek(s, 1)).startsWith("tick")).toBe(true);
     await p.interrupt(s);
     expect(await p.waitTurn(s, id, 10_000)).toMatchObject({ stopReason: "cancelled" });
-    expect(await p.waitTurn(s, queued, 10_000)).toMatchObject({ reply: "echo: after", stopReason: "end_turn" });
+    expect(await p.waitTurn(s, queued, 10_000)).toMatchObject({
+      reply: "echo: after",
+      stopReason: "end_turn",
+    });
   });
 
   it("a crash mid-turn ends the turn with an error; exit status kept; prompts then fail clearly", async () => {
     const s = await session();
     const id = await p.prompt(s, "crash");
-    expect((await p.waitTurn(s, id, 10_000))?.error).toMatch(/the agent ended during the turn \(exit code 3\)/);
+    expect((await p.waitTurn(s, id, 10_000))?.error).toMatch(
+      /the agent ended during the turn \(exit code 3\)/,
+    );
     await expect.poll(() => p.isRunning(s)).toBe(false);
     expect((await p.lastExit(s))?.code).toBe(3);
     await expect(p.prompt(s, "hello?")).rejects.toThrow(/exited/);
