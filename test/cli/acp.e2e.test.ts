@@ -89,11 +89,11 @@ describe("acp provider through gc", { timeout: 180_000 }, () => {
     const exited = new Promise<number | null>((r) => run.on("close", r));
     const status = await until("the permission request in gc status", async () => {
       const s = JSON.parse((await city.gc(["status", "--json"])).stdout) as {
-        sessions: { name: string; interaction?: { kind: string; prompt: string; options: string[] } }[];
+        sessions: { name: string; interaction?: { kind: string; question: string; options: string[] } }[];
       };
       return s.sessions.find((x) => x.name === "alpha")?.interaction;
     });
-    expect(status).toMatchObject({ kind: "permission", prompt: "Delete build/" });
+    expect(status).toMatchObject({ kind: "permission", question: "Delete build/" });
     expect(status.options).toEqual(["allow-once", "allow-always", "reject-once"]);
     const answer = await city.gc(["session", "respond", "alpha", "allow-once"]);
     expect(answer.code, answer.stderr).toBe(0);
@@ -104,7 +104,7 @@ describe("acp provider through gc", { timeout: 180_000 }, () => {
       stopReason: "end_turn",
     });
 
-    const peek = await city.gc(["peek", "alpha", "-n", "4"]);
+    const peek = await city.gc(["peek", "alpha", "-n", "0"]);
     expect(peek.stdout).toContain("[tool] Delete build/ (completed)");
     expect(peek.stdout).toContain("permission: allow-once");
   });
