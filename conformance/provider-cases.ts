@@ -519,11 +519,17 @@ const stopping: ConformanceCase[] = [
   {
     id: "exit.status",
     title: "lastExit: reports the exit code of a program that ended",
-    requires: ["executes", "exitStatus"],
+    requires: ["executes", "exitStatus", "copyTo"],
     async run(ctx) {
-      const { name } = await running(ctx, "sleep 1; exit 7");
+      // The program ends when told (a file copied into its work dir), never on a timer: a
+      // start slower than a fixed lifetime (a pod under load) must not make it die "during
+      // startup".
+      const { name } = await running(ctx, "until [ -e gc-exit-now ]; do sleep 0.1; done; exit 7");
       const p = ctx.provider;
       assert.ok(supportsExitStatus(p), "exitStatus capability without lastExit()");
+      const go = join(await ctx.localDir(), "gc-exit-now");
+      await writeFile(go, "");
+      await p.copyTo(name, go, "gc-exit-now");
       const st = await ctx.eventually("an exit status", async () => p.lastExit(name), 15_000);
       assert.equal(st.code, 7);
       assert.equal(await p.lastExit(ctx.newName("missing")), undefined);
@@ -981,7 +987,12 @@ const observation: ConformanceCase[] = [
     protocol: 2,
     async run(ctx) {
       const { name, cfg } = await running(ctx, PID_LONG);
-      const pid = await ctx.eventually("pid.out", async () => (await ctx.read(name, cfg, "pid.out"))?.trim());
+      // A complete pid line: the shell creates pid.out before it writes it, and reading the
+      // empty file in between used to pass "" on as the pid ("the program was restarted").
+      const pid = await ctx.eventually("pid.out", async () => {
+        const text = await ctx.read(name, cfg, "pid.out");
+        return text?.endsWith("\n") ? text.trim() : undefined;
+      });
       await ctx.provider.runLive(name, { ...cfg, sessionLive: ["echo again >> live.out"] });
       await fileEquals(ctx, name, cfg, "live.out", "again\n");
       assert.equal((await ctx.read(name, cfg, "pid.out"))?.trim(), pid, "the program was restarted");

@@ -1004,6 +1004,32 @@ const events: StoreCase[] = [
       assert.deepEqual(await a.queryEvents(), [later]);
     },
   },
+  {
+    id: "events.trim",
+    title: "trimEvents: retention by age and by count, this actor's events only",
+    async run(ctx) {
+      const a = await ctx.open("actor-a");
+      const b = await ctx.open("actor-b");
+      for (let i = 0; i < 5; i++) await a.appendEvent({ type: `old${i}`, at: 1_000 + i });
+      for (let i = 0; i < 5; i++) await a.appendEvent({ type: `new${i}`, at: 9_000 + i });
+      const eb = await b.appendEvent({ type: "b", at: 1 });
+      assert.equal(await a.trimEvents({ before: 9_000 }), 5, "age: every event before the bound");
+      assert.deepEqual(
+        (await a.queryEvents()).map((e) => e.type),
+        ["new0", "new1", "new2", "new3", "new4"],
+      );
+      assert.equal(await a.trimEvents({ keep: 2 }), 3, "count: all but the newest 2");
+      assert.deepEqual(
+        (await a.queryEvents()).map((e) => e.type),
+        ["new3", "new4"],
+      );
+      assert.equal(await a.trimEvents({ keep: 2, before: 0 }), 0, "idempotent");
+      assert.equal(await a.trimEvents({}), 0, "no bounds: nothing");
+      assert.deepEqual(await b.queryEvents(), [eb], "another actor's events are untouched");
+      assert.equal(await a.trimEvents({ keep: 0 }), 2);
+      assert.deepEqual(await a.queryEvents(), []);
+    },
+  },
 ];
 
 const waits: StoreCase[] = [

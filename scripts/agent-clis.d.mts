@@ -5,10 +5,12 @@ export interface AgentCli {
   readonly bin: string;
   readonly postinstall: readonly string[] | undefined;
 }
-export declare const AGENT_CLIS: Readonly<Record<"claude" | "codex" | "gemini", AgentCli>>;
+/** The pinned agent CLIs. */
+export type AgentCliName = "claude" | "codex" | "gemini" | "copilot" | "opencode";
+export declare const AGENT_CLIS: Readonly<Record<AgentCliName, AgentCli>>;
 export declare function agentCliCacheDir(): string;
 export declare function installAgentCli(
-  name: "claude" | "codex" | "gemini",
+  name: AgentCliName,
   cacheDir?: string,
 ): Promise<{ bin: string; dir: string; cached: boolean }>;
 export declare function npmUnreachable(): Promise<string | undefined>;

@@ -22,6 +22,9 @@ export const AGENT_CLIS = {
   },
   codex: { pkg: "@openai/codex", version: "0.171.0", bin: "codex", postinstall: undefined },
   gemini: { pkg: "@google/gemini-cli", version: "0.61.0", bin: "gemini", postinstall: undefined },
+  // Checked for the copilot and opencode presets (recorded screens only, no live test).
+  copilot: { pkg: "@github/copilot", version: "1.0.102", bin: "copilot", postinstall: undefined },
+  opencode: { pkg: "opencode-ai", version: "1.18.33", bin: "opencode", postinstall: undefined },
 };
 
 /** `$GC_AGENT_CLI_CACHE`, else `$XDG_CACHE_HOME/gc-agent-clis`, else `~/.cache/gc-agent-clis`. */

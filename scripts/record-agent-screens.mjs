@@ -7,7 +7,7 @@
  * dummy keys only. Usage: node scripts/record-agent-screens.mjs [cli...]
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,6 +60,7 @@ const SCENARIOS = [
     env: {},
     steps: [
       { wait: /Ask Codex to do anything|for shortcuts/, quiet: true, save: "idle", text: "hello" },
+      // Offline, the turn retries its connection ("Reconnecting… (Ns • esc to interrupt)").
       { wait: /esc to interrupt/, save: "busy" },
     ],
   },
@@ -76,6 +77,26 @@ const SCENARIOS = [
     ],
   },
   {
+    // Offline and signed out: trust, then its input with "Please use /login" (no turn runs).
+    name: "copilot",
+    cli: "copilot",
+    env: {},
+    steps: [
+      { wait: /Do you trust the files in this folder\?/, save: "trust", keys: ["Enter"] },
+      { wait: /Please use \/login/, quiet: true, save: "login" },
+    ],
+  },
+  {
+    // Offline: its input, then a turn that spins on the unreachable provider.
+    name: "opencode",
+    cli: "opencode",
+    env: {},
+    steps: [
+      { wait: /Ask anything/, quiet: true, save: "idle", text: "hello" },
+      { wait: /esc interrupt/, save: "busy" },
+    ],
+  },
+  {
     name: "gemini-nokey",
     cli: "gemini",
     env: {},
@@ -87,6 +108,31 @@ const SCENARIOS = [
 ];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Types `text` into the input and presses Enter once the text shows on screen: a CLI that is
+ * still initialising (Codex before its app server answers) queues keys and draws them late.
+ */
+async function typeLine(tmux, text) {
+  tmux("send-keys", "-t", "rec", "-l", text);
+  const deadline = Date.now() + 180_000;
+  while (!tmux("capture-pane", "-p", "-t", "rec").includes(text)) {
+    if (Date.now() > deadline) throw new Error(`typed text never showed: ${text}`);
+    await sleep(300);
+  }
+  tmux("send-keys", "-t", "rec", "Enter");
+}
+
+/** Kills the processes an agent left running outside its pane (Codex's app-server daemon). */
+function killUnder(dir) {
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir)) process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+}
 
 async function record(sc, bins, [w, h]) {
   const root = mkdtempSync(join(tmpdir(), "gc-rec-"));
@@ -124,7 +170,9 @@ async function record(sc, bins, [w, h]) {
       ...(sc.args ?? []),
     );
     for (const step of sc.steps) {
-      const deadline = Date.now() + 60_000;
+      // Generous: a first start on a loaded machine can take minutes (opencode npm-installs
+      // its plugin package into the fresh HOME before it draws anything).
+      const deadline = Date.now() + 360_000;
       let screen = "";
       let last = "";
       let stableSince = Date.now();
@@ -148,15 +196,16 @@ async function record(sc, bins, [w, h]) {
           tmux("send-keys", "-t", "rec", k);
           await sleep(300);
         }
-      if (step.text) {
-        tmux("send-keys", "-t", "rec", "-l", step.text);
-        await sleep(300);
-        tmux("send-keys", "-t", "rec", "Enter");
-      }
+      if (step.text) await typeLine(tmux, step.text);
     }
   } finally {
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
-    rmSync(root, { recursive: true, force: true, maxRetries: 5 });
+    killUnder(root);
+    try {
+      rmSync(root, { recursive: true, force: true, maxRetries: 5 });
+    } catch (e) {
+      console.error(`could not remove ${root}: ${e.message}`);
+    }
   }
 }
 

@@ -42,19 +42,20 @@ export async function withTarget<T>(
 ): Promise<T> {
   const city = await openCity(ctx);
   try {
-    const session = await resolveSession(city, name, ctx.signal);
-    const [provider, store] = await Promise.all([city.providerFor(session.provider), city.store()]);
-    return await fn({
-      city,
-      session,
-      name: session.name,
-      provider,
-      store,
-      config: session.desired?.config,
-    });
+    return await fn(await targetIn(city, name, ctx.signal));
   } finally {
     await city.close();
   }
+}
+
+/**
+ * Resolves `name` in an open city (exit 3 with a did-you-mean when unknown) with its provider
+ * and store. @throws SessionNotFoundError when the city does not know it.
+ */
+export async function targetIn(city: City, name: string, signal?: AbortSignal): Promise<Target> {
+  const session = await resolveSession(city, name, signal);
+  const [provider, store] = await Promise.all([city.providerFor(session.provider), city.store()]);
+  return { city, session, name: session.name, provider, store, config: session.desired?.config };
 }
 
 /** A session that exists in the city but has no live runtime. Exit 1. */

@@ -20,6 +20,7 @@ export const COMMANDS = {
   run: "one turn: nudge, wait for idle, report",
   exec: "run a command in a session's environment",
   session: "session bookkeeping: list, kill, restart, reset, logs, respond",
+  dashboard: "serve a live web view of the city",
   config: "validate, show or print the schema of the city file",
   conformance: "run the provider conformance suite",
   completion: "print a shell completion script (bash, zsh or fish)",

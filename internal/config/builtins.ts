@@ -1,6 +1,6 @@
 /**
  * Builtin provider presets and the layering rule for `providers:` entries. Agent CLIs
- * (claude, codex, gemini) and plain programs (bash, sh, python) work with no
+ * (claude, codex, gemini, copilot, opencode) and plain programs (bash, sh, python) work with no
  * `providers:` section at all. Pure; used by validation and template resolution.
  */
 import type { PromptMode, ProviderPreset } from "./schema.js";
@@ -51,6 +51,25 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "> ",
     ready_delay_ms: 5_000,
     process_names: ["gemini", "node"],
+  },
+  // Checked against GitHub Copilot CLI 1.0.102 and opencode 1.18.33 (recorded screens).
+  // Copilot: "❯ " in its input box (it needs `/login` before it takes a turn); opencode: the
+  // placeholder of its empty input box ("┃  Ask anything…"; hidden while a turn runs).
+  copilot: {
+    command: "copilot",
+    prompt_mode: "flag",
+    prompt_flag: "--interactive",
+    ready_prompt_prefix: "❯ ",
+    ready_delay_ms: 5_000,
+    process_names: ["copilot", "node"],
+  },
+  opencode: {
+    command: "opencode",
+    prompt_mode: "flag",
+    prompt_flag: "--prompt",
+    ready_prompt_prefix: "Ask anything",
+    ready_delay_ms: 3_000,
+    process_names: ["opencode"],
   },
   bash: {
     command: "bash",

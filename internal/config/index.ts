@@ -28,6 +28,7 @@ export {
   type DaemonSettings,
   type DesiredSession,
   daemonSettings,
+  declaredBackends,
   effectivePreset,
   formatBeacon,
   poolBounds,
@@ -35,7 +36,8 @@ export {
   type ResolveOptions,
   resolveCity,
   resolvePoolInstance,
-  sessionBackend,
+  type SessionPlacement,
+  sessionPlacement,
   shellQuote,
 } from "./resolve.js";
 export {

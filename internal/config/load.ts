@@ -10,6 +10,7 @@ import { access, readFile, stat } from "node:fs/promises";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.js";
 import { cityIdOf } from "../runtime/identity.js";
+import { PROVIDERS } from "../runtime/registry.js";
 import { type CityConfig, parseCity } from "./parse.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
@@ -176,8 +177,16 @@ async function checkFiles(
     execOf(s.hybrid.local, "session.hybrid.local");
     execOf(s.hybrid.remote, "session.hybrid.remote");
   } else execOf(s.provider, "session.provider");
-  if (s.k8s.kubeconfig !== undefined)
-    checks.push({ path: "session.k8s.kubeconfig", target: s.k8s.kubeconfig, kind: "file" });
+  // Files a provider's section names (session.k8s.kubeconfig, …), as the registry declares.
+  const sections = s as unknown as Readonly<Record<string, Readonly<Record<string, unknown>> | undefined>>;
+  for (const e of PROVIDERS) {
+    for (const key of e.fileSettings ?? []) {
+      const v = sections[e.name]?.[key];
+      if (typeof v === "string") {
+        checks.push({ path: `session.${e.name}.${key}`, target: resolve(cityDir, v), kind: "file" });
+      }
+    }
+  }
   config.agents.forEach((a, i) => {
     const at = `agents[${i}]`;
     if (a.session !== undefined) execOf(a.session, `${at}.session`);

@@ -5,6 +5,7 @@
  * beacon (which fingerprints ignore anyway) does not change between ticks.
  */
 import { basename, resolve as resolvePath } from "node:path";
+import { type RouteRules, routeSession } from "../runtime/auto/route.js";
 import type { CopyEntry, StartConfig } from "../runtime/provider.js";
 import { type EffectivePreset, lookupPreset } from "./builtins.js";
 import type { CityConfig } from "./parse.js";
@@ -19,8 +20,12 @@ export interface DesiredSession {
   /** Session name: the agent name, or `<agent>-<n>` (1-based) for pool instances. */
   readonly name: string;
   readonly agent: string;
-  /** Concrete session provider: `tmux`, `subprocess`, `exec:/abs/path`, `k8s`, `docker` or `fake`. */
+  /** Session provider: concrete (`tmux`, `exec:/abs/path`, …) or a router (`auto`, `hybrid`). */
   readonly provider: string;
+  /** Under a router: the concrete backend the session is routed to (also `config.backend`). */
+  readonly backend?: string | undefined;
+  /** Why this provider/backend (`gc config show`). */
+  readonly placement: string;
   readonly config: StartConfig;
   /** Agent names this session's agent depends on. */
   readonly dependsOn: readonly string[];
@@ -99,20 +104,49 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
   };
 }
 
+/** Where a session runs, and why (`gc config show`). */
+export interface SessionPlacement {
+  /** The provider the reconciler talks to: a concrete one, or the router (`auto`, `hybrid`). */
+  readonly provider: string;
+  /** Under a router: the concrete backend the router puts the session on. */
+  readonly backend?: string | undefined;
+  /** Why that provider (and backend). */
+  readonly why: string;
+}
+
 /**
- * The concrete backend a session runs on: the agent's `session` override, else
- * `session.auto.default` under `auto`, else the local/remote side chosen by
- * `session.hybrid.remote_match` under `hybrid`, else `session.provider`. Pure.
+ * Where a session runs. Under `session.provider: auto|hybrid` the router is the provider and
+ * the backend is decided by the routers' one rule (runtime/auto/route.ts: the agent's
+ * `session` override, else `session.auto.default`; or hybrid's `remote_match`). Otherwise
+ * the agent's `session` override, else `session.provider`. Pure.
  */
-export function sessionBackend(config: CityConfig, agent: AgentConfig, sessionName: string): string {
-  if (agent.session !== undefined) return agent.session;
+export function sessionPlacement(
+  config: CityConfig,
+  agent: AgentConfig,
+  sessionName: string,
+): SessionPlacement {
   const { session } = config;
-  if (session.provider === "auto") return session.auto.default;
-  if (session.provider === "hybrid") {
-    const m = session.hybrid.remote_match;
-    return m !== undefined && new RegExp(m).test(sessionName) ? session.hybrid.remote : session.hybrid.local;
+  const p = session.provider;
+  if (p === "auto" || p === "hybrid") {
+    const rules: RouteRules =
+      p === "auto"
+        ? { kind: "auto", default: session.auto.default }
+        : {
+            kind: "hybrid",
+            local: session.hybrid.local,
+            remote: session.hybrid.remote,
+            remoteMatch: session.hybrid.remote_match,
+          };
+    const r = routeSession(rules, sessionName, agent.session);
+    return { provider: p, backend: r.backend, why: r.why };
   }
-  return session.provider;
+  if (agent.session !== undefined) return { provider: agent.session, why: "the agent's session provider" };
+  return { provider: p, why: "session.provider" };
+}
+
+/** Every concrete backend the city's agents declare (`agents[].session`), for the `auto` router. */
+export function declaredBackends(config: CityConfig): string[] {
+  return [...new Set(config.agents.flatMap((a) => (a.session === undefined ? [] : [a.session])))];
 }
 
 function copyEntries(cityDir: string, agent: AgentConfig): CopyEntry[] {
@@ -176,7 +210,9 @@ function resolveSession(
     else prompt = initial;
   }
 
+  const placed = sessionPlacement(config, agent, name);
   const startConfig: StartConfig = compact({
+    backend: placed.backend,
     command,
     workDir,
     env,
@@ -203,7 +239,9 @@ function resolveSession(
   const desired: DesiredSession = {
     name,
     agent: agent.name,
-    provider: sessionBackend(config, agent, name),
+    provider: placed.provider,
+    ...(placed.backend === undefined ? {} : { backend: placed.backend }),
+    placement: placed.why,
     config: startConfig,
     dependsOn: agent.depends_on,
     suspended: agent.suspended || config.workspace.suspended,
@@ -264,6 +302,10 @@ export interface DaemonSettings {
   readonly minHealthyUptimeMs: number;
   /** `daemon.mass_stop_percent`: the mass-stop guard's threshold. */
   readonly massStopPercent: number;
+  /** `daemon.events.max_age`: events older than this are pruned. */
+  readonly eventMaxAgeMs: number;
+  /** `daemon.events.max_count`: at most this many events are kept. */
+  readonly eventMaxCount: number;
   /** `session.startup_timeout`: deadline for one start. */
   readonly startupTimeoutMs: number;
   /** `session.setup_timeout`: deadline for each hook command. */
@@ -284,6 +326,8 @@ export function daemonSettings(config: CityConfig): DaemonSettings {
     drainTimeoutMs: d.drain_timeout,
     minHealthyUptimeMs: d.min_healthy_uptime,
     massStopPercent: d.mass_stop_percent,
+    eventMaxAgeMs: d.events.max_age,
+    eventMaxCount: d.events.max_count,
     startupTimeoutMs: config.session.startup_timeout,
     setupTimeoutMs: config.session.setup_timeout,
   };

@@ -3,23 +3,26 @@
  * validating decoder and the shipped JSON Schema (`gc config schema`, city.schema.json)
  * are all derived from {@link CITY_SCHEMA}; nothing else describes the file's shape.
  */
-import { memoryProblem } from "../runtime/docker/settings.js";
-import { MAX_NAME_LENGTH, nameProblem } from "../runtime/names.js";
+import { nameProblem } from "../runtime/names.js";
 import {
   argProviderNames,
   listedProviders,
   PROVIDERS,
   parseProviderSpec,
   plainProviderNames,
+  providerSettingsFields,
+  routingProviderNames,
 } from "../runtime/registry.js";
+import { NAME_JSON, nameField, pathField } from "./fields.js";
 import { type Infer, type JsonSchema, s } from "./schema-builder.js";
 import { didYouMean } from "./suggest.js";
 
 /**
- * Routers: resolved to a concrete provider per session when the city is resolved
- * (resolve.ts), never run themselves.
+ * Routers (runtime/auto/): providers composed of the concrete ones; each session's route is
+ * decided by config resolution (resolve.ts, with runtime/auto/route.ts) and carried out by
+ * the router. Never a backend themselves.
  */
-export const ROUTER_PROVIDERS = ["auto", "hybrid"] as const;
+export const ROUTER_PROVIDERS: readonly string[] = routingProviderNames();
 /** Providers that run sessions themselves: the ones this build has (runtime/registry.ts). */
 export const CONCRETE_SESSION_PROVIDERS: readonly string[] = plainProviderNames();
 /** Every name `session.provider` accepts without a `:` argument. */
@@ -29,7 +32,6 @@ export const PROMPT_MODES = ["argument", "flag", "nudge", "none"] as const;
 /** A prompt delivery mode. */
 export type PromptMode = (typeof PROMPT_MODES)[number];
 
-const NAME_JSON: JsonSchema = { pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$", maxLength: MAX_NAME_LENGTH };
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
@@ -48,7 +50,7 @@ export function sessionProviderProblem(
   if (allowed.includes(v)) return undefined;
   const shown = [...listedProviders(), ...ROUTER_PROVIDERS.filter((r) => allowed.includes(r))];
   const list = shown.join(", ");
-  if ((ROUTER_PROVIDERS as readonly string[]).includes(v)) {
+  if (ROUTER_PROVIDERS.includes(v)) {
     return `${JSON.stringify(v)} is a router and cannot be used here; use one of ${list}`;
   }
   const names = shown.map((n) => n.split(":")[0] ?? n);
@@ -66,13 +68,13 @@ function providerJson(allowed: readonly string[]): JsonSchema {
   };
 }
 
-const name = () => s.string({ check: (v) => nameProblem(v), json: NAME_JSON });
+const name = nameField;
 const sessionProvider = (allowed: readonly string[]) =>
   s.string({
     check: (v) => sessionProviderProblem(v, allowed),
     json: providerJson(allowed),
   });
-const path = () => s.string({ nonEmpty: true });
+const path = pathField;
 const commands = () => s.array(s.string({ nonEmpty: true }));
 const env = () =>
   s.record(s.envValue(), {
@@ -260,127 +262,9 @@ export const CITY_SCHEMA = s.object(
           .duration({ min: "100ms" })
           .default("10s")
           .describe("Deadline for each pre_start/setup command."),
-        tmux: s
-          .object({
-            socket: name()
-              .optional()
-              .describe("tmux socket name (-L); default gc-<city>-<id of the city directory>."),
-          })
-          .default({}),
-        exec: s
-          .object({
-            timeout: s.duration({ min: "100ms" }).default("30s").describe("Deadline for each script call."),
-            start_timeout: s
-              .duration({ min: "1s" })
-              .default("120s")
-              .describe("Deadline for the script's start call."),
-          })
-          .default({}),
-        acp: s
-          .object({
-            mcp_servers: s
-              .array(
-                s.object({
-                  name: s.string({ nonEmpty: true }),
-                  command: s.string({ nonEmpty: true }).describe("Absolute path of the MCP server program."),
-                  args: s.array(s.string()).default([]),
-                  env: s.record(s.string()).default({}),
-                }),
-              )
-              .default([])
-              .describe("MCP servers (stdio) handed to every ACP session's session/new."),
-          })
-          .default({}),
-        k8s: s
-          .object({
-            namespace: name().default("default").describe("Namespace of the session pods and Secrets."),
-            image: s
-              .string({ nonEmpty: true })
-              .optional()
-              .describe("Container image (required when k8s is used); it needs sh, tmux ≥ 3.2 and tar."),
-            context: s.string({ nonEmpty: true }).optional().describe("kubeconfig context."),
-            kubeconfig: path()
-              .optional()
-              .describe(
-                "kubeconfig file (relative to the city directory); default: $KUBECONFIG, ~/.kube/config, in-cluster.",
-              ),
-            service_account: s.string({ nonEmpty: true }).optional().describe("Service account of the pods."),
-            image_pull_policy: s
-              .enum(["Always", "IfNotPresent", "Never"] as const)
-              .optional()
-              .describe("Image pull policy of the session container."),
-            node_selector: s
-              .record(s.string({ nonEmpty: true }))
-              .optional()
-              .describe("Node labels a session pod must be scheduled on."),
-            resources: s
-              .object({
-                requests: s
-                  .record(s.string({ nonEmpty: true }))
-                  .optional()
-                  .describe("cpu / memory / ephemeral-storage requests (Kubernetes quantities)."),
-                limits: s
-                  .record(s.string({ nonEmpty: true }))
-                  .optional()
-                  .describe("cpu / memory / ephemeral-storage limits (Kubernetes quantities)."),
-              })
-              .optional()
-              .describe("Resources of the session container."),
-            work_root: s
-              .string({ nonEmpty: true })
-              .default("/workspace")
-              .describe(
-                "Directory in the pod under which work dirs live (<work_root>/<work dir relative to the city>).",
-              ),
-            start_timeout: s
-              .duration({ min: "1s" })
-              .default("120s")
-              .describe("How long a pod may stay Pending; then the start fails with the pod's reason."),
-          })
-          .default({}),
-        docker: s
-          .object({
-            host: s
-              .string({ nonEmpty: true })
-              .optional()
-              .describe(
-                "Docker engine unix socket (/path or unix:///path); default $DOCKER_HOST, else /var/run/docker.sock.",
-              ),
-            image: s
-              .string({ nonEmpty: true })
-              .optional()
-              .describe("Container image (required when docker is used); it needs /bin/sh and tmux."),
-            network: s.string({ nonEmpty: true }).default("none").describe("Container network mode."),
-            memory: s
-              .string({ check: (v) => memoryProblem(v) })
-              .optional()
-              .describe("Memory limit per session container, e.g. 512m or 2g; default unlimited."),
-            cpus: s.number({ min: 0.01 }).optional().describe("CPU limit per session container (e.g. 1.5)."),
-            pids_limit: s.int({ min: 1 }).optional().describe("Process limit per session container."),
-            user: s
-              .string({ nonEmpty: true })
-              .optional()
-              .describe("user[:group] the program and every exec run as; default: the image's user."),
-            mounts: s
-              .array(
-                s.object({
-                  source: path().describe("Host path (relative to the city directory)."),
-                  target: s
-                    .string({ check: (v) => (v.startsWith("/") ? undefined : "must be an absolute path") })
-                    .describe("Absolute path inside the container."),
-                  read_only: s.bool().default(false),
-                }),
-              )
-              .default([])
-              .describe("Extra bind mounts into every session container."),
-            work_dir: s
-              .enum(["mount", "copy"] as const)
-              .default("mount")
-              .describe(
-                "mount: bind the host work dir at the same path; copy: upload it into the container at start.",
-              ),
-          })
-          .default({}),
+        // session.tmux, session.exec, session.k8s, session.docker, …: each provider's own
+        // section, declared in its directory and listed by the registry.
+        ...providerSettingsFields(),
         auto: s
           .object({
             default: sessionProvider(CONCRETE_SESSION_PROVIDERS)
@@ -405,7 +289,9 @@ export const CITY_SCHEMA = s.object(
     providers: s
       .record(PRESET_SCHEMA, { keyCheck: (k) => nameProblem(k), keyJson: NAME_JSON })
       .default({})
-      .describe("Provider presets, layered over the builtins (claude, codex, gemini, bash, sh, python)."),
+      .describe(
+        "Provider presets, layered over the builtins (claude, codex, gemini, copilot, opencode, bash, sh, python).",
+      ),
     agents: s.array(AGENT_SCHEMA).default([]),
     daemon: s
       .object({
@@ -439,6 +325,19 @@ export const CITY_SCHEMA = s.object(
           .duration({ min: "0" })
           .default("10s")
           .describe("An exit with code 0 after at least this much uptime is a clean exit, not a crash."),
+        events: s
+          .object({
+            max_age: s
+              .duration({ min: "1s" })
+              .default("168h")
+              .describe("Events older than this are deleted from the event log (checked after every pass)."),
+            max_count: s
+              .int({ min: 1 })
+              .default(10000)
+              .describe("At most this many events are kept (the newest)."),
+          })
+          .default({})
+          .describe("Event log retention, applied by the controller."),
         mass_stop_percent: s
           .int({ min: 1, max: 100 })
           .default(50)

@@ -5,6 +5,7 @@
  */
 import type { ConfigIssue } from "../runtime/errors.js";
 import { nameProblem } from "../runtime/names.js";
+import { PROVIDERS } from "../runtime/registry.js";
 import { BUILTIN_PRESETS, builtinBaseOf, lookupPreset, presetNames } from "./builtins.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems, WORK_DIR_PLACEHOLDERS } from "./placeholders.js";
 import type { AgentConfig, CityFile, PromptMode, ProviderPreset } from "./schema.js";
@@ -135,10 +136,14 @@ function checkSession(r: IssueReporter, city: CityFile): void {
     }
   }
   const used = backendsInUse(city);
-  for (const kind of ["k8s", "docker"] as const) {
-    const by = used.get(kind);
-    if (by !== undefined && session[kind].image === undefined && !r.tainted(`session.${kind}`)) {
-      r.add(`session.${kind}.image`, `required when the ${kind} session provider is used (by ${by})`);
+  const sections = session as unknown as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  for (const e of PROVIDERS) {
+    const by = used.get(e.name);
+    if (by === undefined || r.tainted(`session.${e.name}`)) continue;
+    for (const key of e.requiredWhenUsed ?? []) {
+      if (sections[e.name]?.[key] === undefined) {
+        r.add(`session.${e.name}.${key}`, `required when the ${e.name} session provider is used (by ${by})`);
+      }
     }
   }
 }

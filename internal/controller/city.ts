@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import {
   type DesiredSession as ConfigDesired,
   daemonSettings,
+  declaredBackends,
   findCityDir,
   type LoadedCity,
   loadCity,
@@ -126,6 +127,7 @@ export async function desiredFrom(
         name: d.name,
         agent: d.agent,
         provider: d.provider,
+        ...(d.backend === undefined ? {} : { backend: d.backend }),
         dependsOn: d.dependsOn,
         suspended: d.suspended,
         core: fp.core,
@@ -209,7 +211,25 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
     const kind = spec.split(":")[0] ?? spec;
     const section = (loaded.config.session as unknown as Record<string, unknown>)[kind];
-    return section && typeof section === "object" ? (section as Record<string, unknown>) : undefined;
+    if (!section || typeof section !== "object") return undefined;
+    // The auto router opens every backend its agents declare, not only its default.
+    if (kind === "auto") return { ...section, backends: declaredBackends(loaded.config) };
+    return section as Record<string, unknown>;
+  };
+  const providerFor = (spec: string): Promise<Provider> => {
+    let p = providers.get(spec);
+    if (!p) {
+      p = deps.createProvider(
+        spec,
+        // A router's backends are this city's providers (one instance per spec).
+        { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir, openBackend: providerFor },
+        settingsFor(spec),
+      );
+      providers.set(spec, p);
+      // A failed construction (e.g. an exec script's probe timing out) is retried next time.
+      p.catch(() => providers.delete(spec));
+    }
+    return p;
   };
   return {
     loaded,
@@ -223,20 +243,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       store ??= Promise.resolve(deps.openStore(loaded.cityDir));
       return store;
     },
-    providerFor(spec) {
-      let p = providers.get(spec);
-      if (!p) {
-        p = deps.createProvider(
-          spec,
-          { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir },
-          settingsFor(spec),
-        );
-        providers.set(spec, p);
-        // A failed construction (e.g. an exec script's probe timing out) is retried next time.
-        p.catch(() => providers.delete(spec));
-      }
-      return p;
-    },
+    providerFor,
     async loadDesired() {
       const fresh = await loadCity({
         cityDir: loaded.cityDir,

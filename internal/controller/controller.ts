@@ -8,12 +8,14 @@ import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { daemonSettings } from "../config/resolve.js";
 import { pidAlive } from "../proc/kill.js";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { describeError } from "../runtime/errors.js";
+import { supportsBackendWatch } from "../runtime/provider.js";
 import { type City, newReconciler, policyOf } from "./city.js";
 import {
   type ControllerStatus,
@@ -106,7 +108,8 @@ export async function runController(
   }
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
-  const reconciler = newReconciler(city, await city.store());
+  const store = await city.store();
+  const reconciler = newReconciler(city, store);
   const operatorPass = createOperatorPass(city, opts.log);
   const startedAt = Date.now();
   let passes = 0;
@@ -123,6 +126,21 @@ export async function runController(
 
   const newPass = (): Pass => ({ events: [], listeners: new Set(), done: Promise.resolve() });
   queued = newPass(); // the first pass: watchers that connect early see it from the start
+
+  // A lost backend (the tmux server exited) is recovered at once, not at the next interval.
+  const watched = new WeakSet<object>();
+  const watchBackends = async (report: TickReport) => {
+    for (const name of new Set([city.defaultProvider, ...report.desired.map((d) => d.provider)])) {
+      const p = await city.providerFor(name).catch(() => undefined);
+      if (!p || watched.has(p) || !supportsBackendWatch(p)) continue;
+      watched.add(p);
+      p.onBackendLost(() => {
+        if (signal.aborted) return;
+        opts.log(`${name}: backend lost (e.g. the tmux server exited): reconciling now`);
+        loop.poke();
+      });
+    }
+  };
 
   const runPass = async () => {
     if (stopWins(city.stateDir, origin)) {
@@ -159,6 +177,16 @@ export async function runController(
       current = undefined;
       // Queued nudges, approvals, wait expiry, exec-state cleanup (operator-pass.ts).
       const op = await operatorPass(report, signal);
+      await watchBackends(report);
+      // Event retention (daemon.events), re-read every pass so edits apply.
+      const keep = daemonSettings(city.current().config);
+      const trimmed = await store
+        .trimEvents({ before: Date.now() - keep.eventMaxAgeMs, keep: keep.eventMaxCount })
+        .catch((e: unknown) => {
+          opts.log(`event retention failed: ${describeError(e)}`);
+          return 0;
+        });
+      if (trimmed > 0) opts.log(`event retention: deleted ${trimmed} old event${trimmed === 1 ? "" : "s"}`);
       const due = Math.min(
         report.requeueAt ?? Number.POSITIVE_INFINITY,
         op.nextDueAt ?? Number.POSITIVE_INFINITY,

@@ -6,9 +6,16 @@
 import { didYouMean } from "../config/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
+import { INFRA_LOSSES_KEY } from "../reconcile/plan.js";
 import { observe } from "../reconcile/reconciler.js";
 import { describeError, SessionNotFoundError } from "../runtime/errors.js";
-import { type PendingInteraction, supportsInteraction, supportsSnapshot } from "../runtime/provider.js";
+import {
+  isRouter,
+  type PendingInteraction,
+  sessionCapabilities,
+  supportsInteraction,
+  supportsSnapshot,
+} from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
 
@@ -17,6 +24,11 @@ export interface SessionView {
   readonly name: string;
   readonly agent: string;
   readonly provider: string;
+  /**
+   * The concrete backend the session is on: under a router (`auto`, `hybrid`) its route
+   * (recorded or seen listed, else the one the city file decides), else the provider itself.
+   */
+  readonly backend: string;
   /** Lifecycle state from the store; `untracked` when running without a record, `new` when never started. */
   readonly state: string;
   /** Why it is in that state (quarantine reason, last error…). */
@@ -24,6 +36,8 @@ export interface SessionView {
   readonly running: boolean;
   readonly drift: "none" | "core" | "live";
   readonly restarts: number;
+  /** Times the session was lost with its infrastructure (not crashes; plan.ts INFRA_LOSSES_KEY). */
+  readonly infraLosses: number;
   readonly lastActivity: string | null;
   readonly attached: boolean;
   readonly desired: boolean;
@@ -44,6 +58,23 @@ export interface CityView {
 export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
   if (!rec || !d || rec.coreHash === null) return "none";
   return decideDrift(rec, d).kind;
+}
+
+/** The remembered route of every session of the city's routers, by session name. */
+async function routesOf(
+  city: City,
+  providers: readonly string[],
+  unobservable: ReadonlySet<string>,
+  signal?: AbortSignal,
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const pName of providers) {
+    if (unobservable.has(pName)) continue;
+    const p = await city.providerFor(pName).catch(() => undefined);
+    if (!p || !isRouter(p)) continue;
+    for (const n of await p.routedSessions({ signal })) out.set(n.name, n.backend);
+  }
+  return out;
 }
 
 /** Joins desired, recorded and observed sessions of the city. */
@@ -83,6 +114,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
     }),
   );
   const pending = await pendingInteractions(city, observation, signal);
+  const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
   const recordOf = new Map(records.map((r) => [r.name, r]));
   const names = [
@@ -94,10 +126,12 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
     const running = observation.running.has(name);
     const det = details.get(name);
     const waiting = running ? pending.get(name) : undefined;
+    const provider = d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?";
     return {
       name,
       agent: d?.agent ?? r?.agent ?? "?",
-      provider: d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?",
+      provider,
+      backend: routed.get(name) ?? d?.backend ?? provider,
       state: waiting ? "waiting-for-input" : (r?.state ?? (running ? "untracked" : "new")),
       reason: waiting
         ? waiting.prompt || `${waiting.kind} (request ${waiting.requestId})`
@@ -109,6 +143,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
       running,
       drift: driftOf(r, d),
       restarts: r?.restarts ?? 0,
+      infraLosses: Number(r?.metadata[INFRA_LOSSES_KEY] ?? 0) || 0,
       lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,
       attached: det?.attached ?? false,
       desired: d !== undefined,
@@ -133,7 +168,7 @@ async function pendingInteractions(
       const pName = observation.providerOf.get(name);
       if (pName === undefined) return;
       const p = await city.providerFor(pName);
-      if (!supportsInteraction(p) || !p.capabilities().interaction) return;
+      if (!supportsInteraction(p) || !(await sessionCapabilities(p, name, { signal })).interaction) return;
       const pi = await p.pending(name, { signal }).catch(() => undefined);
       if (pi) out.set(name, pi);
     }),

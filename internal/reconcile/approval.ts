@@ -5,7 +5,12 @@
  * event. Sessions the policy leaves to a human show `waiting-for-input` in `gc status`.
  */
 import { describeError, isGcError } from "../runtime/errors.js";
-import { type PendingInteraction, type Provider, supportsInteraction } from "../runtime/provider.js";
+import {
+  type PendingInteraction,
+  type Provider,
+  sessionCapabilities,
+  supportsInteraction,
+} from "../runtime/provider.js";
 import type { SessionStore } from "../session/store.js";
 
 /** What the policy does with an interaction: answer it (`approve`/`deny`) or leave it (`ask`). */
@@ -133,7 +138,8 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
     let provider: Provider;
     try {
       provider = await deps.providerFor(t.provider);
-      if (!supportsInteraction(provider) || !provider.capabilities().interaction) continue;
+      if (!supportsInteraction(provider) || !(await sessionCapabilities(provider, t.name)).interaction)
+        continue;
       interaction = await provider.pending(t.name, { signal: deps.signal });
     } catch (e) {
       if (deps.signal?.aborted) throw e;

@@ -4,9 +4,22 @@
  * place (with the observer) where the store and providers meet.
  */
 import { describeError, isGcError } from "../runtime/errors.js";
-import { type Provider, type StartConfig, supportsIdleWait } from "../runtime/provider.js";
-import type { SessionRecord, SessionStore } from "../session/store.js";
-import { type Action, crashAction, type DesiredEntry, HOLD_KEY, type PlanPolicy } from "./plan.js";
+import {
+  type Provider,
+  type StartConfig,
+  sessionCapabilities,
+  supportsIdleWait,
+} from "../runtime/provider.js";
+import { casUpdate, type SessionRecord, type SessionStore } from "../session/store.js";
+import {
+  type Action,
+  crashAction,
+  type DesiredEntry,
+  HOLD_KEY,
+  INFRA_LOSSES_KEY,
+  type PlanPolicy,
+  QUARANTINED_CORE_KEY,
+} from "./plan.js";
 import { walkTo } from "./walk.js";
 
 /** Provider metadata keys gc writes at start, read back when adopting a session. */
@@ -139,8 +152,15 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
   const d = deps.desired.get(action.name);
   switch (action.kind) {
     case "start":
+      if (action.infra) await recordInfraLoss(d!, action.reason, deps);
       return startSession(d!, action.reason, deps);
     case "restart":
+      // A restart gc chose (drift, interrupted drain): its own event, not a crash restart.
+      await store.appendEvent({
+        session: d!.name,
+        type: "reconcile.restart",
+        payload: { reason: action.reason, fields: [...action.fields] },
+      });
       await drain(d!, action.reason, deps);
       return startSession(d!, action.reason, deps);
     case "run-live": {
@@ -211,13 +231,33 @@ async function ensureRecord(d: DesiredSession, deps: ExecuteDeps): Promise<Sessi
 }
 
 /** Records intent, starts the session, and records the outcome (running, or crashed + backoff). */
-async function startSession(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<string> {
+async function startSession(
+  d: DesiredSession,
+  reason: string,
+  deps: ExecuteDeps,
+  afterExit = false,
+): Promise<string> {
   const { store } = deps;
   const before = await ensureRecord(d, deps);
   // `gc stop NAME` may have held the session after this pass was planned.
   const hold = before.metadata[HOLD_KEY];
   if (hold) return `not started: held by the operator (${hold})`;
-  const restarts = before.generation > 0 ? before.restarts + 1 : before.restarts;
+  if (before.state === "quarantined") {
+    // Planned only when the start config changed since the quarantine (plan.ts).
+    await deps.store.appendEvent({ session: d.name, type: "session.quarantine-lifted", payload: { reason } });
+    await walkTo(store, d.name, "pending", reason, {
+      quarantineReason: null,
+      recentFailures: [],
+      backoffUntil: null,
+      metadata: { [QUARANTINED_CORE_KEY]: null },
+    });
+  }
+  // RESTARTS counts restarts after the program ended on its own (crash, failed start, exit);
+  // restarts gc chose (drift, operator) are `reconcile.restart` events instead.
+  const restarts =
+    before.generation > 0 && (before.state === "backoff" || before.state === "crashed" || afterExit)
+      ? before.restarts + 1
+      : before.restarts;
   const provider = await deps.providerFor(d.provider);
   await walkTo(store, d.name, "starting", reason, {
     pending: intent("start", before, deps.now()),
@@ -239,6 +279,7 @@ async function startSession(d: DesiredSession, reason: string, deps: ExecuteDeps
       null,
       { now: deps.now(), policy: deps.policy, random: deps.random },
       `start failed: ${failure}`,
+      true,
     );
     await recordCrash(d, crash, deps);
     throw e;
@@ -286,11 +327,26 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
     await walkTo(deps.store, d.name, "draining", reason, { pending: intent("drain", rec, deps.now()) });
   }
   await provider.interrupt(d.name, { signal: deps.signal });
-  if (supportsIdleWait(provider) && provider.capabilities().idleWait) {
+  if (supportsIdleWait(provider) && (await sessionCapabilities(provider, d.name)).idleWait) {
     await provider.waitForIdle(d.name, deps.drainTimeoutMs, { signal: deps.signal }).catch(() => undefined);
   }
   await provider.stop(d.name, { signal: deps.signal });
   await walkTo(deps.store, d.name, "stopped", reason, { pending: null });
+}
+
+/**
+ * Counts an infrastructure loss (record metadata {@link INFRA_LOSSES_KEY}) and logs a
+ * `session.infrastructure-lost` event; crash history and RESTARTS are left alone.
+ */
+async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
+  const rec = await ensureRecord(d, deps);
+  const n = Number(rec.metadata[INFRA_LOSSES_KEY] ?? "0") + 1;
+  await casUpdate(deps.store, d.name, () => ({ metadata: { [INFRA_LOSSES_KEY]: String(n) } }));
+  await deps.store.appendEvent({
+    session: d.name,
+    type: "session.infrastructure-lost",
+    payload: { reason, provider: d.provider, count: n },
+  });
 }
 
 /** Records a death: crashed, then backoff, quarantine, or (clean exit) an immediate restart. */
@@ -305,7 +361,7 @@ async function recordCrash(
     // Clean up whatever the provider keeps of the dead session, then start again at once.
     const provider = await deps.providerFor(d.provider);
     await provider.stop(d.name, { signal: deps.signal });
-    return startSession(d, "restart after clean exit", deps);
+    return startSession(d, "restart after clean exit", deps, true);
   }
   await walkTo(store, d.name, "crashed", a.reason, {
     lastExit: a.exit,
@@ -318,7 +374,12 @@ async function recordCrash(
   await provider.stop(d.name, { signal: deps.signal }).catch(() => undefined);
   if (a.next.kind === "quarantine") {
     const why = `${a.failures.length} failures within the quarantine window; last: ${a.reason}`;
-    await walkTo(store, d.name, "quarantined", why, { quarantineReason: why, backoffUntil: null });
+    await walkTo(store, d.name, "quarantined", why, {
+      quarantineReason: why,
+      backoffUntil: null,
+      // What the file said at quarantine: a later change of it lifts the quarantine (plan.ts).
+      metadata: { [QUARANTINED_CORE_KEY]: d.core },
+    });
     return `quarantined: ${why}`;
   }
   const until = a.next.kind === "backoff" ? a.next.until : deps.now();

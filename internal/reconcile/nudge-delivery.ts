@@ -7,7 +7,12 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describeError, isGcError } from "../runtime/errors.js";
-import { type Provider, supportsIdleWait, supportsInteraction } from "../runtime/provider.js";
+import {
+  type Provider,
+  sessionCapabilities,
+  supportsIdleWait,
+  supportsInteraction,
+} from "../runtime/provider.js";
 import type { Nudge, SessionLock, SessionStore } from "../session/store.js";
 
 /** How long the controller waits for a session to look idle before it defers a nudge. */
@@ -99,14 +104,15 @@ export async function probeIdle(
   const quietMs = opts.quietMs ?? IDLE_QUIET_MS;
   const deadline = Date.now() + opts.boundMs;
   const prompt = opts.readyPromptPrefix?.trimEnd() || undefined;
-  const idleWait = supportsIdleWait(provider) && provider.capabilities().idleWait ? provider : undefined;
+  const caps = await sessionCapabilities(provider, name, { signal });
+  const idleWait = supportsIdleWait(provider) && caps.idleWait ? provider : undefined;
   const peekLines = opts.accept ? 0 : 50;
   let previous: string | undefined;
   let since = Date.now();
   for (;;) {
     signal?.throwIfAborted();
     if (!(await provider.isRunning(name, { signal }))) return "gone";
-    if (supportsInteraction(provider) && provider.capabilities().interaction) {
+    if (supportsInteraction(provider) && caps.interaction) {
       const p = await provider.pending(name, { signal }).catch((e: unknown) => {
         if (isGcError(e, "GC_SESSION_NOT_FOUND")) return undefined;
         throw e;

@@ -13,6 +13,11 @@ export interface DesiredEntry {
   readonly name: string;
   readonly agent: string;
   readonly provider: string;
+  /**
+   * Under a router (`auto`, `hybrid`): the backend the session is routed to. When that
+   * backend could not be observed the session is neither started nor stopped.
+   */
+  readonly backend?: string | undefined;
   /** Agent names this session's agent depends on. */
   readonly dependsOn: readonly string[];
   readonly suspended: boolean;
@@ -25,12 +30,22 @@ export interface DesiredEntry {
 export interface Observation {
   /** Names of this city's sessions seen running, on the providers that answered. */
   readonly running: ReadonlySet<string>;
-  /** Providers whose listing failed this tick: their sessions are neither started nor stopped. */
+  /**
+   * Providers whose listing failed this tick, and the backends of routers that failed
+   * (a router's partial observation): their sessions are neither started nor stopped.
+   */
   readonly unobservable: ReadonlySet<string>;
   /** How sessions that are not running ended, where the provider remembers. */
   readonly exits: ReadonlyMap<string, ExitInfo>;
   /** Provider of each running session, where known (for sessions with no record). */
   readonly providerOf: ReadonlyMap<string, string>;
+  /**
+   * Recorded-running sessions that vanished without a trace: their provider (one that keeps
+   * ended sessions with their exit status) no longer knows them at all — the tmux server, the
+   * holder or the backend went away, not the program. An infrastructure event: restarted at
+   * once, not counted as a crash, never quarantined.
+   */
+  readonly vanished?: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -38,6 +53,18 @@ export interface Observation {
  * alone (down), whatever the city file says. `gc session reset|restart` clears it.
  */
 export const HOLD_KEY = "gc.hold";
+
+/**
+ * Record metadata key counting infrastructure losses of the session (its tmux server, holder
+ * or backend went away): restarts that are not crashes.
+ */
+export const INFRA_LOSSES_KEY = "gc.infra-losses";
+
+/**
+ * Record metadata key holding the core fingerprint the city file had when the session was
+ * quarantined. A later core change (the operator fixed the command) lifts the quarantine.
+ */
+export const QUARANTINED_CORE_KEY = "gc.quarantined-core";
 
 /** Knobs of the crash-loop and start policies (city file `daemon:`). */
 export interface PlanPolicy {
@@ -119,7 +146,13 @@ export const DEFAULT_POLICY: PlanPolicy = {
 
 /** What the reconciler will do to one session this tick. */
 export type Action =
-  | { readonly kind: "start"; readonly name: string; readonly reason: string }
+  | {
+      readonly kind: "start";
+      readonly name: string;
+      readonly reason: string;
+      /** The session was lost with its infrastructure (see {@link Observation.vanished}). */
+      readonly infra?: true;
+    }
   | {
       readonly kind: "restart";
       readonly name: string;
@@ -163,6 +196,11 @@ export interface PlanInput {
   readonly policy: PlanPolicy;
   /** Uniform random in [0, 1) for jitter (injected so plans are reproducible in tests). */
   readonly random: () => number;
+  /**
+   * Sessions whose last stop or run-live failed, with when it may be tried again: until then
+   * that action waits (backoff, so a failing operation is not retried and logged every pass).
+   */
+  readonly retryAfter?: ReadonlyMap<string, number> | undefined;
 }
 
 /** The actions of one tick plus when the loop should look again. */
@@ -193,6 +231,8 @@ export function crashAction(
   exit: ExitInfo | null,
   input: Pick<PlanInput, "now" | "policy" | "random">,
   why: string,
+  /** `why` already tells how it ended (a failed start's error): no "(exit status unknown)". */
+  whySaysHow = false,
 ): Extract<Action, { kind: "crashed" }> {
   const { now, policy } = input;
   const uptime = rec.startedAt === null ? 0 : (exit?.at ?? now) - rec.startedAt;
@@ -221,7 +261,9 @@ export function crashAction(
     failures.length >= policy.quarantineThreshold
       ? ({ kind: "quarantine" } as const)
       : ({ kind: "backoff", until: now + backoffDelayMs(failures.length, policy, input.random) } as const);
-  return { kind: "crashed", name, reason: `${why} (${how})`, exit, failure: true, next, failures };
+  // Without an exit status (a failed start) `why` alone says what happened.
+  const reason = exit === null && whySaysHow ? why : `${why} (${how})`;
+  return { kind: "crashed", name, reason, exit, failure: true, next, failures };
 }
 
 /** Plans one desired session. */
@@ -246,17 +288,37 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
   const hold = rec.metadata[HOLD_KEY];
   if (hold) return { kind: "wait", name: d.name, reason: `held by the operator: ${hold}` };
   switch (rec.state) {
-    case "quarantined":
+    case "quarantined": {
+      // A fix of the start config (core drift since the quarantine) is a new try.
+      const at = rec.metadata[QUARANTINED_CORE_KEY];
+      if (at !== undefined && at !== d.core) {
+        const drift = rec.coreHash === null ? undefined : driftOf(rec, d);
+        const fields = drift?.kind === "core" ? drift.fields.map((f) => f.field) : [];
+        return {
+          kind: "start",
+          name: d.name,
+          reason: `quarantine lifted: the start config changed${fields.length ? ` (${fields.join(", ")})` : ""}`,
+        };
+      }
       return {
         kind: "wait",
         name: d.name,
         reason: `quarantined: ${rec.quarantineReason ?? "too many failures"}`,
       };
+    }
     case "suspended":
       return up
         ? { kind: "adopt", name: d.name, reason: "resumed in the city file (already running)" }
         : { kind: "start", name: d.name, reason: "resumed in the city file" };
     case "running":
+      if (!up && input.observed.vanished?.has(d.name)) {
+        return {
+          kind: "start",
+          name: d.name,
+          reason: `infrastructure lost (the ${d.provider} session vanished with its backend): restarting`,
+          infra: true,
+        };
+      }
       if (!up) return crashAction(d.name, rec, input.observed.exits.get(d.name) ?? null, input, "died");
       {
         const drift = driftOf(rec, d);
@@ -344,8 +406,9 @@ export function plan(input: PlanInput): Plan {
   const actions: Action[] = [];
 
   for (const d of desired) {
-    if (observed.unobservable.has(d.provider)) {
-      actions.push({ kind: "wait", name: d.name, reason: `provider ${d.provider} could not be observed` });
+    const down = [d.provider, d.backend].find((p) => p !== undefined && observed.unobservable.has(p));
+    if (down !== undefined) {
+      actions.push({ kind: "wait", name: d.name, reason: `provider ${down} could not be observed` });
       continue;
     }
     const a = planDesired(d, recordOf.get(d.name), input);
@@ -371,7 +434,8 @@ export function plan(input: PlanInput): Plan {
   }
   for (const r of records) {
     if (desiredNames.has(r.name) || observed.running.has(r.name)) continue;
-    if (observed.unobservable.has(r.provider)) continue;
+    // Under a partial observation a record's session may be on the part that went unseen.
+    if (partial) continue;
     actions.push({ kind: "forget", name: r.name, reason: "no longer desired and not running" });
   }
 
@@ -379,6 +443,11 @@ export function plan(input: PlanInput): Plan {
   let budget = policy.startBudget;
   const out: Action[] = [];
   for (const a of ordered) {
+    const retryAt = input.retryAfter?.get(a.name);
+    if ((a.kind === "stop" || a.kind === "run-live") && retryAt !== undefined && retryAt > input.now) {
+      out.push({ kind: "wait", name: a.name, reason: `${a.kind} failed: retrying later`, untilMs: retryAt });
+      continue;
+    }
     if (STARTS.has(a.kind)) {
       if (budget <= 0) {
         out.push({

@@ -3,11 +3,12 @@
  * invalid), take one observation per provider, read the store, plan, execute, and report.
  * Level-triggered and safe to call at any time from any state.
  */
-import { describeError } from "../runtime/errors.js";
-import { type Provider, supportsExitStatus } from "../runtime/provider.js";
+import { describeError, PartialObservationError } from "../runtime/errors.js";
+import { type Provider, supportsExitStatus, supportsSnapshot } from "../runtime/provider.js";
 import type { ExitInfo, SessionStore } from "../session/store.js";
 import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
 import {
+  backoffDelayMs,
   type MassStop,
   massStopOf,
   type Observation,
@@ -71,6 +72,7 @@ export async function observe(
   const providerOf = new Map<string, string>();
   const unobservable = new Set<string>();
   const exits = new Map<string, ExitInfo>();
+  const vanished = new Set<string>();
   const errors: { provider: string; error: string }[] = [];
   await Promise.all(
     providers.map(async (name) => {
@@ -88,14 +90,33 @@ export async function observe(
               if (st) exits.set(s, { code: st.code, signal: st.signal, at: st.at.getTime() });
             }),
           );
+          // A provider that keeps ended sessions (with their exit status) and lists them:
+          // one that is not even listed went away with its infrastructure.
+          if (gone.length > 0 && p.capabilities().exitStatus && supportsSnapshot(p)) {
+            const known = new Set((await p.snapshot("", { signal })).map((x) => x.name));
+            for (const [s] of gone) if (!known.has(s) && !exits.has(s)) vanished.add(s);
+          }
         }
       } catch (e) {
+        if (e instanceof PartialObservationError) {
+          // A router with some backends down: what the rest listed is real; the backends
+          // that failed are unobservable (their sessions wait, and nothing is stopped).
+          for (const s of e.running) {
+            running.add(s);
+            providerOf.set(s, name);
+          }
+          for (const f of e.failed) {
+            unobservable.add(f.backend);
+            errors.push({ provider: `${name} backend ${f.backend}`, error: f.error });
+          }
+          return;
+        }
         unobservable.add(name);
         errors.push({ provider: name, error: describeError(e) });
       }
     }),
   );
-  return { observation: { running, unobservable, exits, providerOf }, errors };
+  return { observation: { running, unobservable, exits, providerOf, vanished }, errors };
 }
 
 /** Runs reconcile ticks for one city. Not re-entrant: callers serialise ticks. */
@@ -103,6 +124,8 @@ export class Reconciler {
   private lastGood: DesiredSession[] | undefined;
   private lastConfigError: string | undefined;
   private lastMassStop: string | undefined;
+  /** Stops and run-lives that failed: consecutive failures and when to try again. */
+  private readonly retries = new Map<string, { failures: number; until: number }>();
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -159,7 +182,8 @@ export class Reconciler {
       opts.signal,
     );
     const policy = typeof deps.policy === "function" ? deps.policy() : deps.policy;
-    let p = plan({ desired, observed: observation, records, now: at, policy, random });
+    const retryAfter = new Map([...this.retries].map(([n, r]) => [n, r.until]));
+    let p = plan({ desired, observed: observation, records, now: at, policy, random, retryAfter });
     // The mass-stop guard: a changed file that would stop most of the fleet is not applied;
     // the config applied before keeps running (or, with none, nothing is stopped).
     let massStop: MassStop | undefined;
@@ -168,7 +192,7 @@ export class Reconciler {
       const why = `mass-stop guard: the city file would stop ${massStop.stops.length} of ${massStop.running} running sessions`;
       if (this.lastGood) {
         desired = this.lastGood;
-        p = plan({ desired, observed: observation, records, now: at, policy, random });
+        p = plan({ desired, observed: observation, records, now: at, policy, random, retryAfter });
         if (massStopOf(p, observation, policy.massStopPercent)) p = withoutStops(p, why);
       } else {
         p = withoutStops(p, why);
@@ -212,13 +236,29 @@ export class Reconciler {
       signal: opts.signal,
       onProgress: opts.onProgress,
     });
+    // A failed stop or run-live backs off like a crash (policy backoff, doubling per failure).
+    for (const o of outcomes) {
+      if (o.action.kind !== "stop" && o.action.kind !== "run-live") continue;
+      if (o.ok) this.retries.delete(o.action.name);
+      else {
+        const failures = (this.retries.get(o.action.name)?.failures ?? 0) + 1;
+        this.retries.set(o.action.name, {
+          failures,
+          until: now() + backoffDelayMs(failures, policy, random),
+        });
+      }
+    }
+    for (const [name] of this.retries) {
+      if (!p.actions.some((a) => a.name === name)) this.retries.delete(name); // nothing to retry
+    }
     // Starts that failed during execute scheduled backoffs the plan could not know about.
     // Never in the past (that would spin the loop), never for a provider we cannot observe.
     const soon = now() + 1_000;
     const backoffs = (await deps.store.list({ states: ["backoff", "crashed"] }))
       .filter((r) => !observation.unobservable.has(r.provider))
       .map((r) => (r.state === "crashed" ? soon : Math.max(r.backoffUntil ?? soon, now() + 50)));
-    const dues = [...backoffs, ...(p.requeueAt === undefined ? [] : [p.requeueAt])];
+    const retryDues = [...this.retries.values()].map((r) => r.until);
+    const dues = [...backoffs, ...retryDues, ...(p.requeueAt === undefined ? [] : [p.requeueAt])];
     const requeueAt = dues.length > 0 ? Math.min(...dues) : undefined;
     return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt, massStop };
   }

@@ -1,6 +1,7 @@
 /**
  * What a full-screen agent CLI's own screen says about its turn: the busy markers it shows
- * while working (Claude Code and Codex "esc to interrupt", Gemini CLI "(esc to cancel, Ns)")
+ * while working (Claude Code and Codex "esc to interrupt", Gemini CLI "(esc to cancel, Ns)",
+ * opencode "esc interrupt")
  * and the idle markers of its input area. Checked against the recorded screens in
  * test/fixtures/screens/ (versions in versions.json there). Pure data and pure functions;
  * the providers' idle checks and `gc run`'s end-of-turn detection use them.
@@ -28,6 +29,13 @@ export const AGENT_SCREEN_MARKERS: Readonly<Record<string, AgentScreenMarkers>> 
     busy: [/\(esc to cancel\b/i],
     idle: [/Type your message or @path\/to\/file/i],
   },
+  // opencode 1.18: "esc interrupt" in the footer while a turn runs; "ctrl+p commands" always.
+  opencode: {
+    busy: [/\besc interrupt\b/i],
+    idle: [/ctrl\+p commands/i],
+  },
+  // GitHub Copilot CLI has no entry: offline (no sign-in) it never starts a turn, so no busy
+  // screen could be recorded; its turn state is left to the generic markers.
 };
 
 /** Generic busy markers (other CLIs that say so the same way). */

@@ -72,7 +72,7 @@ export interface DialogSpec {
 
 /**
  * The built-in catalogue, checked against the recorded screens in `test/fixtures/screens/`
- * (Claude Code 2.1, Codex 0.171, Gemini CLI 0.61). Startup: folder trust (all three),
+ * (Claude Code 2.1, Codex 0.171, Gemini CLI 0.61, Copilot CLI 1.0). Startup: folder trust (all four),
  * Claude's custom-API-key and bypass-permissions notices, Gemini's auth choice and API-key
  * field when the key is in the environment, usage-limit notices. Operator: sign-in choices
  * that need a person (Codex, Gemini without a key). Approval: tool/edit prompts.
@@ -81,17 +81,19 @@ export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
   {
     id: "trust-folder",
     kind: "startup",
-    description: "workspace trust (Claude Code, Codex, Gemini CLI)",
+    description: "workspace trust (Claude Code, Codex, Gemini CLI, GitHub Copilot CLI)",
     question:
       /Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)\?|Is this a project you created or one you trust\?|Do you trust this folder\?/i,
     options: [
       {
         role: "accept",
+        // Copilot CLI: a bare "Yes" trusts for this session only (never "and remember").
         label:
-          /^(?:Yes, (?:proceed|continue|I trust this folder|allow Codex to work in this folder)|Trust folder)\b/i,
+          /^(?:(?:Yes, (?:proceed|continue|I trust this folder|allow Codex to work in this folder)|Trust folder)\b|Yes$)/i,
       },
       { role: "accept-parent", label: /^Trust parent folder\b/i },
-      { role: "exit", label: /^(?:No, (?:exit|quit|cancel)|Don't trust)\b/i },
+      { role: "accept-remember", label: /^Yes, and remember this folder\b/i },
+      { role: "exit", label: /^(?:(?:No, (?:exit|quit|cancel)|Don't trust)\b|No(?: \(Esc\))?$)/i },
     ],
     required: ["accept", "exit"],
     safeRole: "accept",

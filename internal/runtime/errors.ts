@@ -22,7 +22,8 @@ export type GcErrorCode =
   | "GC_ILLEGAL_TRANSITION"
   | "GC_LOCKED"
   | "GC_USAGE"
-  | "GC_STORE";
+  | "GC_STORE"
+  | "GC_PARTIAL_OBSERVATION";
 
 /** Base class of every gc error. `code` is stable; `message` is for humans. */
 export abstract class GcError extends Error {
@@ -177,6 +178,37 @@ export class ProviderError extends GcError {
   constructor(provider: string, message: string, options?: ErrorOptions) {
     super(`${provider}: ${message}`, options);
     this.provider = provider;
+  }
+}
+
+/** One failed backend of a partial observation. */
+export interface FailedBackend {
+  readonly backend: string;
+  readonly error: string;
+}
+
+/**
+ * A routing provider's listing in which some backends answered and others did not:
+ * `running` holds what the healthy backends listed, `failed` names the rest. Callers must
+ * not read the missing part as "none running" (the reconciler stops nothing that pass).
+ */
+export class PartialObservationError extends GcError {
+  override readonly name = "PartialObservationError";
+  readonly code = "GC_PARTIAL_OBSERVATION";
+  readonly running: readonly string[];
+  readonly failed: readonly FailedBackend[];
+  constructor(
+    provider: string,
+    running: readonly string[],
+    failed: readonly FailedBackend[],
+    options?: ErrorOptions,
+  ) {
+    super(
+      `${provider}: partial observation; ${failed.map((f) => `backend ${f.backend} failed: ${f.error}`).join("; ")}`,
+      options,
+    );
+    this.running = running;
+    this.failed = failed;
   }
 }
 

@@ -2,6 +2,7 @@
  * The uniform shape every provider module's factory takes, so the composition root
  * (cmd/gc/deps.ts) and `gc conformance` can build any provider by name with a lazy import.
  */
+import type { Provider } from "./provider.js";
 
 /** What every provider factory receives. */
 export interface ProviderFactoryOptions {
@@ -21,4 +22,9 @@ export interface ProviderFactoryOptions {
   readonly settings?: Readonly<Record<string, unknown>> | undefined;
   /** The part after `:` in specs like `exec:<script>`. */
   readonly arg?: string | undefined;
+  /**
+   * Routing providers only: opens (or reuses) the city's provider for a concrete backend spec,
+   * with that backend's own settings. Absent: the routing provider builds its backends itself.
+   */
+  readonly openBackend?: ((spec: string) => Promise<Provider>) | undefined;
 }

@@ -64,6 +64,7 @@ export const CORE_FIELDS = [
   "overlayDir",
   "copyFiles",
   "fingerprintExtra",
+  "backend",
 ] as const;
 
 /** Breakdown key of the live fingerprint (display only; not part of the core hash). */
@@ -173,6 +174,9 @@ export function fingerprint(
       input: cfg.fingerprintExtra ?? {},
       value: showEnv({ ...(cfg.fingerprintExtra ?? {}) }),
     },
+    // Only under a router (auto, hybrid); absent, it is left out of the hash, so the
+    // fingerprints of every other session are what they always were.
+    backend: { input: cfg.backend, value: cfg.backend ?? "" },
   };
   // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
   // a display value, and a field derived from one is flagged so drift shows only "changed".
@@ -184,7 +188,10 @@ export function fingerprint(
     return { hash: hash(text), value: redactValues(value, secrets), ...(secret ? { secret: true } : {}) };
   };
   const breakdown: Record<string, FieldFingerprint> = {};
-  for (const f of CORE_FIELDS) breakdown[f] = field(doc[f].input, doc[f].value);
+  for (const f of CORE_FIELDS) {
+    if (f === "backend" && cfg.backend === undefined) continue;
+    breakdown[f] = field(doc[f].input, doc[f].value);
+  }
   const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
   const liveInput = cfg.sessionLive ?? [];
   const live = hash(canonicalJson(liveInput));

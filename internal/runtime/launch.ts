@@ -21,6 +21,22 @@ export function launchArgv(cfg: Pick<StartConfig, "command" | "prompt" | "prompt
   return [SHELL, "-c", `${command} "$@"`, "gc-session", ...promptArgs];
 }
 
+/** The variable that carries the command text to the session's shell (see {@link commandViaEnv}). */
+export const COMMAND_ENV = "GC_START_COMMAND";
+const FROM_ENV = `gc_c=$${COMMAND_ENV}; unset ${COMMAND_ENV}; eval "$gc_c"`;
+
+/**
+ * Moves the shell text of a launch argv (`/bin/sh -c TEXT [$0 ARGS…]`) into the environment,
+ * so the command — and a secret interpolated into it — is not in any process's argv (`ps`).
+ * The shell reads the text, unsets the variable (the program never inherits it) and
+ * evaluates it with the same positional parameters. Any other argv is returned as is. Pure.
+ */
+export function commandViaEnv(argv: readonly string[]): { argv: string[]; env: Record<string, string> } {
+  if (argv.length < 3 || argv[0] !== SHELL || argv[1] !== "-c") return { argv: [...argv], env: {} };
+  const rest = argv.length > 3 ? argv.slice(3) : ["gc-session"];
+  return { argv: [SHELL, "-c", FROM_ENV, ...rest], env: { [COMMAND_ENV]: argv[2]! } };
+}
+
 /** The prompt as extra arguments: `[flag, prompt]`, `[prompt]` or `[]`. Pure. */
 export function promptArgv(cfg: Pick<StartConfig, "prompt" | "promptFlag">): string[] {
   if (cfg.prompt === undefined || cfg.prompt === "") return [];

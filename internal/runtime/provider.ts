@@ -4,6 +4,7 @@
  * reconciler and the CLI use nothing else. A provider never reads the city file and never
  * writes the session store. Optional extras are separate interfaces found by type guards.
  */
+import type { CensusEntry } from "../proc/census.js";
 
 /** Options accepted by every provider operation. */
 export interface OpOptions {
@@ -73,6 +74,12 @@ export interface StartConfig {
   readonly startupTimeoutMs?: number | undefined;
   /** Deadline of each hook command (`session.setup_timeout`). Not fingerprinted. Default 10 s. */
   readonly setupTimeoutMs?: number | undefined;
+  /**
+   * Routing providers only (`auto`, `hybrid`): the backend spec this session runs on, as
+   * decided by config resolution (`routeSession`). Other providers ignore it. Core when set:
+   * a changed route restarts the session on the new backend.
+   */
+  readonly backend?: string | undefined;
   /** Extra identity that is not part of the command, e.g. pool settings (core). */
   readonly fingerprintExtra?: Readonly<Record<string, string>> | undefined;
 }
@@ -310,12 +317,50 @@ export interface BackendShutdownProvider {
   shutdown(opts?: OpOptions): Promise<void>;
 }
 
+/**
+ * Optional: lists every live process of this city's backend — tagged sessions or not, the
+ * backend's own processes (a tmux server, holders) and all their descendants — from the
+ * process table, without talking to the backend. `gc stop` proves with it that nothing of the
+ * city is left.
+ */
+export interface CensusProvider {
+  census(): Promise<CensusEntry[]>;
+}
+
+/**
+ * Optional: tells when the backend under this city's sessions went away (the tmux server
+ * exited), so the controller can recover at once instead of at its next interval.
+ */
+export interface BackendWatchProvider {
+  /** Calls `fn` on each loss; returns the unsubscribe. */
+  onBackendLost(fn: () => void): () => void;
+}
+
 function hasMethods(p: object, ...names: string[]): boolean {
   const rec = p as Record<string, unknown>;
   return names.every((n) => typeof rec[n] === "function");
 }
 
 /** Type guard for {@link IdleWaitProvider}. */
+/** A provider that shows a session's screen with its colours (for the dashboard). */
+export interface StyledPeekProvider {
+  /** Like `peek`, with colours and attributes kept as SGR escape sequences. */
+  peekStyled(name: string, lines: number, opts?: OpOptions): Promise<string>;
+}
+
+/** A provider that exposes a session's raw output stream (offsets into a bounded ring). */
+export interface OutputStreamProvider {
+  /**
+   * Raw output since byte offset `since`, with the next offset; `truncated` when older
+   * output was already dropped. `undefined` when the session is missing.
+   */
+  output(
+    name: string,
+    since: number,
+    opts?: OpOptions,
+  ): Promise<{ data: string; next: number; truncated: boolean } | undefined>;
+}
+
 export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider =>
   hasMethods(p, "waitForIdle");
 /** Type guard for {@link InteractionProvider}. */
@@ -331,11 +376,53 @@ export const supportsExitStatus = (p: Provider): p is Provider & ExitStatusProvi
 export const supportsExecCommand = (p: Provider): p is Provider & CommandProvider =>
   hasMethods(p, "execCommand");
 /** Type guard for {@link SnapshotProvider}. */
+export const supportsStyledPeek = (p: Provider): p is Provider & StyledPeekProvider =>
+  hasMethods(p, "peekStyled");
+
+export const supportsOutputStream = (p: Provider): p is Provider & OutputStreamProvider =>
+  hasMethods(p, "output");
+
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
+
+/**
+ * Optional: a provider that routes each session to one of several backends (`auto`,
+ * `hybrid`). Lets callers see, and act on, the backend behind one session.
+ */
+export interface RouterProvider {
+  /** The backend spec session `name` is routed to (route record or last listing), or `undefined`. */
+  backendOf(name: string, opts?: OpOptions): Promise<string | undefined>;
+  /** The capabilities of the backend `name` is routed to; the whole's (the intersection) when unknown. */
+  capabilitiesOf(name: string, opts?: OpOptions): Promise<ProviderCapabilities>;
+  /** Every remembered route (recorded, or learnt from the last listing), sorted by name. */
+  routedSessions(opts?: OpOptions): Promise<{ readonly name: string; readonly backend: string }[]>;
+}
+
+/** Type guard for {@link RouterProvider}. */
+export const isRouter = (p: Provider): p is Provider & RouterProvider =>
+  hasMethods(p, "backendOf", "capabilitiesOf", "routedSessions");
+
+/**
+ * What `p` can do for session `name`: the routed backend's capabilities under a routing
+ * provider, else the provider's own.
+ */
+export function sessionCapabilities(
+  p: Provider,
+  name: string,
+  opts?: OpOptions,
+): Promise<ProviderCapabilities> {
+  return isRouter(p) ? p.capabilitiesOf(name, opts) : Promise.resolve(p.capabilities());
+}
 
 /** Type guard for {@link BackendShutdownProvider}. */
 export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>
   hasMethods(p, "shutdown");
+
+/** Type guard for {@link BackendWatchProvider}. */
+export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchProvider =>
+  hasMethods(p, "onBackendLost");
+
+/** Type guard for {@link CensusProvider}. */
+export const supportsCensus = (p: Provider): p is Provider & CensusProvider => hasMethods(p, "census");
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

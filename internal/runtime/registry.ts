@@ -1,29 +1,34 @@
 /**
  * The one list of session providers this build has. Each entry names a provider, how it is
- * written in the city file (`tmux`, `exec:<script>`), its factory and its conformance target
- * (both imported lazily, so using one provider never loads another's dependencies), and the
- * README's description of it. The config schema's provider names, `gc config validate`, the
- * composition root, `gc conformance` and the README provider table all derive from it.
+ * written in the city file (`tmux`, `exec:<script>`), its factory (imported lazily, so using
+ * one provider never loads another's dependencies), its `session.<name>` section of the city
+ * file (schema, keys required when it is used, keys naming files), whether `gc conformance`
+ * tests it, and the README's description of it. The config schema's provider names and
+ * sections, `gc config validate`, the composition root, `gc conformance` and the README
+ * provider table all derive from it.
  *
  * Adding a provider: a directory `internal/runtime/<name>/` whose `index.ts` exports
- * `createProvider`, a `conformance/targets/<name>.ts` exporting `createTarget`, and one entry
- * below. Its city-file settings (`session.<name>`) are declared in the config schema's
- * session section.
+ * `createProvider` (and, when it has settings, a light `schema.ts` declaring them), its
+ * conformance target `conformance/targets/<name>.ts` exporting `createTarget` (found by name:
+ * this module never imports conformance/), and one entry below.
  */
-import type { ConformanceTarget } from "../../conformance/harness.js";
+import type { Field, Infer, InferInput, ObjectSchema } from "../config/schema-builder.js";
+import { ACP_SETTINGS_SCHEMA } from "./acp/schema.js";
+import { DOCKER_SETTINGS_SCHEMA } from "./docker/schema.js";
 import { UsageError } from "./errors.js";
+import { EXEC_SETTINGS_SCHEMA } from "./exec/schema.js";
 import type { ProviderFactoryOptions } from "./factory.js";
+import { K8S_SETTINGS_SCHEMA } from "./k8s/schema.js";
 import type { Provider } from "./provider.js";
+import { TMUX_SETTINGS_SCHEMA } from "./tmux/schema.js";
 
 /** A provider module: `internal/runtime/<name>/index.ts`. */
 export interface ProviderModule {
   createProvider(opts: ProviderFactoryOptions): Provider | Promise<Provider>;
 }
 
-/** A conformance target module: `conformance/targets/<name>.ts`. */
-export interface TargetModule {
-  createTarget(arg?: string): Promise<ConformanceTarget>;
-}
+// biome-ignore lint/suspicious/noExplicitAny: any object schema (its fields vary per provider)
+type AnyObjectSchema = ObjectSchema<any>;
 
 /** One provider of this build. */
 export interface ProviderEntry {
@@ -35,30 +40,48 @@ export interface ProviderEntry {
   readonly argName?: string;
   /** How a missing argument is explained: `a script path, e.g. "exec:./provider.sh"`. */
   readonly argHint?: string;
+  /**
+   * Routers (`auto`, `hybrid`): compose the concrete providers instead of running sessions;
+   * never a backend of another router. Listed apart from the concrete providers.
+   */
+  readonly routing?: boolean;
   /** Test doubles: accepted, but never listed to users. */
   readonly internal?: boolean;
   /** The README table's "backend" column. */
   readonly backend: string;
   readonly load: () => Promise<ProviderModule>;
-  /** Its conformance target (`gc conformance <name>`, the README table); none for `fail`. */
-  readonly target?: () => Promise<TargetModule>;
+  /**
+   * Its `session.<name>` section of the city file (absent: the provider takes no settings).
+   * The factory receives the decoded section as `settings`.
+   */
+  readonly settings?: AnyObjectSchema;
+  /** Keys of its section `gc config validate` requires when a session uses the provider. */
+  readonly requiredWhenUsed?: readonly string[];
+  /** Keys of its section naming a file (relative to the city directory) that must exist. */
+  readonly fileSettings?: readonly string[];
+  /**
+   * `gc conformance <name>` tests it with `conformance/targets/<name>.ts` (and the README's
+   * provider table lists it).
+   */
+  readonly conformance?: boolean;
 }
 
-/** Every provider this build has. One line each. */
-export const PROVIDERS: readonly ProviderEntry[] = [
+/** Every provider this build has. One entry each. */
+const ENTRIES = [
   {
     name: "tmux",
     arg: "none",
     backend: "one persistent tmux control-mode client per city socket",
     load: () => import("./tmux/index.js"),
-    target: () => import("../../conformance/targets/tmux.js"),
+    settings: TMUX_SETTINGS_SCHEMA,
+    conformance: true,
   },
   {
     name: "subprocess",
     arg: "none",
     backend: "a detached holder process per session owning a real pty",
     load: () => import("./subprocess/index.js"),
-    target: () => import("../../conformance/targets/subprocess.js"),
+    conformance: true,
   },
   {
     name: "exec",
@@ -67,28 +90,51 @@ export const PROVIDERS: readonly ProviderEntry[] = [
     argHint: 'a script path, e.g. "exec:./provider.sh"',
     backend: "your script, Gas City exec protocol (+ opt-in v2)",
     load: () => import("./exec/index.js"),
-    target: () => import("../../conformance/targets/exec.js"),
+    settings: EXEC_SETTINGS_SCHEMA,
+    conformance: true,
   },
   {
     name: "k8s",
     arg: "none",
     backend: "a pod per session (tmux inside) through @kubernetes/client-node, exec over WebSocket",
     load: () => import("./k8s/index.js"),
-    target: () => import("../../conformance/targets/k8s.js"),
+    settings: K8S_SETTINGS_SCHEMA,
+    requiredWhenUsed: ["image"],
+    fileSettings: ["kubeconfig"],
+    conformance: true,
   },
   {
     name: "docker",
     arg: "none",
     backend: "a container per session (tmux inside) through the Docker Engine API",
     load: () => import("./docker/index.js"),
-    target: () => import("../../conformance/targets/docker.js"),
+    settings: DOCKER_SETTINGS_SCHEMA,
+    requiredWhenUsed: ["image"],
+    conformance: true,
+  },
+  {
+    name: "auto",
+    arg: "none",
+    routing: true,
+    backend: "routes each session to its agent's declared provider (else session.auto.default)",
+    load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createAutoProvider })),
+    conformance: true,
+  },
+  {
+    name: "hybrid",
+    arg: "none",
+    routing: true,
+    backend: "local and remote backends chosen by session.hybrid.remote_match",
+    load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createHybridProvider })),
+    conformance: true,
   },
   {
     name: "acp",
     arg: "none",
     backend: "a detached holder per session speaking the Agent Client Protocol over the agent's stdio",
     load: () => import("./acp/index.js"),
-    target: () => import("../../conformance/targets/acp.js"),
+    settings: ACP_SETTINGS_SCHEMA,
+    conformance: true,
   },
   {
     name: "fake",
@@ -96,8 +142,10 @@ export const PROVIDERS: readonly ProviderEntry[] = [
     internal: true,
     backend: "in memory, for tests",
     load: () =>
-      import("./fake.js").then((m) => ({ createProvider: (o) => new m.FakeProvider({ city: o.city }) })),
-    target: () => import("../../conformance/targets/fake.js"),
+      import("./fake.js").then((m) => ({
+        createProvider: (o: ProviderFactoryOptions) => new m.FakeProvider({ city: o.city }),
+      })),
+    conformance: true,
   },
   {
     name: "fail",
@@ -105,28 +153,58 @@ export const PROVIDERS: readonly ProviderEntry[] = [
     internal: true,
     backend: "every operation fails, for tests",
     load: () =>
-      import("./fake.js").then((m) => ({ createProvider: (o) => m.FakeProvider.failing({ city: o.city }) })),
+      import("./fake.js").then((m) => ({
+        createProvider: (o: ProviderFactoryOptions) => m.FakeProvider.failing({ city: o.city }),
+      })),
   },
-];
+] as const satisfies readonly ProviderEntry[];
+
+/** Every provider this build has. */
+export const PROVIDERS: readonly ProviderEntry[] = ENTRIES;
+
+type Entry = (typeof ENTRIES)[number];
+
+/** The city file's `session.<name>` fields of the providers that have settings, each defaulting to `{}`. */
+export type ProviderSettingsFields = {
+  readonly [E in Entry as E extends { readonly settings: AnyObjectSchema } ? E["name"] : never]: E extends {
+    readonly settings: infer S extends AnyObjectSchema;
+  }
+    ? Field<Infer<S>, InferInput<S>, "default">
+    : never;
+};
+
+/** Builds {@link ProviderSettingsFields} for the city schema's `session` section. */
+export function providerSettingsFields(): ProviderSettingsFields {
+  const out: Record<string, unknown> = {};
+  for (const e of PROVIDERS) {
+    if (e.settings) out[e.name] = e.settings.default({});
+  }
+  return out as ProviderSettingsFields;
+}
 
 /** How a provider is written in the city file: `tmux`, `exec:<script>`. */
 export function specOf(e: ProviderEntry): string {
   return e.arg === "required" ? `${e.name}:<${e.argName ?? "arg"}>` : e.name;
 }
 
-/** Providers shown to users (no test doubles), as written in the city file. */
+/** Concrete providers shown to users (no test doubles, no routers), as written in the city file. */
 export function listedProviders(): string[] {
-  return PROVIDERS.filter((e) => !e.internal).map(specOf);
+  return PROVIDERS.filter((e) => !e.internal && !e.routing).map(specOf);
+}
+
+/** The routers (`auto`, `hybrid`). */
+export function routingProviderNames(): string[] {
+  return PROVIDERS.filter((e) => e.routing).map((e) => e.name);
 }
 
 /** Providers `gc conformance` can test (and the README's provider table lists). */
 export function conformanceProviders(): string[] {
-  return PROVIDERS.filter((e) => e.target).map(specOf);
+  return PROVIDERS.filter((e) => e.conformance).map(specOf);
 }
 
-/** Names that stand alone (no `:arg`), internal ones included. */
+/** Concrete names that stand alone (no `:arg`), internal ones included, routers not. */
 export function plainProviderNames(): string[] {
-  return PROVIDERS.filter((e) => e.arg === "none").map((e) => e.name);
+  return PROVIDERS.filter((e) => e.arg === "none" && !e.routing).map((e) => e.name);
 }
 
 /** Kinds written `<name>:<arg>`. */
@@ -173,17 +251,4 @@ export async function createProviderFromSpec(
   const p = parseProviderSpec(spec);
   if (typeof p === "string") throw new UsageError(p);
   return (await p.entry.load()).createProvider({ ...base, arg: p.arg, settings });
-}
-
-/**
- * Builds the conformance target for a spec (`tmux`, `exec:PATH`).
- * @throws UsageError listing the built providers when there is none.
- */
-export async function createConformanceTarget(spec: string): Promise<ConformanceTarget> {
-  const p = parseProviderSpec(spec);
-  if (typeof p === "string" || !p.entry.target) {
-    const known = conformanceProviders().join(", ");
-    throw new UsageError(`unknown provider ${JSON.stringify(spec)}; known providers: ${known}`);
-  }
-  return (await p.entry.target()).createTarget(p.arg);
 }

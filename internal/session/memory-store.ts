@@ -37,6 +37,7 @@ import {
   type CheckpointResult,
   DEFAULT_NUDGE_LEASE_MS,
   type EventQuery,
+  type EventRetention,
   type HistoryEntry,
   type JsonValue,
   type LockHolder,
@@ -296,6 +297,20 @@ export class MemoryStore implements SessionStore {
       at: e.at,
       payload: decodePayload(e.payload),
     }));
+  }
+
+  async trimEvents(bounds: EventRetention): Promise<number> {
+    this.#open();
+    const before = this.#b.events.length;
+    const mine = this.#b.events.filter((e) => e.actor === this.#t.key);
+    const keep = bounds.keep === undefined ? mine.length : Math.max(0, Math.floor(bounds.keep));
+    const dropSeq = new Set(
+      mine
+        .filter((e, i) => (bounds.before !== undefined && e.at < bounds.before) || i < mine.length - keep)
+        .map((e) => e.seq),
+    );
+    this.#b.events = this.#b.events.filter((e) => !dropSeq.has(e.seq));
+    return before - this.#b.events.length;
   }
 
   async pruneEvents(throughSeq: number): Promise<number> {

@@ -52,6 +52,7 @@ import {
   type CheckpointResult,
   DEFAULT_NUDGE_LEASE_MS,
   type EventQuery,
+  type EventRetention,
   type HistoryEntry,
   type JsonValue,
   type LockHolder,
@@ -122,6 +123,10 @@ function prepareStatements(db: Db) {
     deleteHistory: p("DELETE FROM history WHERE actor = ? AND session = ?"),
     insertEvent: p("INSERT INTO events (actor, session, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
     pruneEvents: p("DELETE FROM events WHERE actor = ? AND seq <= ?"),
+    trimEventsBefore: p("DELETE FROM events WHERE actor = ? AND at < ?"),
+    trimEventsKeep: p(
+      "DELETE FROM events WHERE actor = ? AND seq <= (SELECT seq FROM events WHERE actor = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+    ),
     insertWait: p("INSERT INTO waits (actor, session, state, expires_at, wait) VALUES (?, ?, ?, ?, ?)"),
     getWait: p("SELECT id, wait FROM waits WHERE id = ? AND actor = ?"),
     updateWait: p("UPDATE waits SET state = ?, wait = ? WHERE id = ? AND actor = ?"),
@@ -664,6 +669,20 @@ export class SqliteStore implements SessionStore {
 
   async pruneEvents(throughSeq: number): Promise<number> {
     return this.#run(() => this.#s.pruneEvents.run(this.#actor, throughSeq).changes ?? 0);
+  }
+
+  async trimEvents(bounds: EventRetention): Promise<number> {
+    return this.#run(() => {
+      let n = 0;
+      if (bounds.before !== undefined) n += this.#s.trimEventsBefore.run(this.#actor, bounds.before).changes;
+      if (bounds.keep !== undefined)
+        n += this.#s.trimEventsKeep.run(
+          this.#actor,
+          this.#actor,
+          Math.max(0, Math.floor(bounds.keep)),
+        ).changes;
+      return n;
+    });
   }
 
   async createWait(wait: NewWait): Promise<Wait> {

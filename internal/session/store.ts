@@ -180,6 +180,14 @@ export interface NewEvent {
   readonly at?: number;
 }
 
+/** Bounds of {@link SessionStore.trimEvents}. */
+export interface EventRetention {
+  /** Delete events with `at` earlier than this (ms since the epoch). */
+  readonly before?: number;
+  /** Keep at most this many (the newest). */
+  readonly keep?: number;
+}
+
 /** An event read back from the log. */
 export interface SessionEvent {
   /** Store-wide sequence number: strictly increasing, never reused, not dense per actor. */
@@ -429,6 +437,11 @@ export interface SessionStore {
   queryEvents(query?: EventQuery): Promise<SessionEvent[]>;
   /** Deletes this actor's events with `seq <= throughSeq`; resolves how many. Idempotent. */
   pruneEvents(throughSeq: number): Promise<number>;
+  /**
+   * Retention: deletes this actor's events recorded before `before` (store clock, ms) and all
+   * but the newest `keep`; either bound may be omitted. Resolves how many were deleted.
+   */
+  trimEvents(bounds: EventRetention): Promise<number>;
 
   /** Records a pending wait. */
   createWait(wait: NewWait): Promise<Wait>;

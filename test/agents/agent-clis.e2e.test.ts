@@ -9,7 +9,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   agentCliCacheDir,
   installAgentCli,
@@ -80,12 +80,15 @@ function claudeUserMessages(home: string): string[] {
   return out;
 }
 
-describe.each(["tmux", "subprocess"])("real agent CLIs on %s", (provider) => {
+// The two providers' cities are independent (own names, sockets, HOMEs): they run side by
+// side. makeCity registers its cleanup through vitest's global onTestFinished, which is only
+// bound to the right test before the test's first await: keep it first.
+describe.concurrent.each(["tmux", "subprocess"])("real agent CLIs on %s", (provider) => {
   it("start past their first screens, take a nudge, report and answer a sign-in choice", async (ctx) => {
     if (skipReason) ctx.skip(skipReason);
     const t0 = Date.now();
     const city = makeCity("workspace: { name: '@NAME@' }\n");
-    onTestFinished(() => killStrays(city.dir));
+    ctx.onTestFinished(() => killStrays(city.dir));
     const home = (n: string) => join(city.dir, "home", n);
     const work = (n: string) => join(city.dir, "work", n);
     for (const n of CLIS) {
@@ -115,6 +118,8 @@ agents:
 `);
     const started = await city.gc(["start"], { timeoutMs: 400_000 });
     expect(started.code, `${started.stdout}\n${started.stderr}`).toBe(0);
+    const phase = (what: string) => console.log(`${provider}: ${what} after ${Date.now() - t0} ms`);
+    phase("gc start");
 
     // The first pass may still be finishing a slow start (Gemini CLI restarts itself): poll.
     const settled = (st: StatusJson) => {
@@ -133,6 +138,7 @@ agents:
       },
       240_000,
     );
+    phase("settled statuses");
     const byName = new Map(st.sessions.map((s) => [s.name, s]));
     // Codex: waiting for input, summarised by its question (not its logo), with options.
     const codex = byName.get("codex")!;
@@ -155,6 +161,7 @@ agents:
       120_000,
     );
 
+    phase("Gemini CLI input");
     // Claude Code: at its input prompt; a hostile, Unicode nudge arrives verbatim.
     const claudeScreen = await city.gc(["peek", "claude"]);
     expect(claudeScreen.stdout).toMatch(/^❯/m);
@@ -176,6 +183,7 @@ agents:
     );
     expect(existsSync(canary)).toBe(false);
 
+    phase("Claude Code nudge");
     // Codex: gc session respond chooses an option; the next screen is reported.
     const answered = await city.gc(["session", "respond", "codex", "3"]);
     expect(answered.code, answered.stderr).toBe(0);

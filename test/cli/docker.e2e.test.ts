@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerName, LABEL_CITY } from "../../internal/runtime/docker/index.js";
+import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
 import { makeCity, type TestCity, until } from "../support/city.js";
 import { DOCKER_SKIP, startTestEngine, type TestEngine } from "../support/docker.js";
 
@@ -22,6 +23,9 @@ async function status(city: TestCity): Promise<StatusRow[]> {
   if (r.code !== 0) throw new Error(`gc status failed: ${r.stderr}`);
   return (JSON.parse(r.stdout) as { sessions: StatusRow[] }).sessions;
 }
+
+/** The city's ownership key, as its docker labels and container names carry it. */
+const owner = (city: TestCity) => ownerKey(city.name, cityIdOf(city.dir));
 
 const AGENTS = ["a1", "a2", "a3", "a4", "a5"];
 
@@ -65,7 +69,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       const out: Record<string, string> = {};
       for (const a of AGENTS) {
         const info = await d
-          .getContainer(containerName(city.name, a))
+          .getContainer(containerName(owner(city), a))
           .inspect()
           .catch(() => undefined);
         if (info) out[a] = info.Id;
@@ -125,7 +129,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       expect(stop.code).toBe(0);
       const ps = spawnSync(
         "docker",
-        ["-H", `unix://${te.socketPath}`, "ps", "-a", "-q", "--filter", `label=${LABEL_CITY}=${city.name}`],
+        ["-H", `unix://${te.socketPath}`, "ps", "-a", "-q", "--filter", `label=${LABEL_CITY}=${owner(city)}`],
         { encoding: "utf8" },
       );
       expect(ps.status).toBe(0);

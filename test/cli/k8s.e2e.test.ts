@@ -4,10 +4,11 @@
  * exactly that pod, peek/nudge/run work through exec, and stop deletes every pod and Secret.
  */
 import { spawn, spawnSync } from "node:child_process";
+import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
 import { type ApiServer, startApiServer } from "../k8s/apiserver/index.js";
-import { makeCity, type TestCity, until } from "../support/city.js";
+import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
 
 const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
 
@@ -130,6 +131,29 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
     const run = await city.gc(["run", "beta", "second turn", "--timeout", "20s", "--json"]);
     expect(run.code, run.stderr).toBe(0);
     expect((JSON.parse(run.stdout) as { status: string }).status).toBe("completed");
+
+    // gc attach: this terminal (a real pty) on beta's pod over the exec WebSocket with a TTY;
+    // C-b d detaches and beta keeps running.
+    const term = pty.spawn(process.execPath, [GC_BIN, "--city", city.dir, "attach", "beta"], {
+      name: "xterm-256color",
+      cols: 100,
+      rows: 30,
+      cwd: city.dir,
+      env: { ...(process.env as Record<string, string>), TMUX: "", TERM: "xterm-256color", NO_COLOR: "1" },
+    });
+    let screen = "";
+    term.onData((d) => {
+      screen += d;
+    });
+    const detached = new Promise<{ exitCode: number }>((resolve) => term.onExit(resolve));
+    try {
+      await until("beta's screen in the attached terminal", async () => screen.includes("hello from gc"));
+      term.write("\x02d");
+      expect((await detached).exitCode, screen).toBe(0);
+    } finally {
+      term.kill("SIGKILL");
+    }
+    expect((await city.gc(["peek", "beta"])).code).toBe(0);
 
     // A core change to alpha replaces alpha's pod only.
     const before = await podUids(city);

@@ -209,6 +209,20 @@ describe("loadCity", () => {
     ]);
   });
 
+  it("loadCity: a provider section's file keys (session.k8s.kubeconfig, from the registry) resolve against the city directory", async () => {
+    const yaml = (kc: string) =>
+      ["session:", "  provider: k8s", "  k8s:", "    image: agent:1", `    kubeconfig: ${kc}`, ""].join("\n");
+    await write("city.yaml", yaml("./kube/config"));
+    await write("kube/config", "apiVersion: v1\n");
+    // The process's cwd is not the city directory: the relative path is still found.
+    expect(process.cwd()).not.toBe(dir);
+    expect(await loadIssues({ cityDir: dir, env: {}, lookup: withTmux })).toEqual([]);
+    await write("city.yaml", yaml("./kube/absent"));
+    expect(await loadIssues({ cityDir: dir, env: {}, lookup: withTmux })).toEqual([
+      "city.yaml:5:17: session.k8s.kubeconfig: kube/absent does not exist",
+    ]);
+  });
+
   it("loadCity: a work_dir outside the city whose parent is missing is an error unless create_work_dir", async () => {
     const outside = join(dir, "..", `gc-nowhere-${process.pid}`, "deep");
     await write(

@@ -231,12 +231,18 @@ const CASES: readonly Case[] = [
     name: "auto routes agents without an override to auto.default (the detected default)",
     yaml: "session: { provider: auto }\nagents:\n  - name: a\n    provider: sh\n  - name: b\n    provider: sh\n    session: fake\n",
     opts: { defaultProvider: "subprocess" },
-    want: [{ provider: "subprocess" }, { provider: "fake" }],
+    want: [
+      { provider: "auto", backend: "subprocess", config: { backend: "subprocess" } },
+      { provider: "auto", backend: "fake", placement: "the agent's session provider" },
+    ],
   },
   {
     name: "hybrid routes by remote_match on the session name",
     yaml: 'session:\n  provider: hybrid\n  hybrid: { local: tmux, remote: fake, remote_match: "^remote-" }\nagents:\n  - name: local\n    provider: sh\n  - name: remote\n    provider: sh\n    min_active_sessions: 1\n',
-    want: [{ provider: "tmux" }, { name: "remote-1", provider: "fake" }],
+    want: [
+      { provider: "hybrid", backend: "tmux" },
+      { name: "remote-1", provider: "hybrid", backend: "fake", config: { backend: "fake" } },
+    ],
   },
   {
     name: "exec script paths anchor at the city dir",
@@ -407,6 +413,8 @@ describe("small helpers", () => {
       massStopPercent: 50,
       startupTimeoutMs: 120_000,
       setupTimeoutMs: 10_000,
+      eventMaxAgeMs: 168 * 3_600_000,
+      eventMaxCount: 10_000,
     });
   });
 });

@@ -2,7 +2,9 @@
  * Every key of the city file's JSON Schema is accounted for: either a test file that
  * exercises it (the file must exist and mention the key's name), or a listed gap with the
  * reason. A new key without a test, or a gap that got its test, fails here — so the table
- * stays the truth about which settings are proven.
+ * stays the truth about which settings are proven. Entries of {@link KEY_EVIDENCE} are held
+ * to more: the file must have a test whose title names the full key (`daemon.drain_timeout`),
+ * the test that shows the key taking effect.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -112,22 +114,27 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
   ["daemon", "test/config/resolve.test.ts"],
   ["daemon.interval", "test/config/resolve.test.ts"],
   ["daemon.mass_stop_percent", "test/reconcile/plan.test.ts"],
+  ["daemon.events", "test/cli/retention.e2e.test.ts"],
+  ["daemon.events.max_age", "test/cli/retention.e2e.test.ts"],
+  ["daemon.events.max_count", "test/cli/retention.e2e.test.ts"],
   ["daemon.concurrency", "test/config/resolve.test.ts"],
   ["daemon.backoff", "test/config/resolve.test.ts"],
   ["daemon.backoff.min", "test/config/resolve.test.ts"],
   ["daemon.backoff.max", "test/config/resolve.test.ts"],
   ["daemon.quarantine", "test/cli/reconcile.e2e.test.ts"],
-  ["daemon.quarantine.window", "test/runtime/tmux/protocol.test.ts"],
+  ["daemon.quarantine.window", "test/reconcile/plan.test.ts"],
+];
+
+/** key → the test file whose test, titled with the full key, shows the key taking effect. */
+const KEY_EVIDENCE: readonly (readonly [string, string])[] = [
+  ["daemon.quarantine.threshold", "test/cli/reconcile.e2e.test.ts"],
+  ["daemon.min_healthy_uptime", "test/cli/reconcile.e2e.test.ts"],
+  ["daemon.drain_timeout", "test/controller/daemon-settings.test.ts"],
 ];
 
 /** Keys no test exercises yet, with why. */
 const GAPS: Readonly<Record<string, string>> = {
   "daemon.start_budget": "read by daemonSettings (internal/config/resolve.ts); no test shows its effect yet",
-  "daemon.quarantine.threshold":
-    "read by daemonSettings (internal/config/resolve.ts); no test shows its effect yet",
-  "daemon.drain_timeout": "read by daemonSettings (internal/config/resolve.ts); no test shows its effect yet",
-  "daemon.min_healthy_uptime":
-    "read by daemonSettings (internal/config/resolve.ts); no test shows its effect yet",
 };
 
 type Node = {
@@ -157,7 +164,10 @@ describe("every JSON Schema key is accounted for", () => {
   const keys = [...new Set(schemaKeys(citySchemaJson() as unknown as Node))].sort();
 
   it("the table and the gaps together list exactly the schema's keys", () => {
-    const listed = [...KEY_TESTS.map(([k]) => k), ...Object.keys(GAPS)].sort();
+    const listed = [...KEY_TESTS, ...KEY_EVIDENCE]
+      .map(([k]) => k)
+      .concat(Object.keys(GAPS))
+      .sort();
     expect(listed).toEqual(keys);
   });
 
@@ -165,5 +175,12 @@ describe("every JSON Schema key is accounted for", () => {
     expect(existsSync(file)).toBe(true);
     const leaf = key.split(".").pop()?.replace("[]", "") ?? key;
     expect(readFileSync(file, "utf8")).toMatch(new RegExp(`\\b${leaf}\\b`));
+  });
+
+  it.each(KEY_EVIDENCE)("%s takes effect in a test of %s titled with the key", (key, file) => {
+    expect(existsSync(file)).toBe(true);
+    const text = readFileSync(file, "utf8");
+    const titles = [...text.matchAll(/\bit(?:\.each\([^)]*\))?\(\s*(["'`])(.*?)\1/gs)].map((m) => m[2] ?? "");
+    expect(titles.some((t) => t.includes(key))).toBe(true);
   });
 });

@@ -2,12 +2,14 @@ import { describe, expect, it } from "vitest";
 import {
   type Action,
   backoffDelayMs,
+  crashAction,
   DEFAULT_POLICY,
   type DesiredEntry,
   massStopOf,
   type Observation,
   type PlanInput,
   plan,
+  QUARANTINED_CORE_KEY,
   withoutStops,
 } from "../../internal/reconcile/plan.js";
 import { pathTo } from "../../internal/reconcile/walk.js";
@@ -221,6 +223,45 @@ describe("plan", () => {
     expect(
       run({ desired: [desired("a")], records: [record("a", "quarantined", { quarantineReason: "x" })] })[0],
     ).toMatchObject({ kind: "wait" });
+    // Same start config as at the quarantine: still down.
+    const same = { quarantineReason: "x", metadata: { [QUARANTINED_CORE_KEY]: "v1:core" } };
+    expect(run({ desired: [desired("a")], records: [record("a", "quarantined", same)] })[0]).toMatchObject({
+      kind: "wait",
+    });
+  });
+
+  it("plan: a running session that vanished with its backend restarts at once, not as a crash", () => {
+    const recs = [record("a", "running"), record("b", "running")];
+    const obs = observed([], { vanished: new Set(["a"]) });
+    const [a, b] = run({ desired: [desired("a"), desired("b")], records: recs, observed: obs });
+    expect(a).toMatchObject({ kind: "start", name: "a", infra: true });
+    expect(b).toMatchObject({ kind: "crashed", name: "b", failure: true }); // no exit known, but listed dead
+  });
+
+  it("plan: a changed start config lifts quarantine (start, naming the changed fields)", () => {
+    const q = record("a", "quarantined", {
+      quarantineReason: "x",
+      metadata: { [QUARANTINED_CORE_KEY]: "v1:core" },
+    });
+    const fixed = desired("a", {
+      core: "v2:core",
+      breakdown: { command: { hash: "c2", value: "sleep 2" }, env: { hash: "e1", value: "" } },
+    });
+    expect(run({ desired: [fixed], records: [q] })[0]).toMatchObject({
+      kind: "start",
+      reason: "quarantine lifted: the start config changed (command)",
+    });
+  });
+
+  it("plan: a failed start's reason is the start error alone (no 'exit status unknown')", () => {
+    const rec = record("a", "starting");
+    const policy = DEFAULT_POLICY;
+    expect(
+      crashAction("a", rec, null, { now: NOW, policy, random: () => 0.5 }, "start failed: x", true).reason,
+    ).toBe("start failed: x");
+    expect(crashAction("a", rec, null, { now: NOW, policy, random: () => 0.5 }, "died").reason).toBe(
+      "died (exit status unknown)",
+    );
   });
 
   it("plan: suspended in the file → suspend (stopping the runtime when up)", () => {

@@ -81,7 +81,9 @@ describe("Reconciler", () => {
     expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`).sort()).toEqual(["restart:a", "run-live:b"]);
     expect(t.starts()).toEqual(["a", "b", "a"]);
     expect(t.provider.session("b")?.liveRuns).toBe(1);
-    expect(await t.store.get("a")).toMatchObject({ state: "running", restarts: 1, generation: 2 });
+    // A drift restart is not a crash restart (RESTARTS counts those); it has its own event.
+    expect(await t.store.get("a")).toMatchObject({ state: "running", restarts: 0, generation: 2 });
+    expect((await t.store.queryEvents({ session: "a", types: ["reconcile.restart"] })).length).toBe(1);
     expect((await t.reconciler.tick()).plan.actions).toEqual([]);
   });
 
@@ -181,5 +183,48 @@ describe("Reconciler", () => {
     const t = setup([want("w", {}, { dependsOn: ["m"] }), want("m")]);
     await t.reconciler.tick();
     expect(t.starts()).toEqual(["m", "w"]);
+  });
+
+  it("tick: a failing stop backs off (policy backoff, doubling) instead of retrying every pass", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    t.provider.failAlways("stop", new Error("boom"), "b");
+    t.set([want("a")]);
+    const stops = () => t.provider.calls.filter((c) => c.method === "stop" && c.name === "b").length;
+    const first = await t.reconciler.tick();
+    expect(first.outcomes.find((o) => o.action.name === "b")).toMatchObject({ ok: false });
+    expect(stops()).toBe(1);
+    expect(first.requeueAt).toBe(1_000_000 + 1_000); // backoff.min (1 s, no jitter at 0.5)
+    // Passes inside the backoff do not retry; the plan says why and when.
+    const waiting = await t.reconciler.tick();
+    expect(waiting.plan.actions.find((a) => a.name === "b")).toMatchObject({
+      kind: "wait",
+      untilMs: 1_001_000,
+    });
+    expect(stops()).toBe(1);
+    t.advance(1_000);
+    await t.reconciler.tick();
+    expect(stops()).toBe(2);
+    t.advance(1_000); // the second failure doubled the delay: not yet
+    await t.reconciler.tick();
+    expect(stops()).toBe(2);
+    t.advance(1_000);
+    t.provider.clearFailures();
+    await t.reconciler.tick();
+    expect(stops()).toBe(3);
+  });
+
+  it("tick: a failing run-live backs off too", async () => {
+    const t = setup([want("a")]);
+    await t.reconciler.tick();
+    t.provider.failAlways("runLive", new Error("boom"), "a");
+    t.set([want("a", { sessionLive: ["echo live"] })]);
+    const runs = () => t.provider.calls.filter((c) => c.method === "runLive").length;
+    await t.reconciler.tick();
+    await t.reconciler.tick();
+    expect(runs()).toBe(1);
+    t.advance(1_000);
+    await t.reconciler.tick();
+    expect(runs()).toBe(2);
   });
 });

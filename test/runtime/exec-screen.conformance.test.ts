@@ -3,49 +3,32 @@
  * CLI, exactly as a script author runs it: `gc conformance exec:<script> --json` must end with
  * 0 failed and at least 60 passed. Needs GNU screen and jq.
  */
-import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { ConformanceReport } from "../../conformance/harness.js";
 import { runGc } from "../support/city.js";
+import { onPath } from "../support/path.js";
 
 const SCRIPT = "contrib/session-scripts/gc-session-screen";
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
-function onPath(bin: string): boolean {
-  try {
-    execFileSync("sh", ["-c", 'command -v "$1"', "sh", bin], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// Opt-in (GC_TEST_SCREEN_CONFORMANCE=1) until it is stable on a loaded 2-core CI machine: in
-// 1 of 3 full runs one case (nudge.100k, interrupt.concurrent) hit its deadline. Issue 15 stays
-// open for it.
-const optedIn = process.env.GC_TEST_SCREEN_CONFORMANCE === "1";
-
-describe.skipIf(!optedIn || !onPath("screen") || !onPath("jq"))(
-  "exec + gc-session-screen (protocol v1)",
-  () => {
-    it("gc conformance exec:contrib/session-scripts/gc-session-screen --json: 0 failed, ≥ 60 passed", {
-      timeout: 900_000,
-    }, async () => {
-      const r = await runGc(["conformance", `exec:${SCRIPT}`, "--json"], { cwd: REPO, timeoutMs: 880_000 });
-      let report: ConformanceReport;
-      try {
-        report = JSON.parse(r.stdout) as ConformanceReport;
-      } catch {
-        throw new Error(`no JSON report (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
-      }
-      const failed = report.cases.filter((c) => c.status === "failed").map((c) => `${c.id}: ${c.error}`);
-      expect(failed, failed.join("\n")).toEqual([]);
-      expect(report.failed).toBe(0);
-      expect(report.passed).toBeGreaterThanOrEqual(60);
-      // What a v1 script cannot be graded on is skipped with a reason, never failed.
-      for (const c of report.cases.filter((x) => x.status === "skipped")) expect(c.error, c.id).toBeTruthy();
-      expect(r.code).toBe(0);
-    });
-  },
-);
+describe.skipIf(!onPath("screen") || !onPath("jq"))("exec + gc-session-screen (protocol v1)", () => {
+  it("gc conformance exec:contrib/session-scripts/gc-session-screen --json: 0 failed, ≥ 60 passed", {
+    timeout: 900_000,
+  }, async () => {
+    const r = await runGc(["conformance", `exec:${SCRIPT}`, "--json"], { cwd: REPO, timeoutMs: 880_000 });
+    let report: ConformanceReport;
+    try {
+      report = JSON.parse(r.stdout) as ConformanceReport;
+    } catch {
+      throw new Error(`no JSON report (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
+    }
+    const failed = report.cases.filter((c) => c.status === "failed").map((c) => `${c.id}: ${c.error}`);
+    expect(failed, failed.join("\n")).toEqual([]);
+    expect(report.failed).toBe(0);
+    expect(report.passed).toBeGreaterThanOrEqual(60);
+    // What a v1 script cannot be graded on is skipped with a reason, never failed.
+    for (const c of report.cases.filter((x) => x.status === "skipped")) expect(c.error, c.id).toBeTruthy();
+    expect(r.code).toBe(0);
+  });
+});

@@ -4,23 +4,14 @@
  * prompt reaches the program's argv byte for byte (read back from /proc/<pid>/cmdline),
  * although a v1 script knows no `prompt` key. Needs GNU screen, jq and python3.
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { makeCity, until } from "../support/city.js";
+import { onPath } from "../support/path.js";
 
 const SCRIPT = fileURLToPath(new URL("../../contrib/session-scripts/gc-session-screen", import.meta.url));
-
-function onPath(bin: string): boolean {
-  try {
-    execFileSync("sh", ["-c", 'command -v "$1"', "sh", bin], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Quotes, substitutions, tmux formats, backslashes, Unicode, blank and indented lines. */
 const PROMPT = [

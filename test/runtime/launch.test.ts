@@ -1,8 +1,11 @@
+import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import {
+  commandViaEnv,
   DEFAULT_INHERITED_ENV,
   envAllowed,
   inheritedEnv,
+  launchArgv,
   sessionEnv,
 } from "../../internal/runtime/launch.js";
 
@@ -48,5 +51,38 @@ describe("session environment", () => {
       GC_DIR: "/w",
     });
     expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+  });
+});
+
+describe("commandViaEnv", () => {
+  it("the command text leaves argv for the environment; the shell runs it with the same arguments", () => {
+    const secret = "hunter2-$(not run)-'q'";
+    const argv = launchArgv({
+      command: `printf '%s|' "$GC_TOKEN_ECHO" "$0" "$@"; echo`,
+      prompt: "a b",
+      promptFlag: "-p",
+    });
+    const moved = commandViaEnv(argv);
+    expect(moved.argv.join(" ")).not.toContain("printf");
+    expect(moved.env).toEqual({ GC_START_COMMAND: argv[2] });
+    const r = spawnSync(moved.argv[0]!, moved.argv.slice(1), {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, GC_TOKEN_ECHO: secret, ...moved.env },
+    });
+    // Exactly what the original argv prints (same text, same $0 and arguments).
+    const direct = spawnSync(argv[0]!, argv.slice(1), {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, GC_TOKEN_ECHO: secret },
+    });
+    expect(r.stdout).toBe(direct.stdout);
+    expect(r.stdout).toBe(`${secret}|gc-session|-p|a b|-p a b\n`);
+    // The program does not inherit the carrier variable.
+    const env = commandViaEnv(launchArgv({ command: "env" }));
+    const out = spawnSync(env.argv[0]!, env.argv.slice(1), {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, ...env.env },
+    });
+    expect(out.stdout).not.toContain("GC_START_COMMAND");
+    expect(commandViaEnv(["/bin/sh"])).toEqual({ argv: ["/bin/sh"], env: {} });
   });
 });

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { citySchemaJson } from "../../internal/config/schema.js";
 import { conformanceProviders, listedProviders, PROVIDERS, specOf } from "../../internal/runtime/registry.js";
@@ -19,7 +20,7 @@ describe("provider registry", () => {
   it("the README provider table lists exactly the registry's testable providers, with their backends", () => {
     const rows = readmeProviderRows();
     expect([...rows.keys()].sort()).toEqual([...conformanceProviders()].sort());
-    for (const e of PROVIDERS.filter((p) => p.target)) expect(rows.get(specOf(e))).toBe(e.backend);
+    for (const e of PROVIDERS.filter((p) => p.conformance)) expect(rows.get(specOf(e))).toBe(e.backend);
   });
 
   it("the JSON Schema's provider enum is the listed providers plus the routers; test doubles stay hidden", () => {
@@ -33,5 +34,50 @@ describe("provider registry", () => {
     expect(anyOf[0]?.enum).toEqual([...plain, "auto", "hybrid"]);
     expect(anyOf.slice(1).map((a) => a.pattern)).toEqual(["^exec:.+"]);
     expect(JSON.stringify(anyOf)).not.toContain("fail");
+  });
+
+  it("each provider's session.<name> section in the JSON Schema is the registry entry's own schema; no other provider sections", () => {
+    const session = (
+      citySchemaJson() as unknown as { properties: { session: { properties: Record<string, unknown> } } }
+    ).properties.session.properties;
+    const withSettings = PROVIDERS.filter((e) => e.settings);
+    expect(withSettings.map((e) => e.name).sort()).toEqual(["docker", "exec", "k8s", "tmux"]);
+    for (const e of withSettings)
+      expect(session[e.name]).toEqual({ default: {}, ...e.settings?.jsonSchema() });
+    // Routers' sections (session.auto, session.hybrid) name concrete providers, so the config
+    // schema declares them from the registry's list of concrete ones.
+    for (const e of PROVIDERS.filter((p) => !p.settings && !p.routing))
+      expect(session[e.name]).toBeUndefined();
+    for (const e of PROVIDERS.filter((p) => p.routing)) expect(session[e.name]).toBeDefined();
+  });
+
+  it("conformance targets are found by name: conformance/targets/<name>.ts exists exactly for the entries marked conformance", () => {
+    const files = readdirSync(new URL("../../conformance/targets", import.meta.url))
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => f.replace(/\.ts$/, ""));
+    expect(files.sort()).toEqual(
+      PROVIDERS.filter((e) => e.conformance)
+        .map((e) => e.name)
+        .sort(),
+    );
+  });
+
+  it("dependency direction: nothing under internal/ or cmd/ imports conformance/ except the `gc conformance` command", () => {
+    const offenders: string[] = [];
+    const walk = (dir: string) => {
+      for (const d of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, d.name);
+        if (d.isDirectory()) walk(p);
+        else if (
+          d.name.endsWith(".ts") &&
+          /from "[./]*conformance\/|import\("[./]*conformance\//.test(readFileSync(p, "utf8"))
+        ) {
+          offenders.push(p);
+        }
+      }
+    };
+    walk("internal");
+    walk("cmd");
+    expect(offenders).toEqual(["cmd/gc/commands/conformance.ts"]);
   });
 });

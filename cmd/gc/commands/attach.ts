@@ -2,13 +2,14 @@
  * `gc attach SESSION`: hands this terminal to the session until you detach (tmux: C-b d).
  */
 import { UsageError } from "../../../internal/runtime/errors.js";
+import { sessionCapabilities } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { requireRunning, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc attach SESSION
 
 Attaches this terminal to the session; returns when you detach. Needs a terminal and a
-provider that can attach (tmux, subprocess).`;
+provider that can attach (tmux, subprocess, docker, k8s).`;
 
 export const command = defineCommand({
   usage: USAGE,
@@ -17,7 +18,7 @@ export const command = defineCommand({
     if (positionals.length !== 1) throw new UsageError(`gc attach takes one session\n\n${USAGE}`);
     return withTarget(ctx, positionals[0]!, async (t) => {
       await requireRunning(t, ctx.signal);
-      if (!t.provider.capabilities().attach) {
+      if (!(await sessionCapabilities(t.provider, t.name, { signal: ctx.signal })).attach) {
         ctx.err(`gc: provider ${t.provider.name} cannot attach a terminal; use \`gc peek ${t.name}\``);
         return EXIT.failed;
       }

@@ -64,6 +64,7 @@ function describeSession(d: DesiredSession): string[] {
   const pool = d.pool ? `, pool ${d.pool.index} of ${d.pool.min}..${d.pool.max}` : "";
   const flags = d.suspended ? " [suspended]" : "";
   const rows: [string, string | undefined][] = [
+    ["runs on", `${d.backend ?? d.provider} — ${d.placement}`],
     ["command", c.command || "(provider default shell)"],
     ["work_dir", c.workDir],
     ["env", d.declaredEnvKeys.map((k) => `${k}=${c.env[k]}`).join(" ") || undefined],
@@ -116,6 +117,12 @@ async function show(ctx: CommandContext, json: boolean, file: string | undefined
   ctx.out(`file      ${city.file}`);
   ctx.out(`provider  ${config.session.provider} (${city.defaultProviderReason})`);
   if (config.session.provider === "auto") ctx.out(`          auto.default = ${config.session.auto.default}`);
+  if (config.session.provider === "hybrid") {
+    const h = config.session.hybrid;
+    ctx.out(
+      `          hybrid.local = ${h.local}, hybrid.remote = ${h.remote}, remote_match = ${h.remote_match ?? "(none)"}`,
+    );
+  }
   const pools = config.agents.filter(
     (a) => a.min_active_sessions !== undefined || a.max_active_sessions !== undefined,
   );

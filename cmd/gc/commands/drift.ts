@@ -2,10 +2,10 @@
  * `gc drift [SESSION]`: which declared fields changed since each session was started,
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
+
+import { sessionDrift } from "../../../internal/controller/drift-report.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
-import { driftOf } from "../../../internal/reconcile/drift.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { LIVE_FIELD } from "../../../internal/runtime/fingerprint.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 
@@ -54,21 +54,7 @@ export const command = defineCommand({
       for (const name of names) {
         const d = desired.find((x) => x.name === name);
         const rec = await store.get(name);
-        if (!d || !rec || rec.coreHash === null) {
-          out.push({
-            session: name,
-            drift: "unknown",
-            reason: !d ? "not in the city file" : "never started",
-            fields: [],
-          });
-          continue;
-        }
-        const decided = driftOf(rec, d);
-        const fields = decided.fields.map((f) => ({
-          ...f,
-          effect: f.field === LIVE_FIELD ? "live" : "restart",
-        }));
-        out.push({ session: name, drift: decided.kind, fields });
+        out.push(sessionDrift(name, rec, d));
       }
       if (ctx.json) {
         ctx.out(JSON.stringify(out, null, 2));

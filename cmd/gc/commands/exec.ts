@@ -19,7 +19,7 @@ import {
   wrapArgv,
 } from "../../../internal/controller/exec-state.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { supportsExecCommand } from "../../../internal/runtime/provider.js";
+import { sessionCapabilities, supportsExecCommand } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
 
@@ -67,7 +67,10 @@ export const command = defineCommand({
     const stdin = stdinHasData() ? await readStdin(ctx) : undefined;
     return withTarget(ctx, positionals[0]!, async (t) => {
       await requireRunning(t, ctx.signal);
-      if (!supportsExecCommand(t.provider) || !t.provider.capabilities().exec) {
+      if (
+        !supportsExecCommand(t.provider) ||
+        !(await sessionCapabilities(t.provider, t.name, { signal: ctx.signal })).exec
+      ) {
         ctx.err(`gc: provider ${t.provider.name} cannot run commands in a session's environment`);
         return EXIT.execFailed;
       }

@@ -5,24 +5,12 @@
  * the last failure, and dead letters. A nudge that was not confirmed exits non-zero.
  */
 import { formatDuration } from "../../../internal/config/duration.js";
-import { requestControl } from "../../../internal/controller/control.js";
-import { controllerPaths, findController } from "../../../internal/controller/controller.js";
-import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { supportsInteraction, supportsNudgeNow } from "../../../internal/runtime/provider.js";
 import type { Nudge } from "../../../internal/session/store.js";
+import { nudgeSession, nudgeView } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import {
-  durationFlag,
-  intFlag,
-  lockSession,
-  printJson,
-  readTextArg,
-  requireRunning,
-  type Target,
-  withTarget,
-} from "../operate.js";
+import { durationFlag, intFlag, printJson, readTextArg, withTarget } from "../operate.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc nudge SESSION TEXT... [--now | --queue [--ttl DUR] [--attempts N]] [--wait DUR]
@@ -74,127 +62,44 @@ export const command = defineCommand({
     const ttlMs = durationFlag("ttl", values.ttl, DEFAULT_TTL_MS);
     const attempts = intFlag("attempts", values.attempts, DEFAULT_ATTEMPTS);
     return withTarget(ctx, name, async (t) => {
-      if (values.queue) return queue(ctx, t, text, ttlMs, attempts, json);
-      await requireRunning(t, ctx.signal);
-      if (values.now) {
-        if (supportsNudgeNow(t.provider)) await t.provider.nudgeNow(t.name, text, { signal: ctx.signal });
-        else await t.provider.nudge(t.name, text, { signal: ctx.signal });
-        return delivered(ctx, t, "now", json);
-      }
-      const lock = await lockSession(t, "gc nudge");
-      try {
-        const state = await probeIdle(t.provider, t.name, {
-          readyPromptPrefix: t.config?.readyPromptPrefix,
-          boundMs: waitMs,
-          signal: ctx.signal,
-        });
-        if (state !== "idle") {
-          const why = await notIdleReason(t, state, waitMs, ctx.signal);
-          if (json) printJson(ctx, { session: t.name, mode: "wait-idle", delivered: false, reason: why });
-          ctx.err(`gc: nudge not delivered: ${why}`);
-          return EXIT.failed;
+      const mode = values.queue ? "queue" : values.now ? "now" : "wait-idle";
+      const r = await nudgeSession(t, text, {
+        mode,
+        waitMs,
+        ttlMs,
+        attempts,
+        source: "cli",
+        signal: ctx.signal,
+      });
+      if (r.mode === "queue") {
+        if (json) {
+          printJson(ctx, {
+            session: t.name,
+            mode: "queue",
+            queued: nudgeView(r.queued, Date.now()),
+            controller: r.controller,
+          });
+        } else {
+          ctx.out(
+            `queued nudge #${r.queued.id} for ${t.name} (expires in ${formatDuration(ttlMs)}, up to ${attempts} attempts); ` +
+              "the controller delivers it when the session is idle",
+          );
+          if (!r.controller)
+            ctx.err("gc: no controller is running for this city: `gc start` runs one to deliver it");
         }
-        await t.provider.nudge(t.name, text, { signal: ctx.signal });
-        return delivered(ctx, t, "wait-idle", json);
-      } finally {
-        await lock.release();
+        return EXIT.ok;
       }
+      if (!r.delivered) {
+        if (json) printJson(ctx, { session: t.name, mode: r.mode, delivered: false, reason: r.reason });
+        ctx.err(`gc: nudge not delivered: ${r.reason}`);
+        return EXIT.failed;
+      }
+      if (json) printJson(ctx, { session: t.name, mode: r.mode, delivered: true });
+      else ctx.out(`nudged ${t.name}`);
+      return EXIT.ok;
     });
   },
 });
-
-async function notIdleReason(t: Target, state: string, waitMs: number, signal: AbortSignal): Promise<string> {
-  switch (state) {
-    case "gone":
-      return `session ${t.name} is not running`;
-    case "waiting-for-input": {
-      const p = supportsInteraction(t.provider)
-        ? await t.provider.pending(t.name, { signal }).catch(() => undefined)
-        : undefined;
-      return (
-        `session ${t.name} is waiting for input${p?.prompt ? `: ${p.prompt}` : ""} ` +
-        `(answer it with \`gc session respond ${t.name} ACTION\`)`
-      );
-    }
-    default:
-      return (
-        `session ${t.name} did not become idle within ${formatDuration(waitMs)}; ` +
-        "--now delivers anyway, --queue delivers at its next idle moment"
-      );
-  }
-}
-
-async function delivered(ctx: CommandContext, t: Target, mode: string, json: boolean): Promise<number> {
-  await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode } });
-  if (json) printJson(ctx, { session: t.name, mode, delivered: true });
-  else ctx.out(`nudged ${t.name}`);
-  return EXIT.ok;
-}
-
-async function queue(
-  ctx: CommandContext,
-  t: Target,
-  text: string,
-  ttlMs: number,
-  attempts: number,
-  json: boolean,
-): Promise<number> {
-  const n = await t.store.enqueueNudge({
-    session: t.name,
-    text,
-    ttlMs,
-    maxAttempts: attempts,
-    source: "cli",
-  });
-  await t.store.appendEvent({
-    session: t.name,
-    type: "nudge.queued",
-    payload: { id: n.id, ttlMs, maxAttempts: attempts },
-  });
-  const ctl = await findController(t.city.stateDir);
-  if (ctl.running) {
-    // Ask for a pass now; the poke registers at once, so don't wait for the pass to end.
-    await requestControl(controllerPaths(t.city.stateDir).socket, { op: "poke" }, { timeoutMs: 500 }).catch(
-      () => undefined,
-    );
-  }
-  if (json) {
-    printJson(ctx, {
-      session: t.name,
-      mode: "queue",
-      queued: nudgeView(n, Date.now()),
-      controller: ctl.running,
-    });
-  } else {
-    ctx.out(
-      `queued nudge #${n.id} for ${t.name} (expires in ${formatDuration(ttlMs)}, up to ${attempts} attempts); ` +
-        "the controller delivers it when the session is idle",
-    );
-    if (!ctl.running)
-      ctx.err("gc: no controller is running for this city: `gc start` runs one to deliver it");
-  }
-  return EXIT.ok;
-}
-
-/** A nudge as shown by `gc nudge list`: the state aged to now (a lapsed TTL reads as dead). */
-function nudgeView(n: Nudge, now: number) {
-  const expired = (n.state === "queued" || n.state === "claimed") && now >= n.expiresAt;
-  return {
-    id: n.id,
-    session: n.session,
-    state: expired ? "dead" : n.state,
-    attempts: n.attempts,
-    maxAttempts: n.maxAttempts,
-    createdAt: new Date(n.createdAt).toISOString(),
-    expiresAt: new Date(n.expiresAt).toISOString(),
-    nextAttemptAt: n.state === "queued" && !expired ? new Date(n.notBefore).toISOString() : null,
-    lastError: n.lastError,
-    deadReason: expired ? "expired (ttl)" : n.deadReason,
-    deliveredAt: n.deliveredAt === null ? null : new Date(n.deliveredAt).toISOString(),
-    source: n.source,
-    text: n.text,
-  };
-}
 
 function clip(s: string, max: number): string {
   const one = s.replace(/\s+/g, " ").trim();

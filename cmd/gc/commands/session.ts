@@ -4,16 +4,14 @@
  * never overlap a `gc run`); restart and reset clear the operator hold set by `gc stop NAME`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { dropShellState } from "../../../internal/controller/exec-state.js";
-import { deltaSince, dropCursors, screenLines } from "../../../internal/controller/observe.js";
+import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
 import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
-import { supportsInteraction } from "../../../internal/runtime/provider.js";
-import type { LifecycleState } from "../../../internal/session/lifecycle.js";
 import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
+import { forgetIncarnation, LIVE_STATES, resetSession, respondSession, restartSession } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
@@ -44,8 +42,6 @@ kill, restart and reset are refused while another control operation (gc run…) 
 session. Exit: 0 ok · 1 failed · 2 usage · 3 unknown session.`;
 
 const SUBCOMMANDS = ["list", "kill", "restart", "reset", "logs", "respond"] as const;
-/** States in which the session holds a runtime the record must be moved off when killed. */
-const LIVE_STATES: readonly LifecycleState[] = ["starting", "running", "draining"];
 
 export const command = defineCommand({
   usage: USAGE,
@@ -165,11 +161,6 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
   }
 }
 
-/** Forgets what belonged to the session's previous run: exec shell state and observer cursors. */
-async function forgetIncarnation(t: Target): Promise<void> {
-  await Promise.all([dropShellState(t.city.stateDir, t.name), dropCursors(t.city.stateDir, t.name)]);
-}
-
 async function kill(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
   const lock = await lockSession(t, "gc session kill");
   try {
@@ -217,21 +208,6 @@ async function killFromTags(
   }
 }
 
-/** Clears the operator hold and failure bookkeeping; moves a parked record back to `pending`. */
-async function clearHold(t: Target, reason: string, resetFailures: boolean): Promise<void> {
-  if (!(await t.store.get(t.name))) return;
-  await casUpdate(t.store, t.name, () => ({
-    metadata: { [HOLD_KEY]: null },
-    ...(resetFailures
-      ? { recentFailures: [], backoffUntil: null, quarantineReason: null, lastError: null }
-      : {}),
-  }));
-  const rec = await t.store.get(t.name);
-  if (rec && !LIVE_STATES.includes(rec.state) && rec.state !== "pending") {
-    await walkTo(t.store, t.name, "pending", reason, { pending: null });
-  }
-}
-
 /** Runs a pass (through the controller when one runs) so the reconciler acts now. */
 async function passNow(ctx: CommandContext, t: Target, json: boolean): Promise<void> {
   const quiet: CommandContext = { ...ctx, json: true, out: () => undefined };
@@ -240,55 +216,23 @@ async function passNow(ctx: CommandContext, t: Target, json: boolean): Promise<v
 }
 
 async function restart(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
-  if (!t.session.desired) {
+  const r = await restartSession(t, () => passNow(ctx, t, json), ctx.signal);
+  if (!r) {
     ctx.err(`gc: ${t.name} is not declared in the city file, so it cannot be started again`);
     return EXIT.failed;
   }
-  const lock = await lockSession(t, "gc session restart");
-  try {
-    await t.provider.stop(t.name, { signal: ctx.signal });
-    const rec = await t.store.get(t.name);
-    if (rec && LIVE_STATES.includes(rec.state)) {
-      await walkTo(t.store, t.name, "stopped", "restart requested by operator", { pending: null });
-    }
-    await clearHold(t, "restart requested by operator", false);
-    await forgetIncarnation(t);
-    await t.store.appendEvent({ session: t.name, type: "session.restart-requested", payload: {} });
-    await passNow(ctx, t, json);
-    const running = await t.provider.isRunning(t.name, { signal: ctx.signal });
-    const after = await t.store.get(t.name);
-    if (json) printJson(ctx, { session: t.name, restarted: running, state: after?.state ?? null });
-    else if (running) ctx.out(`restarted ${t.name} (generation ${after?.generation ?? "?"})`);
-    else
-      ctx.err(`gc: ${t.name} did not come back up: ${after?.lastError ?? after?.stateReason ?? "unknown"}`);
-    return running ? EXIT.ok : EXIT.failed;
-  } finally {
-    await lock.release();
-  }
+  if (json) printJson(ctx, { session: t.name, restarted: r.running, state: r.state });
+  else if (r.running) ctx.out(`restarted ${t.name} (generation ${r.generation ?? "?"})`);
+  else ctx.err(`gc: ${t.name} did not come back up: ${r.why ?? "unknown"}`);
+  return r.running ? EXIT.ok : EXIT.failed;
 }
 
 async function reset(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
-  const lock = await lockSession(t, "gc session reset");
-  try {
-    const before = await t.store.get(t.name);
-    await clearHold(t, "reset by operator (gc session reset)", true);
-    await t.store.appendEvent({
-      session: t.name,
-      type: "session.reset",
-      payload: { from: before?.state ?? null },
-    });
-    if (t.session.desired) await passNow(ctx, t, json);
-    const running = await t.provider.isRunning(t.name, { signal: ctx.signal });
-    const after = await t.store.get(t.name);
-    if (json) printJson(ctx, { session: t.name, reset: true, state: after?.state ?? null, running });
-    else
-      ctx.out(
-        `reset ${t.name}: state ${after?.state ?? "(no record)"}, ${running ? "running" : "not running"}`,
-      );
-    return EXIT.ok;
-  } finally {
-    await lock.release();
-  }
+  const r = await resetSession(t, () => passNow(ctx, t, json), ctx.signal);
+  if (json) printJson(ctx, { session: t.name, reset: true, state: r.state, running: r.running });
+  else
+    ctx.out(`reset ${t.name}: state ${r.state ?? "(no record)"}, ${r.running ? "running" : "not running"}`);
+  return EXIT.ok;
 }
 
 /**
@@ -423,41 +367,12 @@ async function respond(
   requestId: string | undefined,
   json: boolean,
 ): Promise<number> {
-  if (!supportsInteraction(t.provider) || !t.provider.capabilities().interaction) {
-    ctx.err(`gc: provider ${t.provider.name} does not report interactions`);
+  const r = await respondSession(t, { action, text, requestId }, ctx.signal);
+  if (!r.answered) {
+    ctx.err(`gc: ${r.error}`);
     return EXIT.failed;
   }
-  const pending = await t.provider.pending(t.name, { signal: ctx.signal });
-  if (!pending) {
-    ctx.err(`gc: ${t.name} is not waiting for input`);
-    return EXIT.failed;
-  }
-  if (requestId !== undefined && requestId !== pending.requestId) {
-    ctx.err(`gc: ${t.name} waits on request ${pending.requestId}, not ${requestId}`);
-    return EXIT.failed;
-  }
-  try {
-    await t.provider.respond(
-      t.name,
-      { requestId: pending.requestId, action, ...(text !== undefined ? { text } : {}) },
-      { signal: ctx.signal },
-    );
-  } catch (e) {
-    ctx.err(`gc: could not answer ${t.name}: ${describeError(e)}`);
-    return EXIT.failed;
-  }
-  await t.store.appendEvent({
-    session: t.name,
-    type: "interaction.responded",
-    payload: {
-      requestId: pending.requestId,
-      kind: pending.kind,
-      prompt: pending.prompt ?? "",
-      action,
-      by: "operator",
-    },
-  });
-  if (json) printJson(ctx, { session: t.name, requestId: pending.requestId, action, answered: true });
-  else ctx.out(`answered ${t.name} (${pending.kind}): ${action}`);
+  if (json) printJson(ctx, { session: t.name, requestId: r.requestId, action, answered: true });
+  else ctx.out(`answered ${t.name} (${r.kind}): ${action}`);
   return EXIT.ok;
 }

@@ -2,11 +2,9 @@
  * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
  * restarts, last activity, attached) plus the controller, from one observation per provider.
  */
-import { findController } from "../../../internal/controller/controller.js";
-import { collectCity } from "../../../internal/controller/sessions.js";
+import { observeStatus, statusJson } from "../../../internal/controller/status-snapshot.js";
 import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import type { PendingInteraction } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { formatTable } from "../table.js";
@@ -38,34 +36,10 @@ export const command = defineCommand({
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
     const city = await openCity(ctx);
     try {
-      const [view, ctl] = await Promise.all([collectCity(city, ctx.signal), findController(city.stateDir)]);
+      const observed = await observeStatus(city, ctx.signal);
+      const { view, ctl } = observed;
       if (ctx.json) {
-        ctx.out(
-          JSON.stringify(
-            {
-              city: city.name,
-              controller: { running: ctl.running, pid: ctl.pid ?? null },
-              sessions: view.sessions.map((s) => ({
-                name: s.name,
-                agent: s.agent,
-                provider: s.provider,
-                state: s.state,
-                running: s.running,
-                drift: s.drift,
-                restarts: s.restarts,
-                lastActivity: s.lastActivity,
-                attached: s.attached,
-                reason: s.reason,
-                ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
-              })),
-              configError: view.configError ?? ctl.status?.lastError ?? null,
-              massStop: ctl.status?.last?.massStop ?? null,
-              observeErrors: view.observeErrors,
-            },
-            null,
-            2,
-          ),
-        );
+        ctx.out(JSON.stringify(statusJson(city.name, observed), null, 2));
         return EXIT.ok;
       }
       ctx.out(
@@ -92,7 +66,7 @@ export const command = defineCommand({
       const rows = view.sessions.map((s) => [
         s.name,
         s.agent,
-        s.provider,
+        s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
         s.state,
         s.running ? "yes" : "no",
         s.drift,
@@ -104,6 +78,10 @@ export const command = defineCommand({
       for (const s of view.sessions) {
         if (EXPLAINED_STATES.has(s.state)) {
           ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
+          if (s.state === "quarantined")
+            ctx.out(
+              `    once the cause is fixed: gc session reset ${s.name} (a changed start config in the city file lifts it by itself)`,
+            );
           const opts = s.interaction?.options ?? [];
           if (opts.length > 0) {
             ctx.out(`    options: ${opts.map((o, i) => `${i + 1}. ${o}`).join(" · ")}`);
@@ -118,14 +96,3 @@ export const command = defineCommand({
     }
   },
 });
-
-/** The interaction a session waits on, as `gc status --json` shows it: its question and options. */
-function interactionJson(p: PendingInteraction): Record<string, unknown> {
-  return {
-    requestId: p.requestId,
-    kind: p.kind,
-    question: p.prompt ?? "",
-    options: p.options ?? [],
-    ...(p.metadata?.dialog ? { dialog: p.metadata.dialog } : {}),
-  };
-}

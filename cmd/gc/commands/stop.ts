@@ -8,11 +8,12 @@ import { setMaxListeners } from "node:events";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
-import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
+import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
-import { describeError } from "../../../internal/runtime/errors.js";
-import { supportsShutdown } from "../../../internal/runtime/provider.js";
-import { casUpdate, type SessionStore } from "../../../internal/session/store.js";
+import { describeError, PartialObservationError } from "../../../internal/runtime/errors.js";
+import { supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
+import type { SessionStore } from "../../../internal/session/store.js";
+import { holdDown } from "../actions.js";
 import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
 
@@ -63,33 +64,7 @@ export const command = defineCommand({
         const resolved: ResolvedSession[] = [];
         for (const name of positionals) resolved.push(await resolveSession(city, name, ctx.signal));
         for (const s of resolved) {
-          // Control operations on one session never overlap (gc run, restart, kill hold this too).
-          const lock = await held.tryLock(s.name, { purpose: "gc stop" });
-          try {
-            await stopOne(s);
-          } finally {
-            await lock.release();
-          }
-        }
-        async function stopOne(s: ResolvedSession): Promise<void> {
-          const provider = await city.providerFor(s.provider);
-          const hold = { [HOLD_KEY]: `stopped by operator at ${new Date().toISOString()}` };
-          const rec = s.record ?? (await held.get(s.name));
-          if (rec) await casUpdate(held, s.name, () => ({ metadata: hold }));
-          else {
-            // An untracked session gets a record, so the hold outlives this command.
-            await held.create({
-              name: s.name,
-              agent: s.desired?.agent ?? s.name,
-              provider: s.provider,
-              state: "suspended",
-              stateReason: "stopped by operator (gc stop)",
-              metadata: hold,
-            });
-          }
-          await provider.stop(s.name, { signal: ctx.signal });
-          if (rec)
-            await walkTo(held, s.name, "suspended", "stopped by operator (gc stop)", { pending: null });
+          await holdDown(city, held, s, ctx.signal);
           if (!json)
             ctx.out(
               `stopped ${s.name} (held down; \`gc session reset ${s.name}\` lets the controller start it again)`,
@@ -109,12 +84,16 @@ export const command = defineCommand({
       const failures: string[] = [];
       for (const pName of await providersInUse(city, store)) {
         const provider = await city.providerFor(pName);
+        // Every process of the backend before the stop, tagged or not: followed to the end.
+        const before = supportsCensus(provider) ? await provider.census() : [];
         let names: string[];
         try {
           names = await provider.listRunning("", { signal: ctx.signal });
         } catch (e) {
           failures.push(`cannot list ${pName}: ${describeError(e)}`);
-          continue;
+          // A router with a backend down still stops what its healthy backends run.
+          if (!(e instanceof PartialObservationError)) continue;
+          names = [...e.running];
         }
         await Promise.all(
           names.map(async (name) => {
@@ -140,10 +119,18 @@ export const command = defineCommand({
             .shutdown({ signal: ctx.signal })
             .catch((e: unknown) => failures.push(`${pName} shutdown: ${describeError(e)}`));
         }
-        const left = await provider
-          .listRunning("", { signal: ctx.signal })
-          .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);
-        if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
+        if (supportsCensus(provider)) {
+          // The census reads the process table, so a backend that is still exiting is waited
+          // for (and killed if it lingers), never mistaken for a failure or for "clean".
+          const left = await awaitEmptyCensus(() => provider.census(), { before, signal: ctx.signal });
+          if (left.length > 0)
+            failures.push(`${pName} still runs: ${left.map((e) => `pid ${e.pid} (${e.comm})`).join(", ")}`);
+        } else {
+          const left = await provider
+            .listRunning("", { signal: ctx.signal })
+            .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);
+          if (left.length > 0) failures.push(`${pName} still runs: ${left.join(", ")}`);
+        }
       }
       if (json) {
         ctx.out(

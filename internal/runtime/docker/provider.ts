@@ -20,6 +20,7 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
+import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
 import {
   limitsFor,
@@ -28,6 +29,7 @@ import {
   runStart,
   type StartBackend,
   type StartPlan,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
@@ -97,14 +99,18 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   readonly name = "docker";
   readonly settings: DockerSettings;
   readonly engine: Engine;
+  /** The city's ownership key (`<name>-<id>`, identity.ts): labels, container names, filters. */
   private readonly owner: string;
+  /** The city's name, for humans (`GC_CITY` in sessions). */
+  private readonly city: string;
   private readonly cityDir: string;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
   private readonly nudgeChains = new Map<string, Promise<void>>();
   private bufferSeq = 0;
 
   constructor(opts: DockerProviderOptions) {
-    this.owner = opts.city;
+    this.owner = ownerKey(opts.city, opts.cityId);
+    this.city = opts.city;
     this.cityDir = opts.cityDir;
     this.settings = resolveSettings(opts.settings, process.env, opts.cityDir);
     this.engine = new Engine(this.settings.socketPath);
@@ -153,14 +159,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    if (this.starting.has(name))
-      throw new SessionExistsError(name, { cause: "a start is already in progress" });
-    this.starting.add(name);
-    try {
-      await this.doStart(name, config, opts.signal);
-    } finally {
-      this.starting.delete(name);
-    }
+    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
@@ -181,7 +180,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
       hookDir: resolve(this.cityDir, hookDirOf(cfg)),
     };
     // The program's base environment is the image's, never this host's.
-    const plan = planStart(name, this.owner, config, { baseEnv: {}, sourceDir: this.cityDir });
+    const plan = planStart(name, this.city, config, { baseEnv: {}, sourceDir: this.cityDir });
     const limits = limitsFor(config, {
       readyTimeoutMs: this.settings.readyTimeoutMs,
       setupTimeoutMs: config.setupTimeoutMs ?? this.settings.hookTimeoutMs,
@@ -865,7 +864,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   }
 
   private identityEnv(name: string, workDir: string): Record<string, string> {
-    return { GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
+    return { GC_SESSION: name, GC_CITY: this.city, GC_DIR: workDir };
   }
 
   private async exec(

@@ -4,6 +4,7 @@
  * values never become script text: they travel as positional arguments, on stdin, or
  * quoted by {@link shQuote} (tested with hostile values). Pure.
  */
+import { RUN_STDIN } from "../lifecycle/target-scripts.js";
 
 /** Directory (a tmpfs: memory only, never on disk) holding the env file and the ready flag. */
 export const RUN_DIR = "/run/gc";
@@ -66,17 +67,11 @@ export const HOOK_SCRIPT = [
   'exec /bin/sh -c "$2"',
 ].join("\n");
 
-/** Runs a script received on stdin (any interpreter, via its shebang): `sh -c SCRIPT gc-script WORKDIR`. */
-export const STDIN_SCRIPT = [
-  `[ -r ${ENV_FILE} ] && . ${ENV_FILE}`,
-  "f=$(mktemp) || exit 125",
-  'cat > "$f" && chmod 700 "$f" || exit 125',
-  'cd "$1" || exit 127',
-  '"$f"; r=$?',
-  '[ "$r" -eq 126 ] && { /bin/sh "$f"; r=$?; }',
-  'rm -f "$f"',
-  'exit "$r"',
-].join("\n");
+/**
+ * Runs a script received on stdin in the session's environment (any interpreter, via its
+ * shebang): `sh -c SCRIPT gc-script WORKDIR` — the env file, then the shared {@link RUN_STDIN}.
+ */
+export const STDIN_SCRIPT = [`[ -r ${ENV_FILE} ] && . ${ENV_FILE}`, RUN_STDIN].join("\n");
 
 /** Nudge: `sh -c NUDGE gc-nudge BUFFER` with the text on stdin: paste it (no keys), then Enter. */
 export const NUDGE_SCRIPT = [

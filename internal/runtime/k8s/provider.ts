@@ -12,16 +12,9 @@ import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, posix, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
+import type { RunResult } from "../../proc/run.js";
+import { screenAwaitsChoice, screenLooksBusy } from "../dialogs.js";
 import {
-  acceptStartupDialogs,
-  DialogRefusedError,
-  type ScreenIO,
-  screenAwaitsChoice,
-  screenLooksBusy,
-  screenShowsPrompt,
-} from "../dialogs.js";
-import {
-  HookFailedError,
   InvalidNameError,
   NudgeNotDeliveredError,
   OperationTimeoutError,
@@ -34,9 +27,20 @@ import {
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
-import { launchArgv } from "../launch.js";
-import { checkStageSources } from "../lifecycle/stage.js";
-import { planStart } from "../lifecycle/start.js";
+import { hookDirOf, SHELL } from "../launch.js";
+import {
+  type CommandOptions,
+  DEFAULT_STARTUP_TIMEOUT_MS,
+  limitsFor,
+  planStart,
+  runHookCommands,
+  runStart,
+  type StartBackend,
+  type StartLimits,
+  type StartPlan,
+  StartsInProgress,
+} from "../lifecycle/index.js";
+import { RUN_STDIN } from "../lifecycle/target-scripts.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
@@ -58,13 +62,12 @@ import {
 } from "../provider.js";
 import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
-import { CAT, HOOK, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
+import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
   buildPod,
   buildSecret,
   cityLabels,
-  type PodState,
   type PodView,
   podState,
   podWorkDir,
@@ -127,6 +130,7 @@ export class K8sProvider
   private readonly cityDir: string;
   private apiPromise: Promise<KubeApi> | undefined;
   private readonly nudgeChains = new Map<string, Promise<void>>();
+  private readonly starts = new StartsInProgress();
   private bufferSeq = 0;
 
   constructor(opts: K8sProviderOptions) {
@@ -257,23 +261,19 @@ export class K8sProvider
   }
 
   /**
-   * Step 1 of a start: the session's Secret (secret env values only) and its pod, then waits
-   * until the pod runs. A retried create that finds a pod carrying this start's token counts
-   * as created (no duplicates after a 5xx whose request did land).
+   * The first part of a start's `create`: the session's Secret (secret env values only) and
+   * its pod (env, work dir from `plan`), then waits until the pod runs. A retried create
+   * that finds a pod carrying this start's token counts as created (no duplicates after a
+   * 5xx whose request did land). Leaves nothing behind when it rejects.
    * @throws SessionExistsError when another start owns the pod; OperationTimeoutError with the
-   * pod's reason (ImagePullBackOff, CrashLoopBackOff, Unschedulable…) at the deadline.
+   * pod's reason (ImagePullBackOff, CrashLoopBackOff, Unschedulable…) at `start_timeout`.
    */
-  async create(
-    name: string,
-    cfg: StartConfig,
-    signal?: AbortSignal,
-  ): Promise<{ pod: string; workDir: string }> {
+  private async createPod(plan: StartPlan, signal: AbortSignal): Promise<{ pod: string; uid: string }> {
+    const { name, workDir, env } = plan;
     const api = await this.api();
     const id = this.identity(name);
     const image = this.settings.image;
     if (!image) throw new ProviderError("k8s", "session.k8s.image is required to start a session");
-    const workDir = podWorkDir(this.settings.workRoot, this.cityDir, cfg.workDir);
-    const env = { ...cfg.env, GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
     const startId = randomUUID();
     const manifest = buildPod({
       id,
@@ -320,45 +320,57 @@ export class K8sProvider
         throw this.apiError(`creating pod ${id.pod}`, e);
       }
     }
-    const uid = created.metadata?.uid;
+    const uid = created.metadata?.uid ?? "";
     try {
       await this.awaitRunning(name, uid, signal);
     } catch (e) {
       await this.deletePod(name, uid).catch(() => undefined);
       throw e;
     }
-    return { pod: id.pod, workDir };
+    return { pod: id.pod, uid };
   }
 
-  private async awaitRunning(name: string, uid: string | undefined, signal?: AbortSignal): Promise<void> {
+  /**
+   * Waits until the pod `uid` of `name` runs.
+   * @throws SessionDiedDuringStartupError when it ends or is deleted; OperationTimeoutError
+   * with the pod's reason at `start_timeout`; when `signal` aborts (the start's own deadline,
+   * a cancel), a ProviderError saying what the pod still waits for, caused by the abort.
+   */
+  private async awaitRunning(name: string, uid: string, signal: AbortSignal): Promise<void> {
     const api = await this.api();
     const { pod } = this.identity(name);
     const deadline = Date.now() + this.settings.startTimeoutMs;
-    let last: PodState = { kind: "pending", reason: "Pending" };
-    for (;;) {
-      const p = await api
-        .call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal)
-        .catch((e) => {
-          if (httpStatus(e) === 404) return undefined;
-          throw this.apiError(`reading pod ${pod}`, e);
-        });
-      if (!p || p.metadata?.uid !== uid)
-        throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
-      last = podState(p as PodView);
-      if (last.kind === "running") return;
-      if (last.kind === "ended" || last.kind === "terminating") {
-        throw new SessionDiedDuringStartupError(
-          name,
-          `pod ${pod} ${last.kind === "ended" ? `ended: ${last.reason}` : "is being deleted"}`,
-        );
+    let reason = "Pending";
+    try {
+      for (;;) {
+        const p = await api
+          .call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal)
+          .catch((e) => {
+            if (httpStatus(e) === 404) return undefined;
+            throw signal.aborted ? e : this.apiError(`reading pod ${pod}`, e);
+          });
+        if (!p || p.metadata?.uid !== uid)
+          throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
+        const st = podState(p as PodView);
+        if (st.kind === "running") return;
+        if (st.kind === "ended" || st.kind === "terminating") {
+          throw new SessionDiedDuringStartupError(
+            name,
+            `pod ${pod} ${st.kind === "ended" ? `ended: ${st.reason}` : "is being deleted"}`,
+          );
+        }
+        reason = st.reason;
+        if (Date.now() >= deadline) {
+          throw new OperationTimeoutError(
+            `start ${name}: pod ${pod} still Pending (${reason})`,
+            this.settings.startTimeoutMs,
+          );
+        }
+        await sleep(POD_POLL_MS, undefined, { signal });
       }
-      if (Date.now() >= deadline) {
-        throw new OperationTimeoutError(
-          `start ${name}: pod ${pod} still Pending (${last.reason})`,
-          this.settings.startTimeoutMs,
-        );
-      }
-      await sleep(POD_POLL_MS, undefined, { signal });
+    } catch (e) {
+      if (!signal.aborted) throw e;
+      throw new ProviderError("k8s", `pod ${pod} still Pending (${reason})`, { cause: e });
     }
   }
 
@@ -389,68 +401,58 @@ export class K8sProvider
     return ["tmux", "-S", tmuxSocket(pod), ...args];
   }
 
-  /** Runs each hook command in the pod's `dir`. @throws HookFailedError on the first failure. */
-  async runHooks(
-    hook: string,
+  /**
+   * {@link StartBackend.runCommand} in a pod: `argv` (a hook's `/bin/sh -c CMD`) runs in
+   * `opts.cwd` in the pod with the plain values of `opts.env` (secret ones are already in the
+   * container's environment, from the Secret; they never travel as argv). A local script
+   * (`session_setup_script`: `[path]` or `[sh, path]`, `path` under `hookDir` in the pod,
+   * i.e. under `localHookDir` here) is streamed over stdin and run by {@link RUN_STDIN}.
+   * @throws OperationTimeoutError past `opts.timeoutMs`; the signal's reason on abort.
+   */
+  private async podCommand(
     pod: string,
-    dir: string,
-    env: Readonly<Record<string, string>>,
-    commands: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<void> {
-    for (const cmd of commands) {
-      const r = await this.runInPod(pod, [...envArgv(env), "/bin/sh", "-c", HOOK, "gc-hook", dir, cmd], {
-        signal,
-        timeoutMs: this.settings.hookTimeoutMs,
+    hookDir: string,
+    localHookDir: string,
+    argv: readonly string[],
+    opts: CommandOptions,
+  ): Promise<RunResult> {
+    const env = envArgv(splitEnv(opts.env).plain);
+    const hook = argv.length === 3 && argv[0] === SHELL && argv[1] === "-c";
+    let r: ExecResult;
+    if (hook) {
+      r = await this.runInPod(pod, [...env, "/bin/sh", "-c", IN_DIR, "gc-hook", opts.cwd, ...argv], {
+        signal: opts.signal,
+        timeoutMs: opts.timeoutMs,
       });
-      if (r.exitCode !== 0) {
-        const why = r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`;
-        throw new HookFailedError(hook, `${JSON.stringify(cmd)}: ${why}`);
-      }
+    } else {
+      const path = argv[argv.length - 1]!;
+      const rel = posix.relative(hookDir, path);
+      const local = rel.startsWith("..") || posix.isAbsolute(rel) ? path : resolve(localHookDir, rel);
+      r = await this.runInPod(pod, [...env, "/bin/sh", "-c", RUN_STDIN, "gc-script", opts.cwd], {
+        stdin: await readFile(local),
+        signal: opts.signal,
+        timeoutMs: opts.timeoutMs,
+      });
     }
+    return {
+      exitCode: r.exitCode,
+      signal: null,
+      stdout: r.stdout.toString("utf8"),
+      stderr: r.stderr.toString("utf8"),
+    };
   }
 
-  /**
-   * Copies local `src` (file or directory) to `relDst` under the pod's `workDir` as a tar
-   * stream over exec. A file with an empty `relDst` keeps its name.
-   * @throws InvalidNameError when `relDst` leaves the work dir.
-   */
-  async stageFiles(
-    pod: string,
-    workDir: string,
-    src: string,
-    relDst: string,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const st = await stat(src);
-    const dst = posix.normalize(posix.join(workDir, relDst || "."));
-    if (dst !== workDir && !dst.startsWith(`${workDir}/`)) {
-      throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
-    }
-    let argv: string[];
-    let untar: string[];
-    if (st.isDirectory()) {
-      argv = ["tar", "-cf", "-", "-C", src, "."];
-      untar = ["/bin/sh", "-c", UNTAR, "gc-untar", dst];
-    } else {
-      const target = relDst ? dst : posix.join(dst, basename(src));
-      argv = ["tar", "-cf", "-", "-C", dirname(src), basename(src)];
-      untar = [
-        "/bin/sh",
-        "-c",
-        UNTAR_FILE,
-        "gc-untar",
-        posix.dirname(target),
-        basename(src),
-        posix.basename(target),
-      ];
-    }
-    const archive = await tarToBuffer(argv, signal);
-    const r = await this.runInPod(pod, untar, { stdin: archive, signal });
+  /** Unpacks a {@link pack}ed archive under the pod's `workDir`. */
+  private async unpack(pod: string, workDir: string, item: Packed, signal?: AbortSignal): Promise<void> {
+    const dst = posix.join(workDir, item.relDst || ".");
+    const untar = item.file
+      ? ["/bin/sh", "-c", UNTAR_FILE, "gc-untar", posix.dirname(dst), item.name, posix.basename(dst)]
+      : ["/bin/sh", "-c", UNTAR, "gc-untar", dst];
+    const r = await this.runInPod(pod, untar, { stdin: item.archive, signal });
     if (r.exitCode !== 0) {
       throw new ProviderError(
         "k8s",
-        `unpacking ${src} in pod ${pod}: ${r.stderr.toString().trim() || `exit ${r.exitCode}`}`,
+        `unpacking ${item.src} in pod ${pod}: ${r.stderr.toString().trim() || `exit ${r.exitCode}`}`,
       );
     }
   }
@@ -537,89 +539,117 @@ export class K8sProvider
 
   // ---- Provider -------------------------------------------------------------------------------
 
+  /**
+   * Starts `name` in a new pod through the shared start lifecycle (lifecycle/start.ts):
+   * sources checked, files packed (stage), then `create` — Secret and pod, wait for Running
+   * (`start_timeout`), `pre_start` in the pod, the packed files unpacked in its work dir, the
+   * tmux session created — then readiness with startup dialogs, `session_setup` (+ script),
+   * the nudge and `session_live`, all in the pod, bounded by `startup_timeout`. An ended pod
+   * of this name is deleted first.
+   * @throws SessionExistsError when the pod runs or boots, or another start of it runs here.
+   * Any rejection deletes the pod and Secret it made.
+   */
   async start(name: string, cfg: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    const signal = opts.signal;
+    await this.starts.run(name, () => this.doStart(name, cfg, opts.signal));
+  }
+
+  private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
     const existing = await this.getPod(name, signal);
     if (existing) {
       const st = podState(existing as PodView);
       if (st.kind === "running" || st.kind === "pending") throw new SessionExistsError(name);
       await this.deletePod(name, existing.metadata?.uid, signal); // ended: its exit status has had its day
     }
-    // Missing overlay/copy sources fail the start before any pod exists, as on every provider.
-    await checkStageSources(
-      "k8s",
-      planStart(name, this.owner, cfg, { baseEnv: {}, sourceDir: this.cityDir }),
-    );
-    const { pod, workDir } = await this.create(name, cfg, signal);
-    try {
-      const env = this.hookEnv(name, cfg, workDir);
-      if (cfg.overlayDir) {
-        await this.stageFiles(pod, workDir, resolve(this.cityDir, cfg.overlayDir), "", signal);
-      }
-      for (const e of cfg.copyFiles ?? []) {
-        await this.stageFiles(pod, workDir, resolve(this.cityDir, e.src), e.relDst, signal);
-      }
-      if (cfg.preStart?.length) await this.runHooks("pre_start", pod, workDir, env, cfg.preStart, signal);
-      signal?.throwIfAborted();
-      await this.newSession(pod, workDir, cfg, signal);
-      await this.awaitReady(name, pod, cfg, signal);
-      if (!(await this.alive(pod, signal))) throw await this.died(name, pod);
-      if (cfg.sessionSetup?.length)
-        await this.runHooks("session_setup", pod, workDir, env, cfg.sessionSetup, signal);
-      if (cfg.sessionSetupScript) {
-        const script = await readFile(resolve(this.cityDir, cfg.sessionSetupScript)).catch((e: unknown) => {
-          throw new HookFailedError(
-            "session_setup_script",
-            `${cfg.sessionSetupScript}: ${(e as Error).message}`,
-            {
-              cause: e,
-            },
-          );
-        });
-        const s = await this.runInPod(
-          pod,
-          [...envArgv(env), "/bin/sh", "-c", 'cd "$1" || exit 127; exec /bin/sh -s', "gc-setup", workDir],
-          {
-            stdin: script,
+    const { plan, limits, localHookDir } = this.planFor(name, cfg);
+    await runStart(this.startBackend(plan, limits, localHookDir), plan, limits, signal);
+  }
+
+  /**
+   * The start plan of `name` with the pod's paths (work and hook dir under `work_root`), the
+   * image's environment as the base (never this host's), and the limits: `startup_timeout`
+   * defaults to `start_timeout` (scheduling, image pull) plus the usual start deadline.
+   */
+  private planFor(
+    name: string,
+    cfg: StartConfig,
+  ): { plan: StartPlan; limits: StartLimits; localHookDir: string } {
+    const localHookDir = resolve(this.cityDir, hookDirOf(cfg));
+    const config: StartConfig = {
+      ...cfg,
+      workDir: podWorkDir(this.settings.workRoot, this.cityDir, cfg.workDir),
+      hookDir: podWorkDir(this.settings.workRoot, this.cityDir, hookDirOf(cfg)),
+    };
+    const plan = planStart(name, this.owner, config, { baseEnv: {}, sourceDir: this.cityDir });
+    const limits = limitsFor(config, {
+      startupTimeoutMs: this.settings.startTimeoutMs + DEFAULT_STARTUP_TIMEOUT_MS,
+      setupTimeoutMs: this.settings.hookTimeoutMs,
+      readyTimeoutMs: this.settings.readyTimeoutMs,
+    });
+    return { plan, limits, localHookDir };
+  }
+
+  /**
+   * The lifecycle's view of one pod being started. The pod does not exist before `create`,
+   * so `stage` only packs the files (tar, here) and `create` runs `pre_start` in the pod
+   * before unpacking them: the lifecycle's order (pre_start → stage → create) holds.
+   */
+  private startBackend(plan: StartPlan, limits: StartLimits, localHookDir: string): StartBackend {
+    let made: { pod: string; uid: string } | undefined;
+    let packed: readonly Packed[] = [];
+    const need = (): string => {
+      if (!made) throw new ProviderError("k8s", "the pod does not exist yet");
+      return made.pod;
+    };
+    const backend: StartBackend = {
+      provider: "k8s",
+      delegates: new Set(["pre_start"]),
+      runCommand: (argv, o) => this.podCommand(need(), plan.hookDir, localHookDir, argv, o),
+      stage: async (p, signal) => {
+        packed = await packStage(p, signal);
+      },
+      create: async (p, signal) => {
+        made = await this.createPod(p, signal);
+        try {
+          await runHookCommands(backend, "pre_start", p.config.preStart, {
+            cwd: p.hookDir,
+            env: { ...p.env, ...backend.hookEnv },
+            timeoutMs: limits.setupTimeoutMs,
             signal,
-            timeoutMs: this.settings.hookTimeoutMs,
-          },
-        );
-        if (s.exitCode !== 0) {
-          throw new HookFailedError(
-            "session_setup_script",
-            `${cfg.sessionSetupScript}: ${s.stderr.toString().trim() || `exit ${s.exitCode}`}`,
-          );
+          });
+          for (const item of packed) await this.unpack(made.pod, p.workDir, item, signal);
+          signal.throwIfAborted();
+          await this.newSession(made.pod, p, signal);
+        } catch (e) {
+          await this.deletePod(p.name, made.uid).catch(() => undefined);
+          made = undefined;
+          throw e;
         }
-      }
-      if (cfg.nudge) {
-        if (!(await this.alive(pod, signal))) throw await this.died(name, pod);
-        await this.serialNudge(name, () => this.type(name, pod, cfg.nudge!, signal));
-      }
-      if (cfg.sessionLive?.length)
-        await this.runHooks("session_live", pod, workDir, env, cfg.sessionLive, signal);
-      if ((cfg.nudge || cfg.sessionLive?.length) && !(await this.alive(pod, signal))) {
-        throw await this.died(name, pod);
-      }
-    } catch (e) {
-      await this.deletePod(name, undefined).catch(() => undefined);
-      if (signal?.aborted) throw signal.reason;
-      throw e;
-    }
+      },
+      alive: (signal) => this.alive(need(), signal),
+      died: () => this.died(plan.name, need()),
+      screen: async (signal) => {
+        const st = await this.readScreen(need(), signal);
+        return st && !st.dead ? st.rows.join("\n") : "";
+      },
+      sendKeys: async (keys, signal) => {
+        const pod = need();
+        await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "--", ...keys), { signal });
+      },
+      nudge: (text, signal) => this.serialNudge(plan.name, () => this.type(plan.name, need(), text, signal)),
+      destroy: async () => {
+        if (made) await this.deletePod(plan.name, made.uid);
+      },
+    };
+    return backend;
   }
 
   /**
    * Creates the tmux session in the pod's server. `-N`: never start a server here — the
    * pod's own foreground server may still be coming up, so a missing server is waited for.
    */
-  private async newSession(
-    pod: string,
-    workDir: string,
-    cfg: StartConfig,
-    signal?: AbortSignal,
-  ): Promise<void> {
+  private async newSession(pod: string, plan: StartPlan, signal: AbortSignal): Promise<void> {
     const argv = [
       "tmux",
       "-N",
@@ -638,8 +668,8 @@ export class K8sProvider
       "-c",
       IN_DIR,
       "gc-session",
-      workDir,
-      ...launchArgv(cfg),
+      plan.workDir,
+      ...plan.argv,
     ];
     const deadline = Date.now() + SERVER_WAIT_MS;
     for (;;) {
@@ -656,41 +686,6 @@ export class K8sProvider
     }
   }
 
-  private async awaitReady(name: string, pod: string, cfg: StartConfig, signal?: AbortSignal): Promise<void> {
-    const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
-    const delay = cfg.readyDelayMs ?? 0;
-    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
-    const deadline = Date.now() + (prefix ? this.settings.readyTimeoutMs : delay);
-    for (;;) {
-      const st = await this.readScreen(pod, signal);
-      if (!st || st.dead) throw await this.died(name, pod);
-      if (prefix && screenShowsPrompt(st.rows.join("\n"), prefix)) break;
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      await sleep(Math.min(POLL_MS, left), undefined, { signal });
-    }
-    if (cfg.emitsPermissionWarning) {
-      const out = await acceptStartupDialogs(this.screenIO(pod, signal), {
-        timeoutMs: 10_000,
-        signal,
-        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : false),
-      });
-      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
-    }
-  }
-
-  private screenIO(pod: string, signal?: AbortSignal): ScreenIO {
-    return {
-      screen: async () => {
-        const st = await this.readScreen(pod, signal);
-        return st && !st.dead ? st.rows.join("\n") : "";
-      },
-      sendKeys: async (keys) => {
-        await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "--", ...keys), { signal });
-      },
-    };
-  }
-
   private async died(name: string, pod: string): Promise<SessionDiedDuringStartupError> {
     const st = await this.readScreen(pod).catch(() => undefined);
     const tail = (st?.rows ?? [])
@@ -702,11 +697,6 @@ export class K8sProvider
       name,
       `${how}${tail ? `; last output: ${tail.slice(0, 400)}` : ""}`,
     );
-  }
-
-  private hookEnv(name: string, cfg: StartConfig, workDir: string): Record<string, string> {
-    // Secret values reach hooks through the container's environment, never through argv.
-    return { ...splitEnv(cfg.env).plain, GC_SESSION: name, GC_CITY: this.owner, GC_DIR: workDir };
   }
 
   async stop(name: string, opts: OpOptions = {}): Promise<void> {
@@ -905,26 +895,32 @@ export class K8sProvider
       () => false,
     );
     if (!exists) return;
-    await this.stageFiles(p.metadata!.name!, this.workDirOf(p), src, relDst, opts.signal);
+    const item = await pack(src, relDst, opts.signal);
+    await this.unpack(p.metadata!.name!, this.workDirOf(p), item, opts.signal);
   }
 
   private workDirOf(p: K8s.V1Pod): string {
     return p.metadata?.annotations?.[WORK_DIR_ANNOTATION] ?? this.settings.workRoot;
   }
 
+  /** Runs `config.sessionLive` in the running pod of `name` (hook dir, session env). */
   async runLive(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     if (!config.sessionLive?.length) return;
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return;
-    const workDir = this.workDirOf(p);
-    await this.runHooks(
+    const pod = p.metadata!.name!;
+    const { plan, limits, localHookDir } = this.planFor(name, config);
+    await runHookCommands(
+      { runCommand: (argv, o) => this.podCommand(pod, plan.hookDir, localHookDir, argv, o) },
       "session_live",
-      p.metadata!.name!,
-      workDir,
-      this.hookEnv(name, config, workDir),
       config.sessionLive,
-      opts.signal,
+      {
+        cwd: plan.hookDir,
+        env: plan.env,
+        timeoutMs: limits.setupTimeoutMs,
+        signal: opts.signal ?? new AbortController().signal,
+      },
     );
   }
 
@@ -1083,6 +1079,48 @@ async function eachLimited<T>(
 function envArgv(env: Readonly<Record<string, string>>): string[] {
   const pairs = Object.entries(env).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
   return pairs.length ? ["env", ...pairs.map(([k, v]) => `${k}=${v}`)] : [];
+}
+
+/** A local file or tree packed as a tar archive, and where under a work dir it goes. */
+interface Packed {
+  /** The local source (for errors). */
+  readonly src: string;
+  readonly archive: Buffer;
+  /** Destination relative to the work dir ("" = the work dir, or the file's own name). */
+  readonly relDst: string;
+  /** A single file (its name in the archive is `name`), else a directory's contents. */
+  readonly file: boolean;
+  readonly name: string;
+}
+
+/**
+ * Packs local `src` (file or directory) for `relDst` under a work dir. A file with an empty
+ * `relDst` keeps its name.
+ * @throws InvalidNameError when `relDst` leaves the work dir; ProviderError when tar fails.
+ */
+async function pack(src: string, relDst: string, signal?: AbortSignal): Promise<Packed> {
+  const inside = posix.normalize(posix.join("/w", relDst || "."));
+  if (inside !== "/w" && !inside.startsWith("/w/")) {
+    throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
+  }
+  const file = !(await stat(src)).isDirectory();
+  const argv = file
+    ? ["tar", "-cf", "-", "-C", dirname(src), basename(src)]
+    : ["tar", "-cf", "-", "-C", src, "."];
+  const archive = await tarToBuffer(argv, signal);
+  return { src, archive, relDst: file && !relDst ? basename(src) : relDst, file, name: basename(src) };
+}
+
+/**
+ * The lifecycle's `stage` for pods: packs `overlay_dir` (its contents into the work dir) and
+ * each `copy_files` entry, in that order, before the pod exists; `create` unpacks them.
+ */
+async function packStage(plan: StartPlan, signal: AbortSignal): Promise<Packed[]> {
+  const out: Packed[] = [];
+  const { overlayDir, copyFiles } = plan.config;
+  if (overlayDir) out.push(await pack(resolve(plan.sourceDir, overlayDir), "", signal));
+  for (const e of copyFiles ?? []) out.push(await pack(resolve(plan.sourceDir, e.src), e.relDst, signal));
+  return out;
 }
 
 /**

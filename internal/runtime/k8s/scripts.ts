@@ -8,9 +8,6 @@ import { TMUX_TARGET } from "./spec.js";
 /** `$1` dir, `$2…` argv: runs argv in dir (mkdir -p first). Exit 127 when the dir is unusable. */
 export const IN_DIR = 'mkdir -p "$1" 2>/dev/null; cd "$1" || exit 127; shift; exec "$@"';
 
-/** `$1` dir, `$2` shell command text (the user's own hook). */
-export const HOOK = 'mkdir -p "$1" 2>/dev/null; cd "$1" || exit 127; exec /bin/sh -c "$2"';
-
 /**
  * `$1` socket: prints `dead|status|attached|activity|cursor_x|cursor_y|history` on line 1,
  * then the visible screen. Exit 3 when there is no session.

@@ -29,7 +29,16 @@ export function tmuxSocket(pod: string): string {
  * dir, runs a tmux server in the foreground (so it belongs to the container's process tree),
  * waits for gc to create the session (else exits 125 after `GC_BOOT_GRACE` seconds), then
  * watches the session's pane; when the program exits the pane stays (remain-on-exit) so its
- * exit status can be read, the server is killed and the container exits with that status.
+ * exit status can be read, the server is killed and the container exits with that status
+ * (128 + n for a program killed by signal n; 137 when the status cannot be read at all).
+ *
+ * tmux marks a pane dead when its pty reaches EOF, which can happen before the server has
+ * reaped the program: `pane_dead` is then 1 while `pane_dead_status` and `pane_dead_signal`
+ * are still empty. Under load the foreground server (tmux 3.3a, `-D`) was seen to miss the
+ * SIGCHLD altogether, leaving the program a zombie and the status empty for good — the pod
+ * then reported 137 instead of the program's code. So while the pane is dead without a
+ * status the watch sends the server SIGCHLD (its handler only reaps children) and reads
+ * again, for up to ~10 s; one query reads all three fields, so they always agree.
  */
 export const BOOT_SCRIPT = [
   'S="$GC_TMUX_SOCKET"',
@@ -41,8 +50,22 @@ export const BOOT_SCRIPT = [
   '  i=$((i+1)); if [ "$i" -gt $((${GC_BOOT_GRACE:-300}*5)) ] || ! kill -0 "$srv" 2>/dev/null; then kill "$srv" 2>/dev/null; exit 125; fi',
   "  sleep 0.2",
   "done",
-  `while [ "$(tmux -S "$S" display-message -p -t ${TMUX_TARGET} '#{pane_dead}' 2>/dev/null)" = 0 ]; do sleep 0.5; done`,
-  `code=$(tmux -S "$S" display-message -p -t ${TMUX_TARGET} '#{pane_dead_status}' 2>/dev/null)`,
+  "i=0",
+  "while :; do",
+  `  st=$(tmux -S "$S" display-message -p -t ${TMUX_TARGET} '#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}' 2>/dev/null) || { st=; break; }`,
+  '  case "$st" in',
+  "    0\\|*) sleep 0.5;;",
+  '    1\\|\\|) i=$((i+1)); [ "$i" -gt 100 ] && break; kill -CHLD "$srv" 2>/dev/null; sleep 0.1;;',
+  "    *) break;;",
+  "  esac",
+  "done",
+  "rest=${st#*|}; code=${rest%%|*}; sig=${rest#*|}",
+  'if [ -z "$code" ]; then',
+  '  case "$sig" in',
+  "    [1-9]|[1-9][0-9]) code=$((128+sig));; HUP) code=129;; INT) code=130;; QUIT) code=131;; ABRT) code=134;;",
+  "    KILL) code=137;; SEGV) code=139;; PIPE) code=141;; ALRM) code=142;; TERM) code=143;;",
+  "  esac",
+  "fi",
   'tmux -S "$S" kill-server 2>/dev/null; wait "$srv"',
   'rm -f "$S.conf" "$S"',
   'case "$code" in ""|*[!0-9]*) exit 137;; *) exit "$code";; esac',

@@ -1,7 +1,8 @@
 /**
  * The one start lifecycle (see start.ts) and the backend interface providers implement
  * (backend.ts). tmux, subprocess and exec start sessions through it; new providers (k8s,
- * docker) implement {@link StartBackend} and call {@link runStart}.
+ * docker) implement {@link StartBackend} and call {@link runStart}; every provider's `start` goes
+ * through {@link StartsInProgress} (one start per name at a time).
  */
 export type {
   CommandOptions,
@@ -10,6 +11,7 @@ export type {
   StartLimits,
   StartPlan,
 } from "./backend.js";
+export { StartsInProgress } from "./guard.js";
 export { checkStageSources, copyInto, destinationIn, stageLocal } from "./stage.js";
 export {
   DEFAULT_DIALOG_TIMEOUT_MS,
@@ -18,6 +20,7 @@ export {
   DEFAULT_STARTUP_TIMEOUT_MS,
   limitsFor,
   planStart,
+  runHookCommands,
   runLocalCommand,
   runStart,
 } from "./start.js";

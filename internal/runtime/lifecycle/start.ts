@@ -100,10 +100,18 @@ export async function runStart(
   } catch (e) {
     if (steps.created) await backend.destroy().catch(() => undefined);
     if (callerSignal?.aborted) throw callerSignal.reason;
-    if (deadline.signal.aborted)
-      throw new OperationTimeoutError(timeout.message.split(":")[0] ?? "start", limits.startupTimeoutMs, {
-        cause: e,
-      });
+    if (deadline.signal.aborted) {
+      // A step that knew why it was still waiting (a pod still Pending: ImagePullBackOff)
+      // rejected with its own error: the timeout says it.
+      const why = e !== timeout && e instanceof Error && e.name !== "AbortError" ? ` (${e.message})` : "";
+      throw new OperationTimeoutError(
+        `start of ${JSON.stringify(plan.name)}${why}`,
+        limits.startupTimeoutMs,
+        {
+          cause: e,
+        },
+      );
+    }
     throw e;
   } finally {
     clearTimeout(timer);
@@ -171,15 +179,16 @@ class Sequence {
 
   /** Runs each command of a hook in order, each bounded by `setupTimeoutMs`. */
   private async hooks(hook: string, commands: readonly string[] | undefined): Promise<void> {
-    for (const cmd of commands ?? []) {
-      const r = await this.command(hook, JSON.stringify(cmd), [SHELL, "-c", cmd]);
-      if (r.exitCode !== 0) {
-        throw new HookFailedError(
-          hook,
-          `${JSON.stringify(cmd)}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
-        );
-      }
-    }
+    await runHookCommands(this.b, hook, commands, this.commandOptions());
+  }
+
+  private commandOptions(): CommandOptions {
+    return {
+      cwd: this.plan.hookDir,
+      env: this.hookEnv,
+      timeoutMs: this.limits.setupTimeoutMs,
+      signal: this.signal,
+    };
   }
 
   /** `session_setup_script`: run directly, or by the shell when it is not executable. */
@@ -202,24 +211,8 @@ class Sequence {
   }
 
   /** One command through the backend; a timeout or spawn failure is the hook's failure. */
-  private async command(hook: string, what: string, argv: readonly string[]): Promise<RunResult> {
-    this.signal.throwIfAborted();
-    const opts: CommandOptions = {
-      cwd: this.plan.hookDir,
-      env: this.hookEnv,
-      timeoutMs: this.limits.setupTimeoutMs,
-      signal: this.signal,
-    };
-    try {
-      return await this.b.runCommand(argv, opts);
-    } catch (e) {
-      if (this.signal.aborted) throw e;
-      const detail =
-        e instanceof OperationTimeoutError
-          ? `${what}: did not finish within setup_timeout (${this.limits.setupTimeoutMs} ms)`
-          : `${what}: ${describeError(e)}`;
-      throw new HookFailedError(hook, detail, { cause: e });
-    }
+  private command(hook: string, what: string, argv: readonly string[]): Promise<RunResult> {
+    return hookCommand(this.b, hook, what, argv, this.commandOptions());
   }
 
   /**
@@ -289,6 +282,51 @@ class Sequence {
         await sendKeys.call(this.b, keys, this.signal);
       },
     };
+  }
+}
+
+/**
+ * Runs each command of `hook` in order through `backend.runCommand` (`/bin/sh -c CMD`), each
+ * bounded by `opts.timeoutMs`: the one hook runner of a start, also used by a backend that
+ * runs a delegated hook itself (k8s runs `pre_start` in the pod it has just created).
+ * @throws HookFailedError on the first command that fails, times out or cannot run.
+ * @throws the signal's reason when `opts.signal` aborts.
+ */
+export async function runHookCommands(
+  backend: Pick<StartBackend, "runCommand">,
+  hook: string,
+  commands: readonly string[] | undefined,
+  opts: CommandOptions,
+): Promise<void> {
+  for (const cmd of commands ?? []) {
+    const r = await hookCommand(backend, hook, JSON.stringify(cmd), [SHELL, "-c", cmd], opts);
+    if (r.exitCode !== 0) {
+      throw new HookFailedError(
+        hook,
+        `${JSON.stringify(cmd)}: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}`,
+      );
+    }
+  }
+}
+
+/** One command through the backend; a timeout or spawn failure is the hook's failure. */
+async function hookCommand(
+  backend: Pick<StartBackend, "runCommand">,
+  hook: string,
+  what: string,
+  argv: readonly string[],
+  opts: CommandOptions,
+): Promise<RunResult> {
+  opts.signal.throwIfAborted();
+  try {
+    return await backend.runCommand(argv, opts);
+  } catch (e) {
+    if (opts.signal.aborted) throw e;
+    const detail =
+      e instanceof OperationTimeoutError
+        ? `${what}: did not finish within setup_timeout (${opts.timeoutMs} ms)`
+        : `${what}: ${describeError(e)}`;
+    throw new HookFailedError(hook, detail, { cause: e });
   }
 }
 

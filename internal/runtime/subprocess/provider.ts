@@ -13,6 +13,7 @@ import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { type CensusEntry, processCensus } from "../../proc/census.js";
 import { killPids, killTree, pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -27,17 +28,19 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import { ownerKey } from "../identity.js";
-import { hookDirOf, launchArgv, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, launchArgv, sessionEnv } from "../launch.js";
 import {
   limitsFor,
   planStart,
   runLocalCommand,
   runStart,
   type StartBackend,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -190,7 +193,8 @@ export class SubprocessProvider
     InteractionProvider,
     ExitStatusProvider,
     CommandProvider,
-    SnapshotProvider
+    SnapshotProvider,
+    CensusProvider
 {
   readonly name: string = "subprocess";
   /** City name. */
@@ -201,7 +205,7 @@ export class SubprocessProvider
   readonly root: string;
   private readonly opts: SubprocessProviderOptions;
   private readonly holderPath: string;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
@@ -229,6 +233,19 @@ export class SubprocessProvider
 
   /** Nothing to release: every call uses its own short-lived connection. Idempotent. */
   async close(): Promise<void> {}
+
+  /**
+   * Every live holder of this city (one serving a session dir under this city's state dir,
+   * whether or not it still answers or has a record) and all its descendants, from /proc.
+   */
+  census(): Promise<CensusEntry[]> {
+    const under = `${sessionsDir(this.root)}${sep}`;
+    const node = basename(this.opts.nodePath ?? process.execPath);
+    return processCensus(
+      (p) => p.pid !== process.pid && (p.argv0 === node || p.argv0.startsWith("node")),
+      (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.some((a) => a.startsWith(under)),
+    );
+  }
 
   private paths(name: string): SessionPaths {
     return sessionPaths(this.root, name);
@@ -289,8 +306,14 @@ export class SubprocessProvider
     validateSessionName(name);
     const signal = opts.signal;
     signal?.throwIfAborted();
-    if (this.starting.has(name)) throw new SessionExistsError(name);
-    this.starting.add(name);
+    await this.starts.run(name, () => this.startGuarded(name, config, signal));
+  }
+
+  private async startGuarded(
+    name: string,
+    config: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     let release: (() => Promise<void>) | undefined;
     try {
       release = await this.lock(name);
@@ -352,7 +375,6 @@ export class SubprocessProvider
       throw e;
     } finally {
       await release?.();
-      this.starting.delete(name);
     }
   }
 
@@ -456,12 +478,14 @@ export class SubprocessProvider
     ensurePrivateDir(dirname(p.log));
     if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
     await rm(p.socket, { force: true });
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(launchArgv(config));
     const spec: HolderSpec = {
       protocol: PROTOCOL_VERSION,
       city: this.owner,
       name,
-      argv: launchArgv(config),
-      env,
+      argv: launch.argv,
+      env: { ...env, ...launch.env },
       cwd: config.workDir,
       cols: this.opts.cols ?? DEFAULT_COLS,
       rows: this.opts.rows ?? DEFAULT_ROWS,
@@ -565,7 +589,7 @@ export class SubprocessProvider
 
   /** Whether a start of `name` is in progress here or in another live process. */
   private async startInProgress(name: string): Promise<boolean> {
-    return this.starting.has(name) || (await lockOwner(this.paths(name).lock)) === "live";
+    return this.starts.has(name) || (await lockOwner(this.paths(name).lock)) === "live";
   }
 
   /**

@@ -155,6 +155,7 @@ export class ControlClient {
   private gen = 0;
   private versionText = "";
   private readonly listeners = new Set<(n: Notification) => void>();
+  private readonly lostListeners = new Set<() => void>();
 
   constructor(opts: ControlClientOptions) {
     this.opts = opts;
@@ -182,6 +183,15 @@ export class ControlClient {
   onNotification(fn: (n: Notification) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
+  }
+
+  /**
+   * Subscribes to the loss of an established connection that this client did not close (the
+   * server exited or was killed, the client process died). Returns the unsubscribe.
+   */
+  onConnectionLost(fn: () => void): () => void {
+    this.lostListeners.add(fn);
+    return () => this.lostListeners.delete(fn);
   }
 
   /** Connects now, starting the server if needed (otherwise the first command does). @throws TmuxConnectionError. */
@@ -236,6 +246,8 @@ export class ControlClient {
    * command's output lines. Never retried (lists are meant for mutations).
    * @throws TmuxCommandError for the first command tmux answers with `%error` (later ones did not run).
    * @throws TmuxConnectionError / OperationTimeoutError as {@link command}.
+   * Aborting `signal` rejects only before the list is sent (while connecting); a sent list
+   * is awaited, so the caller sees what it did and can undo it.
    */
   async commandList(argvs: readonly (readonly string[])[], opts: CommandOptions = {}): Promise<string[][]> {
     if (argvs.length === 0) return [];
@@ -246,11 +258,13 @@ export class ControlClient {
     if (opts.generation !== undefined && conn.gen !== opts.generation) {
       throw new TmuxGenerationError(opts.generation, conn.gen);
     }
+    // Once sent, the server runs the list whatever this client does; rejecting on an abort
+    // now would hide a mutation that happens anyway (e.g. a created, tagged session).
     return this.sendList(
       conn,
       line,
       argvs.map((a) => a[0]!),
-      opts,
+      { ...opts, signal: undefined },
     );
   }
 
@@ -346,6 +360,7 @@ export class ControlClient {
     };
     return new Promise<Conn>((resolve, reject) => {
       let ready = false;
+      let connected = false;
       const timer = setTimeout(() => {
         fail(new TmuxConnectionError(`no answer from tmux within ${this.timeout("connect")} ms`));
         child.kill("SIGKILL");
@@ -381,6 +396,7 @@ export class ControlClient {
                 clearTimeout(timer);
                 if (!ready) {
                   ready = true;
+                  connected = true;
                   resolve(conn);
                 }
               },
@@ -416,9 +432,11 @@ export class ControlClient {
       child.once("close", (code, sig) => {
         const why = conn.stderr.join("").trim() || `tmux client exited (${sig ?? code})`;
         const err = new TmuxConnectionError(`connection lost: ${why}`);
+        const lost = connected && !conn.dead && !this.closed;
         this.destroy(conn, err);
         fail(err);
         markExited();
+        if (lost) for (const fn of this.lostListeners) fn();
       });
     });
   }

@@ -10,6 +10,7 @@ import { mkdir, readFile, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -31,7 +32,7 @@ import {
 } from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
-import { hookDirOf, SHELL, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
 import {
   copyInto,
   limitsFor,
@@ -40,11 +41,14 @@ import {
   runStart,
   type StartBackend,
   type StartPlan,
+  StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
+  type BackendWatchProvider,
+  type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
   type ExecCommandResult,
@@ -127,7 +131,9 @@ export class TmuxProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
-    BackendShutdownProvider
+    BackendShutdownProvider,
+    CensusProvider,
+    BackendWatchProvider
 {
   /** Backend name reported to the CLI and in conformance reports. */
   readonly name = "tmux";
@@ -137,7 +143,7 @@ export class TmuxProvider
   private readonly cityDir: string;
   private readonly tag: string;
   private readonly client: ControlClient;
-  private readonly starting = new Set<string>();
+  private readonly starts = new StartsInProgress();
   private readonly nudgeChains = new Map<string, Promise<void>>();
   /** Session ids of our sessions by gc name, with the connection generation they belong to. */
   private readonly ids = new Map<string, { readonly id: string; readonly generation: number }>();
@@ -211,14 +217,7 @@ export class TmuxProvider
   async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    if (this.starting.has(name))
-      throw new SessionExistsError(name, { cause: "a start is already in progress" });
-    this.starting.add(name);
-    try {
-      await this.doStart(name, config, opts.signal);
-    } finally {
-      this.starting.delete(name);
-    }
+    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
@@ -272,7 +271,10 @@ export class TmuxProvider
    * this city's. Resolves its session id; leaves nothing behind when it rejects.
    */
   private async create(plan: StartPlan, signal: AbortSignal | undefined): Promise<string> {
-    const { name, config: cfg, workDir, env } = plan;
+    const { name, config: cfg, workDir } = plan;
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(plan.argv);
+    const env = { ...plan.env, ...launch.env };
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
@@ -311,7 +313,7 @@ export class TmuxProvider
             CD_WRAPPER,
             "gc-session",
             workDir,
-            ...plan.argv,
+            ...launch.argv,
           ],
           ...tags,
         ],
@@ -652,11 +654,20 @@ export class TmuxProvider
    * @throws SessionNotFoundError when the session is missing.
    */
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, false, opts);
+  }
+
+  /** {@link peek} with the screen's colours and attributes kept as SGR escapes (`capture-pane -e`). */
+  async peekStyled(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, true, opts);
+  }
+
+  private async screenText(name: string, lines: number, styled: boolean, opts: OpOptions): Promise<string> {
     validateSessionName(name);
     const known = this.remembered(name);
     if (known) {
       try {
-        return await this.capture(known.id, lines, opts.signal, known.generation);
+        return await this.capture(known.id, lines, opts.signal, known.generation, styled);
       } catch (e) {
         if (!isStaleTarget(e)) throw e;
         this.ids.delete(name);
@@ -667,7 +678,7 @@ export class TmuxProvider
     // trip) and its text is thrown away unless the session is ours.
     const [s, text] = await Promise.all([
       this.lookup(target, opts.signal),
-      this.capture(target, lines, opts.signal).catch((e: unknown) => {
+      this.capture(target, lines, opts.signal, undefined, styled).catch((e: unknown) => {
         if (isAbsent(e)) return undefined;
         throw e;
       }),
@@ -683,9 +694,11 @@ export class TmuxProvider
     lines: number,
     signal?: AbortSignal,
     generation?: number,
+    styled = false,
   ): Promise<string> {
     const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
-    const out = await this.tmux(["capture-pane", "-p", "-J", "-t", `${target}:`, ...range], {
+    const flags = styled ? ["-p", "-e", "-J"] : ["-p", "-J"];
+    const out = await this.tmux(["capture-pane", ...flags, "-t", `${target}:`, ...range], {
       signal,
       generation,
       retry: true,
@@ -970,6 +983,8 @@ export class TmuxProvider
       names = await this.tmux(["list-sessions", "-F", "#{session_name}"], { signal: opts.signal });
     } catch (e) {
       if (isAbsent(e)) return;
+      // The server went away under us (another gc stop, a crash): nothing left to shut down.
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return;
       throw e;
     }
     if (names.some((n) => n !== KEEPER_SESSION)) return; // someone else's sessions live here
@@ -984,6 +999,24 @@ export class TmuxProvider
     const deadline = Date.now() + SERVER_EXIT_MS;
     while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
     if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
+  }
+
+  /**
+   * Every live process on the city's socket from /proc: each tmux process started with this
+   * socket (the server and any client) and all its descendants (every pane, tagged or not).
+   * Never talks to tmux, so a server that is exiting is counted, not an error.
+   */
+  census(): Promise<CensusEntry[]> {
+    const [flag, value] = socketArgs(this.settings.socket) as [string, string];
+    return processCensus(
+      (p) => p.argv0 === "tmux" || p.comm.startsWith("tmux"),
+      (argv) => hasOption(argv, flag, value),
+    );
+  }
+
+  /** Calls `fn` whenever this provider's connection to the tmux server is lost (server gone). */
+  onBackendLost(fn: () => void): () => void {
+    return this.client.onConnectionLost(fn);
   }
 
   /** Closes the control connection (sessions and the server keep running). Idempotent. */

@@ -32,9 +32,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
     function provider(
       settings: Record<string, unknown> = {},
       city = `t${process.pid}-${++seq}`,
+      cityId?: string,
     ): DockerProvider {
       const p = createProvider({
         city,
+        cityId,
         cityDir: root,
         stateDir: root,
         settings: { host: te.socketPath, image: te.image, ...settings },
@@ -149,10 +151,17 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       expect(await p.isRunning("noimg")).toBe(false);
     });
 
-    it("ownership: another city's container with the same session name is never listed, read or stopped", async () => {
-      const a = provider({}, `cityA-${process.pid}`);
-      const b = provider({}, `cityB-${process.pid}`);
-      await Promise.all([a.start("same", await config(LONG)), b.start("same", await config(LONG))]);
+    it("ownership: another city's container with the same session name is never listed, read or stopped — even when both cities have the same name", async () => {
+      // Two cities named alike in two directories: their ownership keys (<name>-<id>) differ.
+      const city = `same-${process.pid}-${++seq}`;
+      const a = provider({}, city, "aaaaaaaaaa");
+      const b = provider({}, city, "bbbbbbbbbb");
+      expect(a.ownerLabel).toBe(`${LABEL_CITY}=${city}-aaaaaaaaaa`);
+      expect(a.containerName("same")).not.toBe(b.containerName("same"));
+      const cfgB = await config(`printf %s "$GC_CITY" > city.out; ${LONG}`);
+      await Promise.all([a.start("same", await config(LONG)), b.start("same", cfgB)]);
+      // GC_CITY stays the human name; only labels and names carry the id.
+      await expect.poll(() => readFile(join(cfgB.workDir, "city.out"), "utf8").catch(() => "")).toBe(city);
       await b.setMeta("same", "who", "b");
       expect(await a.listRunning("")).toEqual(["same"]);
       await expect(a.getMeta("same", "who")).resolves.toBeUndefined();

@@ -13,7 +13,8 @@ import { type ConformanceCase, runCase } from "../../../conformance/harness.js";
 import { PROVIDER_CASES } from "../../../conformance/provider-cases.js";
 import { createTarget as createExecTarget } from "../../../conformance/targets/exec.js";
 import { createTarget as createFakeTarget } from "../../../conformance/targets/fake.js";
-import { onPath } from "./mock.js";
+
+import { onPath } from "../../support/path.js";
 
 const SCREEN_SCRIPT = fileURLToPath(
   new URL("../../../contrib/session-scripts/gc-session-screen", import.meta.url),

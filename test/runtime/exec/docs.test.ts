@@ -6,7 +6,8 @@ import { execFileSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { EXEC_OPERATIONS, renderOperationTable } from "../../../internal/runtime/exec/index.js";
-import { onPath, TMUX_SCRIPT } from "./mock.js";
+import { onPath } from "../../support/path.js";
+import { TMUX_SCRIPT } from "./mock.js";
 
 const DOC = new URL("../../../docs/exec-protocol.md", import.meta.url);
 

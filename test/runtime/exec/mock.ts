@@ -3,7 +3,6 @@
  * (test/fixtures/exec/mock-session.sh) in a private temp state dir, and readers for what the
  * script recorded (argv per call, stdin kept per session).
  */
-import { execFileSync } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -78,12 +77,5 @@ export async function mockFile(execDir: string, name: string, rel: string): Prom
   }
 }
 
-/** True when `bin` is on PATH (tmux and jq gate the reference-script tests). */
-export function onPath(bin: string): boolean {
-  try {
-    execFileSync("sh", ["-c", 'command -v "$1"', "sh", bin], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Kept for tests written against this module; the one implementation is test/support/path.ts. */
+export { onPath } from "../../support/path.js";

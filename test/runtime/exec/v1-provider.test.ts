@@ -11,7 +11,8 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { isGcError } from "../../../internal/runtime/errors.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
-import { mockFile, onPath, recordedArgv, type TestProvider, testProvider } from "./mock.js";
+import { onPath } from "../../support/path.js";
+import { mockFile, recordedArgv, type TestProvider, testProvider } from "./mock.js";
 
 const SCREEN_SCRIPT = fileURLToPath(
   new URL("../../../contrib/session-scripts/gc-session-screen", import.meta.url),

@@ -13,7 +13,8 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { run } from "../../../internal/proc/run.js";
 import { EXEC_OPERATIONS } from "../../../internal/runtime/exec/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
-import { mockFile, onPath, RECORD_SCRIPT, recordedArgv, TMUX_SCRIPT, testProvider } from "./mock.js";
+import { onPath } from "../../support/path.js";
+import { mockFile, RECORD_SCRIPT, recordedArgv, TMUX_SCRIPT, testProvider } from "./mock.js";
 
 const HOSTILE: readonly string[] = [
   "semi; colon && rm -rf / | cat",

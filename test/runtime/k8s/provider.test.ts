@@ -195,6 +195,16 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     );
     await expect(q.start("unsched", await config())).rejects.toThrow(/Unschedulable|Pending/);
     expect(await podsOf(`${city}-sched`)).toEqual([]);
+
+    // session.startup_timeout (the lifecycle's deadline for the whole start) shorter than
+    // start_timeout: the same GC_TIMEOUT, still saying what the pod waits for.
+    const r = provider(`${city}-deadline`, { start_timeout: 600_000 });
+    const late = (await r
+      .start("unsched-d", await config(undefined, { startupTimeoutMs: 2_000 }))
+      .catch((e: unknown) => e)) as { code?: string; message?: string };
+    expect(late.code).toBe("GC_TIMEOUT");
+    expect(late.message).toMatch(/still Pending \(Unschedulable/);
+    expect(await podsOf(`${city}-deadline`)).toEqual([]);
   });
 
   it("secret env values go into a Secret (secretKeyRef), never into the pod spec or annotations", async () => {

@@ -73,6 +73,33 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     expect(await client.command(["display-message", "-p", "next"])).toEqual(["next"]);
   });
 
+  it("commandList: an abort after sending does not hide the mutation — the list's answer arrives", async () => {
+    await client.command(["display-message", "-p", "connected"]);
+    const ac = new AbortController();
+    const p = client.commandList(
+      [
+        ["new-session", "-d", "-P", "-F", "#{session_id}", "-s", "AB"],
+        ["set-option", "-t", "=AB:", "@gc_t", "tagged"],
+      ],
+      { signal: ac.signal },
+    );
+    // The client is connected, so the list is written before a macrotask runs.
+    await sleep(0);
+    ac.abort(new Error("too late"));
+    const out = await p;
+    expect(out[0]?.[0]).toMatch(/^\$\d+$/);
+    expect(await client.command(["show-options", "-qv", "-t", "=AB:", "@gc_t"])).toEqual(["tagged"]);
+    // Aborted before sending: nothing is sent.
+    const pre = new AbortController();
+    pre.abort(new Error("early"));
+    await expect(
+      client.commandList([["new-session", "-d", "-s", "NO"]], { signal: pre.signal }),
+    ).rejects.toThrow("early");
+    expect(await client.command(["has-session", "-t", "=NO"]).catch((e: unknown) => e)).toBeInstanceOf(
+      TmuxCommandError,
+    );
+  });
+
   it("command: 200 pipelined commands each get their own reply, in order", async () => {
     const replies = await Promise.all(
       Array.from({ length: 200 }, (_, i) => client.command(["display-message", "-p", `n${i}`])),

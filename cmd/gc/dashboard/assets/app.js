@@ -1,0 +1,303 @@
+// The gc dashboard web app: the city grid and the session page, fed by the server's JSON API
+// and its server-sent event stream (docs/dashboard.md). No build step; xterm.js is the
+// global `Terminal` from /vendor/xterm.js.
+
+const params = new URLSearchParams(location.search);
+if (params.get("token")) {
+  sessionStorage.setItem("gc-token", params.get("token"));
+  // Keep the token out of the address bar, history and screenshots.
+  history.replaceState(null, "", `/${location.hash}`);
+}
+const token = sessionStorage.getItem("gc-token") ?? "";
+const $ = (sel, root = document) => root.querySelector(sel);
+const esc = (s) =>
+  String(s ?? "").replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c],
+  );
+
+let status;
+let source;
+let view; // { kind: "grid" } | { kind: "session", name, term, ... }
+const cards = new Map(); // name -> { el, html }
+/** States whose session should have a runtime: without one, the card shows it as gone. */
+const LIVE = new Set(["starting", "running", "draining", "waiting-for-input"]);
+
+function ago(iso) {
+  if (!iso) return "-";
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
+}
+
+async function api(path, body) {
+  const init = { headers: { "X-GC-Token": token } };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  const json = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(json.error?.message ?? `HTTP ${res.status}`);
+  return json;
+}
+
+function connect(session) {
+  source?.close();
+  const q = new URLSearchParams({ token });
+  if (session) q.set("session", session);
+  source = new EventSource(`/api/events?${q}`);
+  const live = $("#live");
+  source.onopen = () => {
+    live.textContent = "live";
+    live.className = "pill ok";
+  };
+  source.onerror = () => {
+    live.textContent = "reconnecting…";
+    live.className = "pill bad";
+  };
+  source.addEventListener("status", (e) => onStatus(JSON.parse(e.data)));
+  source.addEventListener("screen", (e) => onScreen(JSON.parse(e.data)));
+}
+
+function readOnly() {
+  return !status?.controller.running;
+}
+
+function onStatus(s) {
+  window.gcFirstStatusAt ??= performance.now();
+  status = s;
+  $("#city").textContent = `city ${s.city}`;
+  const ctl = $("#ctl");
+  ctl.textContent = s.controller.running ? `controller running (pid ${s.controller.pid})` : "controller down";
+  ctl.className = `pill ${s.controller.running ? "ok" : "bad"}`;
+  const running = s.sessions.filter((x) => x.running).length;
+  $("#counts").textContent = `${s.sessions.length} sessions · ${running} running`;
+  const banner = $("#banner");
+  const problems = [];
+  if (!s.controller.running)
+    problems.push("The controller is not running: this view is read-only (gc start runs it).");
+  if (s.configError) problems.push(`Config error (last good config kept): ${s.configError.split("\n")[0]}`);
+  for (const o of s.observeErrors) problems.push(`Cannot observe provider ${o.provider}: ${o.error}`);
+  banner.hidden = problems.length === 0;
+  banner.textContent = problems.join(" · ");
+  if (view?.kind === "grid") renderGrid();
+  if (view?.kind === "session") renderSession();
+}
+
+function cardHtml(x) {
+  const q = x.interaction
+    ? `<div class="question">❓ ${esc(x.interaction.question || x.interaction.kind)}</div>`
+    : x.state !== "running" && x.reason
+      ? `<div class="question">${esc(x.reason)}</div>`
+      : "";
+  return `<div class="title">${esc(x.name)}</div><dl>
+<dt>agent</dt><dd>${esc(x.agent)}</dd>
+<dt>backend</dt><dd>${esc(x.backend ?? x.provider)}</dd>
+<dt>state</dt><dd class="state">${esc(x.state)}${x.running || !LIVE.has(x.state) ? "" : " — process gone"}</dd>
+<dt>drift</dt><dd>${esc(x.drift)}</dd>
+<dt>restarts</dt><dd>${esc(x.restarts)}</dd>
+<dt>activity</dt><dd>${esc(ago(x.lastActivity))}</dd>
+<dt>attached</dt><dd>${x.attached ? "yes" : "no"}</dd></dl>${q}`;
+}
+
+function renderGrid() {
+  let grid = $("#grid");
+  if (!grid) {
+    $("#view").innerHTML = '<div id="grid"></div>';
+    grid = $("#grid");
+    cards.clear();
+  }
+  if (!status) return;
+  const seen = new Set();
+  let prev = null;
+  for (const x of status.sessions) {
+    seen.add(x.name);
+    let c = cards.get(x.name);
+    if (!c) {
+      const el = document.createElement("a");
+      el.href = `#/s/${encodeURIComponent(x.name)}`;
+      el.dataset.session = x.name;
+      c = { el, html: "" };
+      cards.set(x.name, c);
+    }
+    const html = cardHtml(x);
+    if (c.html !== html) {
+      c.el.innerHTML = html;
+      c.html = html;
+    }
+    c.el.className = `card s-${x.running || !LIVE.has(x.state) ? x.state : "crashed"}`;
+    c.el.dataset.state = x.state;
+    c.el.dataset.running = String(x.running);
+    const want = prev ? prev.nextSibling : grid.firstChild;
+    if (want !== c.el) grid.insertBefore(c.el, want);
+    prev = c.el;
+  }
+  for (const [name, c] of cards) {
+    if (!seen.has(name)) {
+      c.el.remove();
+      cards.delete(name);
+    }
+  }
+  // Measured by the browser test and the bench: when the first full grid was in the DOM.
+  if (!window.gcGridRenderedAt && status.sessions.length > 0) window.gcGridRenderedAt = performance.now();
+}
+
+function sessionShell(name) {
+  $("#view").innerHTML = `<div class="detail" data-session="${esc(name)}">
+  <h2>${esc(name)} <span class="state" id="state"></span></h2>
+  <div class="meta" id="meta"></div>
+  <section id="interaction" hidden></section>
+  <form class="actions" id="nudge">
+    <input type="text" name="text" placeholder="nudge text" autocomplete="off">
+    <select name="mode"><option value="now">now</option><option value="idle" selected>when idle</option><option value="queue">queue</option></select>
+    <button type="submit">Nudge</button>
+    <button type="button" data-act="restart">Restart</button>
+    <button type="button" data-act="reset">Reset quarantine</button>
+    <button type="button" data-act="stop">Stop</button>
+  </form>
+  <div id="msg"></div>
+  <div id="term"></div>
+  <details open><summary>Drift (old → new)</summary><div id="drift"></div></details>
+  <details open><summary>Recent events</summary><ol id="events"></ol></details>
+  <details><summary>Peek history</summary><pre id="peek"></pre></details>
+</div>`;
+  const term = new Terminal({ cols: 120, rows: 30, scrollback: 2000, disableStdin: true, convertEol: false });
+  term.open($("#term"));
+  window.gcTerm = term;
+  $("#nudge").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const f = e.target;
+    void act("nudge", { text: f.text.value, mode: f.mode.value }).then((ok) => {
+      if (ok) f.text.value = "";
+    });
+  });
+  for (const b of document.querySelectorAll("[data-act]"))
+    b.addEventListener("click", () => act(b.dataset.act, {}));
+  return term;
+}
+
+async function act(action, body) {
+  const msg = $("#msg");
+  msg.className = "";
+  msg.textContent = `${action}…`;
+  try {
+    const r = await api(`/api/sessions/${encodeURIComponent(view.name)}/${action}`, body);
+    msg.className = "ok";
+    msg.textContent = `${action}: ${JSON.stringify(r)}`;
+    void loadDetail();
+    return true;
+  } catch (e) {
+    msg.className = "bad";
+    msg.textContent = `${action} failed: ${e.message}`;
+    return false;
+  }
+}
+
+function renderSession() {
+  const x = status?.sessions.find((s) => s.name === view.name);
+  const ro = readOnly();
+  for (const el of document.querySelectorAll(".detail button, .detail input, .detail select"))
+    el.disabled = ro;
+  if (!x) {
+    $("#state").textContent = "(not in the city)";
+    return;
+  }
+  $("#state").textContent = x.state;
+  $("#state").dataset.state = x.state;
+  $("#meta").textContent =
+    `agent ${x.agent} · backend ${x.backend ?? x.provider} · ${x.running ? "running" : "not running"} · drift ${x.drift} · ` +
+    `${x.restarts} restarts · activity ${ago(x.lastActivity)} · ${x.attached ? "attached" : "not attached"}` +
+    (x.state !== "running" && x.reason ? ` · ${x.reason}` : "");
+  const box = $("#interaction");
+  const it = x.interaction;
+  box.hidden = !it;
+  const key = it ? `${it.requestId}` : "";
+  if (box.dataset.key !== key) {
+    box.dataset.key = key;
+    box.innerHTML = it
+      ? `<div><b>Waiting for input:</b> ${esc(it.question || it.kind)}</div><div class="actions">${(
+          it.options ?? []
+        )
+          .map((o, i) => `<button type="button" data-answer="${i + 1}">${i + 1}. ${esc(o)}</button>`)
+          .join(
+            "",
+          )}<button type="button" data-answer="approve">approve</button><button type="button" data-answer="deny">deny</button></div>`
+      : "";
+    for (const b of box.querySelectorAll("[data-answer]"))
+      b.addEventListener("click", () =>
+        act("respond", { action: b.dataset.answer, requestId: it.requestId }),
+      );
+    for (const b of box.querySelectorAll("button")) b.disabled = ro;
+  }
+  if (view.lastStatus !== JSON.stringify(x)) {
+    view.lastStatus = JSON.stringify(x);
+    void loadDetail();
+  }
+}
+
+let detailSeq = 0;
+async function loadDetail() {
+  if (view?.kind !== "session") return;
+  const seq = ++detailSeq;
+  let d;
+  try {
+    d = await api(`/api/sessions/${encodeURIComponent(view.name)}`);
+  } catch (e) {
+    $("#msg").textContent = e.message;
+    return;
+  }
+  if (seq !== detailSeq || view?.kind !== "session") return;
+  const dr = d.drift;
+  $("#drift").innerHTML =
+    dr.drift === "unknown"
+      ? `<p>${esc(dr.reason)}</p>`
+      : dr.fields.length === 0
+        ? "<p>in sync</p>"
+        : `<table><tr><th>field</th><th>old</th><th>new</th><th>effect</th></tr>${dr.fields
+            .map((f) =>
+              f.masked
+                ? `<tr><td>${esc(f.field)}</td><td colspan="2">changed (derived from a secret)</td><td>${esc(f.effect)}</td></tr>`
+                : `<tr><td>${esc(f.field)}</td><td>${esc(JSON.stringify(f.from))}</td><td>${esc(JSON.stringify(f.to))}</td><td>${esc(f.effect)}</td></tr>`,
+            )
+            .join("")}</table>`;
+  $("#events").innerHTML = d.events
+    .map(
+      (e) => `<li>${esc(e.at.slice(11, 19))} #${e.seq} ${esc(e.type)} ${esc(JSON.stringify(e.payload))}</li>`,
+    )
+    .join("");
+  $("#peek").textContent = d.peek.error ? `(${d.peek.error})` : d.peek.text;
+}
+
+function onScreen(f) {
+  if (view?.kind !== "session") return;
+  const term = view.term;
+  if (f.kind === "reset") {
+    term.reset();
+    if (f.error) term.write(`\x1b[2m(${f.error})\x1b[0m`);
+  }
+  term.write(f.data);
+  $("#term").dataset.source = f.source;
+}
+
+function route() {
+  const m = /^#\/s\/(.+)$/.exec(location.hash);
+  if (view?.kind === "session") view.term.dispose();
+  if (m) {
+    const name = decodeURIComponent(m[1]);
+    view = { kind: "session", name };
+    view.term = sessionShell(name);
+    connect(name);
+  } else {
+    view = { kind: "grid" };
+    renderGrid();
+    connect();
+  }
+  if (status) onStatus(status);
+}
+
+window.addEventListener("hashchange", route);
+setInterval(() => {
+  if (status && view?.kind === "grid") renderGrid();
+}, 5000);
+route();

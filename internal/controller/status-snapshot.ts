@@ -1,0 +1,61 @@
+/**
+ * The status snapshot: what `gc status --json` prints and what the dashboard's `/api/status`
+ * serves — one function, so both always show the same shape. One observation of the city
+ * (internal/controller/sessions.ts) plus the controller's liveness.
+ */
+import type { PendingInteraction } from "../runtime/provider.js";
+import type { City } from "./city.js";
+import { type ControllerInfo, findController } from "./controller.js";
+import { type CityView, collectCity } from "./sessions.js";
+
+/** The city observed once, with the controller's liveness. */
+export interface StatusObservation {
+  readonly view: CityView;
+  readonly ctl: ControllerInfo;
+}
+
+/** Observes the city and finds its controller, concurrently. */
+export async function observeStatus(city: City, signal?: AbortSignal): Promise<StatusObservation> {
+  const [view, ctl] = await Promise.all([collectCity(city, signal), findController(city.stateDir)]);
+  return { view, ctl };
+}
+
+/** The JSON document of `gc status --json` (and `/api/status`) for an observation. Pure. */
+export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
+  return {
+    city: cityName,
+    controller: { running: ctl.running, pid: ctl.pid ?? null },
+    sessions: view.sessions.map((s) => ({
+      name: s.name,
+      agent: s.agent,
+      provider: s.provider,
+      backend: s.backend,
+      state: s.state,
+      running: s.running,
+      drift: s.drift,
+      restarts: s.restarts,
+      infraLosses: s.infraLosses,
+      lastActivity: s.lastActivity,
+      attached: s.attached,
+      reason: s.reason,
+      ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
+    })),
+    configError: view.configError ?? ctl.status?.lastError ?? null,
+    massStop: ctl.status?.last?.massStop ?? null,
+    observeErrors: view.observeErrors,
+  };
+}
+
+/** The shape of `gc status --json`. */
+export type StatusJson = ReturnType<typeof statusJson>;
+
+/** The interaction a session waits on, as `gc status --json` shows it: its question and options. Pure. */
+export function interactionJson(p: PendingInteraction): Record<string, unknown> {
+  return {
+    requestId: p.requestId,
+    kind: p.kind,
+    question: p.prompt ?? "",
+    options: p.options ?? [],
+    ...(p.metadata?.dialog ? { dialog: p.metadata.dialog } : {}),
+  };
+}

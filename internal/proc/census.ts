@@ -1,0 +1,106 @@
+/**
+ * Process census: every live process of a backend, found in /proc by what the backend's root
+ * processes look like (a tmux server's socket arguments, a holder's session dir) plus all
+ * their descendants, whatever tags the sessions carry. `gc stop` uses it to prove that
+ * nothing of a city is left, without talking to a backend that may be exiting.
+ */
+import { readFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import { killPids, pidAlive } from "./kill.js";
+import { type ProcEntry, processTree, readProcessTable } from "./process-table.js";
+
+/** One live process of a backend. */
+export interface CensusEntry {
+  readonly pid: number;
+  /** Kernel command name, to tell a reused pid from the process seen before. */
+  readonly comm: string;
+}
+
+/**
+ * Every live (non-zombie) process whose entry passes `candidate` and whose argv passes
+ * `isRoot`, plus all descendants of those, from one /proc snapshot. Processes that vanish
+ * mid-read are skipped.
+ */
+export async function processCensus(
+  candidate: (p: ProcEntry) => boolean,
+  isRoot: (argv: readonly string[]) => boolean,
+): Promise<CensusEntry[]> {
+  const table = await readProcessTable();
+  const out = new Map<number, CensusEntry>();
+  for (const p of table) {
+    if (!candidate(p) || out.has(p.pid)) continue;
+    let argv: string[];
+    try {
+      argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
+    } catch {
+      continue;
+    }
+    if (!isRoot(argv)) continue;
+    for (const q of processTree(table, p.pid)) {
+      if (q.state !== "Z") out.set(q.pid, { pid: q.pid, comm: q.comm });
+    }
+  }
+  return [...out.values()].sort((a, b) => a.pid - b.pid);
+}
+
+/** True when `argv` holds `flag value` or `flagvalue` (getopt spellings of one option). Pure. */
+export function hasOption(argv: readonly string[], flag: string, value: string): boolean {
+  return argv.some((a, i) => (a === flag && argv[i + 1] === value) || a === `${flag}${value}`);
+}
+
+/** Entries of `seen` still alive as the same command. */
+export async function stillAlive(seen: readonly CensusEntry[]): Promise<CensusEntry[]> {
+  const out: CensusEntry[] = [];
+  for (const e of seen) {
+    if (!(await pidAlive(e.pid))) continue;
+    try {
+      const stat = await readFile(`/proc/${e.pid}/stat`, "utf8");
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === e.comm) out.push(e);
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** Options of {@link awaitEmptyCensus}. */
+export interface AwaitCensusOptions {
+  /** Processes seen before the backend was told to stop (they are followed even once orphaned). */
+  readonly before: readonly CensusEntry[];
+  /** After this long, orphans (processes of `before` the backend no longer holds) are killed. Default 5 000 ms. */
+  readonly killOrphansAfterMs?: number;
+  /** Give up after this long and report what is left. Default 20 000 ms. */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * Polls `census` (plus the still-alive entries of `before`) until nothing is left: a backend
+ * that is still exiting is waited for, not reported. Orphans — processes seen in `before`
+ * that outlived their backend (a program ignoring SIGHUP) — are killed after
+ * `killOrphansAfterMs`; what the backend itself still holds is never killed here (it may
+ * belong to someone else). Resolves what is still alive at `timeoutMs` (empty when gone).
+ */
+export async function awaitEmptyCensus(
+  census: () => Promise<CensusEntry[]>,
+  opts: AwaitCensusOptions,
+): Promise<CensusEntry[]> {
+  const start = Date.now();
+  let killed = false;
+  for (;;) {
+    const held = await census();
+    const heldPids = new Set(held.map((e) => e.pid));
+    const orphans = (await stillAlive(opts.before)).filter((e) => !heldPids.has(e.pid));
+    const left = [...held, ...orphans].sort((a, b) => a.pid - b.pid);
+    if (left.length === 0) return [];
+    const elapsed = Date.now() - start;
+    if (elapsed >= (opts.timeoutMs ?? 20_000)) return left;
+    if (!killed && orphans.length > 0 && elapsed >= (opts.killOrphansAfterMs ?? 5_000)) {
+      killed = true;
+      await killPids(orphans.map((e) => e.pid));
+      continue;
+    }
+    opts.signal?.throwIfAborted();
+    await sleep(100);
+  }
+}

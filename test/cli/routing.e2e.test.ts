@@ -1,0 +1,192 @@
+/**
+ * End-to-end (issue 19): one `auto` city with agents on tmux, subprocess and the exec
+ * reference script, driven by the built `gc` — it starts; moving an agent from tmux to
+ * subprocess restarts it there and it is gone from tmux; a SIGKILLed controller's successor
+ * recovers every route (one route record deleted, so it is re-learnt from the backends'
+ * listings) and adopts without duplicates; `gc stop` leaves a clean census on every backend.
+ * `gc status` and `gc config show` show each session's backend and why.
+ */
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { pidAlive } from "../../internal/proc/kill.js";
+import { makeCity, type TestCity, until } from "../support/city.js";
+
+const SCRIPT = fileURLToPath(new URL("../../contrib/session-scripts/gc-session-tmux", import.meta.url));
+const EXEC = `exec:${SCRIPT}`;
+const onPath = (bin: string) => spawnSync("sh", ["-c", 'command -v "$1"', "sh", bin]).status === 0;
+
+interface Row {
+  name: string;
+  provider: string;
+  backend: string;
+  state: string;
+  running: boolean;
+}
+
+async function sessions(city: TestCity): Promise<Row[]> {
+  const r = await city.gc(["status", "--json"]);
+  if (r.code !== 0) throw new Error(`gc status failed: ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { sessions: Row[] }).sessions;
+}
+
+const pidOf = (city: TestCity, s: string) => readFileSync(join(city.dir, s, "pid"), "utf8").trim();
+
+/** Agents t (auto.default = tmux), s (subprocess) and x (the exec script); `tOn` moves t. */
+function cityYaml(tOn?: string): string {
+  const agent = (name: string, on?: string) => `  - name: ${name}
+    start_command: "echo $$$$ > pid; exec sleep 100000"
+    work_dir: ./${name}
+    pre_start: ["mkdir -p ./${name}"]
+${on ? `    session: "${on}"\n` : ""}`;
+  return `workspace:
+  name: @NAME@
+session:
+  provider: auto
+  auto: { default: tmux }
+daemon:
+  interval: 1h
+agents:
+${agent("t", tOn)}${agent("s", "subprocess")}${agent("x", EXEC)}`;
+}
+
+/** Pids of live processes that belong to the city: its sessions (env) or its servers (argv). */
+function census(dir: string): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      const env = readFileSync(`/proc/${e}/environ`, "utf8").split("\0");
+      const argv = readFileSync(`/proc/${e}/cmdline`, "utf8");
+      if (env.includes(`GC_CITY_PATH=${dir}`) || argv.includes(dir)) out.push(Number(e));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
+}
+
+describe.skipIf(!onPath("tmux") || !onPath("jq"))("auto: tmux + subprocess + exec in one city", () => {
+  it("starts, moves an agent across backends, survives a controller SIGKILL, stops clean", {
+    timeout: 240_000,
+  }, async () => {
+    const city = makeCity(cityYaml());
+    const show = await city.gc(["config", "show"]);
+    expect(show.code).toBe(0);
+    const runsOn = (s: string) =>
+      show.stdout.match(new RegExp(`session ${s} \\(.*\\n\\s+runs on\\s+(.*)`))?.[1];
+    expect(runsOn("t")).toBe("tmux — session.auto.default (the agent declares no session provider)");
+    expect(runsOn("s")).toBe("subprocess — the agent's session provider");
+    expect(runsOn("x")).toBe(`${EXEC} — the agent's session provider`);
+
+    const start = await city.gc(["start"]);
+    expect(start.stderr).toBe("");
+    expect(start.code).toBe(0);
+    const placed = (rows: Row[]) =>
+      rows
+        .map((r) => [r.name, r.provider, r.backend, r.running])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    await until("all three running", async () => (await sessions(city)).every((r) => r.running));
+    expect(placed(await sessions(city))).toEqual([
+      ["s", "auto", "subprocess", true],
+      ["t", "auto", "tmux", true],
+      ["x", "auto", EXEC, true],
+    ]);
+    const table = await city.gc(["status"]);
+    expect(table.stdout).toMatch(/\bt\s+t\s+auto→tmux\s+running/);
+    expect(table.stdout).toMatch(/\bs\s+s\s+auto→subprocess\s+running/);
+    expect(city.tmux("has-session", "-t", "=t").code).toBe(0);
+    const t1 = await until("t pid", () => existsSync(join(city.dir, "t", "pid")) && pidOf(city, "t"));
+    const s1 = pidOf(city, "s");
+    const x1 = pidOf(city, "x");
+
+    // Drift: t moves from tmux to subprocess — restarted there, gone from tmux.
+    city.write(cityYaml("subprocess"));
+    const drift = await city.gc(["drift", "t"]);
+    expect(drift.stdout).toContain("backend");
+    expect((await city.gc(["reconcile"])).code).toBe(0);
+    await until("t restarted on subprocess", async () => {
+      const t = (await sessions(city)).find((r) => r.name === "t");
+      return t?.running && t.backend === "subprocess" && pidOf(city, "t") !== t1;
+    });
+    expect(await pidAlive(Number(t1))).toBe(false);
+    expect(city.tmux("has-session", "-t", "=t").code).not.toBe(0);
+    expect([pidOf(city, "s"), pidOf(city, "x")]).toEqual([s1, x1]);
+    const t2 = pidOf(city, "t");
+
+    // Controller SIGKILL; one route record lost too: the next controller re-learns it from the
+    // backends' listings and adopts every session — nothing restarted, nothing doubled.
+    const ctl = Number(readFileSync(join(city.dir, ".gc", "controller.pid"), "utf8").trim());
+    process.kill(ctl, "SIGKILL");
+    await until("controller gone", async () => !(await pidAlive(ctl)));
+    rmSync(join(city.dir, ".gc", "routes", "x"));
+    const again = await city.gc(["start"]);
+    expect(again.code).toBe(0);
+    const rows = await sessions(city);
+    expect(placed(rows)).toEqual([
+      ["s", "auto", "subprocess", true],
+      ["t", "auto", "subprocess", true],
+      ["x", "auto", EXEC, true],
+    ]);
+    expect([pidOf(city, "t"), pidOf(city, "s"), pidOf(city, "x")]).toEqual([t2, s1, x1]);
+    const programs = census(city.dir).filter((p) => [t2, s1, x1].includes(String(p)));
+    expect(programs.sort()).toEqual([t2, s1, x1].map(Number).sort());
+
+    // Stop: a clean census on every backend.
+    const stop = await city.gc(["stop"]);
+    expect(stop.stderr).toBe("");
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain("stopped 3 sessions: s, t, x");
+    await until("nothing of the city left", () => census(city.dir).length === 0);
+    expect(city.tmux("list-sessions").code).not.toBe(0);
+    expect((await sessions(city)).every((r) => !r.running)).toBe(true);
+  });
+
+  it("a backend that cannot be observed: status names it, healthy sessions start, nothing is stopped", {
+    timeout: 120_000,
+  }, async () => {
+    // An exec script whose listing fails while ./down exists (the construction probe, which
+    // lists with a prefix, still passes).
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: auto
+  auto: { default: subprocess }
+daemon:
+  interval: 1h
+agents:
+  - name: s
+    start_command: "exec sleep 100000"
+  - name: x
+    session: "exec:./flaky.sh"
+    start_command: "exec sleep 100000"
+`);
+    const script = join(city.dir, "flaky.sh");
+    writeFileSync(
+      script,
+      '#!/bin/sh\ncase "$1" in\n  list-running) if [ -z "$2" ] && [ -e "$(dirname "$0")/down" ]; then echo "backend down" >&2; exit 1; fi; exit 0;;\n  *) exit 2;;\nesac\n',
+    );
+    chmodSync(script, 0o755);
+    writeFileSync(join(city.dir, "down"), "");
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const down = `auto backend exec:${script}`;
+    const st = await city.gc(["status", "--json"]);
+    const doc = JSON.parse(st.stdout) as {
+      sessions: Row[];
+      observeErrors: { provider: string; error: string }[];
+    };
+    expect(doc.observeErrors).toEqual([{ provider: down, error: expect.stringContaining("backend down") }]);
+    expect(doc.sessions.map((r) => [r.name, r.backend, r.running])).toEqual([
+      ["s", "subprocess", true],
+      ["x", `exec:${script}`, false],
+    ]);
+    expect((await city.gc(["status"])).stderr).toContain(`cannot observe provider ${down}: `);
+    // s is no longer wanted, but the observation is partial: it keeps running.
+    city.write(readFileSync(join(city.dir, "city.yaml"), "utf8").replace(/ {2}- name: s\n.*\n/, ""));
+    const again = await city.gc(["start", "--once"]);
+    expect(again.stdout).toContain("2 waiting");
+    expect((await sessions(city)).find((r) => r.name === "s")?.running).toBe(true);
+  });
+});

@@ -1,0 +1,207 @@
+/**
+ * `gc dashboard` HTTP API without a browser: the built gc against a subprocess city (its
+ * screen comes from the provider's raw output stream), the access rules, and the flags.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { GC_BIN, makeCity, type TestCity } from "../support/city.js";
+
+interface Started {
+  readonly url: string;
+  readonly token: string;
+  readonly port: number;
+}
+
+function dashboard(city: TestCity, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Started> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [GC_BIN, "--city", city.dir, "dashboard", "--json", ...args],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    },
+  );
+  onTestFinished(async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    }
+  });
+  let err = "";
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+      if (out.includes("\n")) resolve(JSON.parse(out.split("\n")[0]!) as Started);
+    });
+    child.once("exit", (code) => reject(new Error(`gc dashboard exited ${code}: ${err}`)));
+  });
+}
+
+/** A raw HTTP request (headers as given, Host included). */
+function http(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const r = request({ host: "127.0.0.1", port, method, path, headers }, (res) => {
+      let b = "";
+      res.setEncoding("utf8").on("data", (d: string) => (b += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: b }));
+    });
+    r.on("error", reject);
+    r.end(body);
+  });
+}
+
+/** Reads server-sent events until `done` says stop. */
+function sse(port: number, path: string, done: (events: { event: string; data: string }[]) => boolean) {
+  return new Promise<{ event: string; data: string }[]>((resolve, reject) => {
+    const events: { event: string; data: string }[] = [];
+    const r = request({ host: "127.0.0.1", port, path }, (res) => {
+      let buf = "";
+      res.setEncoding("utf8").on("data", (d: string) => {
+        buf += d;
+        let i = buf.indexOf("\n\n");
+        while (i >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const ev = /^event: (.*)$/m.exec(block)?.[1];
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (ev && data !== undefined) events.push({ event: ev, data });
+          i = buf.indexOf("\n\n");
+        }
+        if (done(events)) {
+          r.destroy();
+          resolve(events);
+        }
+      });
+    });
+    r.on("error", reject);
+    r.end();
+  });
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+const hasPython = existsSync("/usr/bin/python3");
+
+describe.skipIf(!hasPython)("gc dashboard API", { timeout: 120_000 }, () => {
+  it("status = gc status --json; screen from the subprocess stream; token, origin and host rules", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: py
+    start_command: python3 -i -q
+    ready_prompt_prefix: ">>> "
+`);
+    expect((await city.gc(["start"])).code).toBe(0);
+    const d = await dashboard(city, ["--interval", "200ms"]);
+    const auth = { "X-GC-Token": d.token };
+    const st = await http(d.port, "GET", "/api/status", auth);
+    expect(st.status).toBe(200);
+    const cli = JSON.parse((await city.gc(["status", "--json"])).stdout) as Record<string, unknown>;
+    const api = JSON.parse(st.body) as Record<string, unknown>;
+    // Same document: only observation times may differ.
+    expect(Object.keys(api)).toEqual(Object.keys(cli));
+    expect((api.sessions as { name: string; state: string }[]).map((s) => [s.name, s.state])).toEqual(
+      (cli.sessions as { name: string; state: string }[]).map((s) => [s.name, s.state]),
+    );
+
+    // Access rules.
+    expect((await http(d.port, "GET", "/api/status")).status).toBe(401);
+    expect((await http(d.port, "GET", "/api/status", { "X-GC-Token": `${d.token}x` })).status).toBe(401);
+    expect(
+      (await http(d.port, "GET", "/api/status", { ...auth, Host: `evil.example:${d.port}` })).status,
+    ).toBe(421);
+    const nudge = (headers: Record<string, string>, path = "/api/sessions/py/nudge") =>
+      http(d.port, "POST", path, headers, JSON.stringify({ text: "print(6*7)", mode: "now" }));
+    const json = { "Content-Type": "application/json" };
+    expect((await nudge({ ...json })).status).toBe(401);
+    expect((await http(d.port, "POST", `/api/sessions/py/nudge?token=${d.token}`, json, "{}")).status).toBe(
+      401,
+    );
+    expect((await nudge({ ...json, ...auth, Origin: "http://evil.example" })).status).toBe(403);
+    expect((await nudge({ ...json, ...auth, "Sec-Fetch-Site": "cross-site" })).status).toBe(403);
+    expect((await nudge({ ...auth, "Content-Type": "text/plain" })).status).toBe(415);
+    expect((await nudge({ ...json, ...auth }, "/api/sessions/nope/nudge")).status).toBe(404);
+    const ok = await nudge({ ...json, ...auth, Origin: `http://127.0.0.1:${d.port}` });
+    expect(ok.status, ok.body).toBe(200);
+    expect(JSON.parse(ok.body)).toMatchObject({ session: "py", mode: "now", delivered: true });
+
+    // The live screen comes from the provider's raw output stream and shows the answer.
+    const events = await sse(d.port, `/api/events?token=${d.token}&session=py`, (es) =>
+      es
+        .filter((e) => e.event === "screen")
+        .map((e) => (JSON.parse(e.data) as { data: string }).data)
+        .join("")
+        .includes("42"),
+    );
+    expect(events[0]?.event).toBe("status");
+    const frame = JSON.parse(events.find((e) => e.event === "screen")!.data) as { source: string };
+    expect(frame.source).toBe("stream");
+
+    // The detail: drift entry, events with the audit event of the nudge, peek history.
+    const detail = JSON.parse((await http(d.port, "GET", "/api/sessions/py", auth)).body) as {
+      drift: { drift: string };
+      events: { type: string; payload: Record<string, unknown> }[];
+      peek: { text: string };
+    };
+    expect(detail.drift.drift).toBe("none");
+    expect(detail.events.find((e) => e.type === "nudge.sent")?.payload).toEqual({ mode: "now" });
+    expect(detail.peek.text).toContain("42");
+
+    // Stop through the API holds the session down, as gc stop NAME does.
+    expect((await http(d.port, "POST", "/api/sessions/py/stop", { ...json, ...auth }, "{}")).status).toBe(
+      200,
+    );
+    const after = JSON.parse((await city.gc(["session", "list", "--json"])).stdout) as {
+      sessions: { name: string; state: string; held: string | null }[];
+    };
+    expect(after.sessions[0]).toMatchObject({ name: "py", state: "suspended" });
+    expect(after.sessions[0]?.held).toContain("stopped by operator");
+  });
+
+  it("flags: non-loopback needs --allow-remote; --port and --open take effect", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+agents:
+  - name: a
+    start_command: sleep 100000
+`);
+    const refused = await city.gc(["dashboard", "--host", "0.0.0.0"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("--allow-remote");
+    expect((await city.gc(["dashboard", "--interval", "10ms"])).code).toBe(2);
+    const port = await freePort();
+    const opened = join(city.dir, "opened.txt");
+    writeFileSync(join(city.dir, "xdg-open"), `#!/bin/sh\nprintf '%s' "$1" > ${JSON.stringify(opened)}\n`);
+    chmodSync(join(city.dir, "xdg-open"), 0o755);
+    const d = await dashboard(city, ["--port", String(port), "--open"], {
+      PATH: `${city.dir}:${process.env.PATH ?? ""}`,
+    });
+    expect(d.port).toBe(port);
+    await expect.poll(() => existsSync(opened) && readFileSync(opened, "utf8")).toBe(d.url);
+  });
+});

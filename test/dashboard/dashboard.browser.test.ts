@@ -1,0 +1,190 @@
+/**
+ * `gc dashboard` in a real browser: Debian's headless Chromium driven by playwright-core
+ * (system executable, no browser download) against the built `gc` and real tmux sessions.
+ * Screenshots go to $GC_DASHBOARD_SCREENSHOTS (kept) or to a temp dir removed afterwards.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { GC_BIN, makeCity, type TestCity } from "../support/city.js";
+
+const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
+const hasTmux = existsSync("/usr/bin/tmux");
+const APPROVAL_AGENT = fileURLToPath(new URL("../cli/fixtures/approval-agent.py", import.meta.url));
+const keepShots = process.env.GC_DASHBOARD_SCREENSHOTS;
+const shots = keepShots ?? mkdtempSync(join(tmpdir(), "gc-dashboard-shots-"));
+
+/** Starts `gc dashboard --json` for the city; resolves its URL (token included). Killed after the test. */
+async function dashboard(city: TestCity): Promise<string> {
+  const child: ChildProcess = spawn(process.execPath, [GC_BIN, "--city", city.dir, "dashboard", "--json"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  onTestFinished(async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    }
+  });
+  let err = "";
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+      const line = out.split("\n")[0];
+      if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    child.once("exit", (code) => reject(new Error(`gc dashboard exited ${code}: ${err}`)));
+  });
+}
+
+/** The text xterm.js rendered (its DOM rows, one line each), not a text dump. */
+// biome-ignore lint/performance/useDomNodeTextContent: playwright's innerText keeps the row breaks
+const screenText = (page: Page) => page.locator("#term .xterm-rows").innerText();
+
+describe.skipIf(!CHROMIUM || !hasTmux)("gc dashboard in Chromium", { timeout: 180_000 }, () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    for (const f of ["dashboard-grid.png", "dashboard-session.png", "dashboard-200.png"])
+      expect(existsSync(join(shots, f)), f).toBe(true);
+    if (!keepShots) rmSync(shots, { recursive: true, force: true });
+  });
+
+  it("5 agents: grid, nudge a python agent, answer an interaction, see a kill without reload", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+  approval: ask
+daemon:
+  interval: 1h
+agents:
+  - name: py-one
+    start_command: python3 -i -q
+    ready_prompt_prefix: ">>> "
+  - name: py-two
+    start_command: python3 -i -q
+    ready_prompt_prefix: ">>> "
+  - name: approver
+    start_command: ${JSON.stringify(`python3 -u ${APPROVAL_AGENT}`)}
+    ready_prompt_prefix: "agent> "
+  - name: shell
+    start_command: sh
+  - name: victim
+    start_command: sleep 100000
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(url);
+    await expect.poll(() => page.locator(".card").count(), { timeout: 20_000 }).toBe(5);
+    await expect.poll(() => page.locator('.card[data-running="true"]').count(), { timeout: 30_000 }).toBe(5);
+    await expect(page.locator("#ctl").textContent()).resolves.toContain("controller running");
+    await page.screenshot({ path: join(shots, "dashboard-grid.png") });
+    // The token left the address bar.
+    expect(page.url()).not.toContain("token=");
+    await page.evaluate(() => {
+      (globalThis as unknown as { noReload: boolean }).noReload = true;
+    });
+
+    // Nudge a python agent from its page; the answer appears, in colour, in the xterm screen.
+    await page.locator('.card[data-session="py-one"]').click();
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain(">>>");
+    await page.locator('#nudge input[name="text"]').fill("print('\\x1b[32m' + str(6*7) + '\\x1b[0m')");
+    await page.locator('#nudge select[name="mode"]').selectOption("now");
+    await page.locator('#nudge button[type="submit"]').click();
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toMatch(/^42$/m);
+    await expect
+      .poll(() => page.locator("#term .xterm-rows span.xterm-fg-2").allInnerTexts(), { timeout: 10_000 })
+      .toContain("42");
+    await expect.poll(() => page.locator("#events").textContent()).toContain("nudge.sent");
+    await page.screenshot({ path: join(shots, "dashboard-session.png"), fullPage: true });
+
+    // Answer a pending interaction from the page.
+    await page.goto(`${new URL(url).origin}/#/s/approver`);
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("agent>");
+    await page.locator('#nudge input[name="text"]').fill("edit");
+    await page.locator('#nudge select[name="mode"]').selectOption("now");
+    await page.locator('#nudge button[type="submit"]').click();
+    await expect
+      .poll(() => page.locator("#interaction").textContent(), { timeout: 20_000 })
+      .toContain("Do you want to make this edit to notes.txt?");
+    await page.locator('#interaction button[data-answer="3"]').click();
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("answer: No");
+    await expect.poll(() => page.locator("#events").textContent()).toContain("interaction.responded");
+
+    // Kill a session behind gc's back: its card changes without a reload.
+    await page.locator("#home").click();
+    await expect.poll(() => page.locator(".card").count()).toBe(5);
+    await page.evaluate(() => {
+      (globalThis as unknown as { noReload: boolean }).noReload = true;
+    });
+    expect(city.tmux("kill-session", "-t", "=victim").code).toBe(0);
+    await expect
+      .poll(() => page.locator('.card[data-session="victim"]').getAttribute("data-running"), {
+        timeout: 20_000,
+      })
+      .toBe("false");
+    expect(await page.evaluate(() => (globalThis as unknown as { noReload?: boolean }).noReload)).toBe(true);
+  });
+
+  it("200 sessions render as 200 cards; with the controller down the view is read-only", async () => {
+    const agents = Array.from(
+      { length: 200 },
+      (_, i) => `  - name: a${String(i).padStart(3, "0")}\n    start_command: sleep 100000\n`,
+    ).join("");
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+agents:
+${agents}`);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(url);
+    await expect.poll(() => page.locator(".card").count(), { timeout: 30_000 }).toBe(200);
+    const t = await page.evaluate(() => {
+      const w = globalThis as unknown as { gcGridRenderedAt: number; gcFirstStatusAt: number };
+      return { status: w.gcFirstStatusAt, grid: w.gcGridRenderedAt };
+    });
+    console.log(
+      `200-session grid: first status ${Math.round(t.status)} ms after navigation start, ` +
+        `all 200 cards in the DOM ${Math.round(t.grid - t.status)} ms later`,
+    );
+    await expect(page.locator("#banner").textContent()).resolves.toContain("read-only");
+    await page.screenshot({ path: join(shots, "dashboard-200.png") });
+    // Actions are disabled on the page and refused by the API.
+    await page.goto(`${new URL(url).origin}/#/s/a007`);
+    await expect.poll(() => page.locator('#nudge button[type="submit"]').isDisabled()).toBe(true);
+    const refused = await page.evaluate(async () => {
+      const r = await fetch("/api/sessions/a007/restart", {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          "X-GC-Token":
+            (
+              globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }
+            ).sessionStorage.getItem("gc-token") ?? "",
+        },
+        body: "{}",
+      });
+      return { status: r.status, body: (await r.json()) as { error: { code: string } } };
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("GC_READ_ONLY");
+  });
+});
+
+mkdirSync(shots, { recursive: true });

@@ -1,0 +1,21 @@
+/**
+ * The provider conformance suite against the routing providers: `auto` over tmux, subprocess
+ * and the exec reference script (every case, each on the next backend in turn), and `hybrid`
+ * with tmux local and subprocess remote (split by `remote_match`) on the cases that exercise
+ * routing — lifecycle, listing, liveness, metadata; hybrid is the same router as auto, and
+ * `gc conformance hybrid` runs every case. Needs tmux and jq on PATH.
+ */
+import { spawnSync } from "node:child_process";
+import { describe } from "vitest";
+import { PROVIDER_CASES } from "../../conformance/provider-cases.js";
+import { createTarget as autoTarget } from "../../conformance/targets/auto.js";
+import { createTarget as hybridTarget } from "../../conformance/targets/hybrid.js";
+import { describeProviderConformance } from "../../conformance/vitest.js";
+
+const onPath = (bin: string) => spawnSync("sh", ["-c", 'command -v "$1"', "sh", bin]).status === 0;
+const ROUTING_CASES = PROVIDER_CASES.filter((c) => /^(start|stop|listRunning|isRunning|meta)\./.test(c.id));
+
+describe.skipIf(!onPath("tmux") || !onPath("jq"))("routing providers", () => {
+  describeProviderConformance("auto", autoTarget);
+  describeProviderConformance("hybrid", hybridTarget, { cases: ROUTING_CASES });
+});

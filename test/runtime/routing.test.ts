@@ -1,0 +1,163 @@
+/**
+ * The routing provider's own rules, on in-memory backends (real backends are proven by the
+ * routing conformance suite and test/cli/routing.e2e.test.ts): remembered routes, no
+ * duplicates across backends, and a partial observation that stops nothing while sessions on
+ * healthy backends still start.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { DesiredSession } from "../../internal/reconcile/execute.js";
+import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
+import { Reconciler } from "../../internal/reconcile/reconciler.js";
+import { RoutingProvider, routeSession } from "../../internal/runtime/auto/index.js";
+import { PartialObservationError, SessionExistsError } from "../../internal/runtime/errors.js";
+import { FakeProvider } from "../../internal/runtime/fake.js";
+import { diffBreakdown, fingerprint } from "../../internal/runtime/fingerprint.js";
+import type { StartConfig } from "../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../internal/session/memory-store.js";
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function router(stateDir?: string) {
+  const dir = stateDir ?? (await mkdtemp(join(tmpdir(), "gc-route-")));
+  if (!stateDir) dirs.push(dir);
+  const a = new FakeProvider({ city: "c" });
+  const b = new FakeProvider({ city: "c" });
+  const make = (bs: Map<string, FakeProvider>) =>
+    new RoutingProvider({
+      name: "auto",
+      rules: { kind: "auto", default: "a" },
+      backends: bs,
+      open: async (s) => {
+        throw new Error(`no backend ${s}`);
+      },
+      stateDir: dir,
+      ownsBackends: false,
+    });
+  return {
+    dir,
+    a,
+    b,
+    p: make(
+      new Map([
+        ["a", a],
+        ["b", b],
+      ]),
+    ),
+    again: () =>
+      make(
+        new Map([
+          ["a", a],
+          ["b", b],
+        ]),
+      ),
+  };
+}
+
+const cfg = (backend?: string): StartConfig => ({ command: "sleep 300", workDir: "/w", env: {}, backend });
+
+describe("routeSession", () => {
+  it("auto: the declared provider, else the default; hybrid: by remote_match on the name", () => {
+    expect(routeSession({ kind: "auto", default: "tmux" }, "x", "subprocess").backend).toBe("subprocess");
+    expect(routeSession({ kind: "auto", default: "tmux" }, "x").backend).toBe("tmux");
+    const h = { kind: "hybrid", local: "tmux", remote: "k8s", remoteMatch: "^w-" } as const;
+    expect(routeSession(h, "w-1")).toEqual({
+      backend: "k8s",
+      why: 'name matches session.hybrid.remote_match "^w-"',
+    });
+    expect(routeSession(h, "mayor").backend).toBe("tmux");
+  });
+});
+
+describe("a changed route is core drift", () => {
+  it("the backend is a core field only under a router, so moving a session restarts it", () => {
+    const plain = fingerprint(cfg());
+    expect(Object.keys(plain.breakdown)).not.toContain("backend");
+    const onTmux = fingerprint(cfg("tmux"));
+    const onSub = fingerprint(cfg("subprocess"));
+    expect(onSub.core).not.toBe(onTmux.core);
+    expect(diffBreakdown(onTmux.breakdown, onSub.breakdown)).toEqual([
+      { field: "backend", from: "tmux", to: "subprocess" },
+    ]);
+  });
+});
+
+describe("RoutingProvider", () => {
+  it("routes by the start config, remembers routes across instances, re-learns a lost record", async () => {
+    const { dir, a, b, p, again } = await router();
+    await p.start("one", cfg());
+    await p.start("two", cfg("b"));
+    expect(a.session("one")).toBeDefined();
+    expect(b.session("two")).toBeDefined();
+    expect(await p.listRunning("")).toEqual(["one", "two"]);
+    const next = again();
+    expect(await next.backendOf("two")).toBe("b");
+    await rm(join(dir, "routes", "two"));
+    const third = again();
+    expect(await third.backendOf("two")).toBeUndefined();
+    await third.listRunning("");
+    expect(await third.backendOf("two")).toBe("b");
+    await third.setMeta("two", "k", "v");
+    expect(await b.getMeta("two", "k")).toBe("v");
+  });
+
+  it("never runs one name on two backends; stop clears every copy", async () => {
+    const { a, b, p } = await router();
+    await p.start("one", cfg("a"));
+    await expect(p.start("one", cfg("b"))).rejects.toBeInstanceOf(SessionExistsError);
+    await b.start("one", cfg()); // a duplicate left behind by a crash
+    expect(await p.listRunning("")).toEqual(["one"]);
+    await p.stop("one");
+    expect([a.session("one"), b.session("one")]).toEqual([undefined, undefined]);
+  });
+
+  it("a failing backend makes the listing partial, with the healthy part", async () => {
+    const { b, p } = await router();
+    await p.start("one", cfg("a"));
+    await p.start("two", cfg("b"));
+    b.failAlways("listRunning", new Error("backend b is down"));
+    const e = await p.listRunning("").catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(PartialObservationError);
+    expect((e as PartialObservationError).running).toEqual(["one"]);
+    expect((e as PartialObservationError).failed).toEqual([{ backend: "b", error: "backend b is down" }]);
+  });
+
+  it("reconciler: partial observation stops nothing, waits on the down backend, starts on the healthy one", async () => {
+    const { a, b, p } = await router();
+    await p.start("orphan", cfg("a"));
+    await p.start("two", cfg("b"));
+    b.failAlways("listRunning", new Error("down"));
+    const want = (name: string, backend: string): DesiredSession => {
+      const config = cfg(backend);
+      const fp = fingerprint(config);
+      return { name, agent: name, provider: "auto", backend, dependsOn: [], suspended: false, config, ...fp };
+    };
+    const store = openMemoryStore({ singleTenant: true });
+    const r = new Reconciler({
+      store,
+      providerFor: async () => p,
+      loadDesired: async () => [want("two", "b"), want("three", "a")],
+      baseProviders: ["auto"],
+      policy: DEFAULT_POLICY,
+      concurrency: 2,
+      drainTimeoutMs: 100,
+    });
+    const report = await r.tick();
+    expect(report.observeErrors).toEqual([{ provider: "auto backend b", error: "down" }]);
+    expect(report.plan.actions.map((x) => [x.kind, x.name])).toEqual(
+      expect.arrayContaining([
+        ["start", "three"],
+        ["wait", "two"],
+        ["wait", "orphan"],
+      ]),
+    );
+    expect(a.session("three")).toBeDefined();
+    expect(a.session("orphan")).toBeDefined();
+    expect(b.session("two")).toBeDefined();
+  });
+});

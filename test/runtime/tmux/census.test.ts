@@ -1,0 +1,61 @@
+/**
+ * The tmux census (`TmuxProvider.census`, internal/proc/census.ts) on a real server: every
+ * process on the city's socket counts, whether its session carries gc's tags or not; a
+ * server that is exiting is waited for; a program that outlives its server (ignores SIGHUP)
+ * is followed and killed as an orphan.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { awaitEmptyCensus } from "../../../internal/proc/census.js";
+import { pidAlive } from "../../../internal/proc/kill.js";
+import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
+
+let fx: TmuxFixture | undefined;
+afterEach(async () => {
+  await fx?.cleanup();
+  fx = undefined;
+});
+
+describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
+  it("counts the server and the panes of an untagged session; empty once the server is gone", async () => {
+    fx = await tmuxFixture();
+    const p = fx.provider();
+    expect(await p.census()).toEqual([]);
+    expect((await fx.tmux("new-session", "-d", "-s", "untagged", "exec sleep 100000")).exitCode).toBe(0);
+    const pane = Number(
+      (await fx.tmux("display-message", "-p", "-t", "=untagged:", "#{pane_pid}")).stdout.trim(),
+    );
+    const seen = await p.census();
+    expect(seen.map((e) => e.pid)).toContain(pane);
+    expect(seen.some((e) => e.comm.startsWith("tmux"))).toBe(true);
+    expect(await p.listRunning("")).toEqual([]); // invisible to the tagged view
+    await fx.tmux("kill-server");
+    expect(await awaitEmptyCensus(() => p.census(), { before: seen })).toEqual([]);
+    expect(await pidAlive(pane)).toBe(false);
+  });
+
+  it("a program that ignores SIGHUP outlives its server: followed as an orphan and killed", async () => {
+    fx = await tmuxFixture();
+    const p = fx.provider();
+    // `trap "" HUP` makes the shell (and the sleep it execs) ignore the server's SIGHUP.
+    expect(
+      (await fx.tmux("new-session", "-d", "-s", "stubborn", "trap '' HUP; exec sleep 100000")).exitCode,
+    ).toBe(0);
+    const pane = Number(
+      (await fx.tmux("display-message", "-p", "-t", "=stubborn:", "#{pane_pid}")).stdout.trim(),
+    );
+    const seen = await p.census();
+    expect(seen.map((e) => e.pid)).toContain(pane);
+    await fx.tmux("kill-server");
+    expect(await awaitEmptyCensus(() => p.census(), { before: seen, killOrphansAfterMs: 200 })).toEqual([]);
+    expect(await pidAlive(pane)).toBe(false);
+  });
+
+  it("reports what the backend still holds after the timeout (never clean while one lives)", async () => {
+    fx = await tmuxFixture();
+    const p = fx.provider();
+    expect((await fx.tmux("new-session", "-d", "-s", "foreign", "exec sleep 100000")).exitCode).toBe(0);
+    const seen = await p.census();
+    const left = await awaitEmptyCensus(() => p.census(), { before: seen, timeoutMs: 300 });
+    expect(left.map((e) => e.pid).sort()).toEqual(seen.map((e) => e.pid).sort());
+  });
+});
