@@ -85,6 +85,22 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: ">>> ",
     process_names: ["python3"],
   },
+  // ACP agents (session.provider: acp): the prompt is the first session/prompt (nudge).
+  // gemini-acp was run against Gemini CLI 0.61.0 (test/agents/acp-gemini.e2e.test.ts);
+  // claude-acp and codex-acp name the bins of @zed-industries/claude-code-acp 0.16.2 and
+  // @zed-industries/codex-acp 0.16.0 (npm metadata checked; not run here).
+  "gemini-acp": {
+    command: "gemini",
+    args: ["--acp"],
+    prompt_mode: "nudge",
+    process_names: ["gemini", "node"],
+  },
+  "claude-acp": {
+    command: "claude-code-acp",
+    prompt_mode: "nudge",
+    process_names: ["claude-code-acp", "node"],
+  },
+  "codex-acp": { command: "codex-acp", prompt_mode: "nudge", process_names: ["codex-acp", "node"] },
 };
 
 /** Names of the builtin presets. */

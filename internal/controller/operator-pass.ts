@@ -9,7 +9,9 @@ import { loadCity } from "../config/index.js";
 import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../reconcile/approval.js";
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
-import { describeError } from "../runtime/errors.js";
+import { recordTurns } from "../reconcile/turns.js";
+import { supportsTurns } from "../runtime/acp/provider.js";
+import { describeError, isGcError } from "../runtime/errors.js";
 import type { City } from "./city.js";
 import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";
 
@@ -86,6 +88,30 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
           signal,
           log,
         }),
+      signal,
+    );
+    await step(
+      "turn recording",
+      async () => {
+        for (const r of records) {
+          if (r.state !== "running" && r.state !== "draining") continue;
+          const provider = await city.providerFor(r.provider);
+          if (!supportsTurns(provider)) continue;
+          // A `gc run` holding the session records its own turn; never both.
+          const lock = await store.tryLock(r.name, { purpose: "turn recording" }).catch((e: unknown) => {
+            if (isGcError(e, "GC_LOCKED")) return undefined;
+            throw e;
+          });
+          if (!lock) continue;
+          try {
+            for (const t of await recordTurns(provider, store, r.name, signal).catch(() => [])) {
+              log(`${r.name}: turn ${t.id} ${t.error ? `failed: ${t.error}` : `ended: ${t.stopReason}`}`);
+            }
+          } finally {
+            await lock.release();
+          }
+        }
+      },
       signal,
     );
     await step(

@@ -13,6 +13,7 @@
  * this module never imports conformance/), and one entry below.
  */
 import type { Field, Infer, InferInput, ObjectSchema } from "../config/schema-builder.js";
+import { ACP_SETTINGS_SCHEMA } from "./acp/schema.js";
 import { DOCKER_SETTINGS_SCHEMA } from "./docker/schema.js";
 import { UsageError } from "./errors.js";
 import { EXEC_SETTINGS_SCHEMA } from "./exec/schema.js";
@@ -125,6 +126,14 @@ const ENTRIES = [
     routing: true,
     backend: "local and remote backends chosen by session.hybrid.remote_match",
     load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createHybridProvider })),
+    conformance: true,
+  },
+  {
+    name: "acp",
+    arg: "none",
+    backend: "a detached holder per session speaking the Agent Client Protocol over the agent's stdio",
+    load: () => import("./acp/index.js"),
+    settings: ACP_SETTINGS_SCHEMA,
     conformance: true,
   },
   {

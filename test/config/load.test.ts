@@ -120,7 +120,7 @@ describe("default session provider", () => {
   it("loadCity: a bad GC_SESSION is a config error", async () => {
     await write("city.yaml", "{}\n");
     expect(await loadIssues({ cityDir: dir, env: { GC_SESSION: "tmuxx" }, lookup: withTmux })).toEqual([
-      'city.yaml:1:1: session.provider: GC_SESSION: unknown session provider "tmuxx" (did you mean "tmux"?); this build has tmux, subprocess, exec:<script>, k8s, docker, auto, hybrid',
+      'city.yaml:1:1: session.provider: GC_SESSION: unknown session provider "tmuxx" (did you mean "tmux"?); this build has tmux, subprocess, exec:<script>, k8s, docker, acp, auto, hybrid',
     ]);
   });
 });

@@ -238,7 +238,7 @@ describe("decoding", () => {
   it("decode: a backend this build lacks is refused, listing the built ones (no test doubles)", () => {
     expect(issues("session: { provider: tmux }\n")).toEqual([]);
     expect(issues("agents:\n  - name: a\n    provider: sh\n    session: podman\n")).toEqual([
-      '4:14: agents[0].session: unknown session provider "podman"; this build has tmux, subprocess, exec:<script>, k8s, docker',
+      '4:14: agents[0].session: unknown session provider "podman"; this build has tmux, subprocess, exec:<script>, k8s, docker, acp',
     ]);
   });
 

@@ -41,7 +41,7 @@ describe("provider registry", () => {
       citySchemaJson() as unknown as { properties: { session: { properties: Record<string, unknown> } } }
     ).properties.session.properties;
     const withSettings = PROVIDERS.filter((e) => e.settings);
-    expect(withSettings.map((e) => e.name).sort()).toEqual(["docker", "exec", "k8s", "tmux"]);
+    expect(withSettings.map((e) => e.name).sort()).toEqual(["acp", "docker", "exec", "k8s", "tmux"]);
     for (const e of withSettings)
       expect(session[e.name]).toEqual({ default: {}, ...e.settings?.jsonSchema() });
     // Routers' sections (session.auto, session.hybrid) name concrete providers, so the config

@@ -15,6 +15,8 @@ import {
   looksLikePromptLine,
   probeIdle,
 } from "../../../internal/reconcile/nudge-delivery.js";
+import { recordTurns } from "../../../internal/reconcile/turns.js";
+import { supportsTurns, type TurnProvider } from "../../../internal/runtime/acp/provider.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
@@ -60,6 +62,10 @@ export interface RunReport {
   readonly output: string;
   readonly durationMs: number;
   readonly reason?: string | undefined;
+  /** Structured turns (ACP): the turn's id, stop reason and tool calls. */
+  readonly turn?: number | undefined;
+  readonly stopReason?: string | undefined;
+  readonly toolCalls?: readonly { id: string; title: string; kind: string; status: string }[] | undefined;
 }
 
 class TurnTimeout extends Error {
@@ -164,9 +170,92 @@ async function turn(
     throw e;
   }
   try {
+    if (supportsTurns(t.provider)) return await structured(ctx, t, t.provider, prompt, timeoutMs, error);
     return await locked(ctx, t, prompt, idleWaitMs, timeoutMs, error);
   } finally {
     await lock.release();
+  }
+}
+
+/**
+ * One turn on a provider with structured turns (ACP): the prompt becomes a turn (queued
+ * behind a running one), the turn's own end is awaited (its stop reason, not a screen
+ * heuristic), and the report carries the agent's reply. Every finished turn of the session
+ * is recorded as a `turn.finished` event before returning.
+ */
+async function structured(
+  ctx: CommandContext,
+  t: Target,
+  provider: TurnProvider,
+  prompt: string,
+  timeoutMs: number | undefined,
+  error: (reason: string, output?: string, durationMs?: number) => RunReport,
+): Promise<RunReport> {
+  const timer = new AbortController();
+  const clock =
+    timeoutMs === undefined ? undefined : setTimeout(() => timer.abort(new TurnTimeout()), timeoutMs);
+  const signal = AbortSignal.any([ctx.signal, timer.signal]);
+  const startedAt = Date.now();
+  const elapsed = () => Date.now() - startedAt;
+  let id: number;
+  try {
+    id = await provider.prompt(t.name, prompt, { signal });
+  } catch (e) {
+    clearTimeout(clock);
+    if (ctx.signal.aborted)
+      return { ...error("cancelled before the prompt was delivered"), status: "cancelled" };
+    return error(describeError(e));
+  }
+  const report = (
+    turn: Awaited<ReturnType<TurnProvider["waitTurn"]>>,
+    extra: Partial<RunReport> = {},
+  ): RunReport => ({
+    session: t.name,
+    status: turn?.error ? "error" : "completed",
+    output: turn?.reply ?? "",
+    durationMs: elapsed(),
+    turn: id,
+    ...(turn?.stopReason ? { stopReason: turn.stopReason } : {}),
+    ...(turn?.error ? { reason: turn.error } : {}),
+    toolCalls: turn?.toolCalls ?? [],
+    ...extra,
+  });
+  try {
+    let announced = false;
+    for (;;) {
+      const done = await provider.waitTurn(t.name, id, 1_000, { signal });
+      if (done) return report(done);
+      if (!announced && supportsInteraction(t.provider)) {
+        const p = await t.provider.pending(t.name, { signal }).catch(() => undefined);
+        if (p) {
+          announced = true;
+          ctx.err(
+            `gc run: ${t.name} is waiting for input${p.prompt ? `: ${p.prompt}` : ""} ` +
+              `(the approval policy or \`gc session respond ${t.name} ACTION\` answers it)`,
+          );
+        }
+      }
+    }
+  } catch (e) {
+    if (!signal.aborted) return error(describeError(e), "", elapsed());
+    // Cancelled or timed out: session/cancel, then report the turn as the agent ended it.
+    const status = ctx.signal.aborted ? "cancelled" : "timeout";
+    const durationMs = elapsed();
+    await t.provider
+      .interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
+      .catch(() => undefined);
+    const last = await provider.waitTurn(t.name, id, SETTLE_AFTER_INTERRUPT_MS).catch(() => undefined);
+    return report(last, {
+      status,
+      durationMs,
+      reason:
+        status === "timeout"
+          ? `no answer within ${formatDuration(timeoutMs ?? 0)}; the turn was cancelled (session/cancel)`
+          : "interrupted by the operator; the turn was cancelled (session/cancel)",
+    });
+  } finally {
+    clearTimeout(clock);
+    await recordTurns(t.provider as typeof t.provider & TurnProvider, t.store, t.name).catch(() => undefined);
   }
 }
 

@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { IPty } from "@lydell/node-pty";
 import pty from "@lydell/node-pty";
+import type { AcpHost } from "../acp/host.js";
 import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
 import { validateMetaKey } from "../names.js";
@@ -176,6 +177,8 @@ class Holder {
   private readonly ring: OutputRing;
   private readonly log: RawLog;
   private term!: IPty;
+  /** The ACP agent when the spec's mode is `acp` (then there is no pty). */
+  private acp: AcpHost | undefined;
   private readonly server: Server;
   private readonly conns = new Set<Conn>();
   private readonly watchers = new Set<() => void>();
@@ -201,9 +204,11 @@ class Holder {
    * Binds the socket, then starts the program (so a bind failure leaves no orphan), then
    * writes the record. No request is handled before the program exists.
    */
-  start(): Promise<void> {
+  async start(): Promise<void> {
     const [file, ...args] = this.spec.argv;
-    if (!file) return Promise.reject(new Error("empty argv"));
+    if (!file) throw new Error("empty argv");
+    // The ACP host module is loaded before the socket answers anything.
+    const acpModule = this.spec.mode === "acp" ? await import("../acp/host.js") : undefined;
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
       // The socket must never be reachable by others, not even between bind and chmod;
@@ -220,6 +225,13 @@ class Holder {
             return;
           }
           this.server.on("error", (e) => log(`server error: ${describeError(e)}`));
+          if (acpModule) {
+            this.startAcp(acpModule.AcpHost).then(resolve, (e: unknown) => {
+              this.server.close();
+              reject(e);
+            });
+            return;
+          }
           try {
             this.term = pty.spawn(file, args, {
               name: this.spec.env.TERM || "xterm-256color",
@@ -246,13 +258,42 @@ class Holder {
     });
   }
 
+  /** Spawns the ACP agent (pipes, no pty) through the ACP host module, loaded only in this mode. */
+  private async startAcp(AcpHost: typeof import("../acp/host.js").AcpHost): Promise<void> {
+    const host = new AcpHost(
+      {
+        name: this.spec.name,
+        argv: this.spec.argv,
+        env: this.spec.env,
+        cwd: this.spec.cwd,
+        mcpServers: this.spec.mcpServers,
+      },
+      {
+        activity: () => {
+          this.lastActivity = Date.now();
+        },
+        log: (chunk) => this.log.write(chunk),
+        exit: (code, signal) => this.onExit(code ?? 0, signal ? osConstants.signals[signal] : undefined),
+      },
+    );
+    this.acp = host;
+    await host.start();
+    this.childStart = procStartTime(host.pid);
+    this.writeRecord();
+  }
+
+  /** Pid of the program: the pty's session leader, or the ACP agent (its own session leader). */
+  private get childPid(): number {
+    return this.acp ? this.acp.pid : (this.term?.pid ?? 0);
+  }
+
   private record(): HolderRecord {
     return {
       protocol: PROTOCOL_VERSION,
       city: this.spec.city,
       name: this.spec.name,
       holderPid: process.pid,
-      childPid: this.term.pid,
+      childPid: this.childPid,
       childStart: this.childStart,
       socket: this.spec.socket,
       workDir: this.spec.cwd,
@@ -402,6 +443,10 @@ class Holder {
     if (this.shuttingDown !== undefined && req.op !== "status" && req.op !== "shutdown") {
       throw new OpError("shutting_down", "the session is stopping");
     }
+    if (this.acp && req.op !== "status") {
+      const r = await this.dispatchAcp(this.acp, conn, req);
+      if (r !== undefined) return r;
+    }
     switch (req.op) {
       case "status":
         return this.status();
@@ -469,6 +514,101 @@ class Holder {
     }
   }
 
+  /**
+   * The operations an ACP session answers itself: the transcript for peek/screen, prompts for
+   * nudge, `session/cancel` for interrupt, turn completion for waitIdle, and the `acp.*` ops.
+   * `undefined` = the shared handling (status, info, metadata, shutdown).
+   */
+  private async dispatchAcp(
+    acp: AcpHost,
+    conn: Conn,
+    req: HolderRequest,
+  ): Promise<HolderResults[keyof HolderResults] | undefined> {
+    const aborted = new AbortController();
+    const drop = () => aborted.abort();
+    conn.cleanups.add(drop);
+    try {
+      return await this.acpOp(acp, req, aborted.signal);
+    } catch (e) {
+      if (e instanceof OpError) throw e;
+      throw new OpError("acp_error", describeError(e));
+    } finally {
+      conn.cleanups.delete(drop);
+    }
+  }
+
+  private async acpOp(
+    acp: AcpHost,
+    req: HolderRequest,
+    signal: AbortSignal,
+  ): Promise<HolderResults[keyof HolderResults] | undefined> {
+    switch (req.op) {
+      case "peek":
+        return { text: acp.peek(int(req.lines, "lines")) };
+      case "screen":
+        return { text: acp.peek(0) };
+      case "clear":
+        acp.clear();
+        return {};
+      case "nudge": {
+        this.requireRunning();
+        const text = str(req.text, "text");
+        return { bytes: Buffer.byteLength(text), turn: acp.prompt(text) };
+      }
+      case "keys": {
+        this.requireRunning();
+        if (!Array.isArray(req.keys)) throw new OpError("bad_request", "keys must be an array of strings");
+        for (const k of req.keys) {
+          if (k !== "C-c" && k !== "Escape" && k !== "Enter")
+            throw new OpError(
+              "invalid_key",
+              `an ACP session takes no raw key ${JSON.stringify(k)} (only C-c, Escape, Enter)`,
+            );
+        }
+        for (const k of req.keys) {
+          if (k === "Enter") acp.prompt("");
+          else acp.cancel();
+        }
+        return { bytes: 0 };
+      }
+      case "interrupt":
+        this.requireRunning();
+        acp.cancel();
+        return { pgid: 0 };
+      case "resize":
+        return { cols: this.screen.cols, rows: this.screen.rows };
+      case "output":
+        return { data: "", next: 0, truncated: false };
+      case "attach":
+        throw new OpError("unsupported", "an ACP session has no terminal to attach to");
+      case "waitReady":
+        return {
+          result: await acp.waitReady(str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs"), signal),
+        };
+      case "waitIdle":
+        return { result: await acp.waitIdle(int(req.timeoutMs, "timeoutMs"), signal) };
+      case "acp.handshake":
+        return { state: await acp.waitHandshake(int(req.timeoutMs, "timeoutMs"), signal) };
+      case "acp.turns":
+        return { turns: acp.turnsSince(int(req.since, "since")) };
+      case "acp.waitTurn":
+        return {
+          turn: (await acp.waitTurn(int(req.turn, "turn"), int(req.timeoutMs, "timeoutMs"), signal)) ?? null,
+        };
+      case "acp.pending":
+        return { interaction: acp.pending() ?? null };
+      case "acp.respond":
+        return {
+          chosen: await acp.respond(
+            str(req.action, "action"),
+            req.requestId === undefined ? undefined : str(req.requestId, "requestId"),
+          ),
+        };
+      default:
+        return undefined;
+    }
+  }
+
   private status(): HolderStatus {
     return {
       ...this.record(),
@@ -478,6 +618,7 @@ class Holder {
       cols: this.screen.cols,
       rows: this.screen.rows,
       outputBytes: this.ring.bytes,
+      ...(this.acp ? { acp: this.acp.status() } : {}),
     };
   }
 
@@ -562,7 +703,7 @@ class Holder {
 
   private async interrupt(): Promise<HolderResults["interrupt"]> {
     this.requireRunning();
-    const pgid = foregroundGroup(this.term.pid);
+    const pgid = foregroundGroup(this.childPid);
     if (pgid > 0) {
       try {
         process.kill(-pgid, "SIGINT");
@@ -702,7 +843,7 @@ class Holder {
   shutdown(): Promise<void> {
     this.shuttingDown ??= (async () => {
       log("shutting down");
-      await killSession(this.term.pid, { graceMs: STOP_GRACE_MS, startTime: this.childStart });
+      await killSession(this.childPid, { graceMs: STOP_GRACE_MS, startTime: this.childStart });
       for (const w of [...this.watchers]) w();
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();

@@ -9,6 +9,8 @@
  * After a successful `attach` reply the connection carries raw terminal bytes both ways.
  */
 
+import type { AcpState, AcpStatus, AcpTurn, InteractionView } from "../acp/wire.js";
+
 /** Bumped on incompatible protocol changes; the holder reports it in `status`. */
 export const PROTOCOL_VERSION = 1;
 
@@ -44,6 +46,13 @@ export interface HolderSpec {
   readonly logMaxBytes: number;
   /** Prompt prefix used by `waitIdle` when the request names none. */
   readonly readyPromptPrefix?: string | undefined;
+  /**
+   * `pty` (default): the program runs in a pseudo-terminal. `acp`: the program is an Agent
+   * Client Protocol agent on pipes, driven by ../acp/host.ts (no screen, no attach).
+   */
+  readonly mode?: "pty" | "acp" | undefined;
+  /** `acp` mode: MCP servers passed to `session/new`, in ACP's own shape. */
+  readonly mcpServers?: readonly unknown[] | undefined;
 }
 
 /** The holder's sidecar (`session.json`), rewritten atomically on every change. */
@@ -75,6 +84,8 @@ export interface HolderStatus extends HolderRecord {
   readonly rows: number;
   /** Total bytes of output so far (the `output` cursor). */
   readonly outputBytes: number;
+  /** `acp` mode: the ACP session's state. */
+  readonly acp?: AcpStatus | undefined;
 }
 
 /** Every request the holder understands, by `op`. */
@@ -101,7 +112,12 @@ export type HolderRequest =
     }
   | { readonly op: "output"; readonly since: number; readonly maxBytes?: number | undefined }
   | { readonly op: "attach"; readonly cols?: number | undefined; readonly rows?: number | undefined }
-  | { readonly op: "shutdown" };
+  | { readonly op: "shutdown" }
+  | { readonly op: "acp.handshake"; readonly timeoutMs: number }
+  | { readonly op: "acp.turns"; readonly since: number }
+  | { readonly op: "acp.waitTurn"; readonly turn: number; readonly timeoutMs: number }
+  | { readonly op: "acp.pending" }
+  | { readonly op: "acp.respond"; readonly action: string; readonly requestId?: string | undefined };
 
 /** Operation names. */
 export type HolderOp = HolderRequest["op"];
@@ -112,7 +128,8 @@ export interface HolderResults {
   info: { readonly workDir: string; readonly env: Record<string, string> };
   peek: { readonly text: string };
   screen: { readonly text: string };
-  nudge: { readonly bytes: number };
+  /** `turn`: the ACP turn the text became (`acp` mode). */
+  nudge: { readonly bytes: number; readonly turn?: number | undefined };
   keys: { readonly bytes: number };
   interrupt: { readonly pgid: number };
   resize: { readonly cols: number; readonly rows: number };
@@ -126,6 +143,11 @@ export interface HolderResults {
   output: { readonly data: string; readonly next: number; readonly truncated: boolean };
   attach: { readonly cols: number; readonly rows: number };
   shutdown: Record<string, never>;
+  "acp.handshake": { readonly state: AcpState | "timeout" };
+  "acp.turns": { readonly turns: AcpTurn[] };
+  "acp.waitTurn": { readonly turn: AcpTurn | null };
+  "acp.pending": { readonly interaction: InteractionView | null };
+  "acp.respond": { readonly chosen: string };
 }
 
 /** Error codes a holder replies with. */
@@ -139,6 +161,8 @@ export type HolderErrorCode =
   | "shutting_down"
   | "not_owner"
   | "awaiting_choice"
+  | "unsupported"
+  | "acp_error"
   | "internal";
 
 /** Identity a request may demand of the holder. */

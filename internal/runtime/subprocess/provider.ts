@@ -132,6 +132,8 @@ export interface SubprocessProviderOptions {
   readonly dialogTimeoutMs?: number | undefined;
   /** The built holder script. Default: `holder.js` beside this module (from `dist/`). */
   readonly holderPath?: string | undefined;
+  /** Where sessions live. Default `<stateDir>/subprocess` (the ACP provider uses `<stateDir>/acp`). */
+  readonly rootDir?: string | undefined;
   /** Node binary for holders. Default `process.execPath`. */
   readonly nodePath?: string | undefined;
   /** Base environment of sessions and hooks. Default `process.env`. */
@@ -194,7 +196,7 @@ export class SubprocessProvider
     SnapshotProvider,
     CensusProvider
 {
-  readonly name = "subprocess";
+  readonly name: string = "subprocess";
   /** City name. */
   readonly city: string;
   /** Ownership tag of this city's holders: `<name>-<id>` (identity.ts). */
@@ -209,7 +211,7 @@ export class SubprocessProvider
     this.opts = opts;
     this.city = opts.city;
     this.owner = ownerKey(opts.city, opts.cityId);
-    this.root = providerRoot(opts.stateDir);
+    this.root = opts.rootDir ?? providerRoot(opts.stateDir);
     this.holderPath = opts.holderPath ?? defaultHolderPath();
   }
 
@@ -254,7 +256,7 @@ export class SubprocessProvider
    * serves another city (or another name); `exited` = the program is gone (for operations
    * that need it). Other holder errors are thrown as gc errors.
    */
-  private async call<O extends HolderOp>(
+  protected async call<O extends HolderOp>(
     name: string,
     req: Extract<HolderRequest, { op: O }>,
     timeoutMs: number,
@@ -278,13 +280,13 @@ export class SubprocessProvider
             cause: e,
           });
         }
-        throw new ProviderError("subprocess", `${name}: ${req.op}: ${e.message}`, { cause: e });
+        throw new ProviderError(this.name, `${name}: ${req.op}: ${e.message}`, { cause: e });
       }
       throw e;
     }
   }
 
-  private async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
+  protected async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
     return this.call(name, { op: "status" }, STATUS_TIMEOUT_MS, signal);
   }
 
@@ -339,10 +341,12 @@ export class SubprocessProvider
         runCommand: runLocalCommand,
         stage: (p) => stageLocal("subprocess", p),
         create: (p, sig) =>
-          this.spawnHolder(name, p.config, p.env, sig, spawned).catch(async (e: unknown) => {
-            await destroy();
-            throw e;
-          }),
+          this.spawnHolder(name, p.config, p.env, sig, spawned)
+            .then(() => this.afterCreate(name, sig))
+            .catch(async (e: unknown) => {
+              await destroy();
+              throw e;
+            }),
         alive: async (sig) => {
           const st = await this.statusOf(name, sig);
           return st.ok && st.value.running;
@@ -372,6 +376,17 @@ export class SubprocessProvider
     } finally {
       await release?.();
     }
+  }
+
+  /**
+   * Runs once the holder answers, inside `create` (a rejection removes the session): the
+   * ACP provider waits for its handshake here. Default: nothing.
+   */
+  protected async afterCreate(_name: string, _signal: AbortSignal): Promise<void> {}
+
+  /** Extra fields of the holder spec (its mode). Default: a pty session. */
+  protected holderMode(): Pick<HolderSpec, "mode" | "mcpServers"> {
+    return {};
   }
 
   /** The program's environment: base env without gc's terminal, the pty's TERM, then the session's. */
@@ -480,6 +495,7 @@ export class SubprocessProvider
       log: p.log,
       logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
       readyPromptPrefix: config.readyPromptPrefix,
+      ...this.holderMode(),
     };
     writeFileAtomicSync(p.spec, JSON.stringify(spec));
     const holderEnv: NodeJS.ProcessEnv = { ...process.env };

@@ -17,6 +17,8 @@ export function sessionProcesses(
   childPid: number,
   exclude: readonly number[] = [],
 ): ProcEntry[] {
+  // No program yet (pid 0) or init: "its tree" would be every process on the machine.
+  if (!Number.isInteger(childPid) || childPid <= 1) return [];
   const skip = new Set(exclude);
   const members = new Map<number, ProcEntry>();
   for (const p of processTree(table, childPid)) members.set(p.pid, p);

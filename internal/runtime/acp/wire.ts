@@ -1,0 +1,59 @@
+/**
+ * What the holder's ACP ops carry over the holder socket (subprocess/protocol.ts): the ACP
+ * session's state, its turns and its pending interaction. Shared by the holder side
+ * (host.ts) and the provider side (provider.ts). Types only.
+ */
+
+/** Where the ACP session is: handshaking, taking prompts, waiting for sign-in, broken, or gone. */
+export type AcpState = "initializing" | "ready" | "needs_auth" | "failed" | "exited";
+
+/** The ACP part of the holder's `status`. */
+export interface AcpStatus {
+  readonly state: AcpState;
+  /** Why the session is `failed` or `needs_auth`. */
+  readonly error?: string | undefined;
+  /** `name version` from `initialize`'s agentInfo. */
+  readonly agent?: string | undefined;
+  /** A turn runs or waits, or a permission request is open. */
+  readonly busy: boolean;
+  /** Prompts waiting for the running turn to end. */
+  readonly queued: number;
+  /** Id of the newest turn (0 before the first). */
+  readonly lastTurn: number;
+  /** Auth method ids offered by `initialize`. */
+  readonly authMethods: readonly string[];
+}
+
+/** One tool call of a turn. */
+export interface AcpToolCall {
+  readonly id: string;
+  title: string;
+  readonly kind: string;
+  status: string;
+}
+
+/** One prompt turn, as the holder records it. Times are epoch milliseconds. */
+export interface AcpTurn {
+  readonly id: number;
+  readonly prompt: string;
+  state: "queued" | "running" | "done";
+  readonly queuedAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  /** `end_turn`, `cancelled`, `max_tokens`, `max_turn_requests`, `refusal`. */
+  stopReason?: string;
+  /** Why the turn failed (the prompt was refused, the agent died). */
+  error?: string;
+  /** The agent's message chunks, joined. */
+  reply: string;
+  readonly toolCalls: AcpToolCall[];
+}
+
+/** An open `session/request_permission` or authentication choice. */
+export interface InteractionView {
+  readonly requestId: string;
+  readonly kind: "permission" | "authentication";
+  readonly prompt: string;
+  readonly options: readonly { readonly id: string; readonly name: string; readonly kind: string }[];
+  readonly toolCallId?: string | undefined;
+}
