@@ -7,7 +7,7 @@ import { didYouMean } from "../config/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { INFRA_LOSSES_KEY } from "../reconcile/plan.js";
-import { describeError, SessionNotFoundError } from "../runtime/errors.js";
+import { describeError, PartialObservationError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
   type PendingInteraction,
@@ -157,7 +157,8 @@ async function observeWithDetails(
     providers.map(async (pName) => {
       try {
         const p = await city.providerFor(pName);
-        if (supportsSnapshot(p)) {
+        // A router's snapshot leaves failed backends out; its listing reports them (below).
+        if (supportsSnapshot(p) && !isRouter(p)) {
           for (const s of await p.snapshot("", { signal })) {
             if (!s.running) continue;
             running.add(s.name);
@@ -166,10 +167,26 @@ async function observeWithDetails(
           }
           return;
         }
-        const mine = await p.listRunning("", { signal });
+        let mine: readonly string[];
+        try {
+          mine = await p.listRunning("", { signal });
+        } catch (e) {
+          if (!(e instanceof PartialObservationError)) throw e;
+          // Some backends of a router are down: the rest is real; name the ones that failed.
+          mine = e.running;
+          for (const f of e.failed) {
+            unobservable.add(f.backend);
+            errors.push({ provider: `${pName} backend ${f.backend}`, error: f.error });
+          }
+        }
         for (const n of mine) {
           running.add(n);
           providerOf.set(n, pName);
+        }
+        if (supportsSnapshot(p)) {
+          for (const s of await p.snapshot("", { signal }).catch(() => []))
+            if (s.running) details.set(s.name, s);
+          return;
         }
         await Promise.all(
           mine.map(async (n) => {
