@@ -24,17 +24,35 @@ export function launchArgv(cfg: Pick<StartConfig, "command" | "prompt" | "prompt
 /** The variable that carries the command text to the session's shell (see {@link commandViaEnv}). */
 export const COMMAND_ENV = "GC_START_COMMAND";
 const FROM_ENV = `gc_c=$${COMMAND_ENV}; unset ${COMMAND_ENV}; eval "$gc_c"`;
+/** {@link FROM_ENV} for a simple command: the shell execs the program (see {@link commandViaEnv}). */
+const FROM_ENV_EXEC = `gc_c=$${COMMAND_ENV}; unset ${COMMAND_ENV}; eval "exec $gc_c"`;
+
+/**
+ * Whether `text` is one simple command that `exec TEXT` runs the same way: no list,
+ * pipeline, redirection, subshell, group or substitution, and no leading assignment.
+ */
+function isSimpleCommand(text: string): boolean {
+  if (/[;&|<>(){}`!\n\\]/.test(text)) return false;
+  const first = text.trimStart().split(/\s/, 1)[0] ?? "";
+  return first !== "" && !first.includes("=");
+}
 
 /**
  * Moves the shell text of a launch argv (`/bin/sh -c TEXT [$0 ARGS…]`) into the environment,
  * so the command — and a secret interpolated into it — is not in any process's argv (`ps`).
  * The shell reads the text, unsets the variable (the program never inherits it) and
- * evaluates it with the same positional parameters. Any other argv is returned as is. Pure.
+ * evaluates it with the same positional parameters. A simple command is exec'd, as `sh -c`
+ * does with it: the program replaces the shell (an agent CLI such as Claude Code does not
+ * get past its trust dialog when a shell stays its parent). Any other argv is returned as is. Pure.
  */
 export function commandViaEnv(argv: readonly string[]): { argv: string[]; env: Record<string, string> } {
   if (argv.length < 3 || argv[0] !== SHELL || argv[1] !== "-c") return { argv: [...argv], env: {} };
   const rest = argv.length > 3 ? argv.slice(3) : ["gc-session"];
-  return { argv: [SHELL, "-c", FROM_ENV, ...rest], env: { [COMMAND_ENV]: argv[2]! } };
+  const text = argv[2]!;
+  return {
+    argv: [SHELL, "-c", isSimpleCommand(text) ? FROM_ENV_EXEC : FROM_ENV, ...rest],
+    env: { [COMMAND_ENV]: text },
+  };
 }
 
 /** The prompt as extra arguments: `[flag, prompt]`, `[prompt]` or `[]`. Pure. */
