@@ -31,10 +31,19 @@ const FROM_ENV_EXEC = `gc_c=$${COMMAND_ENV}; unset ${COMMAND_ENV}; eval "exec $g
  * Whether `text` is one simple command that `exec TEXT` runs the same way: no list,
  * pipeline, redirection, subshell, group or substitution, and no leading assignment.
  */
+/** Shell builtins and keywords: `exec WORD` would look for a program of that name instead. */
+const SHELL_WORDS = new Set(
+  (
+    "exec exit return cd export unset set shift trap eval . source read wait umask ulimit alias " +
+    "unalias command readonly local times type hash getopts if then else elif fi for while until " +
+    "do done case esac break continue : ! [ [[ test true false echo printf kill pwd jobs fg bg"
+  ).split(" "),
+);
+
 function isSimpleCommand(text: string): boolean {
   if (/[;&|<>(){}`!\n\\]/.test(text)) return false;
   const first = text.trimStart().split(/\s/, 1)[0] ?? "";
-  return first !== "" && !first.includes("=");
+  return first !== "" && !first.includes("=") && !SHELL_WORDS.has(first);
 }
 
 /**

@@ -85,4 +85,21 @@ describe("commandViaEnv", () => {
     expect(out.stdout).not.toContain("GC_START_COMMAND");
     expect(commandViaEnv(["/bin/sh"])).toEqual({ argv: ["/bin/sh"], env: {} });
   });
+
+  it("a simple command replaces the shell (exec); builtins, exec and compound commands keep their meaning", () => {
+    const run = (command: string) => {
+      const m = commandViaEnv(launchArgv({ command }));
+      return spawnSync(m.argv[0]!, m.argv.slice(1), {
+        encoding: "utf8",
+        env: { PATH: process.env.PATH, ...m.env },
+      });
+    };
+    // The program's parent is whoever spawned the shell: the shell itself is gone.
+    const stat = run("cat /proc/self/stat").stdout.split(" ");
+    expect(Number(stat[3])).toBe(process.pid);
+    expect(run("exit 3").status).toBe(3);
+    expect(run("exec sh -c 'exit 4'").status).toBe(4);
+    expect(run("true; exit 5").status).toBe(5);
+    expect(run("echo hi").stdout).toBe("hi\n");
+  });
 });
