@@ -211,7 +211,9 @@ const APPROVAL_SCHEMA = s.union(
           kind: s
             .string({ nonEmpty: true })
             .optional()
-            .describe("Interaction kind to match (approval, dialog, menu); default: any."),
+            .describe(
+              "Interaction kind to match (approval, dialog, menu, permission); default: any. Authentication choices are never answered by the policy.",
+            ),
           match: s
             .string({ nonEmpty: true, check: regexProblem })
             .optional()
