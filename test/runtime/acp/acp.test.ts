@@ -143,6 +143,20 @@ describe("acp provider", { timeout: 60_000 }, () => {
     expect(await p.waitTurn(s, await p.prompt(s, "hi"), 10_000)).toMatchObject({ reply: "echo: hi" });
   });
 
+  it("a prompt answered auth_required: a clear turn error, then the auth choice is pending", async () => {
+    const s = await session({ ACP_TEST_FAIL_PROMPT: "1" });
+    expect((await p.acpStatus(s))?.state).toBe("ready"); // session/new needed no sign-in
+    expect(await p.pending(s)).toBeUndefined();
+    const t = await p.waitTurn(s, await p.prompt(s, "hi"), 10_000);
+    expect(t?.error).toMatch(/needs authentication \(auth methods: test-login\)/);
+    expect(t?.stopReason).toBeUndefined();
+    expect(await p.pending(s)).toMatchObject({ kind: "authentication", options: ["test-login"] });
+    expect(await p.waitForIdle(s, 5_000)).toBe("idle");
+    await expect(p.prompt(s, "again")).rejects.toMatchObject({ code: "GC_NUDGE_NOT_DELIVERED" });
+    await p.respond(s, { action: "test-login" });
+    expect(await p.waitTurn(s, await p.prompt(s, "hi"), 10_000)).toMatchObject({ reply: "echo: hi" });
+  });
+
   it("session.acp.mcp_servers reach session/new in ACP's shape", async () => {
     const s = await session();
     const t = await p.waitTurn(s, await p.prompt(s, "mcp"), 10_000);
