@@ -2,94 +2,12 @@
  * `gc dashboard` HTTP API without a browser: the built gc against a subprocess city (its
  * screen comes from the provider's raw output stream), the access rules, and the flags.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
-import { GC_BIN, makeCity, type TestCity } from "../support/city.js";
-
-interface Started {
-  readonly url: string;
-  readonly token: string;
-  readonly port: number;
-}
-
-function dashboard(city: TestCity, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Started> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [GC_BIN, "--city", city.dir, "dashboard", "--json", ...args],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ...env },
-    },
-  );
-  onTestFinished(async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    }
-  });
-  let err = "";
-  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      if (out.includes("\n")) resolve(JSON.parse(out.split("\n")[0]!) as Started);
-    });
-    child.once("exit", (code) => reject(new Error(`gc dashboard exited ${code}: ${err}`)));
-  });
-}
-
-/** A raw HTTP request (headers as given, Host included). */
-function http(
-  port: number,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: string,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = request({ host: "127.0.0.1", port, method, path, headers }, (res) => {
-      let b = "";
-      res.setEncoding("utf8").on("data", (d: string) => (b += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: b }));
-    });
-    r.on("error", reject);
-    r.end(body);
-  });
-}
-
-/** Reads server-sent events until `done` says stop. */
-function sse(port: number, path: string, done: (events: { event: string; data: string }[]) => boolean) {
-  return new Promise<{ event: string; data: string }[]>((resolve, reject) => {
-    const events: { event: string; data: string }[] = [];
-    const r = request({ host: "127.0.0.1", port, path }, (res) => {
-      let buf = "";
-      res.setEncoding("utf8").on("data", (d: string) => {
-        buf += d;
-        let i = buf.indexOf("\n\n");
-        while (i >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const ev = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (ev && data !== undefined) events.push({ event: ev, data });
-          i = buf.indexOf("\n\n");
-        }
-        if (done(events)) {
-          r.destroy();
-          resolve(events);
-        }
-      });
-    });
-    r.on("error", reject);
-    r.end();
-  });
-}
+import { describe, expect, it } from "vitest";
+import { makeCity } from "../support/city.js";
+import { startDashboard as dashboard, http, sse } from "./support.js";
 
 async function freePort(): Promise<number> {
   const s = createServer();
