@@ -178,7 +178,10 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
     const file = files[url.pathname];
     if (file && req.method === "GET") {
       let body = cache.get(url.pathname);
-      if (!body) cache.set(url.pathname, (body = await readFile(file.file)));
+      if (!body) {
+        body = await readFile(file.file);
+        cache.set(url.pathname, body);
+      }
       res.writeHead(200, { ...SECURITY_HEADERS, "Content-Type": file.type });
       res.end(body);
       return;
