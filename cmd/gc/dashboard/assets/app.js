@@ -109,6 +109,16 @@ function renderGrid() {
     cards.clear();
   }
   if (!status) return;
+  if (cards.size === 0) {
+    // The first draw: every card in one parse, then updated in place like any later draw.
+    const htmls = status.sessions.map(cardHtml);
+    grid.innerHTML = status.sessions
+      .map(
+        (x, i) => `<a href="#/s/${encodeURIComponent(x.name)}" data-session="${esc(x.name)}">${htmls[i]}</a>`,
+      )
+      .join("");
+    status.sessions.forEach((x, i) => cards.set(x.name, { el: grid.children[i], html: htmls[i] }));
+  }
   const seen = new Set();
   let prev = null;
   for (const x of status.sessions) {
