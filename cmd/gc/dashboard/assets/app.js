@@ -117,7 +117,9 @@ function renderGrid() {
         (x, i) => `<a href="#/s/${encodeURIComponent(x.name)}" data-session="${esc(x.name)}">${htmls[i]}</a>`,
       )
       .join("");
-    status.sessions.forEach((x, i) => cards.set(x.name, { el: grid.children[i], html: htmls[i] }));
+    status.sessions.forEach((x, i) => {
+      cards.set(x.name, { el: grid.children[i], html: htmls[i] });
+    });
   }
   const seen = new Set();
   let prev = null;
