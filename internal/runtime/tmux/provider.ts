@@ -14,6 +14,7 @@ import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { dbg } from "../dbg.js";
 import {
   findInteraction,
   respondToInteraction,
@@ -78,7 +79,7 @@ import {
   socketArgs,
   TmuxConnectionError,
 } from "./control-client.js";
-import { fromHex, tmuxSessionName, toHex } from "./quote.js";
+import { fromHex, sessionTarget, tmuxSessionName, toHex } from "./quote.js";
 import {
   isAbsent,
   isDuplicate,
@@ -231,7 +232,13 @@ export class TmuxProvider
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
-    const existing = await this.lookup(`=${tmuxSessionName(name)}`, signal);
+    dbg("tmux.doStart", name);
+    const existing = await this.lookup(sessionTarget(name), signal);
+    dbg(
+      "tmux.doStart.lookup",
+      name,
+      existing ? { id: existing.id, name: existing.name, live: isLive(existing) } : null,
+    );
     if (existing) {
       if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
       await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
@@ -243,6 +250,7 @@ export class TmuxProvider
     };
     const plan = planStart(name, this.city, config, { sourceDir: this.cityDir });
     await mkdir(plan.hookDir, { recursive: true });
+    dbg("tmux.doStart.mkdir", name);
     let id: string | undefined;
     const live = async (sig: AbortSignal) => {
       const s = id === undefined ? undefined : await this.lookup(id, sig);
@@ -288,7 +296,7 @@ export class TmuxProvider
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
-    const target = `=${tmuxSessionName(name)}:`;
+    const target = sessionTarget(name);
     const tag = (k: string, v: string) => ["set-option", "-t", target, k, v];
     // Ownership is part of creation: one command list, which the server runs as a whole, so
     // no controller death (or stop) between steps can leave an untagged session behind.
@@ -302,6 +310,7 @@ export class TmuxProvider
     if (cfg.readyPromptPrefix?.trim()) tags.push(tag("@gc_prefix", toHex(cfg.readyPromptPrefix)));
     let out: string[];
     try {
+      dbg("tmux.create.send", name);
       [out = []] = await this.client.commandList(
         [
           [
@@ -330,13 +339,15 @@ export class TmuxProvider
         { signal, create: true },
       );
     } catch (e) {
+      dbg("tmux.create.fail", name, String(e));
       if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
       // A failure after new-session (a tag) leaves a session this start created: remove it.
-      const made = await this.lookup(`=${tmuxSessionName(name)}`).catch(() => undefined);
+      const made = await this.lookup(sessionTarget(name)).catch(() => undefined);
       if (made && made.name === undefined) await this.destroy(made.id).catch(() => undefined);
       throw e;
     }
     const id = out[0]?.trim() ?? "";
+    dbg("tmux.create.done", name, id);
     if (!/^\$\d+$/.test(id))
       throw new ProviderError("tmux", `new-session printed ${JSON.stringify(out.join(" "))}`);
     if (signal?.aborted) {
@@ -389,6 +400,7 @@ export class TmuxProvider
   }
 
   private async destroy(id: string): Promise<void> {
+    dbg("tmux.destroy", id);
     this.deadWithoutStatus.delete(`${this.client.generation}:${id}`);
     for (const [n, r] of this.ids) if (r.id === id) this.ids.delete(n);
     const s = await this.lookup(id).catch(() => undefined);
@@ -683,7 +695,7 @@ export class TmuxProvider
         this.ids.delete(name);
       }
     }
-    const target = `=${tmuxSessionName(name)}`;
+    const target = sessionTarget(name);
     // Capturing is read-only, so it goes out together with the ownership lookup (one round
     // trip) and its text is thrown away unless the session is ours.
     const [s, text] = await Promise.all([
@@ -797,7 +809,7 @@ export class TmuxProvider
           "list-panes",
           "-s",
           "-t",
-          `=${tmuxSessionName(name)}`,
+          sessionTarget(name),
           "-F",
           `#{@gc_city}|#{@gc_name}|#{@gc_m_${toHex(key)}}`,
         ],
@@ -1139,7 +1151,7 @@ export class TmuxProvider
 
   /** The session named `name` when this city owns it. */
   private async find(name: string, signal?: AbortSignal): Promise<SessionInfo | undefined> {
-    const s = await this.lookup(`=${tmuxSessionName(name)}`, signal);
+    const s = await this.lookup(sessionTarget(name), signal);
     if (s?.name !== name) return undefined;
     this.ids.set(name, { id: s.id, generation: this.client.generation });
     return s;
