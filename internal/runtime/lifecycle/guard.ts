@@ -3,8 +3,6 @@
  * provider's `start` goes through, so a second start of a name whose first start has not
  * finished fails at once instead of racing it.
  */
-
-import { dbg } from "../dbg.js";
 import { SessionExistsError } from "../errors.js";
 
 /** The names whose start is in progress in this process. */
@@ -22,14 +20,12 @@ export class StartsInProgress {
    * of `name` has not finished; `start` is not called then.
    */
   async run<T>(name: string, start: () => Promise<T>): Promise<T> {
-    dbg("guard.enter", name, this.names.has(name));
     if (this.names.has(name)) throw new SessionExistsError(name, { cause: "a start is already in progress" });
     this.names.add(name);
     try {
       return await start();
     } finally {
       this.names.delete(name);
-      dbg("guard.exit", name);
     }
   }
 }

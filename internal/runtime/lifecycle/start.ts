@@ -10,7 +10,6 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { type RunResult, run } from "../../proc/run.js";
-import { dbg } from "../dbg.js";
 import {
   acceptStartupDialogs,
   DialogRefusedError,
@@ -98,11 +97,8 @@ export async function runStart(
   const steps = new Sequence(backend, plan, limits, signal, Date.now() + limits.startupTimeoutMs);
   try {
     await steps.run();
-    dbg("runStart.ok", plan.name);
   } catch (e) {
-    dbg("runStart.fail", plan.name, String(e), steps.created);
     if (steps.created) await backend.destroy().catch(() => undefined);
-    dbg("runStart.destroyed", plan.name);
     if (callerSignal?.aborted) throw callerSignal.reason;
     if (deadline.signal.aborted) {
       // A step that knew why it was still waiting (a pod still Pending: ImagePullBackOff)
@@ -159,13 +155,10 @@ class Sequence {
     if (this.does("stage")) await this.b.stage(this.plan, this.signal);
     this.signal.throwIfAborted();
     // create leaves nothing behind when it rejects; from its success on, failures destroy.
-    dbg("seq.create", this.plan.name);
     await this.b.create(this.plan, this.signal);
     this.created = true;
-    dbg("seq.created", this.plan.name);
     this.signal.throwIfAborted();
     if (this.does("readiness")) await this.awaitReady();
-    dbg("seq.ready", this.plan.name);
     if (this.does("session_setup")) {
       await this.hooks("session_setup", cfg.sessionSetup);
       if (cfg.sessionSetupScript) await this.script(cfg.sessionSetupScript);

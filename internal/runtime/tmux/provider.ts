@@ -14,7 +14,6 @@ import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { dbg } from "../dbg.js";
 import {
   findInteraction,
   respondToInteraction,
@@ -232,13 +231,7 @@ export class TmuxProvider
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
-    dbg("tmux.doStart", name);
     const existing = await this.lookup(sessionTarget(name), signal);
-    dbg(
-      "tmux.doStart.lookup",
-      name,
-      existing ? { id: existing.id, name: existing.name, live: isLive(existing) } : null,
-    );
     if (existing) {
       if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
       await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
@@ -250,7 +243,6 @@ export class TmuxProvider
     };
     const plan = planStart(name, this.city, config, { sourceDir: this.cityDir });
     await mkdir(plan.hookDir, { recursive: true });
-    dbg("tmux.doStart.mkdir", name);
     let id: string | undefined;
     const live = async (sig: AbortSignal) => {
       const s = id === undefined ? undefined : await this.lookup(id, sig);
@@ -310,7 +302,6 @@ export class TmuxProvider
     if (cfg.readyPromptPrefix?.trim()) tags.push(tag("@gc_prefix", toHex(cfg.readyPromptPrefix)));
     let out: string[];
     try {
-      dbg("tmux.create.send", name);
       [out = []] = await this.client.commandList(
         [
           [
@@ -339,7 +330,6 @@ export class TmuxProvider
         { signal, create: true },
       );
     } catch (e) {
-      dbg("tmux.create.fail", name, String(e));
       if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
       // A failure after new-session (a tag) leaves a session this start created: remove it.
       const made = await this.lookup(sessionTarget(name)).catch(() => undefined);
@@ -347,7 +337,6 @@ export class TmuxProvider
       throw e;
     }
     const id = out[0]?.trim() ?? "";
-    dbg("tmux.create.done", name, id);
     if (!/^\$\d+$/.test(id))
       throw new ProviderError("tmux", `new-session printed ${JSON.stringify(out.join(" "))}`);
     if (signal?.aborted) {
@@ -400,7 +389,6 @@ export class TmuxProvider
   }
 
   private async destroy(id: string): Promise<void> {
-    dbg("tmux.destroy", id);
     this.deadWithoutStatus.delete(`${this.client.generation}:${id}`);
     for (const [n, r] of this.ids) if (r.id === id) this.ids.delete(n);
     const s = await this.lookup(id).catch(() => undefined);
