@@ -74,6 +74,7 @@ import {
   type CommandOptions,
   ControlClient,
   KEEPER_SESSION,
+  removeOrphanClients,
   serverListening,
   socketArgs,
   TmuxConnectionError,
@@ -173,6 +174,10 @@ export class TmuxProvider
       tmuxPath: this.settings.tmuxPath,
       commandTimeoutMs: this.settings.commandTimeoutMs,
       env,
+      // Every (re)connect first removes control clients a dead gc process left on this socket.
+      beforeConnect: async () => {
+        await removeOrphanClients(socketArgs(this.settings.socket));
+      },
       setup: [
         ["refresh-client", "-f", "no-output"],
         ["set-option", "-s", "exit-empty", "off"],
