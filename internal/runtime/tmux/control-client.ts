@@ -12,6 +12,7 @@ import { StringDecoder } from "node:string_decoder";
 import { killPids } from "../../proc/kill.js";
 import { readProcessTable } from "../../proc/process-table.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
+import { procStartTime } from "../subprocess/tree.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 
@@ -25,11 +26,13 @@ const CLOSE_GRACE_MS = 1_000;
 const CONNECT_ATTEMPTS = 3;
 
 /**
- * Environment variable that tags every control client process with the pid of the gc process
- * that spawned it (removed from the server's global environment at once, so no session sees
- * it). A client whose parent is no longer that process is an orphan of a dead gc process.
+ * Environment variable that tags every control client process with the gc process that spawned
+ * it, `<pid>:<start time>` (removed from the server's global environment at once, so no session
+ * sees it). A client whose tagging process is gone is an orphan of a dead gc process.
  */
 export const CLIENT_OWNER_ENV = "GC_TMUX_CLIENT_OF";
+
+const OWNER_TAG = `${process.pid}:${procStartTime(process.pid) ?? ""}`;
 
 /** Which tmux server: a socket name under tmux's socket dir (`-L`) or a socket path (`-S`). */
 export type TmuxSocket = { readonly name: string } | { readonly path: string };
@@ -362,7 +365,7 @@ export class ControlClient {
       ],
       {
         stdio: ["pipe", "pipe", "pipe"],
-        env: { ...(this.opts.env ?? process.env), [CLIENT_OWNER_ENV]: String(process.pid) },
+        env: { ...(this.opts.env ?? process.env), [CLIENT_OWNER_ENV]: OWNER_TAG },
       },
     );
     let markExited!: () => void;
@@ -592,9 +595,9 @@ export class ControlClient {
 /**
  * Control clients of the server at `socket` (tmux's argv for it, {@link socketArgs}) left by a
  * gc process that is gone: a `tmux: client` process tagged {@link CLIENT_OWNER_ENV} whose
- * parent is no longer the tagging process. Such a client never sees its stdin close when
- * something else still holds the other end, and it keeps the server (and a wedged reply
- * stream) alive. Clients of live gc processes and the server itself are never listed.
+ * tagging process no longer lives (pid and start time). Such a client never sees its stdin
+ * close when something else still holds the other end, and it keeps the server (and a wedged
+ * reply stream) alive. Clients of live gc processes and the server itself are never listed.
  */
 export async function orphanClients(socket: readonly string[]): Promise<number[]> {
   const [flag, value] = socket as [string, string];
@@ -606,7 +609,10 @@ export async function orphanClients(socket: readonly string[]): Promise<number[]
       if (!argv.includes("-C") || !argv.some((a, i) => a === flag && argv[i + 1] === value)) continue;
       const env = (await readFile(`/proc/${p.pid}/environ`, "utf8")).split("\0");
       const tag = env.find((e) => e.startsWith(`${CLIENT_OWNER_ENV}=`));
-      if (tag !== undefined && Number(tag.slice(CLIENT_OWNER_ENV.length + 1)) !== p.ppid) out.push(p.pid);
+      if (tag === undefined) continue;
+      const [pid = "", start = ""] = tag.slice(CLIENT_OWNER_ENV.length + 1).split(":");
+      const now = procStartTime(Number(pid));
+      if (now === null || (start !== "" && String(now) !== start)) out.push(p.pid);
     } catch {
       // gone, or not ours to read
     }

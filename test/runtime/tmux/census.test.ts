@@ -66,16 +66,17 @@ describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
     expect(left.map((e) => e.pid).sort()).toEqual(seen.map((e) => e.pid).sort());
   });
 
-  it("an orphaned control client (its tagging gc process is gone) is removed at the next connect; live clients and the server stay", async () => {
+  it("an orphaned control client (the gc process that tagged it is gone) is removed at the next connect; live clients and the server stay", async () => {
     fx = await tmuxFixture();
     const p = fx.provider();
     await p.listRunning("").catch(() => undefined);
     await p.control.connect();
     const live = p.control.pid!;
     const argv = ["-u", "-L", fx.socket, "-f", "/dev/null", "-C", "new-session", "-A", "-s", KEEPER_SESSION];
-    // A client tagged by a gc process that is not its parent (pid 1 never spawns one), whose
-    // stdin stays open: exactly what a killed controller leaves when its pipe is held elsewhere.
-    const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: "1" }, stdio: "pipe" });
+    // A client tagged by a gc process that is gone (no such pid), whose stdin stays open:
+    // what a killed controller leaves when the other end of its pipe is held elsewhere.
+    const dead = `${2 ** 22 + 1}:1`; // above Linux's pid_max limit: never a live pid
+    const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: dead }, stdio: "pipe" });
     orphan.stdout.resume();
     const exited = new Promise((r) => orphan.once("exit", r));
     try {
