@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
 import { readProcessTable } from "../../proc/process-table.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
@@ -606,7 +607,7 @@ export async function orphanClients(socket: readonly string[]): Promise<number[]
     if (p.comm !== "tmux: client" || p.state === "Z") continue;
     try {
       const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
-      if (!argv.includes("-C") || !argv.some((a, i) => a === flag && argv[i + 1] === value)) continue;
+      if (!argv.includes("-C") || !hasOption(argv, flag, value)) continue;
       const env = (await readFile(`/proc/${p.pid}/environ`, "utf8")).split("\0");
       const tag = env.find((e) => e.startsWith(`${CLIENT_OWNER_ENV}=`));
       if (tag === undefined) continue;
