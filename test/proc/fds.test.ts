@@ -26,7 +26,7 @@ describe.skipIf(process.platform !== "linux")("closeInheritedFds", () => {
       { stdio: ["ignore", "pipe", "inherit", "pipe"] },
     );
     let out = "";
-    child.stdout.on("data", (b: Buffer) => {
+    child.stdout?.on("data", (b: Buffer) => {
       out += b.toString();
     });
     const pipe = child.stdio[3] as NodeJS.ReadableStream;
