@@ -713,7 +713,9 @@ export class TmuxProvider
   ): Promise<string> {
     const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
     const flags = styled ? ["-p", "-e", "-J"] : ["-p", "-J"];
-    const out = await this.tmux(["capture-pane", ...flags, "-t", `${target}:`, ...range], {
+    // A session id (`$3`) becomes a pane target with its colon; a name target already has one.
+    const pane = target.endsWith(":") ? target : `${target}:`;
+    const out = await this.tmux(["capture-pane", ...flags, "-t", pane, ...range], {
       signal,
       generation,
       retry: true,
