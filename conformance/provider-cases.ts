@@ -137,6 +137,27 @@ const lifecycle: ConformanceCase[] = [
     },
   },
   {
+    id: "start.name-prefix",
+    title: "a name that is a prefix of a running session's name (w-2 / w-20) is its own, absent session",
+    async run(ctx) {
+      const short = ctx.newName();
+      const long = `${short}0`;
+      const cfg = await ctx.config(LONG);
+      await ctx.start(long, cfg);
+      await ctx.provider.setMeta(long, "conf-key", "long");
+      assert.equal(await ctx.provider.isRunning(short), false, `${short} is not ${long}`);
+      await rejectsWith(ctx.provider.getMeta(short, "conf-key"), "GC_SESSION_NOT_FOUND", "getMeta");
+      await rejectsWith(ctx.provider.peek(short, 5), "GC_SESSION_NOT_FOUND", "peek");
+      await ctx.provider.stop(short);
+      assert.equal(await ctx.provider.isRunning(long), true, `stopping ${short} must leave ${long}`);
+      await ctx.start(short, await ctx.config(LONG));
+      assert.equal(await ctx.provider.isRunning(short), true);
+      assert.equal(await ctx.provider.getMeta(short, "conf-key"), undefined);
+      const listed = await ctx.provider.listRunning(short);
+      assert.ok(listed.includes(short) && listed.includes(long), `both listed: ${listed.join(" ")}`);
+    },
+  },
+  {
     id: "start.concurrent-8",
     title: "start: 8 concurrent distinct starts all run",
     async run(ctx) {

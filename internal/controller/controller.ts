@@ -172,6 +172,7 @@ export async function runController(
         onProgress: (e) => {
           pass.events.push(e);
           if (e.phase !== "begin") opts.log(progressLine(e));
+          else opts.debug?.(`begin ${e.action} ${e.name}: ${e.detail}`);
           emit({ type: "progress", event: e });
         },
       });

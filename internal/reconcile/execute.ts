@@ -272,9 +272,18 @@ async function startSession(
   try {
     await provider.start(d.name, d.config, { signal: deps.signal });
   } catch (e) {
-    if (isGcError(e, "GC_SESSION_EXISTS")) return adopt(d, "already running when started", deps);
+    // The name is taken. Only a session of ours that runs is adopted: a name held by another
+    // city's session, or by a start that has not finished (a dead starter's lock), is a failed
+    // start (backoff, retried), never a "running" record with nothing behind it.
+    const taken = isGcError(e, "GC_SESSION_EXISTS");
+    if (taken && (await provider.isRunning(d.name, { signal: deps.signal }).catch(() => false))) {
+      return adopt(d, "already running when started", deps);
+    }
     if (deps.signal?.aborted) throw e;
-    const failure = describeError(e);
+    const why = (e as Error).cause === undefined ? "" : ` (${describeError((e as Error).cause)})`;
+    const failure = taken
+      ? `the name is taken, but no session of ours runs under it: ${describeError(e)}${why}`
+      : describeError(e);
     const rec = (await store.get(d.name))!;
     // A start that failed is a crash of this generation: back off or quarantine right away.
     const crash = crashAction(

@@ -114,58 +114,54 @@ function startInBackground(city: TestCity): { done: Promise<number | null> } {
 const rand = (max: number) => Math.floor(Math.random() * max);
 
 describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
-  // Known open bug (issue 13): under full CI load a SIGKILL of the controller mid-start can
-  // leave one session recorded as running but absent (every later start of it meets
-  // SessionExists from the start guard), and on tmux 1 trial in 4 left the server and a client
-  // after `gc stop`. Runs only with GC_TEST_SIGKILL_TMUX=1 (both providers) until fixed.
+  // The issue asks for 20 moments; CI runs KILLS (4) per provider, one in each quarter of the
+  // start, to stay within its time budget (tmux ~85 s, subprocess ~170 s on the loaded CI
+  // machine); GC_TEST_FAULTS_KILLS=20 runs the full count.
   for (const provider of ["tmux", "subprocess"] as const) {
-    it.skipIf(process.env.GC_TEST_SIGKILL_TMUX !== "1")(
-      `${provider}: SIGKILL of the controller at ${KILLS} moments of a ${SESSIONS}-session start → exactly ${SESSIONS}, all owned, none quarantined; stop leaves nothing`,
-      async () => {
-        const t0 = Date.now();
-        const city = makeCity(pool(provider, SESSIONS));
-        const tag = ownerKey(city.name, cityIdOf(city.dir));
-        const owned = () =>
-          provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tag).length : holders(city).length;
-        for (let trial = 0; trial < KILLS; trial++) {
-          const run = startInBackground(city);
-          const pid = await until("controller pid", () => controllerPid(city), 120_000);
-          // A random moment inside this trial's slice of the start (0 = before the first session).
-          const slice = SESSIONS / KILLS;
-          const target = Math.floor(trial * slice + rand(Math.ceil(slice)));
-          await until("progress", () => owned() >= target, 300_000);
-          process.kill(pid, "SIGKILL");
-          await run.done;
-          const again = await city.gc(["start"], { timeoutMs: 300_000 });
-          expect(again.code, `trial ${trial} (kill at ${target}): ${again.stdout}${again.stderr}`).toBe(0);
-          const st = await until(
-            `trial ${trial}: ${SESSIONS} running`,
-            async () => {
-              const s = await status(city);
-              return s.sessions.filter((r) => r.running).length === SESSIONS && s;
-            },
-            300_000,
-          );
-          expect(st.sessions).toHaveLength(SESSIONS);
-          expect(st.sessions.filter((r) => r.state === "quarantined")).toEqual([]);
-          if (provider === "tmux") {
-            const all = tmuxSessions(city);
-            expect(all.filter((s) => s.tag !== tag)).toEqual([]); // nothing untagged
-            expect(all).toHaveLength(SESSIONS);
-          } else {
-            expect(holders(city)).toHaveLength(SESSIONS);
-          }
-          const stop = await city.gc(["stop"], { timeoutMs: 300_000 });
-          expect(stop.code, `trial ${trial}: ${stop.stdout}${stop.stderr}`).toBe(0);
-          expect(stop.stdout).toContain("census: nothing");
-          // The census is the runtime's, not gc's word: no process of the city survives.
-          expect(await controllerGone(city)).toBe(true);
-          expect(tmuxProcesses(city)).toEqual([]);
-          expect(holders(city)).toEqual([]);
+    it(`${provider}: SIGKILL of the controller at ${KILLS} moments of a ${SESSIONS}-session start → exactly ${SESSIONS}, all owned, none quarantined; stop leaves nothing`, async () => {
+      const t0 = Date.now();
+      const city = makeCity(pool(provider, SESSIONS));
+      const tag = ownerKey(city.name, cityIdOf(city.dir));
+      const owned = () =>
+        provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tag).length : holders(city).length;
+      for (let trial = 0; trial < KILLS; trial++) {
+        const run = startInBackground(city);
+        const pid = await until("controller pid", () => controllerPid(city), 120_000);
+        // A random moment inside this trial's slice of the start (0 = before the first session).
+        const slice = SESSIONS / KILLS;
+        const target = Math.floor(trial * slice + rand(Math.ceil(slice)));
+        await until("progress", () => owned() >= target, 300_000);
+        process.kill(pid, "SIGKILL");
+        await run.done;
+        const again = await city.gc(["start"], { timeoutMs: 300_000 });
+        expect(again.code, `trial ${trial} (kill at ${target}): ${again.stdout}${again.stderr}`).toBe(0);
+        const st = await until(
+          `trial ${trial}: ${SESSIONS} running`,
+          async () => {
+            const s = await status(city);
+            return s.sessions.filter((r) => r.running).length === SESSIONS && s;
+          },
+          300_000,
+        );
+        expect(st.sessions).toHaveLength(SESSIONS);
+        expect(st.sessions.filter((r) => r.state === "quarantined")).toEqual([]);
+        if (provider === "tmux") {
+          const all = tmuxSessions(city);
+          expect(all.filter((s) => s.tag !== tag)).toEqual([]); // nothing untagged
+          expect(all).toHaveLength(SESSIONS);
+        } else {
+          expect(holders(city)).toHaveLength(SESSIONS);
         }
-        console.log(`[faults] ${provider} SIGKILL × ${KILLS}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      },
-    );
+        const stop = await city.gc(["stop"], { timeoutMs: 300_000 });
+        expect(stop.code, `trial ${trial}: ${stop.stdout}${stop.stderr}`).toBe(0);
+        expect(stop.stdout).toContain("census: nothing");
+        // The census is the runtime's, not gc's word: no process of the city survives.
+        expect(await controllerGone(city)).toBe(true);
+        expect(tmuxProcesses(city)).toEqual([]);
+        expect(holders(city)).toEqual([]);
+      }
+      console.log(`[faults] ${provider} SIGKILL × ${KILLS}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    });
   }
 
   it(`stop wins: gc stop at ${TRIALS} random delays after gc start leaves no controller and no session`, async () => {

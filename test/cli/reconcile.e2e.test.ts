@@ -180,13 +180,11 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     expect(events.stdout).not.toContain('"crashed"');
   });
 
-  // Known open bug (issue 13): after the tmux server is killed and then the controller
-  // mid-start, one session can stay "adopted" by a start that never ends (the start guard
-  // answers SessionExists while tmux has no such session). Runs only with GC_TEST_SIGKILL_TMUX=1.
-  it.skipIf(process.env.GC_TEST_SIGKILL_TMUX !== "1")(
-    "controller: SIGKILL mid-start of 20 sessions, then start again → exactly 20, no duplicates",
-    async () => {
-      const city = makeCity(`workspace:
+  // Regression (issue 13): after the tmux server is killed and then the controller mid-start,
+  // `w-2` was looked up as `=w-2` (no colon), which tmux resolves to `w-20` by prefix: every
+  // start of w-2 met SessionExists and was recorded "adopted" while nothing ran.
+  it("controller: SIGKILL mid-start of 20 sessions, then start again → exactly 20, no duplicates", async () => {
+    const city = makeCity(`workspace:
   name: @NAME@
 session:
   provider: tmux
@@ -200,36 +198,35 @@ agents:
     min_active_sessions: 20
     max_active_sessions: 20
 `);
-      const first = await city.gc(["start", "--json"]);
-      expect(first.code).toBe(0);
-      const ctl = JSON.parse(first.stdout).controller.pid as number;
-      expect(ctl).toBeGreaterThan(0);
-      // The first pass has finished; force a fresh start wave and kill the controller in the middle of it.
-      city.tmux("kill-server");
-      const poke = city.gc(["reconcile"]);
-      await until(
-        "some sessions restarting",
-        () => city.tmux("list-sessions").stdout.split("\n").filter(Boolean).length >= 3,
-        20_000,
-      );
-      process.kill(ctl, "SIGKILL");
-      await poke;
-      await until("controller dead", async () => !(await pidAlive(ctl)));
-      const again = await city.gc(["start"]);
-      expect(again.code).toBe(0);
-      const st = await status(city);
-      expect(st.controller.running).toBe(true);
-      const names = st.sessions.map((s) => s.name);
-      expect(names).toHaveLength(20);
-      expect(new Set(names).size).toBe(20);
-      expect(st.sessions.every((s) => s.running && s.state === "running")).toBe(true);
-      const listed = city
-        .tmux("list-sessions", "-F", "#{session_name}")
-        .stdout.split("\n")
-        .filter((n) => n.startsWith("w-"));
-      expect(new Set(listed).size).toBe(listed.length);
-    },
-  );
+    const first = await city.gc(["start", "--json"]);
+    expect(first.code).toBe(0);
+    const ctl = JSON.parse(first.stdout).controller.pid as number;
+    expect(ctl).toBeGreaterThan(0);
+    // The first pass has finished; force a fresh start wave and kill the controller in the middle of it.
+    city.tmux("kill-server");
+    const poke = city.gc(["reconcile"]);
+    await until(
+      "some sessions restarting",
+      () => city.tmux("list-sessions").stdout.split("\n").filter(Boolean).length >= 3,
+      20_000,
+    );
+    process.kill(ctl, "SIGKILL");
+    await poke;
+    await until("controller dead", async () => !(await pidAlive(ctl)));
+    const again = await city.gc(["start"]);
+    expect(again.code).toBe(0);
+    const st = await status(city);
+    expect(st.controller.running).toBe(true);
+    const names = st.sessions.map((s) => s.name);
+    expect(names).toHaveLength(20);
+    expect(new Set(names).size).toBe(20);
+    expect(st.sessions.every((s) => s.running && s.state === "running")).toBe(true);
+    const listed = city
+      .tmux("list-sessions", "-F", "#{session_name}")
+      .stdout.split("\n")
+      .filter((n) => n.startsWith("w-"));
+    expect(new Set(listed).size).toBe(listed.length);
+  });
 
   it("crash loop: a command that exits at once ends quarantined after daemon.quarantine.threshold failures while the others run", async () => {
     const city = makeCity(`workspace:

@@ -128,6 +128,25 @@ describe("Reconciler", () => {
     expect(await foreign.isRunning("theirs")).toBe(true);
   });
 
+  it("tick: a start that meets SessionExists adopts only a session of ours that runs", async () => {
+    const t = setup([want("a")]);
+    // Another city's session holds the name: the start fails (backoff), nothing is "running".
+    const foreign = new FakeProvider({ city: "other", backend: t.backend });
+    await foreign.start("a", { command: "x", workDir: "/", env: {} });
+    const r = await t.reconciler.tick();
+    expect(r.outcomes[0]).toMatchObject({ ok: false });
+    const rec = await t.store.get("a");
+    expect(rec?.state).toBe("backoff");
+    expect(rec?.lastError).toMatch(/name is taken, but no session of ours runs under it/);
+    expect(r.requeueAt).toBeDefined();
+    // Once the name is free, the retry after the backoff starts it.
+    await foreign.stop("a");
+    t.advance(60_000);
+    await t.reconciler.tick();
+    expect(await t.store.get("a")).toMatchObject({ state: "running" });
+    expect(await t.provider.isRunning("a")).toBe(true);
+  });
+
   it("tick: adopts sessions that survived a lost store without duplicates", async () => {
     const t = setup([want("a"), want("b")]);
     await t.reconciler.tick();

@@ -4,7 +4,7 @@
  * temp dir), even when the test fails.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -69,6 +69,16 @@ export function makeCity(yaml: string): TestCity {
       // no controller left
     }
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    // GC_TEST_SAVE_LOGS=<dir> keeps each city's controller log (for debugging flaky runs).
+    const saveTo = process.env.GC_TEST_SAVE_LOGS;
+    if (saveTo) {
+      mkdirSync(saveTo, { recursive: true });
+      try {
+        cpSync(join(dir, ".gc", "controller.log"), join(saveTo, `${name}.log`));
+      } catch {
+        // no controller log
+      }
+    }
     rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
     rmSync(dir, { recursive: true, force: true });
   });

@@ -10,6 +10,7 @@ import {
   StopWonError,
 } from "../../../internal/controller/controller.js";
 import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
+import { closeInheritedFds } from "../../../internal/proc/fds.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity, spawnController } from "../deps.js";
@@ -40,6 +41,8 @@ export const command = defineCommand({
       const info = await findController(city.stateDir);
       if (values.foreground) {
         if (info.running) throw new Error(`a controller is already running for this city (pid ${info.pid})`);
+        // A background controller holds none of its spawner's descriptors (nor hands them on).
+        if (ctx.env.GC_CONTROLLER_CHILD === "1") closeInheritedFds(ctx.env);
         await runController(city, {
           signal: ctx.signal,
           log: (l) => ctx.out(`${new Date().toISOString()} ${l}`),

@@ -8,7 +8,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
-import { cp, link, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { cp, link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -403,35 +403,41 @@ export class SubprocessProvider
     const path = this.paths(name).lock;
     ensurePrivateDir(this.root);
     ensurePrivateDir(dirname(path));
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        const fh = await open(path, "wx", 0o600);
+    // The lock appears with its owner already in it (written aside, then hard-linked into
+    // place): a starter killed at any moment never leaves an empty lock behind.
+    const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    await writeFile(mine, `${process.pid} ${procStartTime(process.pid) ?? ""}\n`, {
+      mode: 0o600,
+      flag: "wx",
+    });
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
         try {
-          await fh.writeFile(`${process.pid} ${procStartTime(process.pid) ?? ""}\n`);
-        } finally {
-          await fh.close();
+          await link(mine, path);
+          return () => rm(path, { force: true });
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
         }
-        return () => rm(path, { force: true });
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      }
-      const owner = await lockOwner(path);
-      if (owner === "live") throw new SessionExistsError(name);
-      // Stale: move it aside; if what we moved was not the stale lock we judged, put it back.
-      const aside = `${path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
-      try {
-        await rename(path, aside);
-      } catch {
-        continue; // someone else moved it first
-      }
-      if ((await lockOwner(aside)) === "live") {
-        await link(aside, path).catch(() => undefined);
+        const owner = await lockOwner(path);
+        if (owner === "live") throw new SessionExistsError(name);
+        // Stale: move it aside; if what we moved was not the stale lock we judged, put it back.
+        const aside = `${path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+        try {
+          await rename(path, aside);
+        } catch {
+          continue; // someone else moved it first
+        }
+        if ((await lockOwner(aside)) === "live") {
+          await link(aside, path).catch(() => undefined);
+          await rm(aside, { force: true });
+          throw new SessionExistsError(name);
+        }
         await rm(aside, { force: true });
-        throw new SessionExistsError(name);
       }
-      await rm(aside, { force: true });
+      throw new SessionExistsError(name);
+    } finally {
+      await rm(mine, { force: true });
     }
-    throw new SessionExistsError(name);
   }
 
   /**

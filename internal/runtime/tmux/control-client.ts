@@ -5,10 +5,15 @@
  * keeper) after the server dies, and never leaks its process. Used by the tmux provider.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { hasOption } from "../../proc/census.js";
+import { killPids } from "../../proc/kill.js";
+import { readProcessTable } from "../../proc/process-table.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
+import { procStartTime } from "../subprocess/tree.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 
@@ -20,6 +25,15 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 export const KEEPER_SESSION = "_gc_keeper";
 const CLOSE_GRACE_MS = 1_000;
 const CONNECT_ATTEMPTS = 3;
+
+/**
+ * Environment variable that tags every control client process with the gc process that spawned
+ * it, `<pid>:<start time>` (removed from the server's global environment at once, so no session
+ * sees it). A client whose tagging process is gone is an orphan of a dead gc process.
+ */
+export const CLIENT_OWNER_ENV = "GC_TMUX_CLIENT_OF";
+
+const OWNER_TAG = `${process.pid}:${procStartTime(process.pid) ?? ""}`;
 
 /** Which tmux server: a socket name under tmux's socket dir (`-L`) or a socket path (`-S`). */
 export type TmuxSocket = { readonly name: string } | { readonly path: string };
@@ -69,6 +83,11 @@ export interface ControlClientOptions {
   readonly env?: NodeJS.ProcessEnv | undefined;
   /** Commands (argv) run after every (re)connect before any other command. Failures fail the connect. */
   readonly setup?: readonly (readonly string[])[] | undefined;
+  /**
+   * Runs before every (re)connect: the provider removes orphaned control clients of this
+   * socket there ({@link orphanClients}). Its failure does not fail the connect.
+   */
+  readonly beforeConnect?: (() => Promise<void>) | undefined;
 }
 
 /** Options for {@link ControlClient.command}. */
@@ -301,6 +320,7 @@ export class ControlClient {
   }
 
   private async connectWithRetries(): Promise<Conn> {
+    await this.opts.beforeConnect?.().catch(() => undefined);
     let last: unknown;
     for (let i = 0; i < CONNECT_ATTEMPTS; i++) {
       if (this.closed) break;
@@ -344,7 +364,10 @@ export class ControlClient {
         "sleep",
         "2147483647",
       ],
-      { stdio: ["pipe", "pipe", "pipe"], env: this.opts.env ?? process.env },
+      {
+        stdio: ["pipe", "pipe", "pipe"],
+        env: { ...(this.opts.env ?? process.env), [CLIENT_OWNER_ENV]: OWNER_TAG },
+      },
     );
     let markExited!: () => void;
     const conn: Conn = {
@@ -442,7 +465,12 @@ export class ControlClient {
   }
 
   private async finishConnect(conn: Conn): Promise<void> {
-    const setup = [["display-message", "-p", "#{version}"], ...(this.opts.setup ?? [])];
+    const setup = [
+      ["display-message", "-p", "#{version}"],
+      // A server this client started inherited the tag: keep it out of every session.
+      ["set-environment", "-g", "-u", CLIENT_OWNER_ENV],
+      ...(this.opts.setup ?? []),
+    ];
     const replies = await Promise.all(
       setup.map((argv) => this.send(conn, commandLine(argv), argv[0]!, {}, true)),
     );
@@ -563,6 +591,41 @@ export class ControlClient {
       ? (this.opts.commandTimeoutMs ?? COMMAND_TIMEOUT_MS)
       : (this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS);
   }
+}
+
+/**
+ * Control clients of the server at `socket` (tmux's argv for it, {@link socketArgs}) left by a
+ * gc process that is gone: a `tmux: client` process tagged {@link CLIENT_OWNER_ENV} whose
+ * tagging process no longer lives (pid and start time). Such a client never sees its stdin
+ * close when something else still holds the other end, and it keeps the server (and a wedged
+ * reply stream) alive. Clients of live gc processes and the server itself are never listed.
+ */
+export async function orphanClients(socket: readonly string[]): Promise<number[]> {
+  const [flag, value] = socket as [string, string];
+  const out: number[] = [];
+  for (const p of await readProcessTable()) {
+    if (p.comm !== "tmux: client" || p.state === "Z") continue;
+    try {
+      const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
+      if (!argv.includes("-C") || !hasOption(argv, flag, value)) continue;
+      const env = (await readFile(`/proc/${p.pid}/environ`, "utf8")).split("\0");
+      const tag = env.find((e) => e.startsWith(`${CLIENT_OWNER_ENV}=`));
+      if (tag === undefined) continue;
+      const [pid = "", start = ""] = tag.slice(CLIENT_OWNER_ENV.length + 1).split(":");
+      const now = procStartTime(Number(pid));
+      if (now === null || (start !== "" && String(now) !== start)) out.push(p.pid);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return out;
+}
+
+/** Kills {@link orphanClients} of `socket`; resolves the pids it killed. */
+export async function removeOrphanClients(socket: readonly string[]): Promise<number[]> {
+  const pids = await orphanClients(socket);
+  if (pids.length > 0) await killPids(pids, { signal: "SIGKILL" });
+  return pids;
 }
 
 async function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {

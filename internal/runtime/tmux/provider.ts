@@ -74,11 +74,12 @@ import {
   type CommandOptions,
   ControlClient,
   KEEPER_SESSION,
+  removeOrphanClients,
   serverListening,
   socketArgs,
   TmuxConnectionError,
 } from "./control-client.js";
-import { fromHex, tmuxSessionName, toHex } from "./quote.js";
+import { fromHex, sessionTarget, tmuxSessionName, toHex } from "./quote.js";
 import {
   isAbsent,
   isDuplicate,
@@ -173,6 +174,10 @@ export class TmuxProvider
       tmuxPath: this.settings.tmuxPath,
       commandTimeoutMs: this.settings.commandTimeoutMs,
       env,
+      // Every (re)connect first removes control clients a dead gc process left on this socket.
+      beforeConnect: async () => {
+        await removeOrphanClients(socketArgs(this.settings.socket));
+      },
       setup: [
         ["refresh-client", "-f", "no-output"],
         ["set-option", "-s", "exit-empty", "off"],
@@ -231,7 +236,7 @@ export class TmuxProvider
   }
 
   private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
-    const existing = await this.lookup(`=${tmuxSessionName(name)}`, signal);
+    const existing = await this.lookup(sessionTarget(name), signal);
     if (existing) {
       if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
       await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
@@ -288,7 +293,7 @@ export class TmuxProvider
     const envArgs = Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .flatMap(([k, v]) => ["-e", `${k}=${v}`]);
-    const target = `=${tmuxSessionName(name)}:`;
+    const target = sessionTarget(name);
     const tag = (k: string, v: string) => ["set-option", "-t", target, k, v];
     // Ownership is part of creation: one command list, which the server runs as a whole, so
     // no controller death (or stop) between steps can leave an untagged session behind.
@@ -332,7 +337,7 @@ export class TmuxProvider
     } catch (e) {
       if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
       // A failure after new-session (a tag) leaves a session this start created: remove it.
-      const made = await this.lookup(`=${tmuxSessionName(name)}`).catch(() => undefined);
+      const made = await this.lookup(sessionTarget(name)).catch(() => undefined);
       if (made && made.name === undefined) await this.destroy(made.id).catch(() => undefined);
       throw e;
     }
@@ -683,7 +688,7 @@ export class TmuxProvider
         this.ids.delete(name);
       }
     }
-    const target = `=${tmuxSessionName(name)}`;
+    const target = sessionTarget(name);
     // Capturing is read-only, so it goes out together with the ownership lookup (one round
     // trip) and its text is thrown away unless the session is ours.
     const [s, text] = await Promise.all([
@@ -708,7 +713,9 @@ export class TmuxProvider
   ): Promise<string> {
     const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
     const flags = styled ? ["-p", "-e", "-J"] : ["-p", "-J"];
-    const out = await this.tmux(["capture-pane", ...flags, "-t", `${target}:`, ...range], {
+    // A session id (`$3`) becomes a pane target with its colon; a name target already has one.
+    const pane = target.endsWith(":") ? target : `${target}:`;
+    const out = await this.tmux(["capture-pane", ...flags, "-t", pane, ...range], {
       signal,
       generation,
       retry: true,
@@ -797,7 +804,7 @@ export class TmuxProvider
           "list-panes",
           "-s",
           "-t",
-          `=${tmuxSessionName(name)}`,
+          sessionTarget(name),
           "-F",
           `#{@gc_city}|#{@gc_name}|#{@gc_m_${toHex(key)}}`,
         ],
@@ -1139,7 +1146,7 @@ export class TmuxProvider
 
   /** The session named `name` when this city owns it. */
   private async find(name: string, signal?: AbortSignal): Promise<SessionInfo | undefined> {
-    const s = await this.lookup(`=${tmuxSessionName(name)}`, signal);
+    const s = await this.lookup(sessionTarget(name), signal);
     if (s?.name !== name) return undefined;
     this.ids.set(name, { id: s.id, generation: this.client.generation });
     return s;

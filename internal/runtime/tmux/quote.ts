@@ -64,6 +64,17 @@ export function tmuxSessionName(name: string): string {
   return name.replaceAll(".", "+");
 }
 
+/**
+ * The tmux target of exactly the session of gc name `name`, valid wherever tmux takes a
+ * session, window or pane target: `=NAME:`. The trailing colon matters: without it a window
+ * or pane target (`list-panes -t`, `capture-pane -t`, `send-keys -t`) is first read as a
+ * window, then as a session name *prefix*, so `=w-2` reaches `w-20` when `w-2` does not
+ * exist. Pure; expects a validated gc name.
+ */
+export function sessionTarget(name: string): string {
+  return `=${tmuxSessionName(name)}:`;
+}
+
 /** Inverse of {@link tmuxSessionName}. Pure. */
 export function gcSessionName(tmuxName: string): string {
   return tmuxName.replaceAll("+", ".");

@@ -4,9 +4,16 @@
  * server that is exiting is waited for; a program that outlives its server (ignores SIGHUP)
  * is followed and killed as an orphan.
  */
+import { spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { pidAlive } from "../../../internal/proc/kill.js";
+import {
+  CLIENT_OWNER_ENV,
+  KEEPER_SESSION,
+  orphanClients,
+} from "../../../internal/runtime/tmux/control-client.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 
 let fx: TmuxFixture | undefined;
@@ -57,5 +64,38 @@ describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
     const seen = await p.census();
     const left = await awaitEmptyCensus(() => p.census(), { before: seen, timeoutMs: 300 });
     expect(left.map((e) => e.pid).sort()).toEqual(seen.map((e) => e.pid).sort());
+  });
+
+  it("an orphaned control client (the gc process that tagged it is gone) is removed at the next connect; live clients and the server stay", async () => {
+    fx = await tmuxFixture();
+    const p = fx.provider();
+    await p.listRunning("").catch(() => undefined);
+    await p.control.connect();
+    const live = p.control.pid!;
+    const argv = ["-u", "-L", fx.socket, "-f", "/dev/null", "-C", "new-session", "-A", "-s", KEEPER_SESSION];
+    // A client tagged by a gc process that is gone (no such pid), whose stdin stays open:
+    // what a killed controller leaves when the other end of its pipe is held elsewhere.
+    const dead = `${2 ** 22 + 1}:1`; // above Linux's pid_max limit: never a live pid
+    const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: dead }, stdio: "pipe" });
+    orphan.stdout.resume();
+    const exited = new Promise((r) => orphan.once("exit", r));
+    try {
+      await expect
+        .poll(async () => (await readFile(`/proc/${orphan.pid}/comm`, "utf8").catch(() => "")).trim())
+        .toBe("tmux: client");
+      const socket = ["-L", fx.socket];
+      expect(await orphanClients(socket)).toEqual([orphan.pid]);
+      // The server never sees the tag in its global environment (no session inherits it).
+      expect((await fx.tmux("show-environment", "-g", CLIENT_OWNER_ENV)).exitCode).not.toBe(0);
+      const next = fx.provider();
+      await next.listRunning("");
+      await exited;
+      expect(await pidAlive(orphan.pid!)).toBe(false);
+      expect(await pidAlive(live)).toBe(true);
+      expect(await orphanClients(socket)).toEqual([]);
+      expect((await fx.tmux("has-session", "-t", `=${KEEPER_SESSION}:`)).exitCode).toBe(0);
+    } finally {
+      orphan.kill("SIGKILL");
+    }
   });
 });

@@ -5,6 +5,7 @@ import { OperationTimeoutError } from "../../../internal/runtime/errors.js";
 import {
   ControlClient,
   KEEPER_SESSION,
+  orphanClients,
   TmuxCommandError,
   TmuxConnectionError,
   TmuxGenerationError,
@@ -141,6 +142,25 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     const slow = client.command(["display-message", "-p", "late"], { timeoutMs: 200 });
     await expect(slow).rejects.toBeInstanceOf(OperationTimeoutError);
     expect(await client.command(["display-message", "-p", "recovered"])).toEqual(["recovered"]);
+  });
+
+  it("wedged server: a SIGSTOPped server's silence times the command out, the client is killed, and the next command reconnects once it runs again", async () => {
+    const [serverPid] = await client.command(["display-message", "-p", "#{pid}"]);
+    const oldClient = client.pid!;
+    const gen = client.generation;
+    process.kill(Number(serverPid), "SIGSTOP");
+    try {
+      await expect(client.command(["display-message", "-p", "x"], { timeoutMs: 300 })).rejects.toBeInstanceOf(
+        OperationTimeoutError,
+      );
+      await expect.poll(() => pidAlive(oldClient)).toBe(false);
+    } finally {
+      process.kill(Number(serverPid), "SIGCONT");
+    }
+    expect(await client.command(["display-message", "-p", "back"])).toEqual(["back"]);
+    expect(client.generation).toBe(gen + 1);
+    expect(client.pid).not.toBe(oldClient);
+    expect(await orphanClients(["-L", fx.socket])).toEqual([]);
   });
 
   it("command: aborting rejects with the reason and later replies stay matched", async () => {
