@@ -1,8 +1,9 @@
 /**
  * Where the subprocess provider keeps each session on disk: one private directory per
- * session under `<stateDir>/subprocess/sessions/`, start locks, raw output logs, and the
- * holder's unix socket (with a short hashed fallback when the natural path would exceed the
- * kernel's socket path limit). Shared by the provider and the holder process.
+ * session under `<stateDir>/subprocess/sessions/`, start locks, raw output logs, each
+ * session's unix socket and the holder process's control socket (with a short hashed fallback
+ * when the natural path would exceed the kernel's socket path limit). Shared by the provider
+ * and the holder process.
  */
 import { createHash } from "node:crypto";
 import {
@@ -33,8 +34,6 @@ export interface SessionPaths {
   readonly record: string;
   /** Written by the holder: metadata key/values (`meta.json`). */
   readonly meta: string;
-  /** Written by the provider, read and deleted by the holder (`spec.json`). */
-  readonly spec: string;
   /** Start lock (`<root>/locks/<name>.lock`), outside `dir` so stop never removes it. */
   readonly lock: string;
   /** Raw program output, rotated to `<log>.1`; kept after stop. */
@@ -73,6 +72,27 @@ export function socketPathFor(root: string, name: string): string {
 }
 
 /**
+ * The holder process's control socket: `<root>/holder.sock` when it fits, else
+ * `holder.sock` in {@link fallbackSocketDir}. Pure.
+ */
+export function holderSocketPath(root: string): string {
+  const direct = join(root, "holder.sock");
+  return Buffer.byteLength(direct) <= MAX_SOCKET_PATH_BYTES
+    ? direct
+    : join(fallbackSocketDir(root), "holder.sock");
+}
+
+/** The lock taken while spawning the holder process (`<root>/holder.lock`). Pure. */
+export function holderLockPath(root: string): string {
+  return join(root, "holder.lock");
+}
+
+/** The holder process's own diagnostics (`<root>/logs/holder.log`). Pure. */
+export function holderLogPath(root: string): string {
+  return join(root, "logs", "holder.log");
+}
+
+/**
  * The directory used for sockets when the state dir path is too long. Always under `/tmp`,
  * never `$TMPDIR`: every gc process must derive the same path, whatever its environment. Pure.
  */
@@ -90,7 +110,6 @@ export function sessionPaths(root: string, name: string): SessionPaths {
     socket: socketPathFor(root, name),
     record: join(dir, "session.json"),
     meta: join(dir, "meta.json"),
-    spec: join(dir, "spec.json"),
     lock: join(root, "locks", `${name}.lock`),
     log: join(root, "logs", `${name}.log`),
     holderLog: join(root, "logs", `${name}.holder.log`),
