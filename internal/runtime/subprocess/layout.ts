@@ -6,16 +6,7 @@
  * and the holder process.
  */
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  fsyncSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { ProviderError } from "../errors.js";
 
@@ -131,13 +122,17 @@ export function ensurePrivateDir(dir: string): void {
   if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }
 
-/** Writes `text` to `path` atomically (temp file, fsync, rename) with mode 0600. */
+/**
+ * Writes `text` to `path` atomically (temp file, rename) with mode 0600: readers see the old
+ * or the new content, never a mix. No fsync: these files describe processes that do not
+ * survive a machine crash either, and a holder writes one per session start (an fsync each
+ * would serialize every start of the city behind the disk).
+ */
 export function writeFileAtomicSync(path: string, text: string): void {
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   const fd = openSync(tmp, "w", 0o600);
   try {
     writeSync(fd, text);
-    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
