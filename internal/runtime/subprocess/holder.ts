@@ -952,6 +952,8 @@ class Holder implements SessionHost {
   private readonly server: Server;
   private creating = 0;
   private exiting = false;
+  /** Open `watch` connections. */
+  private watchers = 0;
 
   constructor(root: string) {
     this.root = root;
@@ -1046,17 +1048,30 @@ class Holder implements SessionHost {
     const id = typeof rec.id === "number" || typeof rec.id === "string" ? rec.id : null;
     try {
       if (id === null || typeof rec.op !== "string") throw new OpError("bad_request", "need id and op");
-      reply(sock, { id, ok: true, result: await this.control(rec) });
+      reply(sock, { id, ok: true, result: await this.control(sock, rec) });
     } catch (e) {
       const code = e instanceof OpError ? e.code : "internal";
       reply(sock, { id, ok: false, error: { code, message: describeError(e) } });
     }
   }
 
-  private async control(rec: Record<string, unknown>): Promise<unknown> {
+  private hello(): HolderResults["hello"] {
+    return {
+      pid: process.pid,
+      protocol: PROTOCOL_VERSION,
+      sessions: this.sessions.size,
+      watchers: this.watchers,
+    };
+  }
+
+  private async control(sock: Socket, rec: Record<string, unknown>): Promise<unknown> {
     switch (rec.op) {
+      case "watch": // the caller keeps the connection open: its close tells that we are gone
+        this.watchers++;
+        sock.once("close", () => this.watchers--);
+        return this.hello();
       case "hello":
-        return { pid: process.pid, protocol: PROTOCOL_VERSION, sessions: this.sessions.size };
+        return this.hello();
       case "create":
         return this.create(rec.spec as HolderSpec);
       case "release": {

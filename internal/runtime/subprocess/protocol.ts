@@ -8,7 +8,7 @@
  * User text only ever travels inside JSON strings; no field is interpreted as a command.
  * After a successful `attach` reply the connection carries raw terminal bytes both ways.
  * The holder process's control socket speaks the same framing with the {@link ControlRequest}
- * ops (no `expect`): `hello`, `create` and `release`.
+ * ops (no `expect`): `hello`, `watch`, `create` and `release`.
  */
 
 import type { AcpState, AcpStatus, AcpTurn, InteractionView } from "../acp/wire.js";
@@ -132,6 +132,8 @@ export type HolderRequest =
 /** Requests on the holder process's control socket. */
 export type ControlRequest =
   | { readonly op: "hello" }
+  /** As `hello`; the caller keeps the connection open and learns the holder's end by its close. */
+  | { readonly op: "watch" }
   /** Starts a session; the reply comes once its socket serves and its program runs. */
   | { readonly op: "create"; readonly spec: HolderSpec }
   /** Stops session `name` of `city` if this holder has it (its socket may be gone). */
@@ -166,7 +168,14 @@ export interface HolderResults {
   "acp.waitTurn": { readonly turn: AcpTurn | null };
   "acp.pending": { readonly interaction: InteractionView | null };
   "acp.respond": { readonly chosen: string };
-  hello: { readonly pid: number; readonly protocol: number; readonly sessions: number };
+  /** `watchers`: open `watch` connections. */
+  hello: {
+    readonly pid: number;
+    readonly protocol: number;
+    readonly sessions: number;
+    readonly watchers: number;
+  };
+  watch: HolderResults["hello"];
   create: { readonly pid: number; readonly childPid: number };
   release: { readonly released: boolean };
 }

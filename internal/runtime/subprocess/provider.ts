@@ -40,6 +40,7 @@ import {
 } from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type BackendWatchProvider,
   type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
@@ -61,7 +62,7 @@ import {
   type SnapshotProvider,
   type StartConfig,
 } from "../provider.js";
-import { HolderOpError, HolderUnavailableError, holderRequest, openAttach } from "./client.js";
+import { HolderOpError, HolderUnavailableError, holderRequest, openAttach, watchHolder } from "./client.js";
 import { DETACH_RESET, type DetachKeys, DetachMatcher, describeDetachKeys, unknownKeys } from "./keys.js";
 import {
   ensurePrivateDir,
@@ -154,12 +155,17 @@ export function defaultHolderPath(): string {
   return resolve(dirname(here), "../../../dist/internal/runtime/subprocess/holder.js");
 }
 
-/** What one holder call found. */
+/**
+ * What one holder call found. `missing`: nothing listens on the session's socket (the
+ * session is gone, or its holder died); `unresponsive`: the socket accepted nothing in time
+ * (a busy or hung holder: the session may well be alive, so it is never cleaned up for it).
+ */
 type CallResult<T> =
   | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly why: "missing" | "foreign" | "exited" };
+  | { readonly ok: false; readonly why: "missing" | "unresponsive" | "foreign" | "exited" };
 
 const MISSING = { ok: false, why: "missing" } as const;
+const UNRESPONSIVE = { ok: false, why: "unresponsive" } as const;
 
 /** Reads a holder record; `undefined` when absent or unreadable. */
 function readRecord(path: string): HolderRecord | undefined {
@@ -196,7 +202,8 @@ export class SubprocessProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
-    CensusProvider
+    CensusProvider,
+    BackendWatchProvider
 {
   readonly name: string = "subprocess";
   /** City name. */
@@ -210,6 +217,10 @@ export class SubprocessProvider
   private readonly starts = new StartsInProgress();
   /** The holder spawn in progress in this process, shared by concurrent starts. */
   private holderReady: Promise<void> | undefined;
+  /** {@link SubprocessProvider.onBackendLost} subscribers. */
+  private readonly lossListeners = new Set<() => void>();
+  /** Stops watching the holder process; set while a watch connection is open. */
+  private unwatch: (() => void) | undefined;
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
@@ -235,8 +246,52 @@ export class SubprocessProvider
     };
   }
 
-  /** Nothing to release: every call uses its own short-lived connection. Idempotent. */
-  async close(): Promise<void> {}
+  /** Stops watching the holder (sessions and the holder keep running). Idempotent. */
+  async close(): Promise<void> {
+    this.lossListeners.clear();
+    this.unwatch?.();
+    this.unwatch = undefined;
+  }
+
+  /**
+   * Calls `fn` whenever the holder process of this root ends (it died, taking every session
+   * with it, or it exited after its last session), so the controller reconciles at once.
+   * Watches the running holder now and each one this provider starts later.
+   * @returns the unsubscribe.
+   */
+  onBackendLost(fn: () => void): () => void {
+    this.lossListeners.add(fn);
+    void this.watch();
+    return () => {
+      this.lossListeners.delete(fn);
+      if (this.lossListeners.size === 0) {
+        this.unwatch?.();
+        this.unwatch = undefined;
+      }
+    };
+  }
+
+  /** Opens the watch connection when someone listens and none is open. Never throws. */
+  private async watch(): Promise<void> {
+    if (this.unwatch || this.lossListeners.size === 0) return;
+    this.unwatch = () => undefined; // claimed while connecting
+    try {
+      this.unwatch = await watchHolder(
+        this.controlSocket,
+        () => {
+          this.unwatch = undefined;
+          for (const fn of [...this.lossListeners]) fn();
+        },
+        STATUS_TIMEOUT_MS,
+      );
+      if (this.lossListeners.size === 0) {
+        this.unwatch();
+        this.unwatch = undefined;
+      }
+    } catch {
+      this.unwatch = undefined; // no holder now: watched once this provider starts one
+    }
+  }
 
   /**
    * The live holder process of this provider root (whether or not it still answers) and all
@@ -273,7 +328,8 @@ export class SubprocessProvider
       });
       return { ok: true, value };
     } catch (e) {
-      if (e instanceof HolderUnavailableError) return MISSING;
+      if (e instanceof HolderUnavailableError)
+        return e.reason === "ENOENT" || e.reason === "ECONNREFUSED" ? MISSING : UNRESPONSIVE;
       if (e instanceof HolderOpError) {
         if (e.code === "not_owner") return { ok: false, why: "foreign" };
         if (e.code === "not_running" || e.code === "shutting_down") return { ok: false, why: "exited" };
@@ -412,6 +468,9 @@ export class SubprocessProvider
     if (st.why === "foreign") {
       throw new SessionExistsError(name, { cause: new Error("held by a session of another city") });
     }
+    if (st.why === "unresponsive") {
+      throw new SessionExistsError(name, { cause: new Error("its holder is not answering in time") });
+    }
     const rec = readRecord(p.record);
     if (rec && rec.city !== this.owner) {
       throw new SessionExistsError(name, { cause: new Error(`left by city ${rec.city}`) });
@@ -474,6 +533,7 @@ export class SubprocessProvider
           { op: "create", spec },
           { timeoutMs: HOLDER_START_TIMEOUT_MS },
         );
+        void this.watch();
         return;
       } catch (e) {
         const retry =
@@ -597,7 +657,10 @@ export class SubprocessProvider
   /** @throws SessionDiedDuringStartupError (with exit status and last screen lines) unless running. */
   private async requireAlive(name: string, signal: AbortSignal | undefined): Promise<void> {
     signal?.throwIfAborted();
-    const st = await this.statusOf(name, signal);
+    let st = await this.statusOf(name, signal);
+    // A holder busy starting many sessions may answer late; that is not a death.
+    if (!st.ok && st.why === "unresponsive")
+      st = await this.call(name, { op: "status" }, OP_TIMEOUT_MS, signal);
     if (st.ok && st.value.running) return;
     let detail = "holder gone";
     if (st.ok && st.value.exit) {
