@@ -954,6 +954,8 @@ class Holder implements SessionHost {
   private exiting = false;
   /** Open `watch` connections. */
   private watchers = 0;
+  /** The creates in progress, one after another. */
+  private createChain: Promise<unknown> = Promise.resolve();
 
   constructor(root: string) {
     this.root = root;
@@ -1099,8 +1101,14 @@ class Holder implements SessionHost {
     const session = new Session(spec, this);
     this.sessions.set(spec.name, session);
     this.creating++;
+    // One create per turn of the event loop: a burst of starts (a whole city at once) must
+    // not hold up the requests of running sessions behind it (status probes have deadlines).
+    const started = this.createChain
+      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(() => session.start());
+    this.createChain = started.catch(() => undefined);
     try {
-      await session.start();
+      await started;
       session.note("serving");
       return { pid: process.pid, childPid: session.childPid };
     } catch (e) {

@@ -349,6 +349,17 @@ export class SubprocessProvider
     return this.call(name, { op: "status" }, STATUS_TIMEOUT_MS, signal);
   }
 
+  /**
+   * {@link SubprocessProvider.statusOf}, asking once more with the long operation deadline
+   * when the holder was slow: during start a holder busy with a burst of other starts must
+   * not make this session look dead.
+   */
+  private async patientStatus(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
+    const st = await this.statusOf(name, signal);
+    if (st.ok || st.why !== "unresponsive") return st;
+    return this.call(name, { op: "status" }, OP_TIMEOUT_MS, signal);
+  }
+
   // ---------------------------------------------------------------- start
 
   /**
@@ -398,7 +409,7 @@ export class SubprocessProvider
               throw e;
             }),
         alive: async (sig) => {
-          const st = await this.statusOf(name, sig);
+          const st = await this.patientStatus(name, sig);
           return st.ok && st.value.running;
         },
         died: () =>
@@ -657,10 +668,7 @@ export class SubprocessProvider
   /** @throws SessionDiedDuringStartupError (with exit status and last screen lines) unless running. */
   private async requireAlive(name: string, signal: AbortSignal | undefined): Promise<void> {
     signal?.throwIfAborted();
-    let st = await this.statusOf(name, signal);
-    // A holder busy starting many sessions may answer late; that is not a death.
-    if (!st.ok && st.why === "unresponsive")
-      st = await this.call(name, { op: "status" }, OP_TIMEOUT_MS, signal);
+    const st = await this.patientStatus(name, signal);
     if (st.ok && st.value.running) return;
     let detail = "holder gone";
     if (st.ok && st.value.exit) {
