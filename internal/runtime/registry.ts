@@ -89,7 +89,7 @@ const ENTRIES = [
   {
     name: "subprocess",
     arg: "none",
-    backend: "a detached holder process per session owning a real pty",
+    backend: "one detached holder process per city owning each session's real pty",
     load: () => import("./subprocess/index.js"),
     conformance: true,
   },
@@ -143,7 +143,7 @@ const ENTRIES = [
   {
     name: "acp",
     arg: "none",
-    backend: "a detached holder per session speaking the Agent Client Protocol over the agent's stdio",
+    backend: "the subprocess holder (one per city) speaking the Agent Client Protocol over the agent's stdio",
     load: () => import("./acp/index.js"),
     settings: ACP_SETTINGS_SCHEMA,
     conformance: true,

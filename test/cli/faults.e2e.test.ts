@@ -85,6 +85,23 @@ function processes(match: (argv: string[]) => boolean): number[] {
 const holders = (city: TestCity) =>
   processes((argv) => argv.some((a) => a.endsWith("holder.js")) && argv.some((a) => a.startsWith(city.dir)));
 
+/** Sessions held by the city's holder: live non-zombie processes whose parent is a holder. */
+function heldSessions(city: TestCity): number {
+  const hs = new Set(holders(city));
+  let n = 0;
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+      const [state = "", ppid = ""] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state !== "Z" && hs.has(Number(ppid))) n++;
+    } catch {
+      // gone
+    }
+  }
+  return n;
+}
+
 /** Live tmux processes (server or client) on the city's socket. */
 const tmuxProcesses = (city: TestCity) =>
   processes((argv) => (argv[0] ?? "").endsWith("tmux") && argv.includes(city.socket));
@@ -123,7 +140,7 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
       const city = makeCity(pool(provider, SESSIONS));
       const tag = ownerKey(city.name, cityIdOf(city.dir));
       const owned = () =>
-        provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tag).length : holders(city).length;
+        provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tag).length : heldSessions(city);
       for (let trial = 0; trial < KILLS; trial++) {
         const run = startInBackground(city);
         const pid = await until("controller pid", () => controllerPid(city), 120_000);
@@ -150,7 +167,8 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
           expect(all.filter((s) => s.tag !== tag)).toEqual([]); // nothing untagged
           expect(all).toHaveLength(SESSIONS);
         } else {
-          expect(holders(city)).toHaveLength(SESSIONS);
+          expect(holders(city)).toHaveLength(1); // one holder per city
+          expect(heldSessions(city)).toBe(SESSIONS);
         }
         const stop = await city.gc(["stop"], { timeoutMs: 300_000 });
         expect(stop.code, `trial ${trial}: ${stop.stdout}${stop.stderr}`).toBe(0);

@@ -1,7 +1,7 @@
 /**
  * AcpProvider: sessions whose program is an Agent Client Protocol agent (`gemini --acp`,
  * `claude-code-acp`, `codex-acp`, …). It is the subprocess provider with its holder in `acp`
- * mode: the same detached holder per session (socket, ownership, adoption after a controller
+ * mode: the same kind of detached holder (one per city for all its sessions; socket per session, ownership, adoption after a controller
  * restart, start lock, stop of the whole tree), but the holder speaks ACP over the agent's
  * stdio instead of owning a pty (../acp/host.ts). Operations map onto ACP: nudge =
  * `session/prompt` (queued while a turn runs), interrupt = `session/cancel`, waitForIdle =

@@ -179,3 +179,50 @@ export function openAttach(
     sock.on("close", onClose);
   });
 }
+
+/**
+ * Watches the holder process on control socket `socket`: resolves once it answered `watch`
+ * (with a function that stops watching), then calls `onGone` once when the connection ends
+ * (the holder exited or died). The connection never keeps this process alive.
+ * @throws HolderUnavailableError when no holder answers within `timeoutMs`.
+ */
+export function watchHolder(socket: string, onGone: () => void, timeoutMs: number): Promise<() => void> {
+  const id = ++nextId;
+  return new Promise<() => void>((resolve, reject) => {
+    const sock = connect(socket);
+    let watching = false;
+    let stopped = false;
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new HolderUnavailableError(socket, "timeout"));
+    }, timeoutMs);
+    const splitter = new LineSplitter(
+      (line) => {
+        if (watching) return;
+        let msg: { id?: unknown; ok?: unknown };
+        try {
+          msg = JSON.parse(line) as typeof msg;
+        } catch {
+          return;
+        }
+        if (msg.id !== id || msg.ok !== true) return;
+        watching = true;
+        clearTimeout(timer);
+        sock.unref();
+        resolve(() => {
+          stopped = true;
+          sock.destroy();
+        });
+      },
+      () => sock.destroy(),
+    );
+    sock.on("connect", () => sock.write(`${JSON.stringify({ id, op: "watch" })}\n`));
+    sock.on("data", (chunk: Buffer) => splitter.push(chunk));
+    sock.on("error", () => undefined);
+    sock.on("close", () => {
+      clearTimeout(timer);
+      if (!watching) reject(new HolderUnavailableError(socket, "closed"));
+      else if (!stopped) onGone();
+    });
+  });
+}

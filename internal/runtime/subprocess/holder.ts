@@ -1,14 +1,17 @@
 /**
- * The session holder: a small detached Node process (one per session) that runs the
- * program in a real pty and outlives the gc process that started it. It keeps the screen
- * model, an output ring buffer, a rotating raw log, last-activity time, metadata and the
- * exit status, and serves them over a private unix socket (see protocol.ts).
- * Started by SubprocessProvider as `node holder.js <session dir>`; reads `<dir>/spec.json`.
+ * The session holder: one detached Node process per provider root (`<stateDir>/subprocess`,
+ * `<stateDir>/acp`) that runs every session's program in its own real pty and outlives the
+ * gc process that started it. Per session it keeps the screen model, an output ring buffer,
+ * a rotating raw log, last-activity time, metadata and the exit status, and serves them over
+ * that session's private unix socket (see protocol.ts). A control socket creates sessions
+ * (`create`, the spec travels in the request) and drops unreachable ones (`release`).
+ * A session's program ending only marks that session exited; the process exits once its
+ * last session is gone. Started by SubprocessProvider as `node holder.js <root>`.
  */
 import {
+  appendFileSync,
   chmodSync,
   closeSync,
-  existsSync,
   openSync,
   readFileSync,
   renameSync,
@@ -16,9 +19,9 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { constants as osConstants } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { IPty } from "@lydell/node-pty";
 import pty from "@lydell/node-pty";
@@ -27,7 +30,7 @@ import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
 import { validateMetaKey } from "../names.js";
 import { keyBytes } from "./keys.js";
-import { writeFileAtomicSync } from "./layout.js";
+import { holderSocketPath, writeFileAtomicSync } from "./layout.js";
 import {
   type ExitInfo,
   type HolderErrorCode,
@@ -53,6 +56,8 @@ const IDLE_QUIET_MS = 1_000;
 const MAX_ATTACH_BACKLOG_BYTES = 16 * 1024 * 1024;
 /** Grace between SIGTERM and SIGKILL when stopping the program. */
 const STOP_GRACE_MS = 2_000;
+/** A holder that received no session this long after it started exits. */
+const FIRST_SESSION_TIMEOUT_MS = 15_000;
 
 class OpError extends Error {
   readonly code: HolderErrorCode;
@@ -145,6 +150,7 @@ function signalName(n: number | undefined): string | null {
   return `SIG${n}`;
 }
 
+/** Process-level diagnostics (stderr is `<root>/logs/holder.log`). */
 function log(msg: string): void {
   process.stderr.write(`${new Date().toISOString()} holder[${process.pid}]: ${msg}\n`);
 }
@@ -170,9 +176,20 @@ interface Conn {
   readonly cleanups: Set<() => void>;
 }
 
-class Holder {
-  private readonly spec: HolderSpec;
+/** What a session needs from the process that holds it. */
+interface SessionHost {
+  /** Called once the session's files and socket are gone (after shutdown or a failed start). */
+  removed(session: Session): void;
+}
+
+/**
+ * One session inside the holder process: its program (pty or ACP agent), screen, output
+ * ring, raw log, metadata and socket. Nothing it does reaches another session.
+ */
+class Session {
+  readonly spec: HolderSpec;
   private readonly dir: string;
+  private readonly host: SessionHost;
   private readonly screen: Screen;
   private readonly ring: OutputRing;
   private readonly log: RawLog;
@@ -191,9 +208,10 @@ class Holder {
   private inputChain: Promise<unknown> = Promise.resolve();
   private shuttingDown: Promise<void> | undefined;
 
-  constructor(spec: HolderSpec, dir: string) {
+  constructor(spec: HolderSpec, host: SessionHost) {
     this.spec = spec;
-    this.dir = dir;
+    this.dir = spec.dir;
+    this.host = host;
     this.screen = new Screen(spec.cols, spec.rows, spec.scrollback);
     this.ring = new OutputRing(spec.ringBytes);
     this.log = new RawLog(spec.log, spec.logMaxBytes);
@@ -224,7 +242,7 @@ class Holder {
             reject(e);
             return;
           }
-          this.server.on("error", (e) => log(`server error: ${describeError(e)}`));
+          this.server.on("error", (e) => this.note(`server error: ${describeError(e)}`));
           if (acpModule) {
             this.startAcp(acpModule.AcpHost).then(resolve, (e: unknown) => {
               this.server.close();
@@ -283,8 +301,23 @@ class Holder {
   }
 
   /** Pid of the program: the pty's session leader, or the ACP agent (its own session leader). */
-  private get childPid(): number {
+  get childPid(): number {
     return this.acp ? this.acp.pid : (this.term?.pid ?? 0);
+  }
+
+  /** Appends a diagnostic line to this session's holder log (`logs/<name>.holder.log`). */
+  note(msg: string): void {
+    try {
+      appendFileSync(
+        this.spec.holderLog,
+        `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`,
+        {
+          mode: 0o600,
+        },
+      );
+    } catch {
+      // diagnostics must never take the session down
+    }
   }
 
   private record(): HolderRecord {
@@ -307,7 +340,7 @@ class Holder {
     try {
       writeFileAtomicSync(join(this.dir, "session.json"), `${JSON.stringify(this.record())}\n`);
     } catch (e) {
-      log(`writing session.json: ${describeError(e)}`);
+      this.note(`writing session.json: ${describeError(e)}`);
     }
   }
 
@@ -347,7 +380,7 @@ class Holder {
   private onExit(exitCode: number, signal: number | undefined): void {
     const sig = signalName(signal);
     this.exit = { code: sig ? null : exitCode, signal: sig, at: Date.now() };
-    log(`program exited: code ${this.exit.code} signal ${this.exit.signal}`);
+    this.note(`program exited: code ${this.exit.code} signal ${this.exit.signal}`);
     this.writeRecord();
     for (const w of [...this.watchers]) w();
     void this.screen.flush().then(() => {
@@ -835,24 +868,42 @@ class Holder {
   private attachedInput(chunk: Buffer): void {
     if (!this.running) return;
     void this.serialize(() => this.writeInput(chunk)).catch((e: unknown) =>
-      log(`attach input: ${describeError(e)}`),
+      this.note(`attach input: ${describeError(e)}`),
     );
   }
 
-  /** Kills the program's whole session, stops serving, removes the socket and session files. */
+  /**
+   * Kills the program's whole session, stops serving, removes the socket and session files,
+   * and tells the host. Resolves once all of that is done; open connections (the caller's
+   * reply included) are ended right after.
+   */
   shutdown(): Promise<void> {
     this.shuttingDown ??= (async () => {
-      log("shutting down");
+      this.note("shutting down");
       await killSession(this.childPid, { graceMs: STOP_GRACE_MS, startTime: this.childStart });
       for (const w of [...this.watchers]) w();
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();
-      setImmediate(() => this.finish());
+      this.close();
+      setImmediate(() => {
+        for (const c of this.conns) c.sock.end();
+      });
+      this.host.removed(this);
     })();
     return this.shuttingDown;
   }
 
-  private finish(): void {
+  /** After a failed start: kills whatever program was spawned and stops serving. */
+  async abandon(): Promise<void> {
+    if (this.childPid > 0)
+      await killSession(this.childPid, { graceMs: STOP_GRACE_MS, startTime: this.childStart }).catch(
+        () => undefined,
+      );
+    this.close();
+  }
+
+  /** Stops serving and removes this session's files (also after a failed start). */
+  close(): void {
     this.server.close();
     try {
       unlinkSync(this.spec.socket);
@@ -862,19 +913,16 @@ class Holder {
     this.removeOwnFiles();
     this.log.close();
     this.screen.dispose();
-    for (const c of this.conns) c.sock.end();
-    // The loop drains and the process exits by itself once the last reply is flushed; this
-    // unref'd timer only covers a client that never closes its end.
-    setTimeout(() => process.exit(0), 1_000).unref();
   }
 
-  /** Removes the session dir, but only while it still describes this holder. */
+  /** Removes the session dir, but only while its record still describes this session. */
   private removeOwnFiles(): void {
     try {
       const rec = JSON.parse(readFileSync(join(this.dir, "session.json"), "utf8")) as Partial<HolderRecord>;
-      if (rec.holderPid !== process.pid) return;
+      if (rec.holderPid !== process.pid || rec.childPid !== this.childPid || rec.startedAt !== this.startedAt)
+        return;
     } catch {
-      if (existsSync(join(this.dir, "spec.json"))) return; // a newer start is preparing this dir
+      return; // no record of this session: the dir belongs to whoever prepares it now
     }
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -891,36 +939,225 @@ function str(v: unknown, what: string): string {
   return v;
 }
 
-function readSpec(dir: string): HolderSpec {
-  const path = join(dir, "spec.json");
-  const spec = JSON.parse(readFileSync(path, "utf8")) as HolderSpec;
-  // The spec holds the program's environment (possibly secrets): keep it only in memory.
-  unlinkSync(path);
-  if (spec.protocol !== PROTOCOL_VERSION)
-    throw new Error(`spec protocol ${spec.protocol} != ${PROTOCOL_VERSION}`);
-  return spec;
+/**
+ * The holder process: its sessions by name and the control socket. Exits once the last
+ * session is gone (or when none arrives within {@link FIRST_SESSION_TIMEOUT_MS}), closing
+ * the control socket first so a late `create` is refused (`shutting_down`) and the caller
+ * starts a new holder.
+ */
+class Holder implements SessionHost {
+  private readonly root: string;
+  private readonly socket: string;
+  private readonly sessions = new Map<string, Session>();
+  private readonly server: Server;
+  private creating = 0;
+  private exiting = false;
+  /** Open `watch` connections. */
+  private watchers = 0;
+  /** The creates in progress, one after another. */
+  private createChain: Promise<unknown> = Promise.resolve();
+
+  constructor(root: string) {
+    this.root = root;
+    this.socket = holderSocketPath(root);
+    this.server = createServer((sock) => this.accept(sock));
+  }
+
+  /** Binds the control socket (taking over a stale one). @throws when another holder serves it. */
+  async listen(): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.bind();
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt > 0) throw e;
+        if (await answers(this.socket)) throw new Error(`another holder serves ${this.socket}`);
+        rmSync(this.socket, { force: true });
+      }
+    }
+    this.server.on("error", (e) => log(`control socket: ${describeError(e)}`));
+    setTimeout(() => this.maybeExit(), FIRST_SESSION_TIMEOUT_MS).unref();
+  }
+
+  private bind(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      const old = process.umask(0o077);
+      try {
+        this.server.listen(this.socket, () => {
+          this.server.off("error", reject);
+          try {
+            chmodSync(this.socket, 0o600);
+            resolve();
+          } catch (e) {
+            reject(e);
+          }
+        });
+      } finally {
+        process.umask(old);
+      }
+    });
+  }
+
+  removed(session: Session): void {
+    if (this.sessions.get(session.spec.name) === session) this.sessions.delete(session.spec.name);
+    this.maybeExit();
+  }
+
+  /** Exits when no session is left and none is being created. */
+  private maybeExit(): void {
+    if (this.exiting || this.sessions.size > 0 || this.creating > 0) return;
+    this.exiting = true;
+    log("no sessions left: exiting");
+    this.server.close();
+    try {
+      unlinkSync(this.socket);
+    } catch {
+      // gone
+    }
+    // Replies already written have reached the kernel; give slow peers a moment to read them.
+    setTimeout(() => process.exit(0), 20);
+  }
+
+  /** Stops every session (SIGTERM/SIGINT to the holder); the last one's removal exits. */
+  async shutdownAll(): Promise<void> {
+    if (this.sessions.size === 0) this.maybeExit();
+    await Promise.all([...this.sessions.values()].map((s) => s.shutdown()));
+  }
+
+  private accept(sock: Socket): void {
+    const splitter = new LineSplitter(
+      (line) => void this.onLine(sock, line),
+      () => {
+        reply(sock, { id: null, ok: false, error: { code: "bad_request", message: "line too long" } });
+        sock.end();
+      },
+    );
+    sock.on("data", (chunk: Buffer) => splitter.push(chunk));
+    sock.on("error", () => undefined);
+  }
+
+  private async onLine(sock: Socket, line: string): Promise<void> {
+    if (line.trim() === "") return;
+    let rec: Record<string, unknown>;
+    try {
+      const msg = JSON.parse(line) as unknown;
+      rec = (typeof msg === "object" && msg !== null ? msg : {}) as Record<string, unknown>;
+    } catch {
+      reply(sock, { id: null, ok: false, error: { code: "bad_request", message: "invalid JSON" } });
+      return;
+    }
+    const id = typeof rec.id === "number" || typeof rec.id === "string" ? rec.id : null;
+    try {
+      if (id === null || typeof rec.op !== "string") throw new OpError("bad_request", "need id and op");
+      reply(sock, { id, ok: true, result: await this.control(sock, rec) });
+    } catch (e) {
+      const code = e instanceof OpError ? e.code : "internal";
+      reply(sock, { id, ok: false, error: { code, message: describeError(e) } });
+    }
+  }
+
+  private hello(): HolderResults["hello"] {
+    return {
+      pid: process.pid,
+      protocol: PROTOCOL_VERSION,
+      sessions: this.sessions.size,
+      watchers: this.watchers,
+    };
+  }
+
+  private async control(sock: Socket, rec: Record<string, unknown>): Promise<unknown> {
+    switch (rec.op) {
+      case "watch": // the caller keeps the connection open: its close tells that we are gone
+        this.watchers++;
+        sock.once("close", () => this.watchers--);
+        return this.hello();
+      case "hello":
+        return this.hello();
+      case "create":
+        return this.create(rec.spec as HolderSpec);
+      case "release": {
+        const s = this.sessions.get(str(rec.name, "name"));
+        if (!s || s.spec.city !== str(rec.city, "city")) return { released: false };
+        await s.shutdown();
+        return { released: true };
+      }
+      default:
+        throw new OpError("unknown_op", `unknown control op ${JSON.stringify(rec.op)}`);
+    }
+  }
+
+  /** Starts one session from `spec`. @throws OpError `spawn_failed` (nothing left behind). */
+  private async create(spec: HolderSpec): Promise<{ pid: number; childPid: number }> {
+    if (this.exiting) throw new OpError("shutting_down", "the holder is exiting");
+    if (typeof spec !== "object" || spec === null || typeof spec.name !== "string")
+      throw new OpError("bad_request", "create needs a spec");
+    if (spec.protocol !== PROTOCOL_VERSION)
+      throw new OpError("bad_request", `spec protocol ${spec.protocol} != ${PROTOCOL_VERSION}`);
+    if (dirname(spec.dir) !== join(this.root, "sessions"))
+      throw new OpError("bad_request", `session dir ${spec.dir} is not under ${this.root}`);
+    if (this.sessions.has(spec.name))
+      throw new OpError("spawn_failed", `session ${spec.name} is still held (stop it first)`);
+    const session = new Session(spec, this);
+    this.sessions.set(spec.name, session);
+    this.creating++;
+    // One create per turn of the event loop: a burst of starts (a whole city at once) must
+    // not hold up the requests of running sessions behind it (status probes have deadlines).
+    const started = this.createChain
+      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(() => session.start());
+    this.createChain = started.catch(() => undefined);
+    try {
+      await started;
+      session.note("serving");
+      return { pid: process.pid, childPid: session.childPid };
+    } catch (e) {
+      session.note(`start failed: ${describeError(e)}`);
+      this.sessions.delete(spec.name);
+      await session.abandon();
+      throw new OpError("spawn_failed", describeError(e));
+    } finally {
+      this.creating--;
+      this.maybeExit();
+    }
+  }
+}
+
+function reply(sock: Socket, resp: HolderResponse): void {
+  if (!sock.destroyed && sock.writable) sock.write(`${JSON.stringify(resp)}\n`);
+}
+
+/** True when something accepts connections on `path`. */
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = connect(path);
+    c.once("connect", () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once("error", () => resolve(false));
+  });
 }
 
 async function main(): Promise<void> {
-  const dir = process.argv[2];
-  if (!dir) {
-    log("usage: holder.js <session dir>");
+  const root = process.argv[2];
+  if (!root) {
+    log("usage: holder.js <provider root>");
     process.exit(2);
   }
-  let holder: Holder;
+  const holder = new Holder(root);
   try {
-    const spec = readSpec(dir);
-    holder = new Holder(spec, dir);
-    await holder.start();
+    await holder.listen();
   } catch (e) {
     log(`startup failed: ${describeError(e)}`);
     process.exit(3);
   }
-  log(`serving ${dir}`);
-  const stop = () => void holder.shutdown();
+  log(`serving ${root}`);
+  const stop = () => void holder.shutdownAll();
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
   process.on("SIGHUP", () => undefined);
+  // One session's bug must not take the others down: log and carry on.
   process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? describeError(e)}`));
   process.on("unhandledRejection", (e) => log(`unhandled rejection: ${describeError(e)}`));
 }

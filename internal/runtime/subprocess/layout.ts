@@ -1,20 +1,12 @@
 /**
  * Where the subprocess provider keeps each session on disk: one private directory per
- * session under `<stateDir>/subprocess/sessions/`, start locks, raw output logs, and the
- * holder's unix socket (with a short hashed fallback when the natural path would exceed the
- * kernel's socket path limit). Shared by the provider and the holder process.
+ * session under `<stateDir>/subprocess/sessions/`, start locks, raw output logs, each
+ * session's unix socket and the holder process's control socket (with a short hashed fallback
+ * when the natural path would exceed the kernel's socket path limit). Shared by the provider
+ * and the holder process.
  */
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  fsyncSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { ProviderError } from "../errors.js";
 
@@ -33,8 +25,6 @@ export interface SessionPaths {
   readonly record: string;
   /** Written by the holder: metadata key/values (`meta.json`). */
   readonly meta: string;
-  /** Written by the provider, read and deleted by the holder (`spec.json`). */
-  readonly spec: string;
   /** Start lock (`<root>/locks/<name>.lock`), outside `dir` so stop never removes it. */
   readonly lock: string;
   /** Raw program output, rotated to `<log>.1`; kept after stop. */
@@ -73,6 +63,27 @@ export function socketPathFor(root: string, name: string): string {
 }
 
 /**
+ * The holder process's control socket: `<root>/holder.sock` when it fits, else
+ * `holder.sock` in {@link fallbackSocketDir}. Pure.
+ */
+export function holderSocketPath(root: string): string {
+  const direct = join(root, "holder.sock");
+  return Buffer.byteLength(direct) <= MAX_SOCKET_PATH_BYTES
+    ? direct
+    : join(fallbackSocketDir(root), "holder.sock");
+}
+
+/** The lock taken while spawning the holder process (`<root>/holder.lock`). Pure. */
+export function holderLockPath(root: string): string {
+  return join(root, "holder.lock");
+}
+
+/** The holder process's own diagnostics (`<root>/logs/holder.log`). Pure. */
+export function holderLogPath(root: string): string {
+  return join(root, "logs", "holder.log");
+}
+
+/**
  * The directory used for sockets when the state dir path is too long. Always under `/tmp`,
  * never `$TMPDIR`: every gc process must derive the same path, whatever its environment. Pure.
  */
@@ -90,7 +101,6 @@ export function sessionPaths(root: string, name: string): SessionPaths {
     socket: socketPathFor(root, name),
     record: join(dir, "session.json"),
     meta: join(dir, "meta.json"),
-    spec: join(dir, "spec.json"),
     lock: join(root, "locks", `${name}.lock`),
     log: join(root, "logs", `${name}.log`),
     holderLog: join(root, "logs", `${name}.holder.log`),
@@ -112,13 +122,17 @@ export function ensurePrivateDir(dir: string): void {
   if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }
 
-/** Writes `text` to `path` atomically (temp file, fsync, rename) with mode 0600. */
+/**
+ * Writes `text` to `path` atomically (temp file, rename) with mode 0600: readers see the old
+ * or the new content, never a mix. No fsync: these files describe processes that do not
+ * survive a machine crash either, and a holder writes one per session start (an fsync each
+ * would serialize every start of the city behind the disk).
+ */
 export function writeFileAtomicSync(path: string, text: string): void {
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   const fd = openSync(tmp, "w", 0o600);
   try {
     writeSync(fd, text);
-    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }

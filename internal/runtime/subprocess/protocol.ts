@@ -7,6 +7,8 @@
  * session or on a socket whose hashed path collided.
  * User text only ever travels inside JSON strings; no field is interpreted as a command.
  * After a successful `attach` reply the connection carries raw terminal bytes both ways.
+ * The holder process's control socket speaks the same framing with the {@link ControlRequest}
+ * ops (no `expect`): `hello`, `watch`, `create` and `release`.
  */
 
 import type { AcpState, AcpStatus, AcpTurn, InteractionView } from "../acp/wire.js";
@@ -24,11 +26,16 @@ export interface ExitInfo {
   readonly at: number;
 }
 
-/** What the provider hands a new holder (`spec.json`, deleted by the holder once read). */
+/**
+ * What the provider hands the holder to create one session (in the control `create` request;
+ * it holds the program's environment, so it is never written to disk).
+ */
 export interface HolderSpec {
   readonly protocol: number;
   readonly city: string;
   readonly name: string;
+  /** The session dir (`<root>/sessions/<name>`): record and metadata go there. */
+  readonly dir: string;
   /** Program argv (no shell is added by the holder). */
   readonly argv: readonly string[];
   /** Complete environment of the program. */
@@ -42,6 +49,8 @@ export interface HolderSpec {
   readonly ringBytes: number;
   readonly socket: string;
   readonly log: string;
+  /** The session's diagnostics log (`logs/<name>.holder.log`). */
+  readonly holderLog: string;
   /** Raw log size that triggers rotation to `<log>.1`. */
   readonly logMaxBytes: number;
   /** Prompt prefix used by `waitIdle` when the request names none. */
@@ -117,7 +126,18 @@ export type HolderRequest =
   | { readonly op: "acp.turns"; readonly since: number }
   | { readonly op: "acp.waitTurn"; readonly turn: number; readonly timeoutMs: number }
   | { readonly op: "acp.pending" }
-  | { readonly op: "acp.respond"; readonly action: string; readonly requestId?: string | undefined };
+  | { readonly op: "acp.respond"; readonly action: string; readonly requestId?: string | undefined }
+  | ControlRequest;
+
+/** Requests on the holder process's control socket. */
+export type ControlRequest =
+  | { readonly op: "hello" }
+  /** As `hello`; the caller keeps the connection open and learns the holder's end by its close. */
+  | { readonly op: "watch" }
+  /** Starts a session; the reply comes once its socket serves and its program runs. */
+  | { readonly op: "create"; readonly spec: HolderSpec }
+  /** Stops session `name` of `city` if this holder has it (its socket may be gone). */
+  | { readonly op: "release"; readonly name: string; readonly city: string };
 
 /** Operation names. */
 export type HolderOp = HolderRequest["op"];
@@ -148,6 +168,16 @@ export interface HolderResults {
   "acp.waitTurn": { readonly turn: AcpTurn | null };
   "acp.pending": { readonly interaction: InteractionView | null };
   "acp.respond": { readonly chosen: string };
+  /** `watchers`: open `watch` connections. */
+  hello: {
+    readonly pid: number;
+    readonly protocol: number;
+    readonly sessions: number;
+    readonly watchers: number;
+  };
+  watch: HolderResults["hello"];
+  create: { readonly pid: number; readonly childPid: number };
+  release: { readonly released: boolean };
 }
 
 /** Error codes a holder replies with. */
@@ -163,6 +193,7 @@ export type HolderErrorCode =
   | "awaiting_choice"
   | "unsupported"
   | "acp_error"
+  | "spawn_failed"
   | "internal";
 
 /** Identity a request may demand of the holder. */

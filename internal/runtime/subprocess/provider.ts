@@ -1,12 +1,12 @@
 /**
- * SubprocessProvider: headless pty sessions, each owned by a detached holder process
- * (holder.ts) that outlives the controller. All state lives on disk under
+ * SubprocessProvider: headless pty sessions, held by one detached holder process per
+ * provider root (holder.ts) that outlives the controller. All state lives on disk under
  * `<stateDir>/subprocess/` and in the holders, so a new provider instance (a restarted
  * controller, or a CLI command) sees every running session. The embedded default where tmux
  * is absent; built by cmd/gc through `createProvider` in index.ts.
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { cp, link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
@@ -14,7 +14,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { type CensusEntry, processCensus } from "../../proc/census.js";
-import { killPids, killTree, pidAlive } from "../../proc/kill.js";
+import { pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
@@ -40,6 +40,7 @@ import {
 } from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type BackendWatchProvider,
   type CensusProvider,
   type CommandProvider,
   type ExecCommandOptions,
@@ -61,15 +62,17 @@ import {
   type SnapshotProvider,
   type StartConfig,
 } from "../provider.js";
-import { HolderOpError, HolderUnavailableError, holderRequest, openAttach } from "./client.js";
+import { HolderOpError, HolderUnavailableError, holderRequest, openAttach, watchHolder } from "./client.js";
 import { DETACH_RESET, type DetachKeys, DetachMatcher, describeDetachKeys, unknownKeys } from "./keys.js";
 import {
   ensurePrivateDir,
+  holderLockPath,
+  holderLogPath,
+  holderSocketPath,
   providerRoot,
   type SessionPaths,
   sessionPaths,
   sessionsDir,
-  writeFileAtomicSync,
 } from "./layout.js";
 import {
   type HolderOp,
@@ -82,7 +85,7 @@ import {
 } from "./protocol.js";
 import { killSession, procStartTime, sessionProcesses } from "./tree.js";
 
-/** Longest wait for a new holder to answer on its socket. */
+/** Longest wait for a new holder process to answer on its control socket, and for a `create`. */
 export const HOLDER_START_TIMEOUT_MS = 15_000;
 /** Longest wait for `readyPromptPrefix`; past it start proceeds (the program may just be quiet). */
 export const READY_TIMEOUT_MS = 60_000;
@@ -152,12 +155,17 @@ export function defaultHolderPath(): string {
   return resolve(dirname(here), "../../../dist/internal/runtime/subprocess/holder.js");
 }
 
-/** What one holder call found. */
+/**
+ * What one holder call found. `missing`: nothing listens on the session's socket (the
+ * session is gone, or its holder died); `unresponsive`: the socket accepted nothing in time
+ * (a busy or hung holder: the session may well be alive, so it is never cleaned up for it).
+ */
 type CallResult<T> =
   | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly why: "missing" | "foreign" | "exited" };
+  | { readonly ok: false; readonly why: "missing" | "unresponsive" | "foreign" | "exited" };
 
 const MISSING = { ok: false, why: "missing" } as const;
+const UNRESPONSIVE = { ok: false, why: "unresponsive" } as const;
 
 /** Reads a holder record; `undefined` when absent or unreadable. */
 function readRecord(path: string): HolderRecord | undefined {
@@ -168,11 +176,11 @@ function readRecord(path: string): HolderRecord | undefined {
   }
 }
 
-/** True when `pid` is a holder serving session dir `dir` (guards against pid reuse). */
-async function isHolderProcess(pid: number, dir: string): Promise<boolean> {
+/** True when `pid` is the holder process of provider root `root` (guards against pid reuse). */
+async function isHolderProcess(pid: number, root: string): Promise<boolean> {
   try {
     const args = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
-    return args.some((a) => a.endsWith("holder.js")) && args.includes(dir);
+    return args.some((a) => a.endsWith("holder.js")) && args.includes(root);
   } catch {
     return false;
   }
@@ -194,7 +202,8 @@ export class SubprocessProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
-    CensusProvider
+    CensusProvider,
+    BackendWatchProvider
 {
   readonly name: string = "subprocess";
   /** City name. */
@@ -206,6 +215,12 @@ export class SubprocessProvider
   private readonly opts: SubprocessProviderOptions;
   private readonly holderPath: string;
   private readonly starts = new StartsInProgress();
+  /** The holder spawn in progress in this process, shared by concurrent starts. */
+  private holderReady: Promise<void> | undefined;
+  /** {@link SubprocessProvider.onBackendLost} subscribers. */
+  private readonly lossListeners = new Set<() => void>();
+  /** Stops watching the holder process; set while a watch connection is open. */
+  private unwatch: (() => void) | undefined;
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
@@ -231,19 +246,62 @@ export class SubprocessProvider
     };
   }
 
-  /** Nothing to release: every call uses its own short-lived connection. Idempotent. */
-  async close(): Promise<void> {}
+  /** Stops watching the holder (sessions and the holder keep running). Idempotent. */
+  async close(): Promise<void> {
+    this.lossListeners.clear();
+    this.unwatch?.();
+    this.unwatch = undefined;
+  }
 
   /**
-   * Every live holder of this city (one serving a session dir under this city's state dir,
-   * whether or not it still answers or has a record) and all its descendants, from /proc.
+   * Calls `fn` whenever the holder process of this root ends (it died, taking every session
+   * with it, or it exited after its last session), so the controller reconciles at once.
+   * Watches the running holder now and each one this provider starts later.
+   * @returns the unsubscribe.
+   */
+  onBackendLost(fn: () => void): () => void {
+    this.lossListeners.add(fn);
+    void this.watch();
+    return () => {
+      this.lossListeners.delete(fn);
+      if (this.lossListeners.size === 0) {
+        this.unwatch?.();
+        this.unwatch = undefined;
+      }
+    };
+  }
+
+  /** Opens the watch connection when someone listens and none is open. Never throws. */
+  private async watch(): Promise<void> {
+    if (this.unwatch || this.lossListeners.size === 0) return;
+    this.unwatch = () => undefined; // claimed while connecting
+    try {
+      this.unwatch = await watchHolder(
+        this.controlSocket,
+        () => {
+          this.unwatch = undefined;
+          for (const fn of [...this.lossListeners]) fn();
+        },
+        STATUS_TIMEOUT_MS,
+      );
+      if (this.lossListeners.size === 0) {
+        this.unwatch();
+        this.unwatch = undefined;
+      }
+    } catch {
+      this.unwatch = undefined; // no holder now: watched once this provider starts one
+    }
+  }
+
+  /**
+   * The live holder process of this provider root (whether or not it still answers) and all
+   * its descendants (every session's program), from /proc.
    */
   census(): Promise<CensusEntry[]> {
-    const under = `${sessionsDir(this.root)}${sep}`;
     const node = basename(this.opts.nodePath ?? process.execPath);
     return processCensus(
       (p) => p.pid !== process.pid && (p.argv0 === node || p.argv0.startsWith("node")),
-      (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.some((a) => a.startsWith(under)),
+      (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.includes(this.root),
     );
   }
 
@@ -270,7 +328,8 @@ export class SubprocessProvider
       });
       return { ok: true, value };
     } catch (e) {
-      if (e instanceof HolderUnavailableError) return MISSING;
+      if (e instanceof HolderUnavailableError)
+        return e.reason === "ENOENT" || e.reason === "ECONNREFUSED" ? MISSING : UNRESPONSIVE;
       if (e instanceof HolderOpError) {
         if (e.code === "not_owner") return { ok: false, why: "foreign" };
         if (e.code === "not_running" || e.code === "shutting_down") return { ok: false, why: "exited" };
@@ -288,6 +347,17 @@ export class SubprocessProvider
 
   protected async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
     return this.call(name, { op: "status" }, STATUS_TIMEOUT_MS, signal);
+  }
+
+  /**
+   * {@link SubprocessProvider.statusOf}, asking once more with the long operation deadline
+   * when the holder was slow: during start a holder busy with a burst of other starts must
+   * not make this session look dead.
+   */
+  private async patientStatus(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
+    const st = await this.statusOf(name, signal);
+    if (st.ok || st.why !== "unresponsive") return st;
+    return this.call(name, { op: "status" }, OP_TIMEOUT_MS, signal);
   }
 
   // ---------------------------------------------------------------- start
@@ -324,31 +394,22 @@ export class SubprocessProvider
         terminal: PTY_ENV,
       });
       await mkdir(plan.hookDir, { recursive: true });
-      const spawned: { child?: ChildProcess } = {};
       const destroy = async () => {
         await this.teardown(name, true).catch(() => undefined);
-        // A holder that had not bound its socket yet is invisible to teardown: kill it by
-        // its handle. Node has not reaped it while exitCode and signalCode are null, so the
-        // pid cannot have been reused.
-        const child = spawned.child;
-        if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-          await killTree(child.pid);
-          await rm(this.paths(name).dir, { recursive: true, force: true });
-        }
       };
       const backend: StartBackend = {
         provider: "subprocess",
         runCommand: runLocalCommand,
         stage: (p) => stageLocal("subprocess", p),
         create: (p, sig) =>
-          this.spawnHolder(name, p.config, p.env, sig, spawned)
+          this.createSession(name, p.config, p.env, sig)
             .then(() => this.afterCreate(name, sig))
             .catch(async (e: unknown) => {
               await destroy();
               throw e;
             }),
         alive: async (sig) => {
-          const st = await this.statusOf(name, sig);
+          const st = await this.patientStatus(name, sig);
           return st.ok && st.value.running;
         },
         died: () =>
@@ -395,51 +456,14 @@ export class SubprocessProvider
   }
 
   /**
-   * Takes the start lock `<root>/locks/<name>.lock` (exclusive create). A lock whose owner
-   * pid is dead (or that stayed empty) is moved aside and retaken once.
+   * Takes the start lock `<root>/locks/<name>.lock`.
    * @throws SessionExistsError when another live starter holds it.
    */
   private async lock(name: string): Promise<() => Promise<void>> {
-    const path = this.paths(name).lock;
-    ensurePrivateDir(this.root);
-    ensurePrivateDir(dirname(path));
-    // The lock appears with its owner already in it (written aside, then hard-linked into
-    // place): a starter killed at any moment never leaves an empty lock behind.
-    const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeFile(mine, `${process.pid} ${procStartTime(process.pid) ?? ""}\n`, {
-      mode: 0o600,
-      flag: "wx",
-    });
-    try {
-      for (let attempt = 0; attempt < 2; attempt++) {
-        try {
-          await link(mine, path);
-          return () => rm(path, { force: true });
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-        }
-        const owner = await lockOwner(path);
-        if (owner === "live") throw new SessionExistsError(name);
-        // Stale: move it aside; if what we moved was not the stale lock we judged, put it back.
-        const aside = `${path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
-        try {
-          await rename(path, aside);
-        } catch {
-          continue; // someone else moved it first
-        }
-        if ((await lockOwner(aside)) === "live") {
-          await link(aside, path).catch(() => undefined);
-          await rm(aside, { force: true });
-          throw new SessionExistsError(name);
-        }
-        await rm(aside, { force: true });
-      }
-      throw new SessionExistsError(name);
-    } finally {
-      await rm(mine, { force: true });
-    }
+    const release = await tryLock(this.root, this.paths(name).lock);
+    if (!release) throw new SessionExistsError(name);
+    return release;
   }
-
   /**
    * Under the start lock: refuses a live session, reaps an exited one, clears stale files.
    * @throws SessionExistsError when the name is live, unresponsive, or owned by another city.
@@ -455,30 +479,35 @@ export class SubprocessProvider
     if (st.why === "foreign") {
       throw new SessionExistsError(name, { cause: new Error("held by a session of another city") });
     }
+    if (st.why === "unresponsive") {
+      throw new SessionExistsError(name, { cause: new Error("its holder is not answering in time") });
+    }
     const rec = readRecord(p.record);
     if (rec && rec.city !== this.owner) {
       throw new SessionExistsError(name, { cause: new Error(`left by city ${rec.city}`) });
     }
-    if (rec && (await pidAlive(rec.holderPid)) && (await isHolderProcess(rec.holderPid, p.dir))) {
+    if (rec && !(await this.letGo(rec))) {
       throw new SessionExistsError(name, { cause: new Error(`holder ${rec.holderPid} is not answering`) });
     }
     await this.teardown(name, true);
   }
 
   /**
-   * Writes the spec, spawns the holder detached (its handle goes into `spawned` at once), and
-   * waits until its socket answers.
+   * Asks the holder process to create the session (spawning the holder first when none
+   * serves this root), and resolves once the session's socket serves and its program runs.
+   * Not abortable once the holder is asked (the caller's `destroy` removes what was made).
+   * @throws SessionDiedDuringStartupError when the program cannot be started.
    */
-  private async spawnHolder(
+  private async createSession(
     name: string,
     config: StartConfig,
     env: Record<string, string>,
     signal: AbortSignal | undefined,
-    spawned: { child?: ChildProcess },
   ): Promise<void> {
     if (!existsSync(this.holderPath)) {
       throw new ProviderError("subprocess", `holder not found at ${this.holderPath}: run \`npm run build\``);
     }
+    signal?.throwIfAborted();
     const p = this.paths(name);
     ensurePrivateDir(p.dir);
     ensurePrivateDir(dirname(p.log));
@@ -490,6 +519,7 @@ export class SubprocessProvider
       protocol: PROTOCOL_VERSION,
       city: this.owner,
       name,
+      dir: p.dir,
       argv: launch.argv,
       env: { ...env, ...launch.env },
       cwd: config.workDir,
@@ -499,17 +529,93 @@ export class SubprocessProvider
       ringBytes: this.opts.ringBytes ?? DEFAULT_RING_BYTES,
       socket: p.socket,
       log: p.log,
+      holderLog: p.holderLog,
       logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
       readyPromptPrefix: config.readyPromptPrefix,
       ...this.holderMode(),
     };
-    writeFileAtomicSync(p.spec, JSON.stringify(spec));
+    // A holder exiting (its last session just stopped) refuses with `shutting_down` or has
+    // already closed its socket: then a new one is spawned.
+    for (let attempt = 0; ; attempt++) {
+      await this.ensureHolder();
+      try {
+        await holderRequest(
+          this.controlSocket,
+          { op: "create", spec },
+          { timeoutMs: HOLDER_START_TIMEOUT_MS },
+        );
+        void this.watch();
+        return;
+      } catch (e) {
+        const retry =
+          e instanceof HolderUnavailableError || (e instanceof HolderOpError && e.code === "shutting_down");
+        if (retry && attempt < 3) continue;
+        if (e instanceof HolderOpError) throw new SessionDiedDuringStartupError(name, e.message);
+        throw new ProviderError("subprocess", `${name}: creating the session: ${describeError(e)}`, {
+          cause: e,
+        });
+      }
+    }
+  }
+
+  /** The holder process's control socket. */
+  private get controlSocket(): string {
+    return holderSocketPath(this.root);
+  }
+
+  /** The holder process's pid when it answers on its control socket, else `undefined`. */
+  private async holderPid(): Promise<number | undefined> {
+    try {
+      return (await holderRequest(this.controlSocket, { op: "hello" }, { timeoutMs: STATUS_TIMEOUT_MS })).pid;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Makes sure a holder process serves this root: spawns one (detached: it outlives us) under
+   * `<root>/holder.lock`, so concurrent starters here or in other processes spawn one only.
+   * @throws ProviderError when none answers within {@link HOLDER_START_TIMEOUT_MS}.
+   */
+  private ensureHolder(): Promise<void> {
+    this.holderReady ??= this.spawnHolderOnce().finally(() => {
+      this.holderReady = undefined;
+    });
+    return this.holderReady;
+  }
+
+  private async spawnHolderOnce(): Promise<void> {
+    const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
+    for (;;) {
+      if ((await this.holderPid()) !== undefined) return;
+      const release = await tryLock(this.root, holderLockPath(this.root));
+      if (release) {
+        try {
+          if ((await this.holderPid()) === undefined) await this.spawnHolder(deadline);
+          return;
+        } finally {
+          await release();
+        }
+      }
+      if (Date.now() > deadline) {
+        throw new ProviderError("subprocess", `no holder answered within ${HOLDER_START_TIMEOUT_MS} ms`);
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** Spawns the holder process and waits until its control socket answers. */
+  private async spawnHolder(deadline: number): Promise<void> {
+    const sock = this.controlSocket;
+    if (dirname(sock) !== this.root) ensurePrivateDir(dirname(sock));
+    const logPath = holderLogPath(this.root);
+    ensurePrivateDir(dirname(logPath));
     const holderEnv: NodeJS.ProcessEnv = { ...process.env };
     delete holderEnv.NODE_OPTIONS; // an inspector or loader flag of the controller must not follow
-    const logFd = openSync(p.holderLog, "a", 0o600);
-    let child: ChildProcess;
+    const logFd = openSync(logPath, "a", 0o600);
+    let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(this.opts.nodePath ?? process.execPath, [this.holderPath, p.dir], {
+      child = spawn(this.opts.nodePath ?? process.execPath, [this.holderPath, this.root], {
         detached: true,
         stdio: ["ignore", logFd, logFd],
         cwd: "/",
@@ -520,7 +626,6 @@ export class SubprocessProvider
     }
     // Detached and unref'd: the holder outlives us; while we live, Node still reaps it.
     child.unref();
-    spawned.child = child;
     let ended: string | undefined;
     child.once("exit", (code, sig) => {
       ended = sig ? `signal ${sig}` : `exit ${code}`;
@@ -528,26 +633,23 @@ export class SubprocessProvider
     child.once("error", (e) => {
       ended = describeError(e);
     });
-    const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
     for (;;) {
-      signal?.throwIfAborted();
-      const st = await this.statusOf(name, signal);
-      if (st.ok) return;
+      if ((await this.holderPid()) !== undefined) return;
       if (ended !== undefined) {
-        const tail = (await readFile(p.holderLog, "utf8").catch(() => ""))
+        const tail = (await readFile(logPath, "utf8").catch(() => ""))
           .trim()
           .split("\n")
           .slice(-3)
           .join(" | ");
-        throw new SessionDiedDuringStartupError(name, `holder ${ended}${tail ? `: ${tail}` : ""}`);
+        throw new ProviderError("subprocess", `holder ${ended}${tail ? `: ${tail}` : ""}`);
       }
       if (Date.now() > deadline) {
         throw new ProviderError(
           "subprocess",
-          `${name}: holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
+          `the holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
         );
       }
-      await pause(POLL_MS, signal);
+      await sleep(POLL_MS);
     }
   }
 
@@ -566,7 +668,7 @@ export class SubprocessProvider
   /** @throws SessionDiedDuringStartupError (with exit status and last screen lines) unless running. */
   private async requireAlive(name: string, signal: AbortSignal | undefined): Promise<void> {
     signal?.throwIfAborted();
-    const st = await this.statusOf(name, signal);
+    const st = await this.patientStatus(name, signal);
     if (st.ok && st.value.running) return;
     let detail = "holder gone";
     if (st.ok && st.value.exit) {
@@ -599,7 +701,28 @@ export class SubprocessProvider
   }
 
   /**
-   * Shuts the holder down, kills whatever of the session survives, and removes its files.
+   * True when the holder recorded in `rec` no longer holds the session: it is dead (or its
+   * pid now names another process), or it answers on its control socket and let the session
+   * go (`release`). False when it lives but answers nothing (left alone).
+   */
+  private async letGo(rec: HolderRecord): Promise<boolean> {
+    if (!(await pidAlive(rec.holderPid)) || !(await isHolderProcess(rec.holderPid, this.root))) return true;
+    try {
+      await holderRequest(
+        this.controlSocket,
+        { op: "release", name: rec.name, city: this.owner },
+        { timeoutMs: SHUTDOWN_TIMEOUT_MS },
+      );
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Has the holder stop the session (never the shared holder process itself), kills whatever
+   * of the session survives, and removes its files. When that was the holder's last session,
+   * waits for the holder process to exit, so nothing of the root is left running.
    * `force` (the caller holds the start lock) removes files even while a start is in progress.
    */
   private async teardown(name: string, force: boolean): Promise<void> {
@@ -620,14 +743,28 @@ export class SubprocessProvider
       } catch {
         // killed below
       }
+    } else if (rec) {
+      await this.letGo(rec);
     }
     if (pids) {
-      if (await isHolderProcess(pids.holderPid, p.dir)) await killPids([pids.holderPid]);
       await killSession(pids.childPid, { startTime: pids.childStart });
+      await this.awaitIdleHolderExit(pids.holderPid);
     }
     if (!force && (await this.startInProgress(name))) return;
     await rm(p.dir, { recursive: true, force: true });
     if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
+  }
+
+  /**
+   * When holder `pid` is exiting (alive, but its control socket is closed: its last session
+   * is gone), waits until it is gone (bounded by {@link SHUTDOWN_TIMEOUT_MS}).
+   */
+  private async awaitIdleHolderExit(pid: number): Promise<void> {
+    const deadline = Date.now() + SHUTDOWN_TIMEOUT_MS;
+    while ((await pidAlive(pid)) && (await isHolderProcess(pid, this.root))) {
+      if ((await this.holderPid()) === pid || Date.now() > deadline) return;
+      await sleep(POLL_MS);
+    }
   }
 
   // ---------------------------------------------------------------- observation
@@ -690,7 +827,7 @@ export class SubprocessProvider
     if (await this.startInProgress(name)) return;
     const rec = readRecord(p.record);
     if (rec && rec.city !== this.owner) return;
-    if (rec && (await pidAlive(rec.holderPid)) && (await isHolderProcess(rec.holderPid, p.dir))) return;
+    if (rec && !(await this.letGo(rec))) return;
     await this.teardown(name, false);
   }
 
@@ -1054,13 +1191,45 @@ export class SubprocessProvider
   }
 }
 
-/** Sleeps `ms`; aborting rejects with `signal.reason` itself (timers/promises wraps it). */
-async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/**
+ * Takes lock file `path` under provider root `root` (exclusive create, recording
+ * `<pid> <start time>`). A lock whose owner pid is dead (or that stayed empty) is moved aside
+ * and retaken once. @returns its release, or `undefined` when a live process holds it.
+ */
+async function tryLock(root: string, path: string): Promise<(() => Promise<void>) | undefined> {
+  ensurePrivateDir(root);
+  ensurePrivateDir(dirname(path));
+  // The lock appears with its owner already in it (written aside, then hard-linked into
+  // place): a starter killed at any moment never leaves an empty lock behind.
+  const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await writeFile(mine, `${process.pid} ${procStartTime(process.pid) ?? ""}\n`, { mode: 0o600, flag: "wx" });
   try {
-    await sleep(ms, undefined, { signal });
-  } catch (e) {
-    if (signal?.aborted) throw signal.reason;
-    throw e;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await link(mine, path);
+        return () => rm(path, { force: true });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      }
+      const owner = await lockOwner(path);
+      if (owner === "live") return undefined;
+      // Stale: move it aside; if what we moved was not the stale lock we judged, put it back.
+      const aside = `${path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+      try {
+        await rename(path, aside);
+      } catch {
+        continue; // someone else moved it first
+      }
+      if ((await lockOwner(aside)) === "live") {
+        await link(aside, path).catch(() => undefined);
+        await rm(aside, { force: true });
+        return undefined;
+      }
+      await rm(aside, { force: true });
+    }
+    return undefined;
+  } finally {
+    await rm(mine, { force: true });
   }
 }
 

@@ -58,12 +58,12 @@ describe("subprocess holder protocol", () => {
 
   const paths = () => sessionPaths(providerRoot(city.stateDir), name);
 
-  it("files: socket 0600 in a 0700 dir, spec deleted, record names city and pids", async () => {
+  it("files: socket 0600 in a 0700 dir, no spec on disk, record names city and pids", async () => {
     const p = paths();
     expect((await stat(p.socket)).mode & 0o777).toBe(0o600);
     expect((await stat(p.dir)).mode & 0o777).toBe(0o700);
     expect((await stat(p.root)).mode & 0o777).toBe(0o700);
-    await expect(stat(p.spec)).rejects.toThrow();
+    await expect(stat(join(p.dir, "spec.json"))).rejects.toThrow(); // the spec (env) never touches disk
     const rec = JSON.parse(await readFile(p.record, "utf8")) as HolderRecord;
     expect(rec).toMatchObject({ city: city.city, name, exit: null });
     expect(rec.holderPid).toBeGreaterThan(0);

@@ -1,4 +1,5 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pidAlive } from "../../../internal/proc/kill.js";
@@ -53,7 +54,7 @@ describe("subprocess stale sessions", () => {
   it("listRunning: a half-created dir without a lock is removed; another city's leftovers are not", async () => {
     const junk = paths("stale-junk");
     await mkdir(junk.dir, { recursive: true });
-    await writeFile(junk.spec, "{}");
+    await writeFile(join(junk.dir, "leftover"), "{}");
     const foreign = paths("stale-foreign");
     await mkdir(foreign.dir, { recursive: true });
     const foreignRecord: HolderRecord = {

@@ -1,0 +1,100 @@
+/**
+ * End-to-end: a city on the subprocess provider keeps all its sessions in one holder
+ * process; when that holder dies the controller notices at once (interval 1h here), restarts
+ * every session on a new holder, and counts the loss as infrastructure, not as crashes.
+ * `gc stop` leaves no holder behind.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { killPids } from "../../internal/proc/kill.js";
+import { makeCity, type TestCity, until } from "../support/city.js";
+
+interface StatusRow {
+  name: string;
+  state: string;
+  running: boolean;
+  restarts: number;
+  infraLosses: number;
+}
+
+async function sessions(city: TestCity): Promise<StatusRow[]> {
+  const r = await city.gc(["status", "--json"]);
+  if (r.code !== 0) throw new Error(`gc status failed: ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { sessions: StatusRow[] }).sessions;
+}
+
+/** Live holder processes of the city. */
+function holders(city: TestCity): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const argv = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0");
+      if (argv.some((a) => a.endsWith("holder.js")) && argv.some((a) => a.startsWith(city.dir)))
+        out.push(Number(e));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+const holderOf = (city: TestCity, session: string): number =>
+  (
+    JSON.parse(
+      readFileSync(join(city.dir, ".gc", "subprocess", "sessions", session, "session.json"), "utf8"),
+    ) as { holderPid: number }
+  ).holderPid;
+
+describe("subprocess holders (e2e)", { timeout: 180_000 }, () => {
+  it("a killed holder is recovered at once by the controller, counted as infrastructure; stop leaves no holder", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "exec sleep 100000"
+  - name: beta
+    start_command: "exec sleep 100000"
+  - name: gamma
+    start_command: "exec sleep 100000"
+`);
+    onTestFinished(async () => killPids(holders(city)));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("all running", async () => (await sessions(city)).every((s) => s.running));
+    const holder = holderOf(city, "alpha");
+    expect(holders(city)).toEqual([holder]);
+    expect(holderOf(city, "gamma")).toBe(holder);
+
+    process.kill(holder, "SIGKILL");
+    const rows = await until(
+      "all back on a new holder",
+      async () => {
+        const s = await sessions(city);
+        const fresh = holders(city);
+        return (
+          s.length === 3 &&
+          s.every((x) => x.running && x.state === "running") &&
+          fresh.length === 1 &&
+          fresh[0] !== holder &&
+          s
+        );
+      },
+      60_000,
+    );
+    for (const s of rows) {
+      expect(s.restarts, s.name).toBe(0);
+      expect(s.infraLosses, s.name).toBe(1);
+    }
+    const events = await city.gc(["session", "logs", "alpha", "--events", "--json"]);
+    expect(events.stdout).toContain("session.infrastructure-lost");
+    expect(events.stdout).not.toContain('"crashed"');
+
+    expect((await city.gc(["stop"])).code).toBe(0);
+    expect(holders(city)).toEqual([]);
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * One holder process per provider root: every session of the city lives in it, a program's
+ * crash touches no other session, and the holder's own death is reported (onBackendLost),
+ * leaves every session missing without an exit status (an infrastructure loss, not a crash),
+ * and a later start brings up a new holder.
+ */
+import { readFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pidAlive } from "../../../internal/proc/kill.js";
+import { holderRequest } from "../../../internal/runtime/subprocess/client.js";
+import { holderSocketPath, providerRoot, sessionPaths } from "../../../internal/runtime/subprocess/layout.js";
+import type { HolderRecord } from "../../../internal/runtime/subprocess/protocol.js";
+import { holdersUnder, makeCity, type TestCity, until } from "./helpers.js";
+
+describe("subprocess: one holder per city", () => {
+  let city: TestCity;
+  beforeAll(async () => {
+    city = await makeCity();
+  });
+  afterAll(async () => {
+    await city?.cleanup();
+  });
+  const record = async (name: string) =>
+    JSON.parse(
+      await readFile(sessionPaths(providerRoot(city.stateDir), name).record, "utf8"),
+    ) as HolderRecord;
+  const names = ["mx-a", "mx-b", "mx-c"];
+  const hello = () =>
+    holderRequest(holderSocketPath(providerRoot(city.stateDir)), { op: "hello" }, { timeoutMs: 5_000 });
+
+  it("every session is held by one process; a program's crash ends only its own session", async () => {
+    await Promise.all(
+      names.map(async (n) => city.provider.start(n, await city.config(`printf '${n}> '; exec cat`))),
+    );
+    const recs = await Promise.all(names.map(record));
+    const holder = recs[0]!.holderPid;
+    expect(recs.map((r) => r.holderPid)).toEqual([holder, holder, holder]);
+    expect(await holdersUnder(city.root)).toEqual([holder]);
+
+    process.kill(recs[0]!.childPid, "SIGSEGV");
+    await until("mx-a's program to end", async () => !(await city.provider.isRunning("mx-a")));
+    expect(await city.provider.lastExit("mx-a")).toMatchObject({ signal: "SIGSEGV" });
+    expect(await pidAlive(holder)).toBe(true);
+    expect(await city.provider.listRunning("mx-")).toEqual(["mx-b", "mx-c"]);
+    await city.provider.nudge("mx-b", "still here");
+    await until("mx-b echoes", async () => (await city.provider.peek("mx-b", 5)).includes("still here"));
+    await city.provider.stop("mx-a");
+    expect(await city.provider.listRunning("mx-")).toEqual(["mx-b", "mx-c"]);
+  });
+
+  it("a holder crash is reported, loses every session without an exit status, and a start brings a new holder", async () => {
+    const holder = (await record("mx-b")).holderPid;
+    const children = await Promise.all(["mx-b", "mx-c"].map(async (n) => (await record(n)).childPid));
+    let lost = 0;
+    const unsubscribe = city.provider.onBackendLost(() => lost++);
+    try {
+      // The watch connects in the background.
+      await until("the watch to connect", async () => (await hello()).watchers === 1);
+      process.kill(holder, "SIGKILL");
+      await until("the loss to be reported", () => lost > 0);
+      expect(await city.provider.listRunning("mx-")).toEqual([]);
+      for (const n of ["mx-b", "mx-c"]) expect(await city.provider.lastExit(n)).toBeUndefined();
+      for (const pid of children)
+        await until(`program ${pid} to be gone`, async () => !(await pidAlive(pid)));
+
+      await city.provider.start("mx-b", await city.config("printf 'again> '; exec cat"));
+      const fresh = (await record("mx-b")).holderPid;
+      expect(fresh).not.toBe(holder);
+      expect(await holdersUnder(city.root)).toEqual([fresh]);
+      // The new holder is watched too.
+      const before = lost;
+      await city.provider.stop("mx-b");
+      await until("the orderly exit to be reported", () => lost > before);
+      expect(await holdersUnder(city.root)).toEqual([]);
+    } finally {
+      unsubscribe();
+    }
+  });
+});
