@@ -1,0 +1,16 @@
+const vm = require("node:vm"); const fs = require("node:fs"); const Module = require("node:module");
+const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+const src = fs.readFileSync("/tmp/c17/yaml-cjs.js", "utf8");
+const text = fs.readFileSync(process.argv[2], "utf8");
+const cacheFile = "/tmp/c17/yaml-cjs.cache";
+const c0 = cpu();
+const cachedData = process.env.CC && fs.existsSync(cacheFile) ? fs.readFileSync(cacheFile) : undefined;
+const script = new vm.Script(Module.wrap(src), { filename: "/tmp/c17/yaml-cjs.js", cachedData });
+const m = { exports: {} };
+script.runInThisContext()(m.exports, require, m, "/tmp/c17/yaml-cjs.js", "/tmp/c17");
+const { parseDocument, LineCounter } = m.exports;
+const c1 = cpu();
+parseDocument(text, { lineCounter: new LineCounter(), uniqueKeys: true, prettyErrors: true });
+const c2 = cpu();
+if (process.env.MAKE) fs.writeFileSync(cacheFile, script.createCachedData());
+console.log(`cc=${!!cachedData} rejected=${script.cachedDataRejected} import ${(c1-c0).toFixed(0)} parse1 ${(c2-c1).toFixed(0)}`);

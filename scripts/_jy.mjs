@@ -1,0 +1,10 @@
+import { readFileSync } from "node:fs";
+const t0 = performance.now();
+const { load } = await import("js-yaml");
+const t1 = performance.now();
+const text = readFileSync(process.argv[2], "utf8");
+load(text);
+const t2 = performance.now();
+load(text);
+const t3 = performance.now();
+console.log(`js-yaml import ${(t1-t0).toFixed(1)} parse1 ${(t2-t1).toFixed(1)} parse2 ${(t3-t2).toFixed(1)}`);

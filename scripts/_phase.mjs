@@ -1,0 +1,16 @@
+const t0 = performance.now();
+const D = process.env.D ?? "/work/wt/c17/dist";
+const lap = (() => { let last = t0; const out = []; return (k) => { const n = performance.now(); out.push(`${k} ${(n - last).toFixed(1)}`); last = n; return out; }; })();
+const deps = await import(`${D}/cmd/gc/deps.js`); lap("import deps");
+const ss = await import(`${D}/internal/controller/status-snapshot.js`); lap("import snapshot");
+const ctx = { cwd: process.cwd(), env: process.env, cityFlag: ".", json: false, err: () => {}, out: () => {} };
+const city = await deps.openCity(ctx); lap("openCity");
+const desired = await city.loadDesired(); lap("loadDesired");
+const store = await city.store(); lap("store open");
+await store.list(); lap("store list");
+const p = await city.providerFor("tmux"); lap("provider create");
+await p.snapshot(""); lap("snapshot1");
+await p.snapshot(""); lap("snapshot2");
+await ss.observeStatus(city); lap("observeStatus (warm)");
+await city.close(); 
+console.log(lap("close").join(" | "), "| total", (performance.now() - t0).toFixed(1), "| since process start", performance.now().toFixed(1));

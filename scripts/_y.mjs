@@ -1,0 +1,14 @@
+import { readFileSync } from "node:fs";
+const t0 = performance.now();
+const __m = await import(process.env.Y ?? "yaml"); const { parseDocument, LineCounter } = __m.parseDocument ? __m : __m.default;
+const t1 = performance.now();
+const text = readFileSync(process.argv[2], "utf8");
+const d = parseDocument(text, { lineCounter: new LineCounter(), uniqueKeys: true, prettyErrors: true });
+const t2 = performance.now();
+const d2 = parseDocument(text, { lineCounter: new LineCounter(), uniqueKeys: true, prettyErrors: true });
+const t3 = performance.now();
+for (let i = 0; i < 20; i++) parseDocument(text, { lineCounter: new LineCounter(), uniqueKeys: true, prettyErrors: true });
+const t4 = performance.now();
+parseDocument(text, { lineCounter: new LineCounter(), uniqueKeys: true, prettyErrors: true });
+const t5 = performance.now();
+console.log(`import ${(t1-t0).toFixed(1)} parse1 ${(t2-t1).toFixed(1)} parse2 ${(t3-t2).toFixed(1)} warm ${(t5-t4).toFixed(1)}`);
