@@ -4,7 +4,7 @@
 // command's path (yaml, commander, …) are bundled; native and heavy ones stay ordinary
 // imports. Everything else under dist/ stays as tsc wrote it (the subprocess holder runs
 // from there, and tests import those modules).
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -47,9 +47,7 @@ const keepModuleUrls = {
   },
 };
 
-for (const f of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(f)) rmSync(`${outdir}${f}`);
-
-await build({
+const result = await build({
   entryPoints: [`${outdir}main.js`],
   outdir,
   allowOverwrite: true,
@@ -67,4 +65,13 @@ await build({
   },
   plugins: [keepModuleUrls],
   logLevel: "warning",
+  write: false,
 });
+
+// Replace the previous build's chunks only once this one succeeded (running the bundler again
+// on an already bundled main.js still works: its chunks are read before they are replaced).
+for (const f of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(f)) rmSync(`${outdir}${f}`);
+for (const out of result.outputFiles) {
+  mkdirSync(dirname(out.path), { recursive: true });
+  writeFileSync(out.path, out.contents);
+}
