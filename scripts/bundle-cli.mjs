@@ -47,31 +47,40 @@ const keepModuleUrls = {
   },
 };
 
-const result = await build({
-  entryPoints: [`${outdir}main.js`],
-  outdir,
-  allowOverwrite: true,
-  bundle: true,
-  splitting: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  chunkNames: "chunk-[hash]",
-  external: EXTERNAL,
-  sourcemap: "linked",
-  // Bundled CommonJS packages (yaml, commander) call require() for Node's builtins.
-  banner: {
-    js: 'import { createRequire as __gcCreateRequire } from "node:module"; const require = __gcCreateRequire(import.meta.url);',
-  },
-  plugins: [keepModuleUrls],
-  logLevel: "warning",
-  write: false,
-});
+// tsc writes main.js afresh on every build; a main.js that is already a bundle is left alone
+// (bundling it again would nest the bundles).
+const BANNER =
+  'import { createRequire as __gcCreateRequire } from "node:module"; const require = __gcCreateRequire(import.meta.url);';
+if (readFileSync(`${outdir}main.js`, "utf8").includes(BANNER)) {
+  console.log("bundle-cli: dist/cmd/gc/main.js is already bundled (run `npm run build` to rebuild)");
+} else {
+  await bundle();
+}
 
-// Replace the previous build's chunks only once this one succeeded (running the bundler again
-// on an already bundled main.js still works: its chunks are read before they are replaced).
-for (const f of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(f)) rmSync(`${outdir}${f}`);
-for (const out of result.outputFiles) {
-  mkdirSync(dirname(out.path), { recursive: true });
-  writeFileSync(out.path, out.contents);
+async function bundle() {
+  const result = await build({
+    entryPoints: [`${outdir}main.js`],
+    outdir,
+    allowOverwrite: true,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    chunkNames: "chunk-[hash]",
+    external: EXTERNAL,
+    sourcemap: "linked",
+    // Bundled CommonJS packages (yaml, commander) call require() for Node's builtins.
+    banner: { js: BANNER },
+    plugins: [keepModuleUrls],
+    logLevel: "warning",
+    write: false,
+  });
+
+  // Replace the previous build's chunks only once this one succeeded.
+  for (const f of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(f)) rmSync(`${outdir}${f}`);
+  for (const out of result.outputFiles) {
+    mkdirSync(dirname(out.path), { recursive: true });
+    writeFileSync(out.path, out.contents);
+  }
 }
