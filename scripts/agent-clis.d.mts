@@ -6,7 +6,14 @@ export interface AgentCli {
   readonly postinstall: readonly string[] | undefined;
 }
 /** The pinned agent CLIs. */
-export type AgentCliName = "claude" | "codex" | "gemini" | "copilot" | "opencode";
+export type AgentCliName =
+  | "claude"
+  | "codex"
+  | "gemini"
+  | "claude-code-acp"
+  | "codex-acp"
+  | "copilot"
+  | "opencode";
 export declare const AGENT_CLIS: Readonly<Record<AgentCliName, AgentCli>>;
 export declare function agentCliCacheDir(): string;
 export declare function installAgentCli(

@@ -22,6 +22,19 @@ export const AGENT_CLIS = {
   },
   codex: { pkg: "@openai/codex", version: "0.171.0", bin: "codex", postinstall: undefined },
   gemini: { pkg: "@google/gemini-cli", version: "0.61.0", bin: "gemini", postinstall: undefined },
+  // ACP adapters for the claude-acp and codex-acp presets (test/agents/acp-live.e2e.test.ts).
+  "claude-code-acp": {
+    pkg: "@zed-industries/claude-code-acp",
+    version: "0.16.2",
+    bin: "claude-code-acp",
+    postinstall: undefined,
+  },
+  "codex-acp": {
+    pkg: "@zed-industries/codex-acp",
+    version: "0.16.0",
+    bin: "codex-acp",
+    postinstall: undefined,
+  },
   // Checked for the copilot and opencode presets (recorded screens only, no live test).
   copilot: { pkg: "@github/copilot", version: "1.0.102", bin: "copilot", postinstall: undefined },
   opencode: { pkg: "opencode-ai", version: "1.18.33", bin: "opencode", postinstall: undefined },

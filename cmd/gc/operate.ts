@@ -6,7 +6,7 @@
  */
 import { parseDuration } from "../../internal/config/duration.js";
 import { type ResolvedSession, resolveSession } from "../../internal/controller/sessions.js";
-import { describeError, UsageError } from "../../internal/runtime/errors.js";
+import { describeError, SessionNotRunningError, UsageError } from "../../internal/runtime/errors.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import type { SessionLock, SessionStore } from "../../internal/session/store.js";
 import type { CommandContext } from "./context.js";
@@ -56,17 +56,6 @@ export async function targetIn(city: City, name: string, signal?: AbortSignal): 
   const session = await resolveSession(city, name, signal);
   const [provider, store] = await Promise.all([city.providerFor(session.provider), city.store()]);
   return { city, session, name: session.name, provider, store, config: session.desired?.config };
-}
-
-/** A session that exists in the city but has no live runtime. Exit 1. */
-export class SessionNotRunningError extends Error {
-  override readonly name = "SessionNotRunningError";
-  constructor(session: string, state?: string) {
-    super(
-      `session ${JSON.stringify(session)} is not running${state ? ` (state: ${state})` : ""}; ` +
-        "`gc start` or `gc session restart` starts it",
-    );
-  }
 }
 
 /** @throws SessionNotRunningError unless the session's runtime is up. */

@@ -86,9 +86,8 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     process_names: ["python3"],
   },
   // ACP agents (session.provider: acp): the prompt is the first session/prompt (nudge).
-  // gemini-acp was run against Gemini CLI 0.61.0 (test/agents/acp-gemini.e2e.test.ts);
-  // claude-acp and codex-acp name the bins of @zed-industries/claude-code-acp 0.16.2 and
-  // @zed-industries/codex-acp 0.16.0 (npm metadata checked; not run here).
+  // Run live (test/agents/acp-live.e2e.test.ts) against Gemini CLI 0.61.0,
+  // @zed-industries/claude-code-acp 0.16.2 and @zed-industries/codex-acp 0.16.0 (docs/acp.md).
   "gemini-acp": {
     command: "gemini",
     args: ["--acp"],

@@ -8,8 +8,9 @@ import { isMap, LineCounter, parseDocument } from "yaml";
 import { ConfigError, type ConfigIssue } from "../runtime/errors.js";
 import { defaultSocketName } from "../runtime/identity.js";
 import { nameProblem } from "../runtime/names.js";
+import { sessionProviderProblem } from "../runtime/registry.js";
 import type { UsedVariable } from "./interpolate.js";
-import { CITY_SCHEMA, type CityFile, type SessionSection, sessionProviderProblem } from "./schema.js";
+import { CITY_SCHEMA, type CityFile, type SessionSection } from "./schema.js";
 import { type DecodeContext, INVALID, type Position, positionOf } from "./schema-builder.js";
 import { IssueReporter, validateCity } from "./validate.js";
 

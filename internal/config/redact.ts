@@ -3,30 +3,21 @@
  * status views): env values whose keys look secret, and any value that came from a
  * secret-looking variable through `${VAR}` interpolation, wherever it ended up. Pure.
  */
-import { isSecretKey, REDACTED, redactEnv } from "../runtime/secrets.js";
+import { isSecretKey, REDACTED, redactEnv, redactValues, secretsLongestFirst } from "../runtime/secrets.js";
 import type { UsedVariable } from "./interpolate.js";
 
 export { isSecretKey, REDACTED, redactEnv };
-
-/** Shortest value worth redacting inside free text (shorter ones would mangle output). */
-const MIN_SECRET_LENGTH = 4;
 
 /**
  * Values substituted into the config from variables whose names look secret
  * (`${API_TOKEN}`), longest first, for {@link redactText}.
  */
 export function secretValues(used: readonly UsedVariable[]): string[] {
-  const out = new Set<string>();
-  for (const u of used) if (isSecretKey(u.name) && u.value.length >= MIN_SECRET_LENGTH) out.add(u.value);
-  return [...out].sort((a, b) => b.length - a.length);
+  return secretsLongestFirst(used.filter((u) => isSecretKey(u.name)).map((u) => u.value));
 }
 
 /** `text` with every occurrence of each of `secrets` replaced by {@link REDACTED}. */
-export function redactText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length > 0) out = out.replaceAll(s, REDACTED);
-  return out;
-}
+export const redactText: (text: string, secrets: readonly string[]) => string = redactValues;
 
 /**
  * A deep copy of a JSON-like value with secret env values (by key, in any object whose

@@ -164,8 +164,11 @@ export abstract class Schema<T, I = T> {
 export interface StringOptions {
   /** Extra check after interpolation; returns the problem or `undefined`. */
   readonly check?: ((value: string) => string | undefined) | undefined;
-  /** JSON Schema keywords describing the check for editors (e.g. `pattern`). */
-  readonly json?: JsonSchema | undefined;
+  /**
+   * JSON Schema keywords describing the check for editors (e.g. `pattern`); a function is
+   * called when the JSON Schema is built (for lists not known when the schema is declared).
+   */
+  readonly json?: JsonSchema | (() => JsonSchema) | undefined;
   /** Expand `${VAR}` (default true). */
   readonly interpolate?: boolean | undefined;
   /** Reject the empty string (default false). */
@@ -240,7 +243,8 @@ export class StringSchema<T extends string = string> extends Schema<T, T> {
     const j: JsonSchema = { type: "string" };
     if (this.options.nonEmpty) j.minLength = 1;
     if (this.choices) j.enum = [...this.choices];
-    return { ...j, ...this.options.json };
+    const extra = this.options.json;
+    return { ...j, ...(typeof extra === "function" ? extra() : extra) };
   }
 }
 

@@ -5,17 +5,14 @@
  */
 import { nameProblem } from "../runtime/names.js";
 import {
-  argProviderNames,
   listedProviders,
-  PROVIDERS,
-  parseProviderSpec,
   plainProviderNames,
+  providerField,
   providerSettingsFields,
   routingProviderNames,
 } from "../runtime/registry.js";
 import { NAME_JSON, nameField, pathField } from "./fields.js";
 import { type Infer, type JsonSchema, s } from "./schema-builder.js";
-import { didYouMean } from "./suggest.js";
 
 /**
  * Routers (runtime/auto/): providers composed of the concrete ones; each session's route is
@@ -34,46 +31,7 @@ export type PromptMode = (typeof PROMPT_MODES)[number];
 
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/**
- * Why `v` is not a session provider (`tmux`, `exec:./x.sh`, …) usable where `allowed` lists
- * the names. Messages list only the providers users may pick (no test doubles).
- */
-export function sessionProviderProblem(
-  v: string,
-  allowed: readonly string[] = SESSION_PROVIDER_KINDS,
-): string | undefined {
-  const colon = v.indexOf(":");
-  if (colon >= 0 && argProviderNames().includes(v.slice(0, colon))) {
-    const p = parseProviderSpec(v);
-    return typeof p === "string" ? p : undefined;
-  }
-  if (allowed.includes(v)) return undefined;
-  const shown = [...listedProviders(), ...ROUTER_PROVIDERS.filter((r) => allowed.includes(r))];
-  const list = shown.join(", ");
-  if (ROUTER_PROVIDERS.includes(v)) {
-    return `${JSON.stringify(v)} is a router and cannot be used here; use one of ${list}`;
-  }
-  const names = shown.map((n) => n.split(":")[0] ?? n);
-  return `unknown session provider ${JSON.stringify(v)}${didYouMean(v, names)}; this build has ${list}`;
-}
-
-/** The JSON Schema of a provider value: a listed name or `<kind>:<arg>`. */
-function providerJson(allowed: readonly string[]): JsonSchema {
-  const hidden = new Set(PROVIDERS.filter((e) => e.internal).map((e) => e.name));
-  return {
-    anyOf: [
-      { enum: allowed.filter((n) => !hidden.has(n)) },
-      ...argProviderNames().map((k) => ({ pattern: `^${k}:.+` })),
-    ],
-  };
-}
-
 const name = nameField;
-const sessionProvider = (allowed: readonly string[]) =>
-  s.string({
-    check: (v) => sessionProviderProblem(v, allowed),
-    json: providerJson(allowed),
-  });
 const path = pathField;
 const commands = () => s.array(s.string({ nonEmpty: true }));
 const env = () =>
@@ -183,7 +141,7 @@ export const AGENT_SCHEMA = s.object({
     .optional()
     .describe("Makes the agent a pool: at most this many instances."),
   depends_on: s.array(name(), { unique: true }).default([]).describe("Agents started before this one."),
-  session: sessionProvider(CONCRETE_SESSION_PROVIDERS)
+  session: providerField("concrete")
     .optional()
     .describe("Session provider for this agent's sessions, overriding session.provider."),
   suspended: s.bool().default(false).describe("Declared but not run."),
@@ -211,7 +169,9 @@ const APPROVAL_SCHEMA = s.union(
           kind: s
             .string({ nonEmpty: true })
             .optional()
-            .describe("Interaction kind to match (approval, dialog, menu); default: any."),
+            .describe(
+              "Interaction kind to match (approval, dialog, menu, permission); default: any. Authentication choices are never answered by the policy.",
+            ),
           match: s
             .string({ nonEmpty: true, check: regexProblem })
             .optional()
@@ -243,7 +203,7 @@ export const CITY_SCHEMA = s.object(
       .default({}),
     session: s
       .object({
-        provider: sessionProvider(SESSION_PROVIDER_KINDS)
+        provider: providerField("any")
           .optional()
           .describe(
             `${[...listedProviders(), ...ROUTER_PROVIDERS].join(" | ")}; default: tmux if on PATH, else subprocess.`,
@@ -262,28 +222,9 @@ export const CITY_SCHEMA = s.object(
           .duration({ min: "100ms" })
           .default("10s")
           .describe("Deadline for each pre_start/setup command."),
-        // session.tmux, session.exec, session.k8s, session.docker, …: each provider's own
-        // section, declared in its directory and listed by the registry.
+        // session.tmux, session.exec, session.k8s, session.docker, session.auto, …: each
+        // provider's own section, declared in its directory and listed by the registry.
         ...providerSettingsFields(),
-        auto: s
-          .object({
-            default: sessionProvider(CONCRETE_SESSION_PROVIDERS)
-              .optional()
-              .describe(
-                "Backend for agents without a session override; default: tmux if on PATH, else subprocess.",
-              ),
-          })
-          .default({}),
-        hybrid: s
-          .object({
-            local: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("tmux"),
-            remote: sessionProvider(CONCRETE_SESSION_PROVIDERS).default("subprocess"),
-            remote_match: s
-              .string({ nonEmpty: true })
-              .optional()
-              .describe("Regular expression; sessions whose name matches run on the remote backend."),
-          })
-          .default({}),
       })
       .default({}),
     providers: s

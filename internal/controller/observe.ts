@@ -120,10 +120,19 @@ export async function saveCursor(
   cursor: ObserverCursor,
 ): Promise<void> {
   const path = cursorPath(stateDir, session, observer);
-  await mkdir(join(stateDir, "observers", session), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${randomUUID()}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(cursor)}\n`, { mode: 0o600 });
-  await rename(tmp, path);
+  // A concurrent dropCursors (session kill) may remove the directory between the steps:
+  // recreate it and write again; the write is atomic either way.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await mkdir(join(stateDir, "observers", session), { recursive: true, mode: 0o700 });
+      await writeFile(tmp, `${JSON.stringify(cursor)}\n`, { mode: 0o600 });
+      await rename(tmp, path);
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 3) throw e;
+    }
+  }
 }
 
 /** Forgets every observer cursor of `session` (its output history is gone). Idempotent. */

@@ -6,6 +6,7 @@
  */
 import { describeError, isGcError } from "../runtime/errors.js";
 import {
+  isApprovalQuestion,
   type PendingInteraction,
   type Provider,
   sessionCapabilities,
@@ -41,7 +42,7 @@ export type ApprovalPolicy =
 /** A decision and why. */
 export interface ApprovalDecision {
   readonly action: ApprovalAction;
-  /** `allow-all`, `ask`, `rules[2]`, or `default`. */
+  /** `allow-all`, `ask`, `rules[2]`, `default`, or `not-an-approval`. */
   readonly by: string;
 }
 
@@ -79,8 +80,13 @@ export function approvalPolicyOf(value: unknown): ApprovalPolicy {
   return { rules, default: isAction(v.default) ? v.default : "ask" };
 }
 
-/** Decides what to do with `interaction` under `policy`. Pure. */
+/**
+ * Decides what to do with `interaction` under `policy`. An interaction that is not an
+ * approve/deny question ({@link isApprovalQuestion}: an authentication choice) is always left
+ * to a human (`by: "not-an-approval"`), whatever the policy or its rules say. Pure.
+ */
 export function decideApproval(policy: ApprovalPolicy, interaction: PendingInteraction): ApprovalDecision {
+  if (!isApprovalQuestion(interaction)) return { action: "ask", by: "not-an-approval" };
   if (policy === "allow-all") return { action: "approve", by: "allow-all" };
   if (policy === "ask") return { action: "ask", by: "ask" };
   for (const [i, r] of policy.rules.entries()) {

@@ -527,7 +527,9 @@ export interface DialogTiming {
   readonly pollMs?: number | undefined;
   /**
    * How long to wait, after confirming, for the program to take the answer (Gemini CLI
-   * saves its trust setting and restarts, seconds on a busy machine). Default 15 000 ms.
+   * saves its trust setting and restarts; Claude Code took over 15 s on a loaded CI machine).
+   * The key is never pressed again: a slow program would take the second press as the
+   * answer to its next screen. The start's own deadline still bounds the wait. Default 60 000 ms.
    */
   readonly confirmMs?: number | undefined;
 }
@@ -600,7 +602,7 @@ export async function selectOption(
     io,
     t,
     (screen) => (same(read(screen)) ? undefined : true),
-    t.confirmMs ?? 15_000,
+    t.confirmMs ?? 60_000,
   );
   if (!gone) throw new DialogRefusedError(dialog.id, "the dialog is still on screen after confirming");
 }
@@ -643,7 +645,7 @@ export async function dismissStartupDialog(
         io,
         opts,
         (s) => (matchDialog(s, [spec], [spec.kind]) ? undefined : true),
-        opts.confirmMs ?? 15_000,
+        opts.confirmMs ?? 60_000,
       );
       if (!gone) throw new DialogRefusedError(spec.id, "the dialog is still on screen after confirming");
       return { status: "handled", dialog: spec.id, chose: "(submitted as shown)" };

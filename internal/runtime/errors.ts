@@ -23,7 +23,9 @@ export type GcErrorCode =
   | "GC_LOCKED"
   | "GC_USAGE"
   | "GC_STORE"
-  | "GC_PARTIAL_OBSERVATION";
+  | "GC_PARTIAL_OBSERVATION"
+  | "GC_NOT_RUNNING"
+  | "GC_READ_ONLY";
 
 /** Base class of every gc error. `code` is stable; `message` is for humans. */
 export abstract class GcError extends Error {
@@ -238,6 +240,30 @@ export class LockedError extends GcError {
 export class UsageError extends GcError {
   override readonly name = "UsageError";
   readonly code = "GC_USAGE";
+}
+
+/** An operation needs a live session, and this one exists in the city but has no runtime. */
+export class SessionNotRunningError extends GcError {
+  override readonly name = "SessionNotRunningError";
+  readonly code = "GC_NOT_RUNNING";
+  readonly session: string;
+  constructor(session: string, state?: string, options?: ErrorOptions) {
+    super(
+      `session ${JSON.stringify(session)} is not running${state ? ` (state: ${state})` : ""}; ` +
+        "`gc start` or `gc session restart` starts it",
+      options,
+    );
+    this.session = session;
+  }
+}
+
+/**
+ * A state change was asked of a view that may only observe: the controller is not running,
+ * so the dashboard refuses actions (nothing is changed).
+ */
+export class ReadOnlyError extends GcError {
+  override readonly name = "ReadOnlyError";
+  readonly code = "GC_READ_ONLY";
 }
 
 /** The session store failed (corrupt file, foreign database, I/O). */

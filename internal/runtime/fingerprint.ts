@@ -6,7 +6,7 @@
  */
 import xxhash from "xxhash-wasm";
 import type { StartConfig } from "./provider.js";
-import { isSecretKey, REDACTED } from "./secrets.js";
+import { isSecretKey, REDACTED, redactAssignments, redactValues, secretsLongestFirst } from "./secrets.js";
 
 const hasher = await xxhash();
 
@@ -115,9 +115,6 @@ function showEnv(env: Record<string, string>): string {
     .join(" ");
 }
 
-/** Shortest secret value looked for inside other values (shorter ones would mangle output). */
-const MIN_SECRET_LENGTH = 4;
-
 /**
  * The secret values a start config carries: values of secret-named env keys, plus
  * `interpolated` (values substituted from secret-named variables anywhere in the file),
@@ -127,9 +124,8 @@ export function secretValuesOf(
   env: Readonly<Record<string, string>>,
   interpolated: readonly string[] = [],
 ): string[] {
-  const out = new Set(interpolated.filter((v) => v.length >= MIN_SECRET_LENGTH));
-  for (const [k, v] of Object.entries(env)) if (isSecretKey(k) && v.length >= MIN_SECRET_LENGTH) out.add(v);
-  return [...out].sort((a, b) => b.length - a.length);
+  const declared = Object.entries(env).flatMap(([k, v]) => (isSecretKey(k) ? [v] : []));
+  return secretsLongestFirst([...interpolated, ...declared]);
 }
 
 /**
@@ -181,11 +177,14 @@ export function fingerprint(
   // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
   // a display value, and a field derived from one is flagged so drift shows only "changed".
   const secrets = secretValuesOf(cfg.env, interpolatedSecrets);
-  const field = (input: unknown, value: string): FieldFingerprint => {
+  const field = (input: unknown, raw: string): FieldFingerprint => {
     const text = canonicalJson(input);
+    // Redacted as the store redacts what it keeps (`SECRET_KEY=value` too), so a stored value
+    // and a fresh one differ only where the config really changed.
+    const value = redactAssignments(redactValues(raw, secrets));
     const secret =
       secrets.some((v) => text.includes(JSON.stringify(v).slice(1, -1))) || value.includes(REDACTED);
-    return { hash: hash(text), value: redactValues(value, secrets), ...(secret ? { secret: true } : {}) };
+    return { hash: hash(text), value, ...(secret ? { secret: true } : {}) };
   };
   const breakdown: Record<string, FieldFingerprint> = {};
   for (const f of CORE_FIELDS) {
@@ -198,13 +197,6 @@ export function fingerprint(
   // Shown by `gc drift` beside the core fields; not an input of `core`.
   breakdown[LIVE_FIELD] = { ...field(liveInput, liveInput.join(" ; ")), hash: live };
   return { core, live, breakdown };
-}
-
-/** `text` with every occurrence of each of `secrets` replaced by {@link REDACTED}. Pure. */
-function redactValues(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const v of secrets) out = out.replaceAll(v, REDACTED);
-  return out;
 }
 
 /** One drifted field: name, old and new display values. */

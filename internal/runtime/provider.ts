@@ -101,6 +101,18 @@ export interface PendingInteraction {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
+/**
+ * Interaction kinds that are not approve/deny questions: an authentication choice (which way
+ * to sign in, kind `authentication`) needs one of its own options, so an approval policy never
+ * answers it and leaves it to the operator (`gc session respond`).
+ */
+export const NON_APPROVAL_KINDS: readonly string[] = ["authentication"];
+
+/** Whether `interaction` is a question an approval policy may answer with approve/deny. Pure. */
+export function isApprovalQuestion(interaction: PendingInteraction): boolean {
+  return !NON_APPROVAL_KINDS.includes(interaction.kind);
+}
+
 /** An answer to a {@link PendingInteraction}. */
 export interface InteractionResponse {
   readonly requestId?: string | undefined;

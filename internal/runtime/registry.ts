@@ -12,8 +12,18 @@
  * conformance target `conformance/targets/<name>.ts` exporting `createTarget` (found by name:
  * this module never imports conformance/), and one entry below.
  */
-import type { Field, Infer, InferInput, ObjectSchema } from "../config/schema-builder.js";
+import {
+  type Field,
+  type Infer,
+  type InferInput,
+  type JsonSchema,
+  type ObjectSchema,
+  type StringSchema,
+  s,
+} from "../config/schema-builder.js";
+import { didYouMean } from "../config/suggest.js";
 import { ACP_SETTINGS_SCHEMA } from "./acp/schema.js";
+import { autoSettingsSchema, hybridSettingsSchema } from "./auto/schema.js";
 import { DOCKER_SETTINGS_SCHEMA } from "./docker/schema.js";
 import { UsageError } from "./errors.js";
 import { EXEC_SETTINGS_SCHEMA } from "./exec/schema.js";
@@ -118,6 +128,7 @@ const ENTRIES = [
     routing: true,
     backend: "routes each session to its agent's declared provider (else session.auto.default)",
     load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createAutoProvider })),
+    settings: autoSettingsSchema(() => providerField("concrete")),
     conformance: true,
   },
   {
@@ -126,6 +137,7 @@ const ENTRIES = [
     routing: true,
     backend: "local and remote backends chosen by session.hybrid.remote_match",
     load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createHybridProvider })),
+    settings: hybridSettingsSchema(() => providerField("concrete")),
     conformance: true,
   },
   {
@@ -210,6 +222,56 @@ export function plainProviderNames(): string[] {
 /** Kinds written `<name>:<arg>`. */
 export function argProviderNames(): string[] {
   return PROVIDERS.filter((e) => e.arg === "required").map((e) => e.name);
+}
+
+/**
+ * Why `v` is not a session provider (`tmux`, `exec:./x.sh`, …) usable where `allowed` lists
+ * the names (default: every concrete provider and router). Messages list only the providers
+ * users may pick (no test doubles).
+ */
+export function sessionProviderProblem(
+  v: string,
+  allowed: readonly string[] = [...plainProviderNames(), ...routingProviderNames()],
+): string | undefined {
+  const colon = v.indexOf(":");
+  if (colon >= 0 && argProviderNames().includes(v.slice(0, colon))) {
+    const p = parseProviderSpec(v);
+    return typeof p === "string" ? p : undefined;
+  }
+  if (allowed.includes(v)) return undefined;
+  const routers = routingProviderNames();
+  const shown = [...listedProviders(), ...routers.filter((r) => allowed.includes(r))];
+  const list = shown.join(", ");
+  if (routers.includes(v)) {
+    return `${JSON.stringify(v)} is a router and cannot be used here; use one of ${list}`;
+  }
+  const names = shown.map((n) => n.split(":")[0] ?? n);
+  return `unknown session provider ${JSON.stringify(v)}${didYouMean(v, names)}; this build has ${list}`;
+}
+
+/** The JSON Schema of a provider value: a listed name of `allowed` or `<kind>:<arg>`. */
+function providerJson(allowed: readonly string[]): JsonSchema {
+  const hidden = new Set(PROVIDERS.filter((e) => e.internal).map((e) => e.name));
+  return {
+    anyOf: [
+      { enum: allowed.filter((n) => !hidden.has(n)) },
+      ...argProviderNames().map((k) => ({ pattern: `^${k}:.+` })),
+    ],
+  };
+}
+
+/**
+ * A city-file field naming a session provider: a `concrete` one (`tmux`, `exec:./x.sh`, …)
+ * or `any` (routers too). Its check and JSON Schema read this registry when used, not when
+ * declared, so sections declared by the entries themselves (the routers') can use it.
+ */
+export function providerField(which: "concrete" | "any"): StringSchema {
+  const allowed = () =>
+    which === "concrete" ? plainProviderNames() : [...plainProviderNames(), ...routingProviderNames()];
+  return s.string({
+    check: (v) => sessionProviderProblem(v, allowed()),
+    json: () => providerJson(allowed()),
+  });
 }
 
 /** A spec split into its entry and argument. */

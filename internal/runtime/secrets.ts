@@ -1,5 +1,7 @@
 /**
- * Secret detection for env-like keys. Values of matching keys are never printed by
+ * Secret detection and redaction shared by every layer (config display, fingerprints and
+ * `gc drift`, the session store): which env-like keys hold secrets, the one marker shown in
+ * place of a secret, and the text redactions. Values of matching keys are never printed by
  * status, show, logs, drift or events. Pure.
  */
 
@@ -11,8 +13,11 @@
 export const SECRET_KEY_PATTERN =
   /TOKEN|SECRET|PASSW(?:OR)?D|PASSPHRASE|API[_.-]?KEY|CREDENTIAL|AUTH(?!OR(?!IZ))|PRIVATE[_.-]?KEY|ACCESS[_.-]?KEY|COOKIE/i;
 
-/** Text shown in place of a secret value. */
+/** Text shown in place of a secret value, everywhere (one marker: see {@link redactAssignments}). */
 export const REDACTED = "[redacted]";
+
+/** Shortest secret value looked for inside other text (shorter ones would mangle output). */
+export const MIN_SECRET_LENGTH = 4;
 
 /** True when values of env key `key` must never be shown or persisted in clear. */
 export function isSecretKey(key: string): boolean {
@@ -24,4 +29,36 @@ export function redactEnv(env: Readonly<Record<string, string>>): Record<string,
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) out[k] = isSecretKey(k) ? REDACTED : v;
   return out;
+}
+
+/** `values` worth looking for in text (at least {@link MIN_SECRET_LENGTH} long), distinct, longest first. Pure. */
+export function secretsLongestFirst(values: Iterable<string>): string[] {
+  const out = new Set<string>();
+  for (const v of values) if (v.length >= MIN_SECRET_LENGTH) out.add(v);
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every occurrence of each of `secrets` replaced by {@link REDACTED}. Pure. */
+export function redactValues(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const v of secrets) if (v.length > 0) out = out.replaceAll(v, REDACTED);
+  return out;
+}
+
+// `KEY=value` in env arrays (`["API_TOKEN=x"]`), argv and free text (error messages, notes);
+// the value ends at whitespace or its closing quote.
+const TEXT_ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_.-]*)=("[^"]*"|'[^']*'|[^\s"']+)/g;
+
+/**
+ * Redacts every `SECRET_KEY=value` in a string: env entries (`"API_TOKEN=abc"`) and free text
+ * (`"exit 1: GH_TOKEN=abc failed"` → `"exit 1: GH_TOKEN=[redacted] failed"`). Idempotent: a
+ * value that already starts with {@link REDACTED} is left as it is (with what follows it,
+ * e.g. `TOKEN=[redacted]; next`), so text redacted once reads the same after any layer
+ * redacts it again. Pure.
+ */
+export function redactAssignments(s: string): string {
+  if (!s.includes("=")) return s;
+  return s.replace(TEXT_ASSIGNMENT, (m: string, k: string, v: string) =>
+    isSecretKey(k) && !v.startsWith(REDACTED) ? `${k}=${REDACTED}` : m,
+  );
 }

@@ -2,28 +2,20 @@
  * Secret redaction applied by the session store before anything reaches disk: values of
  * env-like keys that look secret (TOKEN, SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, …) in
  * record metadata, event payloads, history entries and wait data. Small, pure and
- * independent of internal/config; the key pattern is the shared one in runtime/secrets.ts.
+ * independent of internal/config; the key pattern, the marker and the text redaction are the
+ * shared ones in runtime/secrets.ts.
  */
 
-import { isSecretKey, SECRET_KEY_PATTERN } from "../runtime/secrets.js";
+import { isSecretKey, REDACTED, redactAssignments, SECRET_KEY_PATTERN } from "../runtime/secrets.js";
 
-export { isSecretKey, SECRET_KEY_PATTERN };
-
-/** What a redacted value is replaced with. */
-export const REDACTED = "[REDACTED]";
-
-// `KEY=value` in env arrays (`["API_TOKEN=x"]`), argv and free text (error messages, notes);
-// the value ends at whitespace or its closing quote.
-const TEXT_ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_.-]*)=("[^"]*"|'[^']*'|[^\s"']+)/g;
+export { isSecretKey, REDACTED, SECRET_KEY_PATTERN };
 
 /**
- * Redacts every `SECRET_KEY=value` in a string: env entries (`"API_TOKEN=abc"`) and free text
- * (`"exit 1: GH_TOKEN=abc failed"` → `"exit 1: GH_TOKEN=[REDACTED] failed"`). Pure.
+ * Redacts every `SECRET_KEY=value` in a string (`"exit 1: GH_TOKEN=abc failed"` →
+ * `"exit 1: GH_TOKEN=[redacted] failed"`); idempotent. The shared implementation,
+ * runtime/secrets.ts {@link redactAssignments}. Pure.
  */
-export function redactText(s: string): string {
-  if (!s.includes("=")) return s;
-  return s.replace(TEXT_ASSIGNMENT, (m: string, k: string) => (isSecretKey(k) ? `${k}=${REDACTED}` : m));
-}
+export const redactText: (s: string) => string = redactAssignments;
 
 /**
  * A copy of a string map with the value of every secret key replaced by {@link REDACTED}.

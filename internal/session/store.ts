@@ -82,7 +82,7 @@ export interface SessionRecord {
   readonly updatedAt: number;
   /** When the current generation entered `starting` (set by the store; may be patched). */
   readonly startedAt: number | null;
-  /** Free string map. Values of secret-looking keys are stored as `[REDACTED]`. */
+  /** Free string map. Values of secret-looking keys are stored as `[redacted]`. */
   readonly metadata: Readonly<Record<string, string>>;
   /** Intent recorded before acting; cleared (`null`) once the action's outcome is recorded. */
   readonly pending: Intent | null;

@@ -17,6 +17,12 @@ const EDIT: PendingInteraction = {
 };
 const RM: PendingInteraction = { requestId: "r2", kind: "approval", prompt: "Bash command: rm -rf build" };
 const MENU: PendingInteraction = { requestId: "r3", kind: "menu", prompt: "Pick a model" };
+const AUTH: PendingInteraction = {
+  requestId: "r4",
+  kind: "authentication",
+  prompt: "the agent needs authentication",
+  options: ["oauth-personal", "gemini-api-key"],
+};
 
 describe("approval policy", () => {
   const rules: ApprovalPolicy = {
@@ -33,6 +39,21 @@ describe("approval policy", () => {
     ["the first matching rule wins (pattern)", rules, RM, "deny", "rules[0]"],
     ["the first matching rule wins (kind)", rules, EDIT, "approve", "rules[1]"],
     ["no rule matches: the default", rules, MENU, "ask", "default"],
+    ["allow-all never answers an authentication choice", "allow-all", AUTH, "ask", "not-an-approval"],
+    [
+      "a catch-all rule never answers an authentication choice",
+      { rules: [{ action: "approve" }], default: "deny" },
+      AUTH,
+      "ask",
+      "not-an-approval",
+    ],
+    [
+      "a rule naming the kind does not either",
+      { rules: [{ kind: "authentication", action: "approve" }], default: "approve" },
+      AUTH,
+      "ask",
+      "not-an-approval",
+    ],
   ] as const)("decideApproval: %s", (_what, policy, interaction, action, by) => {
     expect(decideApproval(policy, interaction)).toEqual({ action, by });
   });
@@ -96,6 +117,28 @@ describe("applyApprovalPolicy", () => {
     await run("ask", announced);
     expect(p.calls.some((c) => c.method === "respond")).toBe(false);
     expect(await store.queryEvents({ session: "a", types: ["interaction.pending"] })).toHaveLength(1);
+  });
+
+  it("allow-all leaves an authentication choice to the operator: no answer, no failure, pending once", async () => {
+    p.setPending("a", AUTH);
+    const announced = new Map<string, string>();
+    const lines: string[] = [];
+    for (let i = 0; i < 2; i++)
+      await applyApprovalPolicy({
+        store,
+        providerFor: async (): Promise<Provider> => p,
+        policy: "allow-all",
+        sessions: [{ name: "a", provider: "fake" }],
+        announced,
+        log: (l) => lines.push(l),
+      });
+    expect(p.calls.some((c) => c.method === "respond")).toBe(false);
+    expect(await store.queryEvents({ session: "a", types: ["interaction.respond-failed"] })).toEqual([]);
+    const pending = await store.queryEvents({ session: "a", types: ["interaction.pending"] });
+    expect(pending.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ requestId: "r4", kind: "authentication", rule: "not-an-approval" }),
+    ]);
+    expect(lines).toEqual(["a is waiting for input: the agent needs authentication"]);
   });
 
   it("a failed answer is recorded as such and does not stop the step", async () => {

@@ -252,7 +252,7 @@ for (const provider of PROVIDERS) {
         });
         await city.gc(["session", "kill", "py"]);
         const term = await waiter.done;
-        expect(term.code).toBe(5);
+        expect(term.code, `${term.stdout}\n${term.stderr}`).toBe(5);
         expect(json(term)).toMatchObject({ status: "terminated" });
 
         const ws = json<{ waits: { kind: string; state: string }[] }>(

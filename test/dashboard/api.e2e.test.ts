@@ -1,95 +1,15 @@
 /**
  * `gc dashboard` HTTP API without a browser: the built gc against a subprocess city (its
- * screen comes from the provider's raw output stream), the access rules, and the flags.
+ * screen comes from the provider's raw output stream), the access rules, and the flags;
+ * restart and reset quarantine through the API, `--interval`, and the read-only mode once
+ * the controller is gone, against a tmux city.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
-import { GC_BIN, makeCity, type TestCity } from "../support/city.js";
-
-interface Started {
-  readonly url: string;
-  readonly token: string;
-  readonly port: number;
-}
-
-function dashboard(city: TestCity, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Started> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [GC_BIN, "--city", city.dir, "dashboard", "--json", ...args],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ...env },
-    },
-  );
-  onTestFinished(async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    }
-  });
-  let err = "";
-  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      if (out.includes("\n")) resolve(JSON.parse(out.split("\n")[0]!) as Started);
-    });
-    child.once("exit", (code) => reject(new Error(`gc dashboard exited ${code}: ${err}`)));
-  });
-}
-
-/** A raw HTTP request (headers as given, Host included). */
-function http(
-  port: number,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: string,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = request({ host: "127.0.0.1", port, method, path, headers }, (res) => {
-      let b = "";
-      res.setEncoding("utf8").on("data", (d: string) => (b += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: b }));
-    });
-    r.on("error", reject);
-    r.end(body);
-  });
-}
-
-/** Reads server-sent events until `done` says stop. */
-function sse(port: number, path: string, done: (events: { event: string; data: string }[]) => boolean) {
-  return new Promise<{ event: string; data: string }[]>((resolve, reject) => {
-    const events: { event: string; data: string }[] = [];
-    const r = request({ host: "127.0.0.1", port, path }, (res) => {
-      let buf = "";
-      res.setEncoding("utf8").on("data", (d: string) => {
-        buf += d;
-        let i = buf.indexOf("\n\n");
-        while (i >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const ev = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (ev && data !== undefined) events.push({ event: ev, data });
-          i = buf.indexOf("\n\n");
-        }
-        if (done(events)) {
-          r.destroy();
-          resolve(events);
-        }
-      });
-    });
-    r.on("error", reject);
-    r.end();
-  });
-}
+import { describe, expect, it } from "vitest";
+import { makeCity } from "../support/city.js";
+import { startDashboard as dashboard, getJson, http, post, sse } from "./support.js";
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -203,5 +123,89 @@ agents:
     });
     expect(d.port).toBe(port);
     await expect.poll(() => existsSync(opened) && readFileSync(opened, "utf8")).toBe(d.url);
+  });
+});
+
+interface StatusDoc {
+  controller: { running: boolean };
+  sessions: { name: string; state: string; running: boolean }[];
+}
+interface DetailDoc {
+  generation: number | null;
+  events: { seq: number; type: string; payload: Record<string, unknown> }[];
+}
+
+describe.skipIf(!existsSync("/usr/bin/tmux"))("gc dashboard actions", { timeout: 180_000 }, () => {
+  it("restart and reset quarantine through the API; --interval bounds the snapshot's age; controller killed → read-only", async () => {
+    const yaml = `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+  backoff: { min: 100ms, max: 400ms }
+  quarantine: { threshold: 2 }
+agents:
+  - name: good
+    start_command: "exec sleep 100000"
+  - name: crashy
+    start_command: ${JSON.stringify("test -f @DIR@/healed || exit 3; exec sleep 100000")}
+    ready_delay_ms: 200
+`;
+    const city = makeCity(yaml);
+    city.write(yaml.replace("@DIR@", city.dir));
+    await city.gc(["start"]); // exit 1: crashy failed in the first pass; the controller runs on
+    // Two dashboards: one observes every 100ms, one took its snapshot at start and keeps it an hour.
+    const d = await dashboard(city, ["--interval", "100ms"]);
+    const slow = await dashboard(city, ["--interval", "1h"]);
+    const slowFirst = (await http(slow.port, "GET", "/api/status", { "X-GC-Token": slow.token })).body;
+    const status = () => getJson<StatusDoc>(d, "/api/status");
+    const row = async (name: string) => (await status()).sessions.find((s) => s.name === name);
+    await expect.poll(async () => (await row("crashy"))?.state, { timeout: 60_000 }).toBe("quarantined");
+
+    // Restart: the same code as gc session restart — a new generation and its audit event.
+    const before = await getJson<DetailDoc>(d, "/api/sessions/good");
+    const restarted = await post(d, "/api/sessions/good/restart");
+    expect(restarted.status, JSON.stringify(restarted.json)).toBe(200);
+    expect(restarted.json).toMatchObject({ session: "good", restarted: true, state: "running" });
+    expect(restarted.json.generation).toBeGreaterThan(before.generation ?? 0);
+    const good = await getJson<DetailDoc>(d, "/api/sessions/good");
+    expect(good.events.map((e) => e.type)).toContain("session.restart-requested");
+
+    // Reset quarantine: history forgotten, a pass runs, the healed command now stays up.
+    writeFileSync(join(city.dir, "healed"), "");
+    const reset = await post(d, "/api/sessions/crashy/reset");
+    expect(reset.status, JSON.stringify(reset.json)).toBe(200);
+    expect(reset.json).toMatchObject({ session: "crashy", reset: true });
+    await expect.poll(async () => (await row("crashy"))?.running, { timeout: 30_000 }).toBe(true);
+    const crashy = await getJson<DetailDoc>(d, "/api/sessions/crashy");
+    expect(crashy.events.find((e) => e.type === "session.reset")?.payload).toEqual({ from: "quarantined" });
+
+    // The controller dies: the dashboard says so and refuses every action; nothing changes.
+    const pid = Number(readFileSync(join(city.dir, ".gc", "controller.pid"), "utf8").trim());
+    process.kill(pid, "SIGKILL");
+    await expect.poll(async () => (await status()).controller.running, { timeout: 20_000 }).toBe(false);
+    const { generation, events } = await getJson<DetailDoc>(d, "/api/sessions/good");
+    const lastSeq = events[0]?.seq ?? 0;
+    for (const [action, body] of [
+      ["restart", {}],
+      ["reset", {}],
+      ["stop", {}],
+      ["nudge", { text: "hi", mode: "now" }],
+    ] as const) {
+      const r = await post(d, `/api/sessions/good/${action}`, body);
+      expect(r.status, action).toBe(409);
+      expect((r.json.error as { code: string }).code).toBe("GC_READ_ONLY");
+    }
+    const after = await getJson<DetailDoc>(d, "/api/sessions/good");
+    expect(after.generation).toBe(generation);
+    expect(after.events.filter((e) => e.type.startsWith("session.") && e.seq > lastSeq)).toEqual([]);
+    expect((await row("good"))?.running).toBe(true);
+
+    // --interval 1h: every answer is the snapshot taken at start (controller running, crashy
+    // not yet reset), though the city changed under it.
+    const slowLast = (await http(slow.port, "GET", "/api/status", { "X-GC-Token": slow.token })).body;
+    expect(slowLast).toBe(slowFirst);
+    expect((JSON.parse(slowLast) as StatusDoc).controller.running).toBe(true);
   });
 });

@@ -3,44 +3,26 @@
  * (system executable, no browser download) against the built `gc` and real tmux sessions.
  * Screenshots go to $GC_DASHBOARD_SCREENSHOTS (kept) or to a temp dir removed afterwards.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { GC_BIN, makeCity, type TestCity } from "../support/city.js";
+import { testAgentPath } from "../../conformance/targets/acp.js";
+import { makeCity, type TestCity } from "../support/city.js";
+import { startDashboard } from "./support.js";
 
 const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
 const hasTmux = existsSync("/usr/bin/tmux");
 const APPROVAL_AGENT = fileURLToPath(new URL("../cli/fixtures/approval-agent.py", import.meta.url));
+const ACP_AGENT = JSON.stringify(`exec ${process.execPath} ${testAgentPath()}`);
 const keepShots = process.env.GC_DASHBOARD_SCREENSHOTS;
 const shots = keepShots ?? mkdtempSync(join(tmpdir(), "gc-dashboard-shots-"));
 
-/** Starts `gc dashboard --json` for the city; resolves its URL (token included). Killed after the test. */
+/** Starts `gc dashboard` for the city; resolves its URL (token included). Stopped after the test. */
 async function dashboard(city: TestCity): Promise<string> {
-  const child: ChildProcess = spawn(process.execPath, [GC_BIN, "--city", city.dir, "dashboard", "--json"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  onTestFinished(async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    }
-  });
-  let err = "";
-  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      const line = out.split("\n")[0];
-      if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    child.once("exit", (code) => reject(new Error(`gc dashboard exited ${code}: ${err}`)));
-  });
+  return (await startDashboard(city)).url;
 }
 
 /** The text xterm.js rendered (its DOM rows, one line each), not a text dump. */
@@ -54,7 +36,7 @@ describe.skipIf(!CHROMIUM || !hasTmux)("gc dashboard in Chromium", { timeout: 18
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
-    for (const f of ["dashboard-grid.png", "dashboard-session.png", "dashboard-200.png"])
+    for (const f of ["dashboard-grid.png", "dashboard-session.png", "dashboard-acp.png", "dashboard-200.png"])
       expect(existsSync(join(shots, f)), f).toBe(true);
     if (!keepShots) rmSync(shots, { recursive: true, force: true });
   });
@@ -120,7 +102,7 @@ agents:
     await expect
       .poll(() => page.locator("#interaction").textContent(), { timeout: 20_000 })
       .toContain("Do you want to make this edit to notes.txt?");
-    await page.locator('#interaction button[data-answer="3"]').click();
+    await page.locator('#interaction button[data-option="3"]').click();
     await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("answer: No");
     await expect.poll(() => page.locator("#events").textContent()).toContain("interaction.responded");
 
@@ -137,6 +119,53 @@ agents:
       })
       .toBe("false");
     expect(await page.evaluate(() => (globalThis as unknown as { noReload?: boolean }).noReload)).toBe(true);
+  });
+
+  it("an ACP agent: its transcript on the page, a permission request on its card, answered from the page", async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: acp
+  approval: ask
+daemon:
+  interval: 1h
+agents:
+  - name: helper
+    start_command: ${ACP_AGENT}
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(`${url}#/s/helper`);
+    await expect
+      .poll(() => page.locator("#term").getAttribute("data-source"), { timeout: 20_000 })
+      .toBe("transcript");
+    // A prompt from the page: a turn that asks permission for a tool call.
+    await page.locator('#nudge input[name="text"]').fill("permission to clean up");
+    await page.locator('#nudge select[name="mode"]').selectOption("now");
+    await page.locator('#nudge button[type="submit"]').click();
+    await expect
+      .poll(() => screenText(page), { timeout: 20_000 })
+      .toContain("[tool] Delete build/ (pending)");
+    expect(await screenText(page)).toContain("> permission to clean up");
+    // The grid card shows the pending question without a reload.
+    await page.locator("#home").click();
+    const card = page.locator('.card[data-session="helper"]');
+    await expect.poll(() => card.getAttribute("data-state"), { timeout: 20_000 }).toBe("waiting-for-input");
+    await expect(card.locator(".question").textContent()).resolves.toContain("Delete build/");
+    // Answered on the session page with one of the agent's options; the turn completes.
+    await card.click();
+    await expect
+      .poll(() => page.locator("#interaction button[data-answer]").allInnerTexts(), { timeout: 20_000 })
+      .toEqual(["1. allow-once", "2. allow-always", "3. reject-once", "approve", "deny"]);
+    await page.locator('#interaction button[data-answer="allow-once"]').click();
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("permission: allow-once");
+    expect(await screenText(page)).toContain("[tool] Delete build/ (completed)");
+    await expect.poll(() => page.locator("#interaction").isHidden(), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => page.locator("#events").textContent()).toContain("interaction.responded");
+    await page.screenshot({ path: join(shots, "dashboard-acp.png"), fullPage: true });
   });
 
   it("200 sessions render as 200 cards; with the controller down the view is read-only", async () => {
@@ -160,8 +189,8 @@ ${agents}`);
       return { status: w.gcFirstStatusAt, grid: w.gcGridRenderedAt };
     });
     console.log(
-      `200-session grid: first status ${Math.round(t.status)} ms after navigation start, ` +
-        `all 200 cards in the DOM ${Math.round(t.grid - t.status)} ms later`,
+      `200-session grid: all 200 cards in the DOM ${Math.round(t.grid)} ms after navigation start ` +
+        `(first status at ${Math.round(t.status)} ms, cards drawn ${Math.round(t.grid - t.status)} ms later)`,
     );
     await expect(page.locator("#banner").textContent()).resolves.toContain("read-only");
     await page.screenshot({ path: join(shots, "dashboard-200.png") });

@@ -7,6 +7,7 @@ import {
   identityEnv,
 } from "../../internal/runtime/fingerprint.js";
 import type { StartConfig } from "../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../internal/session/memory-store.js";
 
 const base: StartConfig = {
   command: "claude --dangerously-skip-permissions",
@@ -149,5 +150,31 @@ describe("fingerprint", () => {
 
   it("canonicalJson: drops undefined members, keeps nulls and array order", () => {
     expect(canonicalJson({ b: [3, 1], a: undefined, c: null })).toBe('{"b":[3,1],"c":null}');
+  });
+
+  it("drift through the store: a secret-only change stays masked; literal secrets redacted; one marker", async () => {
+    const cfg = (pw: string): StartConfig => ({
+      ...base,
+      command: `TOKEN_COPY=${pw}; GH_TOKEN=literal-1234 sleep 100000`,
+      env: { ...base.env, API_TOKEN: pw },
+    });
+    const a = fingerprint(cfg("hunter2-old"), {}, [], ["hunter2-old"]);
+    const b = fingerprint(cfg("hunter2-new"), {}, [], ["hunter2-new"]);
+    expect(a.breakdown.command).toMatchObject({
+      value: "TOKEN_COPY=[redacted]; GH_TOKEN=[redacted] sleep 100000",
+      secret: true,
+    });
+    const store = openMemoryStore({ singleTenant: true });
+    await store.create({ name: "x", agent: "x", provider: "fake", breakdown: a.breakdown });
+    const stored = (await store.get("x"))?.breakdown ?? {};
+    await store.close();
+    // The store keeps the fingerprint's display values as they are: nothing to tell apart.
+    for (const [f, fp] of Object.entries(a.breakdown)) expect(stored[f]?.value, f).toBe(fp.value);
+    expect(diffBreakdown(stored, b.breakdown)).toEqual([
+      { field: "command", from: "(secret)", to: "changed", masked: true },
+      { field: "env", from: "(secret)", to: "changed", masked: true },
+    ]);
+    const text = JSON.stringify([stored, b.breakdown]);
+    expect(text).not.toMatch(/hunter2|literal-1234|\[REDACTED\]/);
   });
 });

@@ -41,14 +41,18 @@ describe("provider registry", () => {
       citySchemaJson() as unknown as { properties: { session: { properties: Record<string, unknown> } } }
     ).properties.session.properties;
     const withSettings = PROVIDERS.filter((e) => e.settings);
-    expect(withSettings.map((e) => e.name).sort()).toEqual(["acp", "docker", "exec", "k8s", "tmux"]);
+    expect(withSettings.map((e) => e.name).sort()).toEqual([
+      "acp",
+      "auto",
+      "docker",
+      "exec",
+      "hybrid",
+      "k8s",
+      "tmux",
+    ]);
     for (const e of withSettings)
       expect(session[e.name]).toEqual({ default: {}, ...e.settings?.jsonSchema() });
-    // Routers' sections (session.auto, session.hybrid) name concrete providers, so the config
-    // schema declares them from the registry's list of concrete ones.
-    for (const e of PROVIDERS.filter((p) => !p.settings && !p.routing))
-      expect(session[e.name]).toBeUndefined();
-    for (const e of PROVIDERS.filter((p) => p.routing)) expect(session[e.name]).toBeDefined();
+    for (const e of PROVIDERS.filter((p) => !p.settings)) expect(session[e.name]).toBeUndefined();
   });
 
   it("conformance targets are found by name: conformance/targets/<name>.ts exists exactly for the entries marked conformance", () => {

@@ -106,6 +106,37 @@ describe("RoutingProvider", () => {
     expect(await b.getMeta("two", "k")).toBe("v");
   });
 
+  it("peekStyled: the routed backend's styled screen where it has one, else its peek text", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gc-route-"));
+    dirs.push(dir);
+    class Styled extends FakeProvider {
+      async peekStyled(name: string, lines: number): Promise<string> {
+        return `\x1b[1m${await this.peek(name, lines)}\x1b[0m`;
+      }
+    }
+    const styled = new Styled({ city: "c" });
+    const plain = new FakeProvider({ city: "c" });
+    const p = new RoutingProvider({
+      name: "auto",
+      rules: { kind: "auto", default: "s" },
+      backends: new Map<string, FakeProvider>([
+        ["s", styled],
+        ["p", plain],
+      ]),
+      open: async (spec) => {
+        throw new Error(`no backend ${spec}`);
+      },
+      stateDir: dir,
+      ownsBackends: false,
+    });
+    await p.start("on-styled", cfg());
+    await p.start("on-plain", cfg("p"));
+    styled.peekOutput.set("on-styled", "hello");
+    plain.peekOutput.set("on-plain", "world");
+    expect(await p.peekStyled("on-styled", 5)).toBe("\x1b[1mhello\x1b[0m");
+    expect(await p.peekStyled("on-plain", 5)).toBe("world");
+  });
+
   it("never runs one name on two backends; stop clears every copy", async () => {
     const { a, b, p } = await router();
     await p.start("one", cfg("a"));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { REDACTED as RUNTIME_REDACTED } from "../../internal/runtime/secrets.js";
 import {
   isSecretKey,
   REDACTED,
@@ -44,6 +45,20 @@ describe("redact", () => {
     expect(redactText("no assignments here")).toBe("no assignments here");
     // A value runs to the next whitespace: over-redacting beats leaking.
     expect(redactText("(SECRET=x)")).toBe(`(SECRET=${REDACTED}`);
+  });
+
+  it("one marker, and redacting twice changes nothing (the fingerprint's display values are redacted again by the store)", () => {
+    expect(REDACTED).toBe(RUNTIME_REDACTED);
+    for (const text of [
+      "TOKEN_COPY=abc; sleep 1",
+      'GH_TOKEN="a b" x',
+      "API_KEY=[redacted]; y",
+      "A=1 PASSWORD=p",
+    ]) {
+      const once = redactText(text);
+      expect(redactText(once)).toBe(once);
+    }
+    expect(redactText("TOKEN_COPY=[redacted]; sleep 1")).toBe("TOKEN_COPY=[redacted]; sleep 1");
   });
 
   it("redactStringMap: secret keys' values, and assignments inside other values", () => {

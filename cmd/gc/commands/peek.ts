@@ -2,9 +2,9 @@
  * `gc peek SESSION [-n LINES]`: the session's recent screen text, read without touching the
  * program (no keys, no resize, no cursor of any observer moves).
  */
-import { isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
-import { printJson, SessionNotRunningError, withTarget } from "../operate.js";
+import { printJson, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 

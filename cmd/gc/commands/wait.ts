@@ -193,7 +193,9 @@ async function waitFor(
     if (screen === undefined)
       return { status, output: "", cursor: cursor?.offset ?? 0, gap: false, ...extra };
     const { delta, next } = observe(cursor, screen, Date.now());
-    await saveCursor(t.city.stateDir, t.name, observer, next);
+    // A terminated incarnation's cursor is not kept: its output history is gone (a kill
+    // drops every cursor of the session, possibly while this wait is finishing).
+    if (status !== "terminated") await saveCursor(t.city.stateDir, t.name, observer, next);
     return { status, output: delta.lines.join("\n"), cursor: next.offset, gap: delta.gap, ...extra };
   };
   const exitInfo = async () => {

@@ -6,8 +6,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { City } from "../../../internal/controller/city.js";
 import { observeStatus, type StatusJson, statusJson } from "../../../internal/controller/status-snapshot.js";
+import { supportsTurns } from "../../../internal/runtime/acp/provider.js";
 import { describeError } from "../../../internal/runtime/errors.js";
-import { supportsOutputStream, supportsStyledPeek } from "../../../internal/runtime/provider.js";
+import {
+  type Provider,
+  supportsOutputStream,
+  supportsStyledPeek,
+} from "../../../internal/runtime/provider.js";
 
 /** A listener of a hub; returns nothing, must not throw. */
 type Listener<T> = (value: T) => void;
@@ -49,6 +54,14 @@ export class StatusHub {
     return this.refresh();
   }
 
+  /**
+   * The newest snapshot whatever its age, else a fresh one: what a new viewer is shown at
+   * once, while the loop its subscription starts takes a fresh one and sends it if it differs.
+   */
+  latestOrCurrent(): Promise<Snapshot> {
+    return this.latest ? Promise.resolve(this.latest) : this.current();
+  }
+
   /** Takes a snapshot now (joining one in flight). */
   refresh(): Promise<Snapshot> {
     this.inflight ??= observeStatus(this.city, this.signal)
@@ -86,12 +99,28 @@ export class StatusHub {
   }
 }
 
+/** Where a session's screen comes from (see {@link screenSourceOf}). */
+export type ScreenSource = "stream" | "styled" | "transcript" | "text";
+
+/**
+ * Where the dashboard reads a session's screen, best first: a session with structured turns
+ * (ACP) has no terminal, so its screen is the rendered transcript (`peek`); else the raw
+ * output stream (subprocess holders); else the styled screen (tmux `capture-pane -e`, also
+ * inside docker containers and k8s pods); else the peek text. Pure.
+ */
+export function screenSourceOf(p: Provider): ScreenSource {
+  if (supportsTurns(p)) return "transcript";
+  if (supportsOutputStream(p)) return "stream";
+  if (supportsStyledPeek(p)) return "styled";
+  return "text";
+}
+
 /** One frame of a session's screen for xterm.js: replace the screen, or append raw output. */
 export interface ScreenFrame {
   readonly kind: "reset" | "append";
   readonly data: string;
-  /** Where it came from: the provider's raw output stream, its styled screen, or plain text. */
-  readonly source: "stream" | "styled" | "text";
+  /** Where it came from ({@link screenSourceOf}). */
+  readonly source: ScreenSource;
   /** Set when the screen cannot be read (e.g. the session is not running). */
   readonly error?: string;
 }
@@ -100,9 +129,8 @@ export interface ScreenFrame {
 const SCREEN_LINES = 200;
 
 /**
- * The live screen of one session, shared by everyone watching it: the raw output stream
- * when the provider has one (subprocess), else the styled screen (tmux `capture-pane -e`),
- * else the peek text — polled every `pollMs` while watched; frames only on change.
+ * The live screen of one session, shared by everyone watching it, from
+ * {@link screenSourceOf} — polled every `pollMs` while watched; frames only on change.
  */
 export class ScreenFeed {
   private readonly listeners = new Set<Listener<ScreenFrame>>();
@@ -166,7 +194,8 @@ export class ScreenFeed {
   private async poll(): Promise<void> {
     const p = await this.city.providerFor(this.session.provider);
     const name = this.session.name;
-    if (supportsOutputStream(p)) {
+    const source = screenSourceOf(p);
+    if (source === "stream" && supportsOutputStream(p)) {
       const r = await p.output(name, this.cursor, { signal: this.signal });
       if (!r) throw new Error(`${name} is not running`);
       const fresh = this.cursor === 0 || r.truncated;
@@ -175,13 +204,11 @@ export class ScreenFeed {
       else if (r.data !== "") this.emit({ kind: "append", data: r.data, source: "stream" });
       return;
     }
-    const styled = supportsStyledPeek(p);
-    const text = styled
-      ? await p.peekStyled(name, SCREEN_LINES, { signal: this.signal })
-      : await p.peek(name, SCREEN_LINES, { signal: this.signal });
+    const text =
+      source === "styled" && supportsStyledPeek(p)
+        ? await p.peekStyled(name, SCREEN_LINES, { signal: this.signal })
+        : await p.peek(name, SCREEN_LINES, { signal: this.signal });
     const data = text.replace(/\r?\n/g, "\r\n");
-    if (this.last?.data !== data || this.last.error) {
-      this.emit({ kind: "reset", data, source: styled ? "styled" : "text" });
-    }
+    if (this.last?.data !== data || this.last.error) this.emit({ kind: "reset", data, source });
   }
 }

@@ -12,11 +12,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import type { City } from "../../../internal/controller/city.js";
 import { sessionDrift } from "../../../internal/controller/drift-report.js";
-import { describeError, isGcError } from "../../../internal/runtime/errors.js";
-import { supportsOutputStream, supportsStyledPeek } from "../../../internal/runtime/provider.js";
+import { describeError, isGcError, ReadOnlyError } from "../../../internal/runtime/errors.js";
 import {
   holdDown,
   type NudgeMode,
@@ -27,9 +27,9 @@ import {
   restartSession,
 } from "../actions.js";
 import type { CommandContext } from "../context.js";
-import { durationFlag, SessionNotRunningError, targetIn } from "../operate.js";
+import { durationFlag, targetIn } from "../operate.js";
 import { reconcileNow } from "../pass.js";
-import { ScreenFeed, type ScreenFrame, StatusHub } from "./hub.js";
+import { ScreenFeed, type ScreenFrame, StatusHub, screenSourceOf } from "./hub.js";
 
 /** What the dashboard server needs. */
 export interface DashboardOptions {
@@ -97,10 +97,10 @@ class HttpError extends Error {
 /** The status and code of an error thrown by an action. Pure. */
 function classify(e: unknown): { status: number; code: string } {
   if (e instanceof HttpError) return { status: e.status, code: e.code };
-  if (e instanceof SessionNotRunningError) return { status: 409, code: "GC_NOT_RUNNING" };
   if (isGcError(e, "GC_SESSION_NOT_FOUND")) return { status: 404, code: e.code };
   if (isGcError(e, "GC_USAGE") || isGcError(e, "GC_INVALID_NAME")) return { status: 400, code: e.code };
-  if (isGcError(e, "GC_LOCKED")) return { status: 409, code: e.code };
+  if (isGcError(e, "GC_LOCKED") || isGcError(e, "GC_NOT_RUNNING") || isGcError(e, "GC_READ_ONLY"))
+    return { status: 409, code: e.code };
   if (isGcError(e)) return { status: 500, code: e.code };
   return { status: 500, code: "GC_FAILED" };
 }
@@ -113,6 +113,8 @@ function sameToken(given: string | undefined, token: string): boolean {
 }
 
 const MAX_BODY = 64 * 1024;
+/** Longest wait for the first snapshot before the server starts anyway. */
+const WARM_UP_MS = 5_000;
 
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   if (!(req.headers["content-type"] ?? "").startsWith("application/json"))
@@ -149,6 +151,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
   const hub = new StatusHub(city, opts.intervalMs, signal);
   const feeds = new Map<string, ScreenFeed>();
   const files = staticFiles();
+  const cache = new Map<string, Buffer>();
   const quiet: CommandContext = { ...opts.ctx, json: true, out: () => undefined, err: () => undefined };
   const allowedHosts = new Set<string>();
   const sockets = new Set<ServerResponse>();
@@ -174,7 +177,11 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
       throw new HttpError(421, "GC_USAGE", `this server does not answer for host ${JSON.stringify(host)}`);
     const file = files[url.pathname];
     if (file && req.method === "GET") {
-      const body = await readFile(file.file);
+      let body = cache.get(url.pathname);
+      if (!body) {
+        body = await readFile(file.file);
+        cache.set(url.pathname, body);
+      }
       res.writeHead(200, { ...SECURITY_HEADERS, "Content-Type": file.type });
       res.end(body);
       return;
@@ -234,11 +241,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
       lastError: rec?.lastError ?? null,
       drift: sessionDrift(t.name, rec, t.session.desired),
       peek,
-      screenSource: supportsOutputStream(t.provider)
-        ? "stream"
-        : supportsStyledPeek(t.provider)
-          ? "styled"
-          : "text",
+      screenSource: screenSourceOf(t.provider),
       events: events.map((e) => ({
         seq: e.seq,
         at: new Date(e.at).toISOString(),
@@ -265,7 +268,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
     };
     res.write("retry: 1000\n\n");
     const offs: (() => void)[] = [];
-    const snap = await hub.current().catch(() => undefined);
+    const snap = await hub.latestOrCurrent().catch(() => undefined);
     if (snap) write("status", snap.text);
     offs.push(hub.subscribe((s) => write("status", s.text)));
     if (t) {
@@ -297,9 +300,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
     const body = await readJson(req);
     const snap = await hub.refresh();
     if (!snap.json.controller.running)
-      throw new HttpError(
-        409,
-        "GC_READ_ONLY",
+      throw new ReadOnlyError(
         "the controller is not running: the dashboard is read-only (`gc start` runs it)",
       );
     const t = await targetIn(city, decodeURIComponent(m[1]!), signal);
@@ -362,6 +363,12 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
     send(res, 200, { session: t.name, ...result });
   }
 
+  // One snapshot before the URL is out, so the first viewer sees the city at once (a fresh
+  // one follows); bounded, so a slow backend only delays the start, never blocks it.
+  await Promise.race([
+    hub.refresh().catch(() => undefined),
+    sleep(WARM_UP_MS, undefined, { signal }).catch(() => undefined),
+  ]);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => {

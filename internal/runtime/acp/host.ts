@@ -155,7 +155,7 @@ export class AcpHost {
       this.ev.activity();
       await this.newSession(timeout);
     } catch (e) {
-      this.fail(`ACP handshake failed: ${describeError(e)}`);
+      this.fail(`ACP handshake failed: ${agentErrorText(e)}`);
     }
   }
 
@@ -174,7 +174,7 @@ export class AcpHost {
       this.pump();
     } catch (e) {
       if (isAuthRequired(e)) {
-        this.error = `the agent needs authentication: ${describeError(e)}`;
+        this.error = `the agent needs authentication: ${agentErrorText(e)}`;
         this.setState("needs_auth");
         this.failQueued(this.authError());
         return;
@@ -362,16 +362,21 @@ export class AcpHost {
           if (this.conn?.signal.aborted && !this.exited) {
             // The pipe closed first: the exit (any moment now) ends the turn with its status.
             setTimeout(
-              () => this.finishTurn(turn, { error: `the agent closed the connection: ${describeError(e)}` }),
+              () => this.finishTurn(turn, { error: `the agent closed the connection: ${agentErrorText(e)}` }),
               2_000,
             ).unref();
             return;
           }
-          this.finishTurn(turn, {
-            error: isAuthRequired(e)
-              ? `the agent is not signed in: ${describeError(e)} (auth methods: ${this.authMethods.map((m) => m.id).join(", ") || "none offered"})`
-              : `session/prompt failed: ${describeError(e)}`,
-          });
+          if (!isAuthRequired(e)) {
+            this.finishTurn(turn, { error: `session/prompt failed: ${agentErrorText(e)}` });
+            return;
+          }
+          // An agent that opens sessions signed out (claude-code-acp) asks only now: from here
+          // on the session waits for an auth choice, exactly as after session/new.
+          this.error = `the agent is not signed in: ${agentErrorText(e)}`;
+          this.setState("needs_auth");
+          this.finishTurn(turn, { error: this.authError() });
+          this.failQueued(this.authError());
         },
       );
   }
@@ -461,7 +466,11 @@ export class AcpHost {
       throw new Error(
         `unknown auth method ${JSON.stringify(action)} (offered: ${p.options.map((o) => o.id).join(", ")})`,
       );
-    await this.conn?.agent.request(methods.agent.authenticate, { methodId: method.id });
+    try {
+      await this.conn?.agent.request(methods.agent.authenticate, { methodId: method.id });
+    } catch (e) {
+      throw new Error(`authenticate ${method.id} failed: ${agentErrorText(e)}`, { cause: e });
+    }
     this.error = undefined;
     this.setState("initializing");
     await this.newSession(AbortSignal.timeout(HANDSHAKE_TIMEOUT_MS));
@@ -593,6 +602,24 @@ export function chooseOption(
     return byKind("reject_once", "reject_always");
   if (["deny-always", "reject-always", "never"].includes(a)) return byKind("reject_always", "reject_once");
   return undefined;
+}
+
+/**
+ * An error's message plus, for a JSON-RPC error from the agent, its `data.details` (or string
+ * data) when the message does not already say it: "Internal error" alone tells nobody why.
+ */
+function agentErrorText(e: unknown): string {
+  const msg = describeError(e);
+  const data = typeof e === "object" && e !== null ? (e as { data?: unknown }).data : undefined;
+  const details =
+    typeof data === "string"
+      ? data
+      : typeof data === "object" &&
+          data !== null &&
+          typeof (data as { details?: unknown }).details === "string"
+        ? (data as { details: string }).details
+        : undefined;
+  return details && !msg.includes(details) ? `${msg}: ${details}` : msg;
 }
 
 function isAuthRequired(e: unknown): boolean {

@@ -40,6 +40,7 @@ import type {
   SessionSnapshot,
   SnapshotProvider,
   StartConfig,
+  StyledPeekProvider,
 } from "../provider.js";
 import {
   supportsExecCommand,
@@ -49,6 +50,7 @@ import {
   supportsNudgeNow,
   supportsShutdown,
   supportsSnapshot,
+  supportsStyledPeek,
 } from "../provider.js";
 import { type RouteRules, routeSession } from "./route.js";
 
@@ -98,6 +100,7 @@ export class RoutingProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
+    StyledPeekProvider,
     BackendShutdownProvider
 {
   readonly name: string;
@@ -369,6 +372,16 @@ export class RoutingProvider
 
   peek(name: string, lines: number, opts?: OpOptions): Promise<string> {
     return this.on(name, opts, (p) => p.peek(name, lines, opts), notFound(name));
+  }
+
+  /** The backend's styled screen where it has one (tmux, docker, k8s), else its peek text. */
+  peekStyled(name: string, lines: number, opts?: OpOptions): Promise<string> {
+    return this.on(
+      name,
+      opts,
+      (p) => (supportsStyledPeek(p) ? p.peekStyled(name, lines, opts) : p.peek(name, lines, opts)),
+      notFound(name),
+    );
   }
 
   setMeta(name: string, key: string, value: string, opts?: OpOptions): Promise<void> {

@@ -33,6 +33,7 @@ import {
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
+import { captureFlags, paneText } from "../pane-text.js";
 import {
   type BackendShutdownProvider,
   type CommandProvider,
@@ -506,11 +507,20 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
    * @throws SessionNotFoundError when the session is missing.
    */
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, false, opts.signal);
+  }
+
+  /** {@link peek} with the screen's colours and attributes kept as SGR escapes (`capture-pane -e` in the container). */
+  async peekStyled(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, true, opts.signal);
+  }
+
+  private async screenText(name: string, lines: number, styled: boolean, signal?: AbortSignal) {
     validateSessionName(name);
-    const c = await this.find(name, opts.signal);
+    const c = await this.find(name, signal);
     if (!c) throw new SessionNotFoundError(name);
     if (!c.State.Running) return "";
-    return (await this.capture(c.Id, lines, opts.signal)) ?? "";
+    return (await this.capture(c.Id, lines, signal, styled)) ?? "";
   }
 
   /** The pane's text: the last `lines` lines, all history (`<= 0`), or the visible screen (`"screen"`). */
@@ -518,16 +528,12 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     id: string,
     lines: number | "screen",
     signal?: AbortSignal,
+    styled = false,
   ): Promise<string | undefined> {
-    const range = lines === "screen" ? [] : ["-J", "-S", lines > 0 ? String(-lines) : "-"];
-    const r = await this.execQuiet(id, ["tmux", "capture-pane", "-p", "-t", PANE, ...range], signal);
+    const flags = lines === "screen" ? ["-p"] : captureFlags(lines, styled);
+    const r = await this.execQuiet(id, ["tmux", "capture-pane", ...flags, "-t", PANE], signal);
     if (r?.exitCode !== 0) return undefined;
-    const rows = r.stdout
-      .replace(/\n$/, "")
-      .split("\n")
-      .map((l) => l.trimEnd());
-    while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
-    return (typeof lines === "number" && lines > 0 ? rows.slice(-lines) : rows).join("\n");
+    return paneText(r.stdout, typeof lines === "number" ? lines : 0);
   }
 
   /**

@@ -42,6 +42,7 @@ import {
 } from "../lifecycle/index.js";
 import { RUN_STDIN } from "../lifecycle/target-scripts.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
+import { captureFlags, paneText } from "../pane-text.js";
 import {
   type BackendShutdownProvider,
   type CommandProvider,
@@ -812,24 +813,25 @@ export class K8sProvider
   }
 
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, false, opts.signal);
+  }
+
+  /** {@link peek} with the screen's colours and attributes kept as SGR escapes (`capture-pane -e` in the pod). */
+  async peekStyled(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
+    return this.screenText(name, lines, true, opts.signal);
+  }
+
+  private async screenText(name: string, lines: number, styled: boolean, signal?: AbortSignal) {
     validateSessionName(name);
-    const p = await this.runningPod(name, opts.signal);
+    const p = await this.runningPod(name, signal);
     const pod = p.metadata!.name!;
-    const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
     const r = await this.runInPod(
       pod,
-      this.tmux(pod, "capture-pane", "-p", "-J", "-t", TMUX_TARGET, ...range),
-      {
-        signal: opts.signal,
-      },
+      this.tmux(pod, "capture-pane", ...captureFlags(lines, styled), "-t", TMUX_TARGET),
+      { signal },
     );
     if (r.exitCode !== 0) throw new SessionInitializingError(name, "the tmux session is not up yet");
-    const rows = r.stdout
-      .toString("utf8")
-      .split("\n")
-      .map((l) => l.trimEnd());
-    while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
-    return (lines > 0 ? rows.slice(-Math.floor(lines)) : rows).join("\n");
+    return paneText(r.stdout.toString("utf8"), lines);
   }
 
   async setMeta(name: string, key: string, value: string, opts: OpOptions = {}): Promise<void> {

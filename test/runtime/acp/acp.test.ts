@@ -4,7 +4,8 @@
  * replies, tool calls and plans in the transcript; a permission request as a pending
  * interaction answered by option kind; interrupt = session/cancel ending the turn
  * `cancelled`; a crash mid-turn ending the turn with an error and the exit status kept; an
- * agent that needs signing in, answered with its auth method; `session.acp.mcp_servers`
+ * agent that needs signing in, left alone by `approval: allow-all` and answered with its auth
+ * method; `session.acp.mcp_servers`
  * reaching session/new.
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -12,8 +13,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testAgentCommand } from "../../../conformance/targets/acp.js";
+import { applyApprovalPolicy } from "../../../internal/reconcile/approval.js";
 import { type AcpProvider, createProvider } from "../../../internal/runtime/acp/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../../internal/session/memory-store.js";
 
 let root: string;
 let p: AcpProvider;
@@ -122,8 +125,35 @@ describe("acp provider", { timeout: 60_000 }, () => {
     expect((await p.acpStatus(s))?.state).toBe("needs_auth");
     expect(await p.pending(s)).toMatchObject({ kind: "authentication", options: ["test-login"] });
     await expect(p.prompt(s, "hi")).rejects.toThrow(/needs authentication \(auth methods: test-login\)/);
+    // `approval: allow-all` does not try to "approve" it: it is left to the operator.
+    const store = openMemoryStore({ singleTenant: true });
+    const [out] = await applyApprovalPolicy({
+      store,
+      providerFor: async () => p,
+      policy: "allow-all",
+      sessions: [{ name: s, provider: "acp" }],
+      announced: new Map(),
+    });
+    expect(out?.decision).toEqual({ action: "ask", by: "not-an-approval" });
+    expect((await store.queryEvents({ session: s })).map((e) => e.type)).toEqual(["interaction.pending"]);
+    await store.close();
+    expect((await p.acpStatus(s))?.state).toBe("needs_auth");
     await p.respond(s, { action: "test-login" });
     expect((await p.acpStatus(s))?.state).toBe("ready");
+    expect(await p.waitTurn(s, await p.prompt(s, "hi"), 10_000)).toMatchObject({ reply: "echo: hi" });
+  });
+
+  it("a prompt answered auth_required: a clear turn error, then the auth choice is pending", async () => {
+    const s = await session({ ACP_TEST_FAIL_PROMPT: "1" });
+    expect((await p.acpStatus(s))?.state).toBe("ready"); // session/new needed no sign-in
+    expect(await p.pending(s)).toBeUndefined();
+    const t = await p.waitTurn(s, await p.prompt(s, "hi"), 10_000);
+    expect(t?.error).toMatch(/needs authentication \(auth methods: test-login\)/);
+    expect(t?.stopReason).toBeUndefined();
+    expect(await p.pending(s)).toMatchObject({ kind: "authentication", options: ["test-login"] });
+    expect(await p.waitForIdle(s, 5_000)).toBe("idle");
+    await expect(p.prompt(s, "again")).rejects.toMatchObject({ code: "GC_NUDGE_NOT_DELIVERED" });
+    await p.respond(s, { action: "test-login" });
     expect(await p.waitTurn(s, await p.prompt(s, "hi"), 10_000)).toMatchObject({ reply: "echo: hi" });
   });
 

@@ -2,15 +2,13 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createProvider, type DockerProvider, LABEL_CITY } from "../../../internal/runtime/docker/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { attachChildArgs } from "../../support/attach.js";
 import { DOCKER_SKIP, startTestEngine, type TestEngine } from "../../support/docker.js";
 
-const DIST_INDEX = fileURLToPath(new URL("../../../dist/internal/runtime/docker/index.js", import.meta.url));
-const CHILD = fileURLToPath(new URL("./fixtures/attach-child.mjs", import.meta.url));
 const LONG = "exec sleep 300";
 
 describe.skipIf(DOCKER_SKIP !== undefined)(
@@ -202,7 +200,6 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
     });
 
     it("attach: a real terminal sees the session, C-b d detaches, the session keeps running", async () => {
-      if (!existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first`);
       const city = `att-${process.pid}`;
       const p = provider({}, city);
       await p.start("att", await config("echo HELLO-FROM-CONTAINER; exec cat"));
@@ -210,7 +207,13 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "TMUX") env[k] = v;
       const term = pty.spawn(
         process.execPath,
-        [CHILD, DIST_INDEX, te.socketPath, te.image, city, root, "att"],
+        attachChildArgs({
+          provider: "docker",
+          city,
+          cityDir: root,
+          session: "att",
+          settings: { host: te.socketPath, image: te.image },
+        }),
         {
           name: "xterm-256color",
           cols: 100,

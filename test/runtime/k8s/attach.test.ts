@@ -1,24 +1,13 @@
-/**
- * Attach on k8s through the real protocol: a terminal (a real pty) attached to the pod's tmux
- * session over the exec WebSocket with a TTY — by gc's own attach (client-node, as `gc
- * attach` runs it) and by the real `kubectl exec -it` — sees the session, types into it,
- * resizes it (the tmux client in the pod takes the terminal's size) and detaches with C-b d
- * while the session keeps running.
- */
-import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { K8sProvider } from "../../../internal/runtime/k8s/index.js";
 import { TMUX_SESSION, tmuxSocket } from "../../../internal/runtime/k8s/spec.js";
 import { type ApiServer, startApiServer } from "../../k8s/apiserver/index.js";
 import { KUBECTL } from "../../k8s/support.js";
-
-const DIST_INDEX = fileURLToPath(new URL("../../../dist/internal/runtime/k8s/index.js", import.meta.url));
-const CHILD = fileURLToPath(new URL("./fixtures/attach-child.mjs", import.meta.url));
+import { attachChildArgs } from "../../support/attach.js";
 
 let server: ApiServer;
 let root: string;
@@ -97,12 +86,17 @@ async function clientSizes(p: K8sProvider, name: string): Promise<string> {
 
 describe("k8s attach over the exec WebSocket with a TTY", { timeout: 120_000 }, () => {
   it("gc's attach (client-node): sees the session, types, resizes, detaches with C-b d", async () => {
-    if (!existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first`);
     const city = `att-${process.pid}`;
     const p = await session(city, "att");
     const { term, out, exited } = onPty(
       process.execPath,
-      [CHILD, DIST_INDEX, server.kubeconfigPath, city, root, "att"],
+      attachChildArgs({
+        provider: "k8s",
+        city,
+        cityDir: root,
+        session: "att",
+        settings: { image: "gc-test/agent:1", kubeconfig: server.kubeconfigPath, work_root: root },
+      }),
       {},
       100,
       30,

@@ -138,6 +138,19 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     }
   });
 
+  it("peekStyled: the pod's tmux screen with its SGR colours (capture-pane -e), peek without", async () => {
+    const city = `styled-${process.pid}`;
+    const p = provider(city);
+    await p.start("paint", await config("printf '\\033[32mGREEN\\033[0m plain\\n'; exec sleep 300"));
+    try {
+      await expect.poll(() => p.peek("paint", 5), { timeout: 30_000 }).toContain("GREEN plain");
+      expect(await p.peek("paint", 5)).not.toContain("\x1b");
+      expect(await p.peekStyled("paint", 5)).toMatch(/\x1b\[32mGREEN\x1b\[(0|39)?m plain/);
+    } finally {
+      await p.shutdown();
+    }
+  });
+
   it("a pod deleted behind gc's back is not running, and the name starts again", async () => {
     const city = `behind-${process.pid}`;
     const p = provider(city);

@@ -1,16 +1,8 @@
 import type { IPty } from "@lydell/node-pty";
 import pty from "@lydell/node-pty";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DIST_INDEX, makeCity, type TestCity, until } from "./helpers.js";
-
-/** What a user runs: `gc attach` boiled down to the provider call, then a marker. */
-const ATTACHER = `
-import { SubprocessProvider } from ${JSON.stringify(DIST_INDEX)};
-const [stateDir, city, name, detachKeys] = process.argv.slice(1);
-const p = new SubprocessProvider({ city, stateDir, detachKeys });
-await p.attach(name);
-process.stdout.write("\\r\\nDETACHED-OK\\r\\n");
-`;
+import { attachChildArgs } from "../../support/attach.js";
+import { makeCity, type TestCity, until } from "./helpers.js";
 
 interface Terminal {
   readonly term: IPty;
@@ -33,11 +25,17 @@ describe("subprocess attach", () => {
     await city?.cleanup();
   });
 
-  /** Runs the attacher in a real pty of `cols`×`rows`, as a user's terminal would. */
+  /** Runs `gc attach` (the shared attach child) in a real pty of `cols`×`rows`, as a user's terminal would. */
   function openTerminal(detachKeys: string, cols = 100, rows = 30): Terminal {
     const term = pty.spawn(
       process.execPath,
-      ["--input-type=module", "-e", ATTACHER, city.stateDir, city.city, "att", detachKeys],
+      attachChildArgs({
+        provider: "subprocess",
+        city: city.city,
+        cityDir: city.stateDir,
+        session: "att",
+        settings: { detach_keys: detachKeys },
+      }),
       { cols, rows, cwd: city.root, env: { ...process.env, NODE_OPTIONS: "" } },
     );
     terminals.push(term);
@@ -65,7 +63,7 @@ describe("subprocess attach", () => {
 
     t.term.write("\x1c");
     expect(await t.exited).toBe(0);
-    expect(t.output()).toContain("DETACHED-OK");
+    expect(t.output()).toContain("GC-ATTACH-RETURNED");
     expect(await city.provider.isAttached("att")).toBe(false);
     expect(await city.provider.isRunning("att")).toBe(true);
     expect(await city.provider.peek("att", 0)).toContain("40 120");
@@ -85,7 +83,7 @@ describe("subprocess attach", () => {
     expect(await city.provider.isAttached("att")).toBe(true);
     t.term.write("\x02d");
     expect(await t.exited).toBe(0);
-    expect(t.output()).toContain("DETACHED-OK");
+    expect(t.output()).toContain("GC-ATTACH-RETURNED");
     expect(await city.provider.isRunning("att")).toBe(true);
   });
 });

@@ -1,13 +1,9 @@
-import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import pty from "@lydell/node-pty";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
+import { attachChildArgs } from "../../support/attach.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
-
-const DIST_INDEX = fileURLToPath(new URL("../../../dist/internal/runtime/tmux/index.js", import.meta.url));
-const CHILD = fileURLToPath(new URL("./fixtures/attach-child.mjs", import.meta.url));
 
 async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -30,7 +26,6 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider.attach in a real terminal", () => {
   });
 
   it("attach: shows the session's screen, detaches on C-b d, and the session keeps running", async () => {
-    if (!existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first`);
     await p.start("att.1", {
       command: "echo HELLO-FROM-SESSION; exec cat",
       workDir: await fx.dir(),
@@ -38,13 +33,23 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider.attach in a real terminal", () => {
     });
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "TMUX") env[k] = v;
-    const term = pty.spawn(process.execPath, [CHILD, DIST_INDEX, fx.socket, city, fx.root, "att.1"], {
-      name: "xterm-256color",
-      cols: 100,
-      rows: 30,
-      cwd: fx.root,
-      env: { ...env, TERM: "xterm-256color" },
-    });
+    const term = pty.spawn(
+      process.execPath,
+      attachChildArgs({
+        provider: "tmux",
+        city,
+        cityDir: fx.root,
+        session: "att.1",
+        settings: { socket: fx.socket },
+      }),
+      {
+        name: "xterm-256color",
+        cols: 100,
+        rows: 30,
+        cwd: fx.root,
+        env: { ...env, TERM: "xterm-256color" },
+      },
+    );
     let screen = "";
     term.onData((d) => {
       screen += d;

@@ -1,6 +1,6 @@
 // The gc dashboard web app: the city grid and the session page, fed by the server's JSON API
 // and its server-sent event stream (docs/dashboard.md). No build step; xterm.js is the
-// global `Terminal` from /vendor/xterm.js.
+// global `Terminal` from /vendor/xterm.js, loaded when a session page first opens.
 
 const params = new URLSearchParams(location.search);
 if (params.get("token")) {
@@ -109,6 +109,18 @@ function renderGrid() {
     cards.clear();
   }
   if (!status) return;
+  if (cards.size === 0) {
+    // The first draw: every card in one parse, then updated in place like any later draw.
+    const htmls = status.sessions.map(cardHtml);
+    grid.innerHTML = status.sessions
+      .map(
+        (x, i) => `<a href="#/s/${encodeURIComponent(x.name)}" data-session="${esc(x.name)}">${htmls[i]}</a>`,
+      )
+      .join("");
+    status.sessions.forEach((x, i) => {
+      cards.set(x.name, { el: grid.children[i], html: htmls[i] });
+    });
+  }
   const seen = new Set();
   let prev = null;
   for (const x of status.sessions) {
@@ -162,9 +174,6 @@ function sessionShell(name) {
   <details open><summary>Recent events</summary><ol id="events"></ol></details>
   <details><summary>Peek history</summary><pre id="peek"></pre></details>
 </div>`;
-  const term = new Terminal({ cols: 120, rows: 30, scrollback: 2000, disableStdin: true, convertEol: false });
-  term.open($("#term"));
-  window.gcTerm = term;
   $("#nudge").addEventListener("submit", (e) => {
     e.preventDefault();
     const f = e.target;
@@ -174,6 +183,29 @@ function sessionShell(name) {
   });
   for (const b of document.querySelectorAll("[data-act]"))
     b.addEventListener("click", () => act(b.dataset.act, {}));
+}
+
+let xterm;
+/** Loads xterm.js and its CSS once, when a session page first needs them (the grid does not). */
+function loadXterm() {
+  xterm ??= new Promise((resolve, reject) => {
+    const css = document.createElement("link");
+    css.rel = "stylesheet";
+    css.href = "/vendor/xterm.css";
+    document.head.append(css);
+    const js = document.createElement("script");
+    js.src = "/vendor/xterm.js";
+    js.onload = resolve;
+    js.onerror = () => reject(new Error("could not load xterm.js"));
+    document.head.append(js);
+  });
+  return xterm;
+}
+
+function openTerm() {
+  const term = new Terminal({ cols: 120, rows: 30, scrollback: 2000, disableStdin: true, convertEol: false });
+  term.open($("#term"));
+  window.gcTerm = term;
   return term;
 }
 
@@ -219,7 +251,10 @@ function renderSession() {
       ? `<div><b>Waiting for input:</b> ${esc(it.question || it.kind)}</div><div class="actions">${(
           it.options ?? []
         )
-          .map((o, i) => `<button type="button" data-answer="${i + 1}">${i + 1}. ${esc(o)}</button>`)
+          .map(
+            (o, i) =>
+              `<button type="button" data-option="${i + 1}" data-answer="${esc(o)}">${i + 1}. ${esc(o)}</button>`,
+          )
           .join(
             "",
           )}<button type="button" data-answer="approve">approve</button><button type="button" data-answer="deny">deny</button></div>`
@@ -270,7 +305,7 @@ async function loadDetail() {
 }
 
 function onScreen(f) {
-  if (view?.kind !== "session") return;
+  if (view?.kind !== "session" || !view.term) return;
   const term = view.term;
   if (f.kind === "reset") {
     term.reset();
@@ -282,12 +317,22 @@ function onScreen(f) {
 
 function route() {
   const m = /^#\/s\/(.+)$/.exec(location.hash);
-  if (view?.kind === "session") view.term.dispose();
+  view?.term?.dispose();
   if (m) {
     const name = decodeURIComponent(m[1]);
-    view = { kind: "session", name };
-    view.term = sessionShell(name);
-    connect(name);
+    const v = { kind: "session", name };
+    view = v;
+    sessionShell(name);
+    loadXterm().then(
+      () => {
+        if (view !== v) return;
+        v.term = openTerm();
+        connect(name);
+      },
+      (e) => {
+        $("#msg").textContent = e.message;
+      },
+    );
   } else {
     view = { kind: "grid" };
     renderGrid();

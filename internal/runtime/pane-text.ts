@@ -1,0 +1,23 @@
+/**
+ * Reading a tmux pane's text, for the providers that run tmux inside a container or pod
+ * (docker, k8s) and so call `tmux capture-pane` through their own exec path. Pure.
+ */
+
+/**
+ * `capture-pane` flags (after the command name, before `-t`) for the last `lines` lines of
+ * history, wrapped lines joined (`lines <= 0` = all history), with colours and attributes
+ * kept as SGR escape sequences when `styled` (`-e`).
+ */
+export function captureFlags(lines: number, styled: boolean): string[] {
+  return ["-p", "-J", ...(styled ? ["-e"] : []), "-S", lines > 0 ? String(-Math.floor(lines)) : "-"];
+}
+
+/** Captured pane output as peek returns it: rows right-trimmed, trailing blank rows dropped, the last `lines` kept (all when `<= 0`). */
+export function paneText(stdout: string, lines: number): string {
+  const rows = stdout
+    .replace(/\n$/, "")
+    .split("\n")
+    .map((l) => l.trimEnd());
+  while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
+  return (lines > 0 ? rows.slice(-Math.floor(lines)) : rows).join("\n");
+}
