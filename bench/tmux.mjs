@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // bench/tmux: the tmux provider (one persistent control-mode connection) against what a
-// fork-per-call design does (one `tmux` process per operation), measured side by side in one
-// run on one private server: N has-session/isRunning, N set+get metadata, N capture-pane/peek.
-// Prints wall time and CPU (this process + forked children + the tmux server) per operation
-// and the ratios; then listRunning + snapshot over S live sessions against one forked
-// `list-panes -a` and against S forked `has-session` probes. Each operation is also done as
-// raw control-mode round trips (the same tmux commands written by hand to one `tmux -C`
-// client, nothing else): the floor a control-mode provider can reach; the provider/raw ratio
-// is what gc adds (target ≤ 2×). Needs `npm run build` first.
-//   node bench/tmux.mjs [--ops N] [--sessions S] [--json]
+// fork-per-call design does (one `tmux` process per operation), on one private server:
+// isRunning, set+get metadata, peek(50). Each operation is also done as raw control-mode
+// round trips: the SAME tmux commands the provider sends, written by hand to one `tmux -C`
+// client (nothing else) — the floor a control-mode provider can reach; provider ÷ raw is what
+// gc adds (target ≤ 2×). Provider and raw batches are interleaved (order alternating) over
+// R rounds of N operations, so both see the same machine load; min and median per-op times
+// and the ratio of medians are printed, plus the median of the per-round ratios. Then
+// listRunning + snapshot over S live sessions against one forked `list-panes -a`.
+// Needs `npm run build` first.
+//   node bench/tmux.mjs [--ops N] [--rounds R] [--sessions S] [--json]
 import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,16 +19,20 @@ import { parseArgs, promisify } from "node:util";
 const { values } = parseArgs({
   options: {
     ops: { type: "string", default: "200" },
+    rounds: { type: "string", default: "15" },
     sessions: { type: "string", default: "200" },
     json: { type: "boolean", default: false },
   },
 });
 const N = Number(values.ops);
+const ROUNDS = Number(values.rounds);
 const S = Number(values.sessions);
 const dist = new URL("../dist/", import.meta.url);
 let createProvider;
+let PANE_FORMAT;
 try {
   ({ createProvider } = await import(new URL("internal/runtime/tmux/index.js", dist).href));
+  ({ PANE_FORMAT } = await import(new URL("internal/runtime/tmux/sessions.js", dist).href));
 } catch (e) {
   console.error(`bench/tmux: cannot load dist/ (run \`npm run build\` first): ${e.message}`);
   process.exit(1);
@@ -138,47 +143,74 @@ try {
   raw = rawControl(T);
   await raw.ready;
 
+  const [sid] = await provider.control.command(["display-message", "-p", "-t", T, "#{session_id}"]);
+  // What the provider sends (internal/runtime/tmux/provider.ts), written out by hand.
+  const lookup = `list-panes -s -t ${T} -F "${PANE_FORMAT}"`;
+  const metaKey = Buffer.from("k").toString("hex");
+  const hex = (v) => Buffer.from(v).toString("hex");
   const cases = [
     {
-      op: "has-session / isRunning",
+      op: "isRunning",
+      sent: "list-panes -s -t =name -F <pane format>",
       provider: () => provider.isRunning("bench-0"),
-      forked: () => tmux("has-session", "-t", T),
-      raw: () => raw.send(`has-session -t ${T}`),
+      forked: () => tmux("list-panes", "-s", "-t", T, "-F", PANE_FORMAT),
+      raw: () => raw.send(lookup),
     },
     {
       op: "set + get metadata",
+      sent: "set-option -t $id @gc_m_<k> v<hex>; list-panes -s -t =name -F <3 fields>",
       provider: async (i) => {
         await provider.setMeta("bench-0", "k", `value-${i}`);
         await provider.getMeta("bench-0", "k");
       },
       forked: async (i) => {
-        await tmux("set-option", "-t", `${T}:`, "@k", `value-${i}`);
-        await tmux("show-options", "-t", `${T}:`, "-v", "@k");
+        await tmux("set-option", "-t", sid, `@gc_m_${metaKey}`, `v${hex(`value-${i}`)}`);
+        await tmux("list-panes", "-s", "-t", T, "-F", `#{@gc_city}|#{@gc_name}|#{@gc_m_${metaKey}}`);
       },
       raw: async (i) => {
-        await raw.send(`set-option -t ${T}: @k value-${i}`);
-        await raw.send(`show-options -t ${T}: -v @k`);
+        await raw.send(`set-option -t ${sid} @gc_m_${metaKey} v${hex(`value-${i}`)}`);
+        await raw.send(`list-panes -s -t ${T} -F "#{@gc_city}|#{@gc_name}|#{@gc_m_${metaKey}}"`);
       },
     },
     {
-      op: "capture-pane / peek (50 lines)",
+      op: "peek(50)",
+      sent: "capture-pane -p -J -t $id: -S -50",
       provider: () => provider.peek("bench-0", 50),
-      forked: () => tmux("capture-pane", "-p", "-t", `${T}:`, "-S", "-50"),
-      raw: () => raw.send(`capture-pane -p -t ${T}: -S -50`),
+      forked: () => tmux("capture-pane", "-p", "-J", "-t", `${sid}:`, "-S", "-50"),
+      raw: () => raw.send(`capture-pane -p -J -t ${sid}: -S -50`),
     },
   ];
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const stats = (xs) => ({ min: Math.min(...xs), median: median(xs) });
   for (const c of cases) {
-    const viaProvider = await measure(N, c.provider);
-    const viaFork = await measure(N, c.forked);
-    const viaRaw = await measure(N, c.raw);
+    const prov = [];
+    const rawUs = [];
+    const ratios = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      // Alternate which goes first, so neither always runs right after the other.
+      const first = r % 2 === 0 ? c.provider : c.raw;
+      const second = r % 2 === 0 ? c.raw : c.provider;
+      const a = await measure(N, first);
+      const b = await measure(N, second);
+      const [p, q] = r % 2 === 0 ? [a, b] : [b, a];
+      prov.push(p.perOpWallUs);
+      rawUs.push(q.perOpWallUs);
+      ratios.push(p.perOpWallUs / q.perOpWallUs);
+    }
+    // Forking is ~50× slower: fewer operations, once.
+    const viaFork = await measure(Math.max(10, Math.floor(N / 10)), c.forked);
+    const ps = stats(prov);
+    const rs = stats(rawUs);
     results.perOperation.push({
       op: c.op,
-      provider: viaProvider,
-      forked: viaFork,
-      raw: viaRaw,
-      overRaw: viaProvider.wallMs / viaRaw.wallMs,
-      wallRatio: viaFork.wallMs / viaProvider.wallMs,
-      cpuRatio: viaFork.cpuMs / Math.max(viaProvider.cpuMs, 0.001),
+      sent: c.sent,
+      providerUs: ps,
+      rawUs: rs,
+      forkedUs: viaFork.perOpWallUs,
+      overRawMedian: ps.median / rs.median,
+      overRawMin: ps.min / rs.min,
+      overRawPairedMedian: median(ratios),
+      forkedOverProvider: viaFork.perOpWallUs / ps.median,
     });
   }
 
@@ -223,21 +255,19 @@ if (values.json) {
   console.log(JSON.stringify(results, null, 2));
 } else {
   const f = (x, d = 1) => x.toFixed(d);
-  console.log(`bench/tmux: tmux ${results.tmux}, N=${N} sequential operations each way, one private server`);
   console.log(
-    "operation                        provider/op (wall, cpu)   forked tmux/op (wall, cpu)   ratio (wall, cpu)",
+    `bench/tmux: tmux ${results.tmux}, ${ROUNDS} interleaved rounds of ${N} sequential operations, one private server`,
+  );
+  console.log(
+    "operation            provider/op min / median    raw control-mode/op min / median   provider ÷ raw: medians, mins, paired median (target ≤ 2×)   forked/op",
   );
   for (const r of results.perOperation) {
     console.log(
-      `${r.op.padEnd(32)} ${f(r.provider.perOpWallUs).padStart(8)} µs ${f(r.provider.perOpCpuUs).padStart(8)} µs   ${f(r.forked.perOpWallUs).padStart(9)} µs ${f(r.forked.perOpCpuUs).padStart(9)} µs   ${f(r.wallRatio).padStart(6)}× ${f(r.cpuRatio).padStart(6)}×`,
+      `${r.op.padEnd(20)} ${f(r.providerUs.min).padStart(7)} / ${f(r.providerUs.median).padStart(7)} µs      ${f(r.rawUs.min).padStart(7)} / ${f(r.rawUs.median).padStart(7)} µs           ${f(r.overRawMedian, 2)}×, ${f(r.overRawMin, 2)}×, ${f(r.overRawPairedMedian, 2)}×                                       ${f(r.forkedUs, 0)} µs (${f(r.forkedOverProvider, 0)}× the provider)`,
     );
   }
-  console.log("\noperation                        raw control-mode/op (wall)   provider ÷ raw (target ≤ 2×)");
-  for (const r of results.perOperation) {
-    console.log(
-      `${r.op.padEnd(32)} ${f(r.raw.perOpWallUs).padStart(8)} µs                  ${f(r.overRaw, 2).padStart(6)}×`,
-    );
-  }
+  console.log("raw = the same tmux commands the provider sends:");
+  for (const r of results.perOperation) console.log(`  ${r.op}: ${r.sent}`);
   const fl = results.fleet;
   console.log(`\nfleet of ${fl.sessions} live sessions (started in ${fl.startAllMs} ms):`);
   console.log(

@@ -1,5 +1,8 @@
-// Marks the built CLI executable so `npx gc` and `./dist/cmd/gc/main.js` work.
+// After tsc: bundles the CLI (scripts/bundle-cli.mjs), marks it executable so `npx gc` and
+// `./dist/cmd/gc/main.js` work, and copies the dashboard's web app next to its server module.
 import { chmodSync, cpSync } from "node:fs";
+
+await import("./bundle-cli.mjs");
 
 chmodSync(new URL("../dist/cmd/gc/main.js", import.meta.url), 0o755);
 

@@ -130,32 +130,60 @@ async function inputsKey(file: string, loaded: LoadedCity): Promise<string> {
   return parts.join("|");
 }
 
-/** Resolves and fingerprints every session the city file declares. */
+/**
+ * What {@link desiredFrom} keeps between calls so a pass over an unchanged city redoes no
+ * work: the resolved sessions of the last (loaded file, pool scale), and each session's
+ * fingerprinted form with the file hashes it was computed from. Owned by one city.
+ */
+export interface DesiredMemo {
+  loaded?: LoadedCity;
+  scaleKey?: string;
+  resolved?: ConfigDesired[];
+  readonly sessions: WeakMap<ConfigDesired, { readonly files: string; readonly session: DesiredSession }>;
+}
+
+/** An empty {@link DesiredMemo}. */
+export function desiredMemo(): DesiredMemo {
+  return { sessions: new WeakMap() };
+}
+
+/**
+ * Resolves and fingerprints every session the city file declares. With `memo`, resolution is
+ * redone only when `loaded` or `scale` changed, and a session is fingerprinted again only when
+ * it was resolved anew or a file it names hashes differently (files are hashed every call).
+ */
 export async function desiredFrom(
   loaded: LoadedCity,
   now: Date,
   scale: Readonly<Record<string, number>> = {},
+  memo?: DesiredMemo,
 ): Promise<DesiredSession[]> {
-  const model = { cityDir: loaded.cityDir, config: loaded.config, promptTemplates: loaded.promptTemplates };
-  const resolved: ConfigDesired[] = resolveCity(model, { now });
-  // Pools scaled up by `gc scale` run their extra instances too (bounded by max).
-  for (const agent of loaded.config.agents) {
-    const bounds = poolBounds(agent);
-    if (!bounds) continue;
-    for (const n of extraInstances(bounds, scale[agent.name])) {
-      const extra = resolvePoolInstance(model, agent.name, n, { now });
-      if (extra) resolved.push(extra);
+  const scaleKey = JSON.stringify(Object.entries(scale).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  let resolved: ConfigDesired[];
+  if (memo?.resolved && memo.loaded === loaded && memo.scaleKey === scaleKey) {
+    resolved = memo.resolved;
+  } else {
+    const model = { cityDir: loaded.cityDir, config: loaded.config, promptTemplates: loaded.promptTemplates };
+    resolved = resolveCity(model, { now });
+    // Pools scaled up by `gc scale` run their extra instances too (bounded by max).
+    for (const agent of loaded.config.agents) {
+      const bounds = poolBounds(agent);
+      if (!bounds) continue;
+      for (const n of extraInstances(bounds, scale[agent.name])) {
+        const extra = resolvePoolInstance(model, agent.name, n, { now });
+        if (extra) resolved.push(extra);
+      }
     }
+    if (memo) Object.assign(memo, { loaded, scaleKey, resolved });
   }
   return Promise.all(
-    resolved.map(async (d) => {
-      const fp = fingerprint(
-        d.config,
-        await readFingerprintFiles(d.config),
-        d.declaredEnvKeys,
-        loaded.secrets,
-      );
-      return {
+    resolved.map(async (d): Promise<DesiredSession> => {
+      const files = await readFingerprintFiles(d.config);
+      const filesKey = JSON.stringify(files);
+      const hit = memo?.sessions.get(d);
+      if (hit && hit.files === filesKey) return hit.session;
+      const fp = fingerprint(d.config, files, d.declaredEnvKeys, loaded.secrets);
+      const session: DesiredSession = {
         name: d.name,
         agent: d.agent,
         provider: d.provider,
@@ -167,6 +195,8 @@ export async function desiredFrom(
         breakdown: fp.breakdown,
         config: d.config,
       };
+      memo?.sessions.set(d, { files: filesKey, session });
+      return session;
     }),
   );
 }
@@ -243,6 +273,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let store: Promise<SessionStore> | undefined;
   const providers = new Map<string, Promise<Provider>>();
   const now = new Date(); // captured once per process: the beacon must not change between ticks
+  const memo = desiredMemo();
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
     const kind = spec.split(":")[0] ?? spec;
     const section = (loaded.config.session as unknown as Record<string, unknown>)[kind];
@@ -293,7 +324,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
         // Keyed by what was on disk before the read: an edit during it is seen next time.
         currentKey = key;
       }
-      return desiredFrom(current, now, await readPoolScale(stateDir));
+      return desiredFrom(current, now, await readPoolScale(stateDir), memo);
     },
     async close() {
       await Promise.all([...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()));

@@ -79,6 +79,10 @@ async function routesOf(
 
 /** Joins desired, recorded and observed sessions of the city. */
 export async function collectCity(city: City, signal?: AbortSignal): Promise<CityView> {
+  // The default provider is observed while the city file is resolved and the store read
+  // (its connection, e.g. a tmux client process, comes up meanwhile).
+  const early = new Map([[city.defaultProvider, observeOne(city, city.defaultProvider, signal)]]);
+  for (const o of early.values()) o.catch(() => undefined); // awaited below
   let desired: DesiredSession[] = [];
   let configError = city.configError;
   try {
@@ -91,7 +95,7 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
   const providers = [
     ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),
   ];
-  const { observation, errors, details } = await observeWithDetails(providers, city, signal);
+  const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
   const pending = await pendingInteractions(city, observation, signal);
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
@@ -134,6 +138,57 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
 
 type Details = { attached?: boolean | undefined; lastActivity?: Date | undefined };
 
+/** What one provider showed: its running sessions with details, and failed router backends. */
+interface ProviderObservation {
+  readonly running: readonly string[];
+  readonly details: ReadonlyMap<string, Details>;
+  readonly failed: readonly { readonly backend: string; readonly error: string }[];
+}
+
+/**
+ * Observes one provider: with snapshots, everything in one call; otherwise listed, then
+ * asked per session. A router's snapshot leaves failed backends out, so routers are listed
+ * (a partial listing names the backends that failed).
+ * @throws when the provider cannot be observed at all.
+ */
+async function observeOne(city: City, pName: string, signal?: AbortSignal): Promise<ProviderObservation> {
+  const p = await city.providerFor(pName);
+  const details = new Map<string, Details>();
+  if (supportsSnapshot(p) && !isRouter(p)) {
+    const running: string[] = [];
+    for (const s of await p.snapshot("", { signal })) {
+      if (!s.running) continue;
+      running.push(s.name);
+      details.set(s.name, s);
+    }
+    return { running, details, failed: [] };
+  }
+  let mine: readonly string[];
+  let failed: ProviderObservation["failed"] = [];
+  try {
+    mine = await p.listRunning("", { signal });
+  } catch (e) {
+    if (!(e instanceof PartialObservationError)) throw e;
+    // Some backends of a router are down: the rest is real; name the ones that failed.
+    mine = e.running;
+    failed = e.failed;
+  }
+  if (supportsSnapshot(p)) {
+    for (const s of await p.snapshot("", { signal }).catch(() => [])) if (s.running) details.set(s.name, s);
+    return { running: mine, details, failed };
+  }
+  await Promise.all(
+    mine.map(async (n) => {
+      const [attached, lastActivity] = await Promise.all([
+        p.isAttached(n, { signal }).catch(() => false),
+        p.getLastActivity(n, { signal }).catch(() => undefined),
+      ]);
+      details.set(n, { attached, lastActivity });
+    }),
+  );
+  return { running: mine, details, failed };
+}
+
 /**
  * One observation per provider with each running session's attached state and activity:
  * a provider with snapshots answers everything in one call; others are listed, then asked
@@ -143,6 +198,7 @@ async function observeWithDetails(
   providers: readonly string[],
   city: City,
   signal?: AbortSignal,
+  started: ReadonlyMap<string, Promise<ProviderObservation>> = new Map(),
 ): Promise<{
   observation: { running: Set<string>; providerOf: Map<string, string>; unobservable: Set<string> };
   errors: { provider: string; error: string }[];
@@ -156,47 +212,16 @@ async function observeWithDetails(
   await Promise.all(
     providers.map(async (pName) => {
       try {
-        const p = await city.providerFor(pName);
-        // A router's snapshot leaves failed backends out; its listing reports them (below).
-        if (supportsSnapshot(p) && !isRouter(p)) {
-          for (const s of await p.snapshot("", { signal })) {
-            if (!s.running) continue;
-            running.add(s.name);
-            providerOf.set(s.name, pName);
-            details.set(s.name, s);
-          }
-          return;
-        }
-        let mine: readonly string[];
-        try {
-          mine = await p.listRunning("", { signal });
-        } catch (e) {
-          if (!(e instanceof PartialObservationError)) throw e;
-          // Some backends of a router are down: the rest is real; name the ones that failed.
-          mine = e.running;
-          for (const f of e.failed) {
-            unobservable.add(f.backend);
-            errors.push({ provider: `${pName} backend ${f.backend}`, error: f.error });
-          }
-        }
-        for (const n of mine) {
+        const o = await (started.get(pName) ?? observeOne(city, pName, signal));
+        for (const n of o.running) {
           running.add(n);
           providerOf.set(n, pName);
         }
-        if (supportsSnapshot(p)) {
-          for (const s of await p.snapshot("", { signal }).catch(() => []))
-            if (s.running) details.set(s.name, s);
-          return;
+        for (const f of o.failed) {
+          unobservable.add(f.backend);
+          errors.push({ provider: `${pName} backend ${f.backend}`, error: f.error });
         }
-        await Promise.all(
-          mine.map(async (n) => {
-            const [attached, lastActivity] = await Promise.all([
-              p.isAttached(n, { signal }).catch(() => false),
-              p.getLastActivity(n, { signal }).catch(() => undefined),
-            ]);
-            details.set(n, { attached, lastActivity });
-          }),
-        );
+        for (const [n, d] of o.details) details.set(n, d);
       } catch (e) {
         unobservable.add(pName);
         errors.push({ provider: pName, error: describeError(e) });

@@ -371,6 +371,8 @@ export class SqliteStore implements SessionStore {
   recovery: StoreRecovery | undefined;
   readonly #db: Db;
   readonly #actor: string;
+  /** The records the last {@link list} returned, by their stored text. */
+  #listed = new Map<string, SessionRecord>();
   readonly #now: () => number;
   readonly #locks: LockManager;
   readonly #s: Statements;
@@ -554,8 +556,16 @@ export class SqliteStore implements SessionStore {
 
   async list(filter: SessionFilter = {}): Promise<SessionRecord[]> {
     const rows = this.#run(() => this.#s.listRecords.all(this.#actor) as string[]);
+    // A row stored with the same text as at the previous list decodes to the same (frozen)
+    // record: a steady controller pass parses nothing again.
+    const previous = this.#listed;
+    this.#listed = new Map();
     return rows
-      .map((t) => decodeRecord(this.path, t))
+      .map((t) => {
+        const rec = previous.get(t) ?? deepFreeze(decodeRecord(this.path, t));
+        this.#listed.set(t, rec);
+        return rec;
+      })
       .filter(
         (r) =>
           (filter.agent === undefined || r.agent === filter.agent) &&
@@ -838,4 +848,13 @@ function decodeWait(row: IdRow | undefined): Wait | undefined {
 function decodeNudge(row: IdRow | undefined, _what = "nudge"): Nudge | undefined {
   if (!row || row.nudge === undefined) return undefined;
   return { ...(JSON.parse(row.nudge) as Omit<Nudge, "id">), id: row.id };
+}
+
+/** Freezes a decoded JSON value and everything in it, so a shared record cannot be changed. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }

@@ -159,6 +159,8 @@ interface Conn {
   readonly stderr: string[];
   dead: boolean;
   gen: number;
+  /** Whether the client process currently keeps Node alive (see updateRef). */
+  refed: boolean;
 }
 
 /**
@@ -235,7 +237,8 @@ export class ControlClient {
     const line = commandLine(argv);
     for (let attempt = 0; ; attempt++) {
       opts.signal?.throwIfAborted();
-      const conn = await this.ensure(opts.signal, opts.create ?? true);
+      // Connected: send at once (no extra promise turn per command).
+      const conn = this.live() ?? (await this.ensure(opts.signal, opts.create ?? true));
       opts.signal?.throwIfAborted();
       if (opts.generation !== undefined && conn.gen !== opts.generation) {
         throw new TmuxGenerationError(opts.generation, conn.gen);
@@ -302,6 +305,11 @@ export class ControlClient {
     if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
     conn.child.kill("SIGKILL");
     await conn.exited;
+  }
+
+  /** The established connection, when there is one and the client is open. */
+  private live(): Conn | undefined {
+    return !this.closed && this.conn && !this.conn.dead ? this.conn : undefined;
   }
 
   private async ensure(signal: AbortSignal | undefined, create: boolean): Promise<Conn> {
@@ -380,6 +388,7 @@ export class ControlClient {
       stderr: [],
       dead: false,
       gen: 0,
+      refed: true,
     };
     return new Promise<Conn>((resolve, reject) => {
       let ready = false;
@@ -576,6 +585,8 @@ export class ControlClient {
   private updateRef(conn: Conn): void {
     if (conn.dead) return;
     const busy = conn.pending.length > 0;
+    if (conn.refed === busy) return;
+    conn.refed = busy;
     const handles = [conn.child.stdout, conn.child.stderr, conn.child.stdin] as unknown as Socket[];
     if (busy) {
       conn.child.ref();

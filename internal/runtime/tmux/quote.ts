@@ -7,6 +7,9 @@
 
 /** Tokens made only of these characters are passed unquoted (tmux gives none of them a meaning). */
 const SAFE_TOKEN = /^[A-Za-z0-9_@%+=:,./-]+$/;
+/** Arguments whose quoted form only escapes {@link BACKSLASHED} characters. */
+const PLAIN_QUOTABLE = /^[^\x00-\x1f\x7f~\ud800-\udfff]*$/;
+const BACKSLASHED = /["\\$]/g;
 
 /**
  * Quotes one argument for a tmux command line so tmux's parser yields exactly `arg`:
@@ -19,6 +22,9 @@ const SAFE_TOKEN = /^[A-Za-z0-9_@%+=:,./-]+$/;
  */
 export function quoteArg(arg: string): string {
   if (SAFE_TOKEN.test(arg)) return arg;
+  // The common case (no control byte, `~`, NUL or surrogate): only `"`, `\` and `$` need a
+  // backslash, exactly as in the loop below.
+  if (PLAIN_QUOTABLE.test(arg)) return `"${arg.replace(BACKSLASHED, "\\$&")}"`;
   let out = '"';
   for (const ch of arg) {
     const cp = ch.codePointAt(0)!;

@@ -74,7 +74,10 @@ export function isLive(s: SessionInfo): boolean {
   return s.panes.some((p) => !p.dead);
 }
 
-const optInt = (s: string): number | undefined => (/^\d+$/.test(s) ? Number(s) : undefined);
+const DIGITS = /^\d+$/;
+const SESSION_ID = /^\$\d+$/;
+const PANE_ID = /^%\d+$/;
+const optInt = (s: string): number | undefined => (DIGITS.test(s) ? Number(s) : undefined);
 
 /**
  * Parses `list-panes … -F PANE_FORMAT` output into sessions (in first-seen order). A line
@@ -83,7 +86,10 @@ const optInt = (s: string): number | undefined => (/^\d+$/.test(s) ? Number(s) :
  * with `tag` whose tmux name is the mapping of their recorded gc name. Pure.
  */
 export function parseSessions(lines: readonly string[], tag: string): SessionInfo[] {
-  const byId = new Map<string, { info: Omit<SessionInfo, "panes">; panes: PaneInfo[] }>();
+  const byId = new Map<
+    string,
+    { -readonly [K in keyof SessionInfo]: SessionInfo[K] } & { panes: PaneInfo[] }
+  >();
   for (const line of lines) {
     const f = line.split("|");
     if (f.length !== FIELDS.length) continue;
@@ -118,26 +124,24 @@ export function parseSessions(lines: readonly string[], tag: string): SessionInf
       string,
       string,
     ];
-    if (!/^\$\d+$/.test(sid) || !/^%\d+$/.test(paneId)) continue;
+    if (!SESSION_ID.test(sid) || !PANE_ID.test(paneId)) continue;
     let entry = byId.get(sid);
     if (!entry) {
       const owned = city === tag && nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname;
       entry = {
-        info: {
-          id: sid,
-          tmuxName: sname,
-          name: owned ? gcName : undefined,
-          attached: optInt(attached) ?? 0,
-          activity: 0,
-          workDir: wd ? fromHex(wd) : undefined,
-          readyPrefix: prefix ? fromHex(prefix) : undefined,
-        },
+        id: sid,
+        tmuxName: sname,
+        name: owned ? gcName : undefined,
         panes: [],
+        attached: optInt(attached) ?? 0,
+        activity: 0,
+        workDir: wd ? fromHex(wd) : undefined,
+        readyPrefix: prefix ? fromHex(prefix) : undefined,
       };
       byId.set(sid, entry);
     }
     const act = optInt(activity) ?? 0;
-    if (act > entry.info.activity) entry.info = { ...entry.info, activity: act };
+    if (act > entry.activity) entry.activity = act;
     entry.panes.push({
       id: paneId,
       pid: optInt(pid) ?? 0,
@@ -147,7 +151,7 @@ export function parseSessions(lines: readonly string[], tag: string): SessionInf
       deadAt: optInt(deadTime),
     });
   }
-  return [...byId.values()].map((e) => ({ ...e.info, panes: e.panes }));
+  return [...byId.values()];
 }
 
 const NOT_FOUND_RE =
