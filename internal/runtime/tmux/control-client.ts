@@ -25,6 +25,8 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 export const KEEPER_SESSION = "_gc_keeper";
 const CLOSE_GRACE_MS = 1_000;
 const CONNECT_ATTEMPTS = 3;
+/** Default {@link ControlClientOptions.wedgedAfterMs}. */
+export const WEDGED_AFTER_MS = 60_000;
 
 /**
  * Environment variable that tags every control client process with the gc process that spawned
@@ -88,6 +90,17 @@ export interface ControlClientOptions {
    * socket there ({@link orphanClients}). Its failure does not fail the connect.
    */
   readonly beforeConnect?: (() => Promise<void>) | undefined;
+  /**
+   * How long the server may stay silent (every command and connect timing out, not one line
+   * of output) before it counts as wedged. Default {@link WEDGED_AFTER_MS}.
+   */
+  readonly wedgedAfterMs?: number | undefined;
+  /**
+   * Called once per silence when the server is wedged; the provider kills the server
+   * ({@link killServer}) and resolves whether it did. When it did, the lost-connection
+   * listeners run, so the sessions are recovered as an infrastructure loss.
+   */
+  readonly onWedged?: (() => Promise<boolean>) | undefined;
 }
 
 /** Options for {@link ControlClient.command}. */
@@ -177,6 +190,8 @@ export class ControlClient {
   private versionText = "";
   private readonly listeners = new Set<(n: Notification) => void>();
   private readonly lostListeners = new Set<() => void>();
+  /** When the oldest unanswered request of the current silence was sent; `undefined` while the server talks. */
+  private silentSince: number | undefined;
 
   constructor(opts: ControlClientOptions) {
     this.opts = opts;
@@ -393,9 +408,11 @@ export class ControlClient {
     return new Promise<Conn>((resolve, reject) => {
       let ready = false;
       let connected = false;
+      const sentAt = Date.now();
       const timer = setTimeout(() => {
         fail(new TmuxConnectionError(`no answer from tmux within ${this.timeout("connect")} ms`));
         child.kill("SIGKILL");
+        this.noAnswer(sentAt);
       }, this.timeout("connect"));
       const fail = (e: unknown) => {
         clearTimeout(timer);
@@ -413,6 +430,7 @@ export class ControlClient {
         for (const line of lines) {
           const ev = conn.parser.push(line);
           if (!ev) continue;
+          this.silentSince = undefined;
           if (ev.type === "notification") {
             for (const fn of this.listeners) fn(ev);
             continue;
@@ -524,12 +542,14 @@ export class ControlClient {
         clearTimeout(timer);
         unsubscribe();
       };
+      const sentAt = Date.now();
       const timer = setTimeout(() => {
         if (settled) return;
         done();
         reject(new OperationTimeoutError(`tmux ${name}`, ms));
         // No reply in time: the server is wedged or the stream is out of step. Start over.
         this.destroy(conn, new TmuxConnectionError(`connection recycled after tmux ${name} timed out`));
+        this.noAnswer(sentAt);
       }, ms);
       const onAbort = () => {
         if (settled) return;
@@ -597,6 +617,25 @@ export class ControlClient {
     }
   }
 
+  /**
+   * Records a request sent at `sentAt` that got no answer in time. Once the server has been
+   * silent for `wedgedAfterMs` (no output of any kind since the oldest unanswered request),
+   * `onWedged` runs once for this silence; when it killed the server, the lost-connection
+   * listeners run.
+   */
+  private noAnswer(sentAt: number): void {
+    this.silentSince = Math.min(this.silentSince ?? sentAt, sentAt);
+    const onWedged = this.opts.onWedged;
+    if (!onWedged || Date.now() - this.silentSince < (this.opts.wedgedAfterMs ?? WEDGED_AFTER_MS)) return;
+    this.silentSince = undefined;
+    void onWedged().then(
+      (killed) => {
+        if (killed && !this.closed) for (const fn of this.lostListeners) fn();
+      },
+      () => undefined,
+    );
+  }
+
   private timeout(kind: "command" | "connect"): number {
     return kind === "command"
       ? (this.opts.commandTimeoutMs ?? COMMAND_TIMEOUT_MS)
@@ -630,6 +669,27 @@ export async function orphanClients(socket: readonly string[]): Promise<number[]
     }
   }
   return out;
+}
+
+/**
+ * SIGKILLs the tmux server of `socket` (tmux's argv for it, {@link socketArgs}), found in
+ * /proc by its process name and socket arguments (a wedged server answers nothing, not even
+ * its pid). Its sessions end with it. Resolves the pids it killed.
+ */
+export async function killServer(socket: readonly string[]): Promise<number[]> {
+  const [flag, value] = socket as [string, string];
+  const pids: number[] = [];
+  for (const p of await readProcessTable()) {
+    if (p.comm !== "tmux: server" || p.state === "Z") continue;
+    try {
+      const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
+      if (hasOption(argv, flag, value)) pids.push(p.pid);
+    } catch {
+      // gone
+    }
+  }
+  if (pids.length > 0) await killPids(pids, { signal: "SIGKILL" });
+  return pids;
 }
 
 /** Kills {@link orphanClients} of `socket`; resolves the pids it killed. */

@@ -74,6 +74,7 @@ import {
   type CommandOptions,
   ControlClient,
   KEEPER_SESSION,
+  killServer,
   removeOrphanClients,
   serverListening,
   socketArgs,
@@ -178,6 +179,9 @@ export class TmuxProvider
       beforeConnect: async () => {
         await removeOrphanClients(socketArgs(this.settings.socket));
       },
+      // A server silent for a minute (every command and reconnect timing out) is wedged: it
+      // is killed, and its sessions are recovered as an infrastructure loss.
+      onWedged: async () => (await killServer(socketArgs(this.settings.socket))).length > 0,
       setup: [
         ["refresh-client", "-f", "no-output"],
         ["set-option", "-s", "exit-empty", "off"],

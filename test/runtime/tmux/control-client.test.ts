@@ -5,6 +5,7 @@ import { OperationTimeoutError } from "../../../internal/runtime/errors.js";
 import {
   ControlClient,
   KEEPER_SESSION,
+  killServer,
   orphanClients,
   TmuxCommandError,
   TmuxConnectionError,
@@ -161,6 +162,53 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     expect(client.generation).toBe(gen + 1);
     expect(client.pid).not.toBe(oldClient);
     expect(await orphanClients(["-L", fx.socket])).toEqual([]);
+  });
+
+  it("wedged server: silent past wedgedAfterMs (commands and reconnects timing out) → killed once, lost listeners told; the next command gets a new server", async () => {
+    let wedgedCalls = 0;
+    const wedgy = new ControlClient({
+      socket: { name: fx.socket },
+      env: { PATH: process.env.PATH },
+      commandTimeoutMs: 300,
+      connectTimeoutMs: 300,
+      wedgedAfterMs: 1_000,
+      onWedged: async () => {
+        wedgedCalls++;
+        return (await killServer(["-L", fx.socket])).length > 0;
+      },
+    });
+    try {
+      await wedgy.command(["new-session", "-d", "-s", "victim", "--", "sleep", "300"]);
+      const [serverPid] = await wedgy.command(["display-message", "-p", "#{pid}"]);
+      let lost = 0;
+      wedgy.onConnectionLost(() => lost++);
+      process.kill(Number(serverPid), "SIGSTOP");
+      try {
+        // A stopped server is not killed before it has been silent for wedgedAfterMs.
+        await expect(wedgy.command(["display-message", "-p", "x"])).rejects.toBeInstanceOf(
+          OperationTimeoutError,
+        );
+        expect(await pidAlive(Number(serverPid))).toBe(true);
+        await expect
+          .poll(
+            async () => {
+              await wedgy.command(["display-message", "-p", "x"]).catch(() => undefined);
+              return await pidAlive(Number(serverPid));
+            },
+            { timeout: 20_000 },
+          )
+          .toBe(false);
+      } finally {
+        if (await pidAlive(Number(serverPid))) process.kill(Number(serverPid), "SIGCONT");
+      }
+      expect(wedgedCalls).toBe(1);
+      expect(lost).toBe(1);
+      const [fresh] = await wedgy.command(["display-message", "-p", "#{pid}"]);
+      expect(fresh).not.toBe(serverPid);
+      expect(await wedgy.command(["list-sessions", "-F", "#{session_name}"])).toEqual([KEEPER_SESSION]);
+    } finally {
+      await wedgy.close();
+    }
   });
 
   it("command: aborting rejects with the reason and later replies stay matched", async () => {
