@@ -4,6 +4,7 @@
  * pokes, backoff requeues), serves status/watch/poke/shutdown, and logs every pass.
  */
 import { spawn } from "node:child_process";
+import { setMaxListeners } from "node:events";
 import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -114,6 +115,9 @@ export async function runController(
   }
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
+  // Every concurrent provider operation of a pass listens on this one signal (a 50-session
+  // start on subprocess passed 10), which is by design, not a leak.
+  setMaxListeners(0, signal);
   const store = await city.store();
   const reconciler = newReconciler(city, store);
   const operatorPass = createOperatorPass(city, opts.log);
