@@ -343,14 +343,25 @@ interface Located {
   readonly blockEnd: number;
 }
 
-function locateQuestion(lines: readonly string[], question: RegExp): Located | undefined {
-  const texts = lines.map((l) => normalizeLine(l).trim());
+/** The screen's lines normalized and trimmed, joined by one space, with each line's offset in it. */
+interface FlatScreen {
+  readonly flat: string;
+  readonly offsets: readonly number[];
+}
+
+function flatten(lines: readonly string[]): FlatScreen {
   const offsets: number[] = [];
   let flat = "";
-  for (const t of texts) {
+  for (const l of lines) {
     offsets.push(flat.length);
-    flat += `${t} `;
+    flat += `${normalizeLine(l).trim()} `;
   }
+  return { flat, offsets };
+}
+
+/** Where the last match of `question` is on screen (`screen`: {@link flatten} of `lines`). */
+function locateQuestion(lines: readonly string[], screen: FlatScreen, question: RegExp): Located | undefined {
+  const { flat, offsets } = screen;
   const re = new RegExp(
     question.source,
     question.flags.includes("g") ? question.flags : `${question.flags}g`,
@@ -430,13 +441,16 @@ export function matchDialog(
   kinds: readonly DialogSpec["kind"][] = ["startup", "approval", "operator"],
 ): DialogMatch | undefined {
   const lines = screen.split("\n");
-  const flat = lines.map((l) => normalizeLine(l).trim()).join(" ");
+  const flatScreen = flatten(lines);
+  // Every question needs some text: a blank screen shows no dialog (an idle pane's usual face).
+  if (flatScreen.flat.trim() === "") return undefined;
+  const flat = flatScreen.flat.slice(0, -1);
   // The dialog on screen is the lowest one: a dialog answered earlier may still be drawn
   // above a newer one (or above the program's input area) and must never be answered again.
   let best: { spec: DialogSpec; loc: Located } | undefined;
   for (const spec of catalogue) {
     if (!(spec.detect ?? []).every((re) => re.test(flat))) continue;
-    const loc = locateQuestion(lines, spec.question);
+    const loc = locateQuestion(lines, flatScreen, spec.question);
     if (!loc || (spec.kind !== "approval" && isStale(lines, loc.blockEnd))) continue;
     if (!best || loc.start > best.loc.start) best = { spec, loc };
   }
@@ -741,6 +755,7 @@ interface FoundInteraction {
 }
 
 function findDetailed(screen: string, catalogue: readonly DialogSpec[]): FoundInteraction | undefined {
+  if (!/\S/.test(screen)) return undefined; // a blank screen (an idle pane) waits on nothing
   const m = matchDialog(screen, catalogue);
   let menu: ParsedMenu | undefined;
   let roles: (string | undefined)[] = [];
