@@ -47,6 +47,15 @@ agents:
       (cli.sessions as { name: string; state: string }[]).map((s) => [s.name, s.state]),
     );
 
+    // The page embeds the newest snapshot (inert JSON) only for a URL with the right token.
+    const page = await http(d.port, "GET", `/?token=${d.token}`);
+    expect(page.status).toBe(200);
+    const embedded = /<script type="application\/json" id="gc-initial">([^<]*)<\/script>/.exec(page.body);
+    expect(JSON.parse(embedded?.[1] ?? "null")).toMatchObject({ sessions: [{ name: "py" }] });
+    for (const path of ["/", `/?token=${d.token}x`]) {
+      expect((await http(d.port, "GET", path)).body).not.toContain("gc-initial");
+    }
+
     // Access rules.
     expect((await http(d.port, "GET", "/api/status")).status).toBe(401);
     expect((await http(d.port, "GET", "/api/status", { "X-GC-Token": `${d.token}x` })).status).toBe(401);

@@ -48,6 +48,11 @@ export class StatusHub {
     this.signal = signal;
   }
 
+  /** The newest snapshot taken, whatever its age; `undefined` before the first. */
+  get newest(): Snapshot | undefined {
+    return this.latest;
+  }
+
   /** A snapshot at most one interval old. */
   current(): Promise<Snapshot> {
     if (this.latest && Date.now() - this.latest.at < this.intervalMs) return Promise.resolve(this.latest);

@@ -170,6 +170,20 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
     res.end(text);
   }
 
+  /**
+   * The page with the newest snapshot embedded (inert JSON, `<` escaped) when the URL carries
+   * the right token: the grid is drawn before the event stream connects. Without the token
+   * the page is served as is (it holds no city data).
+   */
+  function withInitialStatus(page: Buffer, url: URL): Buffer | string {
+    const snap = hub.newest;
+    if (!snap || !sameToken(url.searchParams.get("token") ?? undefined, opts.token)) return page;
+    const data = snap.text.replace(/</g, "\\u003c");
+    return page
+      .toString("utf8")
+      .replace("</body>", `<script type="application/json" id="gc-initial">${data}</script>\n</body>`);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://dashboard.invalid");
     const host = req.headers.host ?? "";
@@ -183,7 +197,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
         cache.set(url.pathname, body);
       }
       res.writeHead(200, { ...SECURITY_HEADERS, "Content-Type": file.type });
-      res.end(body);
+      res.end(url.pathname === "/" ? withInitialStatus(body, url) : body);
       return;
     }
     if (!url.pathname.startsWith("/api/")) throw new HttpError(404, "GC_USAGE", "no such page");

@@ -345,4 +345,8 @@ window.addEventListener("hashchange", route);
 setInterval(() => {
   if (status && view?.kind === "grid") renderGrid();
 }, 5000);
+// The page may carry the newest status (embedded by the server when the URL had the token):
+// the grid is drawn at once, before the event stream connects.
+const initial = document.getElementById("gc-initial");
+if (initial) status = JSON.parse(initial.textContent);
 route();
