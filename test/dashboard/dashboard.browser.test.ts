@@ -192,11 +192,15 @@ ${agents}`);
       `200-session grid: all 200 cards in the DOM ${Math.round(t.grid)} ms after navigation start ` +
         `(first status at ${Math.round(t.status)} ms, cards drawn ${Math.round(t.grid - t.status)} ms later)`,
     );
-    await expect(page.locator("#banner").textContent()).resolves.toContain("read-only");
+    await expect
+      .poll(() => page.locator("#banner").textContent(), { timeout: 30_000 })
+      .toContain("read-only");
     await page.screenshot({ path: join(shots, "dashboard-200.png") });
     // Actions are disabled on the page and refused by the API.
     await page.goto(`${new URL(url).origin}/#/s/a007`);
-    await expect.poll(() => page.locator('#nudge button[type="submit"]').isDisabled()).toBe(true);
+    await expect
+      .poll(() => page.locator('#nudge button[type="submit"]').isDisabled(), { timeout: 30_000 })
+      .toBe(true);
     const refused = await page.evaluate(async () => {
       const r = await fetch("/api/sessions/a007/restart", {
         method: "POST",
@@ -211,7 +215,7 @@ ${agents}`);
       });
       return { status: r.status, body: (await r.json()) as { error: { code: string } } };
     });
-    expect(refused.status).toBe(409);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
     expect(refused.body.error.code).toBe("GC_READ_ONLY");
   });
 });
