@@ -105,7 +105,9 @@ describe.skipIf(!onPath("tmux") || !onPath("jq"))("auto: tmux + subprocess + exe
     // Drift: t moves from tmux to subprocess — restarted there, gone from tmux.
     city.write(cityYaml("subprocess"));
     const drift = await city.gc(["drift", "t"]);
-    expect(drift.stdout).toContain("backend");
+    // The running controller's watcher may already have applied the move (a start on the
+    // city's existing holder is quick): then drift is in sync and t runs on subprocess below.
+    if (!drift.stdout.includes("backend")) expect(drift.stdout).toContain("t: in sync");
     expect((await city.gc(["reconcile"])).code).toBe(0);
     await until("t restarted on subprocess", async () => {
       const t = (await sessions(city)).find((r) => r.name === "t");
