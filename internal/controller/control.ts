@@ -1,6 +1,6 @@
 /**
  * The controller's control socket (`<city>/.gc/controller.sock`, mode 0600): JSON lines.
- * Requests: `status`, `watch` (progress of the current pass, then its summary), `poke` (run
+ * Requests: `status`, `desired` (what the last pass resolved, city.ts DesiredDigest), `watch` (progress of the current pass, then its summary), `poke` (run
  * a pass now and watch it), `shutdown`. The client side is used by `gc start|stop|status|reconcile`.
  */
 import { createHash } from "node:crypto";
@@ -9,10 +9,12 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
+import type { DesiredDigest } from "./city.js";
 
 /** A request to the controller. */
 export type ControlRequest =
   | { op: "status" }
+  | { op: "desired" }
   | { op: "watch" }
   | { op: "poke"; allowMassStop?: boolean }
   | { op: "shutdown" };
@@ -48,6 +50,7 @@ export interface PassStats {
 /** One streamed message. */
 export type ControlMessage =
   | { type: "status"; status: ControllerStatus }
+  | { type: "desired"; desired: DesiredDigest | null }
   | { type: "progress"; event: ProgressEvent }
   | { type: "done"; summary: TickSummary | undefined; error?: string | undefined }
   | { type: "ok" }
@@ -56,12 +59,14 @@ export type ControlMessage =
 /** The controller side's hooks. */
 export interface ControlHandlers {
   status(): ControllerStatus;
+  /** The digest of the desired sessions the last pass resolved (none before the first). */
+  desired(): DesiredDigest | undefined;
   /** Streams the current pass (or, if idle and `poke`, a new one) to `send`; resolves when done. */
   watch(send: (m: ControlMessage) => void, poke: boolean, opts?: { allowMassStop?: boolean }): Promise<void>;
   shutdown(): void;
 }
 
-const OPS: ReadonlySet<string> = new Set(["status", "watch", "poke", "shutdown"]);
+const OPS: ReadonlySet<string> = new Set(["status", "desired", "watch", "poke", "shutdown"]);
 
 /** True for a well-formed request (anything else gets "bad request", never a crash). */
 function isRequest(v: unknown): v is ControlRequest {
@@ -136,6 +141,9 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
       switch (req.op) {
         case "status":
           send({ type: "status", status: h.status() });
+          return;
+        case "desired":
+          send({ type: "desired", desired: h.desired() ?? null });
           return;
         case "watch":
         case "poke":

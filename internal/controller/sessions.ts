@@ -17,7 +17,7 @@ import {
   supportsSnapshot,
 } from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
-import type { City } from "./city.js";
+import { type City, currentDigestSessions, type DesiredDigest, type WantedSession } from "./city.js";
 
 /** One row of `gc status`. */
 export interface SessionView {
@@ -48,14 +48,14 @@ export interface SessionView {
 /** Everything `gc status` shows. */
 export interface CityView {
   readonly sessions: SessionView[];
-  readonly desired: readonly DesiredSession[];
+  readonly desired: readonly WantedSession[];
   readonly records: readonly SessionRecord[];
   readonly configError: string | undefined;
   readonly observeErrors: readonly { provider: string; error: string }[];
 }
 
 /** Drift of a record against its desired session. Pure. */
-export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
+export function driftOf(rec: SessionRecord | undefined, d: WantedSession | undefined): SessionView["drift"] {
   if (!rec || !d || rec.coreHash === null) return "none";
   return decideDrift(rec, d).kind;
 }
@@ -77,16 +77,26 @@ async function routesOf(
   return out;
 }
 
-/** Joins desired, recorded and observed sessions of the city. */
-export async function collectCity(city: City, signal?: AbortSignal): Promise<CityView> {
+/**
+ * Joins desired, recorded and observed sessions of the city. With `controllerDesired` (what
+ * the running controller's last pass resolved), the city is not resolved again while that
+ * digest is current (city.ts currentDigestSessions): drift is then the controller's, which is
+ * what it acts on.
+ */
+export async function collectCity(
+  city: City,
+  signal?: AbortSignal,
+  opts: { controllerDesired?: Promise<DesiredDigest | undefined> } = {},
+): Promise<CityView> {
   // The default provider is observed while the city file is resolved and the store read
   // (its connection, e.g. a tmux client process, comes up meanwhile).
   const early = new Map([[city.defaultProvider, observeOne(city, city.defaultProvider, signal)]]);
   for (const o of early.values()) o.catch(() => undefined); // awaited below
-  let desired: DesiredSession[] = [];
+  let desired: readonly WantedSession[] = [];
   let configError = city.configError;
   try {
-    desired = await city.loadDesired();
+    const digest = await opts.controllerDesired;
+    desired = (digest && (await currentDigestSessions(city, digest))) ?? (await city.loadDesired());
   } catch (e) {
     configError ??= describeError(e);
   }

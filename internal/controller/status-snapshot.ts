@@ -14,9 +14,16 @@ export interface StatusObservation {
   readonly ctl: ControllerInfo;
 }
 
-/** Observes the city and finds its controller, concurrently. */
+/**
+ * Observes the city and finds its controller, concurrently. A running controller's last
+ * resolution stands in for resolving the city again while it is current.
+ */
 export async function observeStatus(city: City, signal?: AbortSignal): Promise<StatusObservation> {
-  const [view, ctl] = await Promise.all([collectCity(city, signal), findController(city.stateDir)]);
+  const found = findController(city.stateDir, { desired: true });
+  const [view, ctl] = await Promise.all([
+    collectCity(city, signal, { controllerDesired: found.then((c) => c.desired) }),
+    found,
+  ]);
   return { view, ctl };
 }
 
