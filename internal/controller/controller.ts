@@ -27,6 +27,7 @@ import {
   serveControl,
 } from "./control.js";
 import { createOperatorPass } from "./operator-pass.js";
+import { pendingInteractions } from "./sessions.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
@@ -250,6 +251,7 @@ export async function runController(
       lastPass,
     }),
     desired: () => city.desiredDigest(),
+    pending: (sessions) => pendingInteractions(city, sessions, signal),
     watch: (send, poke, wopts) =>
       new Promise<void>((resolve) => {
         let pass: Pass | undefined;

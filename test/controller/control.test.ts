@@ -14,6 +14,7 @@ import {
 const handlers: ControlHandlers = {
   status: () => ({ pid: 1, startedAt: 0, passes: 0, last: undefined, lastError: undefined, busy: false }),
   desired: () => undefined,
+  pending: async () => new Map(),
   watch: async () => undefined,
   shutdown: () => undefined,
 };
