@@ -9,11 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type * as K8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DesiredSession, META_CORE, META_LIVE } from "../../../internal/reconcile/execute.js";
+import { DEFAULT_POLICY } from "../../../internal/reconcile/plan.js";
+import { Reconciler } from "../../../internal/reconcile/reconciler.js";
+import { fingerprint } from "../../../internal/runtime/fingerprint.js";
 import { connect, type KubeApi } from "../../../internal/runtime/k8s/api.js";
 import { K8sProvider } from "../../../internal/runtime/k8s/index.js";
 import { podName, selector } from "../../../internal/runtime/k8s/names.js";
 import { buildPod, cityLabels } from "../../../internal/runtime/k8s/spec.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../../internal/session/memory-store.js";
 import { type ApiServer, startApiServer } from "../../k8s/apiserver/index.js";
 
 let server: ApiServer;
@@ -55,7 +60,7 @@ async function podsOf(city: string): Promise<K8s.V1Pod[]> {
 }
 
 describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => {
-  it("a steady-state observation pass over 200 pods makes ≤ 3 API requests", async () => {
+  it("a steady-state pass over 200 pods (the observation, then a real reconciler tick) makes ≤ 3 API requests", async () => {
     // Its own server: stopping it ends the 200 pod processes at once.
     const own = await startApiServer({});
     const ownApi = await connect({ kubeconfig: own.kubeconfigPath });
@@ -94,6 +99,49 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
       const requests = own.requestLog.count();
       console.log(`observation pass over 200 pods: ${requests} API requests (listRunning + snapshot)`);
       expect(requests).toBeLessThanOrEqual(3);
+
+      // The reconciler's own pass: 200 desired sessions whose pods run with the fingerprints
+      // they were started with. The first pass adopts them (reading each pod's fingerprint
+      // annotations); the next one, the steady state, changes nothing and is counted.
+      const desired: DesiredSession[] = names.map((name) => {
+        const cfg: StartConfig = { command: "sleep 300", workDir: root, env: {} };
+        return {
+          name,
+          agent: name,
+          provider: "k8s",
+          dependsOn: [],
+          suspended: false,
+          config: cfg,
+          ...fingerprint(cfg),
+        };
+      });
+      for (let i = 0; i < desired.length; i += 20) {
+        await Promise.all(
+          desired
+            .slice(i, i + 20)
+            .flatMap((d) => [p.setMeta(d.name, META_CORE, d.core), p.setMeta(d.name, META_LIVE, d.live)]),
+        );
+      }
+      const reconciler = new Reconciler({
+        store: openMemoryStore({ singleTenant: true }),
+        providerFor: async () => p,
+        loadDesired: async () => desired,
+        baseProviders: ["k8s"],
+        policy: DEFAULT_POLICY,
+        concurrency: 20,
+        drainTimeoutMs: 1_000,
+      });
+      const first = await reconciler.tick();
+      expect(first.observeErrors).toEqual([]);
+      expect(first.outcomes.filter((o) => o.action.kind !== "adopt" || !o.ok)).toEqual([]);
+      expect(first.outcomes).toHaveLength(200);
+      own.requestLog.clear();
+      const steady = await reconciler.tick();
+      const passRequests = own.requestLog.count();
+      console.log(`steady-state reconciler pass over 200 pods: ${passRequests} API requests`);
+      expect(steady.observeErrors).toEqual([]);
+      expect(steady.plan.actions).toEqual([]);
+      expect(passRequests).toBeLessThanOrEqual(3);
     } finally {
       await p.close();
       await own.stop();
