@@ -199,19 +199,47 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     }
   });
 
-  it("a pod deleted behind gc's back is not running, and the name starts again", async () => {
+  it("a pod deleted behind gc's back is not running, and the reconciler starts it again", async () => {
     const city = `behind-${process.pid}`;
     const p = provider(city);
     const cfg = await config();
-    await p.start("gone", cfg);
+    const desired: DesiredSession = {
+      name: "gone",
+      agent: "gone",
+      provider: "k8s",
+      dependsOn: [],
+      suspended: false,
+      config: cfg,
+      ...fingerprint(cfg),
+    };
+    const reconciler = new Reconciler({
+      store: openMemoryStore({ singleTenant: true }),
+      providerFor: async () => p,
+      loadDesired: async () => [desired],
+      baseProviders: ["k8s"],
+      policy: DEFAULT_POLICY,
+      concurrency: 2,
+      drainTimeoutMs: 1_000,
+    });
     try {
+      const first = await reconciler.tick();
+      expect(first.outcomes.map((o) => [o.action.kind, o.ok])).toEqual([["start", true]]);
+      const [before] = await podsOf(city);
       await api.call((c) =>
         c.deleteNamespacedPod({ name: podName(city, "gone"), namespace: "default", gracePeriodSeconds: 0 }),
       );
       await expect.poll(() => p.isRunning("gone")).toBe(false);
       expect(await p.listRunning("")).toEqual([]);
-      await p.start("gone", cfg);
+      // The next pass sees it gone (with its infrastructure) and starts a new pod.
+      const next = await reconciler.tick();
+      expect(next.outcomes.filter((o) => o.action.name === "gone" && o.action.kind === "start")).toHaveLength(
+        1,
+      );
+      expect(next.outcomes.every((o) => o.ok)).toBe(true);
       expect(await p.listRunning("")).toEqual(["gone"]);
+      const after = await podsOf(city);
+      expect(after).toHaveLength(1);
+      expect(after[0]?.metadata?.uid).not.toBe(before?.metadata?.uid);
     } finally {
       await p.shutdown();
     }
