@@ -141,12 +141,12 @@ describe("RoutingProvider", () => {
     const dir = await mkdtemp(join(tmpdir(), "gc-route-"));
     dirs.push(dir);
     class Rich extends FakeProvider {
-      capabilities() {
+      override capabilities() {
         return { ...super.capabilities(), attach: true, processNames: true, interaction: true };
       }
     }
     class Poor extends FakeProvider {
-      capabilities() {
+      override capabilities() {
         return { ...super.capabilities(), attach: false, processNames: true, interaction: false };
       }
     }

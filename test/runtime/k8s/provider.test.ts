@@ -59,6 +59,32 @@ async function podsOf(city: string): Promise<K8s.V1Pod[]> {
   return list.items;
 }
 
+/** A desired session of agent `name` on k8s with `cfg`, fingerprinted as config resolution does. */
+function want(name: string, cfg: StartConfig): DesiredSession {
+  return {
+    name,
+    agent: name,
+    provider: "k8s",
+    dependsOn: [],
+    suspended: false,
+    config: cfg,
+    ...fingerprint(cfg),
+  };
+}
+
+/** The reconciler of a controller whose city wants `desired` on `p` (in-memory store). */
+function reconcilerOf(p: K8sProvider, desired: readonly DesiredSession[]): Reconciler {
+  return new Reconciler({
+    store: openMemoryStore({ singleTenant: true }),
+    providerFor: async () => p,
+    loadDesired: async () => [...desired],
+    baseProviders: ["k8s"],
+    policy: DEFAULT_POLICY,
+    concurrency: 20,
+    drainTimeoutMs: 1_000,
+  });
+}
+
 describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => {
   it("a steady-state pass over 200 pods (the observation, then a real reconciler tick) makes ≤ 3 API requests", async () => {
     // Its own server: stopping it ends the 200 pod processes at once.
@@ -103,18 +129,7 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
       // The reconciler's own pass: 200 desired sessions whose pods run with the fingerprints
       // they were started with. The first pass adopts them (reading each pod's fingerprint
       // annotations); the next one, the steady state, changes nothing and is counted.
-      const desired: DesiredSession[] = names.map((name) => {
-        const cfg: StartConfig = { command: "sleep 300", workDir: root, env: {} };
-        return {
-          name,
-          agent: name,
-          provider: "k8s",
-          dependsOn: [],
-          suspended: false,
-          config: cfg,
-          ...fingerprint(cfg),
-        };
-      });
+      const desired = names.map((name) => want(name, { command: "sleep 300", workDir: root, env: {} }));
       for (let i = 0; i < desired.length; i += 20) {
         await Promise.all(
           desired
@@ -122,15 +137,7 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
             .flatMap((d) => [p.setMeta(d.name, META_CORE, d.core), p.setMeta(d.name, META_LIVE, d.live)]),
         );
       }
-      const reconciler = new Reconciler({
-        store: openMemoryStore({ singleTenant: true }),
-        providerFor: async () => p,
-        loadDesired: async () => desired,
-        baseProviders: ["k8s"],
-        policy: DEFAULT_POLICY,
-        concurrency: 20,
-        drainTimeoutMs: 1_000,
-      });
+      const reconciler = reconcilerOf(p, desired);
       const first = await reconciler.tick();
       expect(first.observeErrors).toEqual([]);
       expect(first.outcomes.filter((o) => o.action.kind !== "adopt" || !o.ok)).toEqual([]);
@@ -169,17 +176,23 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     }
   });
 
-  it("an API server restart mid-pass: the next pass sees every session again", async () => {
+  it("an API server restart mid-pass: the controller recovers within 2 passes, stopping nothing", async () => {
     const city = `restart-${process.pid}`;
     const p = provider(city);
-    await p.start("r1", await config());
+    const reconciler = reconcilerOf(p, [want("r1", await config())]);
     try {
-      // The restart drops connections while the pass lists; it recovers within 2 passes.
-      const during = Promise.all([server.restart({ downMs: 300 }), p.listRunning("").catch(() => undefined)]);
-      const [, first] = await during;
-      const second = await p.listRunning("");
-      expect(first === undefined || first.includes("r1")).toBe(true);
-      expect(second).toEqual(["r1"]);
+      expect((await reconciler.tick()).outcomes.map((o) => [o.action.kind, o.ok])).toEqual([["start", true]]);
+      const [uid] = (await podsOf(city)).map((x) => x.metadata?.uid);
+      // The restart drops connections while a pass lists: that pass stops and starts nothing
+      // (an observation that failed only makes the session wait) …
+      const [, during] = await Promise.all([server.restart({ downMs: 300 }), reconciler.tick()]);
+      expect(during.outcomes.filter((o) => o.action.kind !== "wait")).toEqual([]);
+      // … and the next one sees every session again, in sync.
+      const next = await reconciler.tick();
+      expect(next.observeErrors).toEqual([]);
+      expect(next.plan.actions).toEqual([]);
+      expect(await p.listRunning("")).toEqual(["r1"]);
+      expect((await podsOf(city)).map((x) => x.metadata?.uid)).toEqual([uid]);
       expect(await p.peek("r1", 5)).toBeTypeOf("string");
     } finally {
       await p.shutdown();
@@ -203,24 +216,7 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     const city = `behind-${process.pid}`;
     const p = provider(city);
     const cfg = await config();
-    const desired: DesiredSession = {
-      name: "gone",
-      agent: "gone",
-      provider: "k8s",
-      dependsOn: [],
-      suspended: false,
-      config: cfg,
-      ...fingerprint(cfg),
-    };
-    const reconciler = new Reconciler({
-      store: openMemoryStore({ singleTenant: true }),
-      providerFor: async () => p,
-      loadDesired: async () => [desired],
-      baseProviders: ["k8s"],
-      policy: DEFAULT_POLICY,
-      concurrency: 2,
-      drainTimeoutMs: 1_000,
-    });
+    const reconciler = reconcilerOf(p, [want("gone", cfg)]);
     try {
       const first = await reconciler.tick();
       expect(first.outcomes.map((o) => [o.action.kind, o.ok])).toEqual([["start", true]]);
