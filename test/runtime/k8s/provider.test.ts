@@ -110,7 +110,7 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
           startId: "count",
           bootGraceSeconds: 60,
         });
-        m.spec.containers = [{ name: "agent", image: "gc-test/agent:1", command: ["sleep", "300"] }];
+        m.spec.containers = [{ name: "agent", image: "gc-test/agent:1", command: ["sleep", "3600"] }];
         await ownApi.call((c) =>
           c.createNamespacedPod({ namespace: "default", body: m as unknown as K8s.V1Pod }),
         );
