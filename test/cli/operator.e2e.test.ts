@@ -397,6 +397,44 @@ agents:
   });
 });
 
+describe("gc drift of a map", () => {
+  it("drift: a changed env value prints `env.GREETING: hello → bonjour`, not the whole map", {
+    timeout: 120_000,
+  }, async () => {
+    const yaml = (greeting: string) => `workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "exec sleep 100000"
+    env:
+      GREETING: ${greeting}
+      KEEP: same value
+`;
+    const city = makeCity(yaml("hello"));
+    expectOk(await city.gc(["start", "--once"]), "gc start --once");
+    city.write(yaml("bonjour"));
+    const drift = await city.gc(["drift"]);
+    expectOk(drift, "gc drift");
+    expect(drift.stdout.split("\n")).toEqual([
+      "alpha: core drift (restart)",
+      "  env.GREETING: hello → bonjour",
+      "",
+    ]);
+    const json = await city.gc(["drift", "--json"]);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        session: "alpha",
+        drift: "core",
+        fields: [{ field: "env.GREETING", from: "hello", to: "bonjour", effect: "restart" }],
+      },
+    ]);
+  });
+});
+
 describe("work_dir outside the city", () => {
   it("work_dir: a missing parent is refused at validate time; create_work_dir: true creates it", {
     timeout: 120_000,
