@@ -3,7 +3,8 @@
  * two directories coexist (tmux and subprocess), closed pipes are quiet on a 20-session city,
  * usage errors suggest the right command or flag (as JSON with --json), help/version/
  * completion, `gc start`/`gc reconcile` exit 1 when a session failed to start, and every
- * read command, nudge, attach and stop work on the last good config while the file is not.
+ * read command, nudge, attach and stop work on the last good config while the file is not;
+ * drift of a map per key; `gc nudge S -` strips one newline; work_dir parents checked.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
@@ -432,6 +433,34 @@ agents:
         fields: [{ field: "env.GREETING", from: "hello", to: "bonjour", effect: "restart" }],
       },
     ]);
+  });
+});
+
+describe("gc nudge -", () => {
+  it("stdin: `echo text | gc nudge S -` delivers the text with one Enter (its trailing newline stripped)", {
+    timeout: 120_000,
+  }, async () => {
+    // The agent prints each line it reads: an extra Enter would show as got[].
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: 'stty -echo; while IFS= read -r l; do echo "got[$l]"; done'
+`);
+    expectOk(await city.gc(["start", "--once"]), "gc start --once");
+    expectOk(await city.gc(["nudge", "alpha", "-"], { input: "hello\n" }), "gc nudge alpha -");
+    // Input is read in order: once the marker's line is printed, anything the first nudge
+    // sent is on the screen before it.
+    expectOk(await city.gc(["nudge", "alpha", "marker"]), "gc nudge alpha marker");
+    const screen = await until("the marker line", async () => {
+      const r = await city.gc(["peek", "alpha"]);
+      return r.stdout.includes("got[marker]") && r.stdout;
+    });
+    expect(screen.split("\n").filter((l) => l.startsWith("got["))).toEqual(["got[hello]", "got[marker]"]);
   });
 });
 
