@@ -24,8 +24,10 @@ export const LONG = "exec sleep 300";
 const READER = "exec cat > nudge.out";
 /** Writes its pid, then becomes `sleep` (same pid). */
 const PID_LONG = "echo $$ > pid.out; exec sleep 300";
-/** Records SIGINTs and keeps running. */
-const INT_TRAP = "trap 'echo INT >> int.out' INT; while :; do sleep 1; done";
+/** Records SIGINTs and keeps running; writes `armed.out` once its trap is set. */
+const INT_TRAP = "trap 'echo INT >> int.out' INT; echo armed > armed.out; while :; do sleep 1; done";
+/** Runs until its first SIGINT, then exits 0 by itself; writes `armed.out` once its trap is set. */
+const EXIT_ON_INT = "trap 'exit 0' INT; echo armed > armed.out; while :; do sleep 1; done";
 
 async function rejectsWith(p: Promise<unknown>, code: GcErrorCode, what: string): Promise<void> {
   try {
@@ -41,6 +43,15 @@ async function assertGone(ctx: CaseContext, name: string): Promise<void> {
   assert.equal(await ctx.provider.isRunning(name), false, `${name} must not be running`);
   const listed = await ctx.provider.listRunning(ctx.target.namePrefix);
   assert.ok(!listed.includes(name), `${name} must not be listed`);
+}
+
+/**
+ * Waits until the program of `name` wrote `armed.out` ({@link INT_TRAP}, {@link EXIT_ON_INT}):
+ * its SIGINT trap is set. A program still starting (a loaded host) would otherwise die of a
+ * SIGINT sent before its trap exists.
+ */
+async function armed(ctx: CaseContext, name: string, cfg: StartConfig): Promise<void> {
+  await fileEquals(ctx, name, cfg, "armed.out", "armed\n");
 }
 
 async function running(ctx: CaseContext, command = LONG, extra?: Partial<StartConfig>) {
@@ -530,7 +541,11 @@ const stopping: ConformanceCase[] = [
     title: "isRunning: false (and not listed) once the program exits by itself; the name is reusable",
     requires: ["executes"],
     async run(ctx) {
-      const { name } = await running(ctx, "sleep 2");
+      // The program ends when told (its SIGINT trap exits), never on a timer: a start slower
+      // than a fixed lifetime (a loaded host) would make it die "during startup" instead.
+      const { name, cfg } = await running(ctx, EXIT_ON_INT);
+      await armed(ctx, name, cfg);
+      await ctx.provider.interrupt(name);
       await ctx.eventually("the program to exit", async () => !(await ctx.provider.isRunning(name)), 15_000);
       await assertGone(ctx, name);
       await ctx.start(name, await ctx.config(LONG));
@@ -834,7 +849,7 @@ const io: ConformanceCase[] = [
     requires: ["executes"],
     async run(ctx) {
       const { name, cfg } = await running(ctx, INT_TRAP);
-      await sleep(ctx.ms(300));
+      await armed(ctx, name, cfg);
       await ctx.provider.sendKeys(name, ["C-c"]);
       await ctx.eventually("int.out", async () => (await ctx.read(name, cfg, "int.out"))?.includes("INT"));
       assert.equal(await ctx.provider.isRunning(name), true, "the trapping program keeps running");
@@ -863,7 +878,7 @@ const io: ConformanceCase[] = [
     requires: ["executes"],
     async run(ctx) {
       const { name, cfg } = await running(ctx, INT_TRAP);
-      await sleep(ctx.ms(300));
+      await armed(ctx, name, cfg);
       await ctx.provider.interrupt(name);
       await ctx.eventually("int.out", async () => (await ctx.read(name, cfg, "int.out"))?.includes("INT"));
     },

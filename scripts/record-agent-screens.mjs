@@ -214,7 +214,13 @@ const wanted = SCENARIOS.filter((s) => only.length === 0 || only.includes(s.cli)
 const bins = {};
 for (const cli of new Set(wanted.map((s) => s.cli))) bins[cli] = (await installAgentCli(cli)).bin;
 mkdirSync(OUT, { recursive: true });
-const versions = Object.fromEntries(Object.entries(AGENT_CLIS).map(([k, v]) => [k, `${v.pkg}@${v.version}`]));
+// The versions of the CLIs that have recorded screens (not the ACP adapters, which have none).
+const recorded = new Set(SCENARIOS.map((s) => s.cli));
+const versions = Object.fromEntries(
+  Object.entries(AGENT_CLIS)
+    .filter(([k]) => recorded.has(k))
+    .map(([k, v]) => [k, `${v.pkg}@${v.version}`]),
+);
 writeFileSync(join(OUT, "versions.json"), `${JSON.stringify(versions, null, 2)}\n`);
 const failures = [];
 await Promise.all(

@@ -81,8 +81,8 @@ export function reportSummary(
     for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
     ctx.out(summaryLine(s));
   }
-  // A pass in which an action failed is a failed operation (the background `gc start`
-  // reports it but exits 0: the controller is running and keeps retrying).
+  // A pass in which an action failed is a failed operation: exit 1, also for the background
+  // `gc start` whose controller keeps running and retrying.
   return s && s.failed.length > 0 ? EXIT.failed : EXIT.ok;
 }
 

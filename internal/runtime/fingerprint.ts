@@ -70,6 +70,13 @@ export const CORE_FIELDS = [
 /** Breakdown key of the live fingerprint (display only; not part of the core hash). */
 export const LIVE_FIELD = "sessionLive";
 
+/**
+ * Core fields that are maps. Besides the whole map (which the core hash uses), the breakdown
+ * holds one `<field>.<key>` entry per key, so drift names the keys that changed
+ * (`env.GREETING: hello → bonjour`) instead of printing the whole map twice.
+ */
+export const MAP_FIELDS: readonly string[] = ["env", "fingerprintExtra"];
+
 /** Compares strings by UTF-8 bytes (not UTF-16 code units). */
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
@@ -191,6 +198,15 @@ export function fingerprint(
     if (f === "backend" && cfg.backend === undefined) continue;
     breakdown[f] = field(doc[f].input, doc[f].value);
   }
+  // Per-key entries of the map fields: display only, not inputs of `core`.
+  const maps: Record<string, Readonly<Record<string, string>>> = {
+    env,
+    fingerprintExtra: cfg.fingerprintExtra ?? {},
+  };
+  for (const [f, map] of Object.entries(maps)) {
+    for (const [k, v] of Object.entries(map))
+      breakdown[`${f}.${k}`] = field(v, isSecretKey(k) ? REDACTED : v);
+  }
   const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
   const liveInput = cfg.sessionLive ?? [];
   const live = hash(canonicalJson(liveInput));
@@ -208,26 +224,61 @@ export interface FieldDrift {
   readonly masked?: boolean;
 }
 
+/** The map field a `<field>.<key>` breakdown entry belongs to, if it is one. Pure. */
+function mapFieldOf(key: string): string | undefined {
+  return MAP_FIELDS.find((f) => key.startsWith(`${f}.`));
+}
+
+/** Whether `b` holds per-key entries for map field `f` (an empty map has none and needs none). */
+function hasKeys(b: Readonly<Record<string, FieldFingerprint>>, f: string): boolean {
+  return b[f]?.value === "" || Object.keys(b).some((k) => k.startsWith(`${f}.`));
+}
+
+/** One changed field (or map key), values masked when only a secret-derived part changed. */
+function changeOf(
+  field: string,
+  a: FieldFingerprint | undefined,
+  b: FieldFingerprint | undefined,
+): FieldDrift {
+  // Only a hidden (secret-derived) part changed: say so, never show values.
+  if ((a?.secret || b?.secret) && a?.value === b?.value) {
+    return { field, from: "(secret)", to: "changed", masked: true };
+  }
+  return { field, from: a?.value ?? "(absent)", to: b?.value ?? "(absent)" };
+}
+
 /**
  * Fields whose hash differs between a stored breakdown and the current one, in
- * {@link CORE_FIELDS} order. A field missing on one side counts as drifted. Pure.
+ * {@link CORE_FIELDS} order. A field missing on one side counts as drifted. A changed map
+ * field ({@link MAP_FIELDS}) is reported per changed key (`env.GREETING`) when both sides
+ * have per-key entries (a record stored by an older build has none: the whole map). Pure.
  */
 export function diffBreakdown(
   stored: Readonly<Record<string, FieldFingerprint>>,
   current: Readonly<Record<string, FieldFingerprint>>,
 ): FieldDrift[] {
-  const fields = [...new Set([...CORE_FIELDS, LIVE_FIELD, ...Object.keys(stored), ...Object.keys(current)])];
+  const fields = [
+    ...new Set([...CORE_FIELDS, LIVE_FIELD, ...Object.keys(stored), ...Object.keys(current)]),
+  ].filter((f) => mapFieldOf(f) === undefined);
   const out: FieldDrift[] = [];
   for (const field of fields) {
     const a = stored[field];
     const b = current[field];
     if (a?.hash === b?.hash) continue;
-    // Only a hidden (secret-derived) part changed: say so, never show values.
-    if ((a?.secret || b?.secret) && a?.value === b?.value) {
-      out.push({ field, from: "(secret)", to: "changed", masked: true });
-      continue;
+    if (MAP_FIELDS.includes(field) && hasKeys(stored, field) && hasKeys(current, field)) {
+      const prefix = `${field}.`;
+      const keys = [...new Set([...Object.keys(stored), ...Object.keys(current)])]
+        .filter((k) => k.startsWith(prefix))
+        .sort((x, y) => compareUtf8(x, y));
+      const changed = keys
+        .filter((k) => stored[k]?.hash !== current[k]?.hash)
+        .map((k) => changeOf(k, stored[k], current[k]));
+      if (changed.length > 0) {
+        out.push(...changed);
+        continue;
+      }
     }
-    out.push({ field, from: a?.value ?? "(absent)", to: b?.value ?? "(absent)" });
+    out.push(changeOf(field, a, b));
   }
   return out;
 }

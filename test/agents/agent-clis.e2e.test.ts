@@ -1,7 +1,8 @@
 /**
  * The real agent CLIs (pinned in scripts/agent-clis.mjs, installed with npm into a cache
  * directory outside the repository) started by a city on tmux and on subprocess, each with a
- * private HOME and a dummy key, offline: Claude Code gets past its trust and API-key screens
+ * private HOME (empty for Codex and Gemini CLI; onboarding marked done for Claude Code) and a
+ * dummy key, offline: Claude Code gets past its trust and API-key screens
  * to its input prompt and a hostile, Unicode nudge arrives verbatim; Gemini CLI gets past its
  * trust dialog (and its auth screens) to its input; Codex stops at its sign-in choice, is
  * reported waiting for input with that question and its options, and `gc session respond`
@@ -91,10 +92,15 @@ describe.concurrent.each(["tmux", "subprocess"])("real agent CLIs on %s", (provi
     ctx.onTestFinished(() => killStrays(city.dir));
     const home = (n: string) => join(city.dir, "home", n);
     const work = (n: string) => join(city.dir, "work", n);
+    // Only Claude Code's HOME is seeded (onboarding done: offline it exits otherwise);
+    // Codex and Gemini CLI start in a fresh, empty private HOME.
     for (const n of CLIS) {
-      seedAgentHome(home(n));
+      if (n === "claude") seedAgentHome(home(n));
+      else mkdirSync(home(n), { recursive: true });
       mkdirSync(work(n), { recursive: true });
     }
+    expect(readdirSync(home("gemini"))).toEqual([]);
+    expect(readdirSync(home("codex"))).toEqual([]);
     const q = JSON.stringify;
     city.write(`workspace: { name: '@NAME@' }
 session: { provider: ${provider}, startup_timeout: 240s }
@@ -161,6 +167,12 @@ agents:
       120_000,
     );
 
+    // Acceptance: `gc start` of a gemini agent (fresh private HOME, dummy key) leaves it
+    // running at its input prompt — not waiting for input, not quarantined, no dialog pending.
+    const gemini = (await status(city)).sessions.find((s) => s.name === "gemini");
+    expect(gemini?.state).toBe("running");
+    expect(gemini?.running).toBe(true);
+    expect(gemini?.interaction).toBeUndefined();
     phase("Gemini CLI input");
     // Claude Code: at its input prompt; a hostile, Unicode nudge arrives verbatim.
     const claudeScreen = await city.gc(["peek", "claude"]);

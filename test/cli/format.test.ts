@@ -1,10 +1,9 @@
 /**
- * Pure CLI formatting: tables by display width, per-key drift lines of maps, and the text of
- * a `-` argument (one trailing newline stripped).
+ * Pure CLI formatting: tables by display width and the text of a `-` argument (one trailing
+ * newline stripped). Per-key drift of maps: test/runtime/fingerprint.test.ts.
  */
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { changeLines } from "../../cmd/gc/commands/drift.js";
 import type { CommandContext } from "../../cmd/gc/context.js";
 import { readTextArg } from "../../cmd/gc/operate.js";
 import { formatTable } from "../../cmd/gc/table.js";
@@ -28,20 +27,6 @@ describe("formatTable", () => {
       "e\u0301t\u00e9     running",
       "plain   running",
     ]);
-  });
-});
-
-describe("drift lines", () => {
-  it("drift: a map shows one line per changed key; scalars show old → new", () => {
-    expect(
-      changeLines(
-        "env",
-        { GREETING: "hello", KEEP: "1", OLD: "x" },
-        { GREETING: "bonjour", KEEP: "1", NEW: "y" },
-      ),
-    ).toEqual(["env.GREETING: hello → bonjour", "env.NEW: (absent) → y", "env.OLD: x → (absent)"]);
-    expect(changeLines("command", "sleep 1", "sleep 2")).toEqual(["command: sleep 1 → sleep 2"]);
-    expect(changeLines("args", ["a"], ["b"])).toEqual(['args: ["a"] → ["b"]']);
   });
 });
 

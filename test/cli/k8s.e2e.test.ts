@@ -4,6 +4,7 @@
  * exactly that pod, peek/nudge/run work through exec, and stop deletes every pod and Secret.
  */
 import { spawn, spawnSync } from "node:child_process";
+import * as k8s from "@kubernetes/client-node";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
@@ -100,6 +101,22 @@ agents:
 describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { timeout: 240_000 }, () => {
   it("start, drift replaces exactly that pod, peek/nudge/run, stop deletes every pod and Secret", async () => {
     const city = makeCity(cityYaml("exec sleep 100000"));
+    // A pod of another city in the same namespace, named like one of ours: never listed by
+    // the ownership label, never touched by gc.
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(server.kubeconfigPath);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: {
+          name: "alpha-other-city",
+          labels: { "app.kubernetes.io/managed-by": "gc", "gc.dev/city": "other-city" },
+          annotations: { "gc.dev/city": "other-city", "gc.dev/session-name": "alpha" },
+        },
+        spec: { containers: [{ name: "agent", image: "gc-test/agent:1", command: ["sleep", "3600"] }] },
+      },
+    });
     const start = await city.gc(["start", "--once"], { timeoutMs: 120_000 });
     expect(start.stderr).toBe("");
     expect(start.code).toBe(0);
@@ -107,6 +124,8 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
     // kubectl lists exactly the city's sessions by the ownership label.
     const pods = await kubectlNames("pods", city);
     expect(pods).toHaveLength(2);
+    expect(pods).not.toContain("pod/alpha-other-city");
+    expect((await kubectl("get", "pods", "-o", "name")).stdout.split("\n").filter(Boolean)).toHaveLength(3);
     expect(Object.keys(await podUids(city)).sort()).toEqual(["alpha", "beta"]);
     expect(await kubectlNames("secrets", city)).toHaveLength(1);
     const podJson = (
@@ -173,5 +192,8 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
     expect(stop.code, stop.stderr).toBe(0);
     expect(await kubectlNames("pods", city)).toEqual([]);
     expect(await kubectlNames("secrets", city)).toEqual([]);
+    // The other city's pod is still there.
+    const all = await kubectl("get", "pods", "-o", "name");
+    expect(all.stdout.split("\n").filter(Boolean)).toEqual(["pod/alpha-other-city"]);
   });
 });

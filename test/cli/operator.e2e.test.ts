@@ -2,12 +2,15 @@
  * End-to-end, operator-facing behaviour of the built `gc`: two cities with the same name in
  * two directories coexist (tmux and subprocess), closed pipes are quiet on a 20-session city,
  * usage errors suggest the right command or flag (as JSON with --json), help/version/
- * completion, and `gc start` exits 1 when a session failed to start.
+ * completion, `gc start`/`gc reconcile` exit 1 when a session failed to start, and every
+ * read command, nudge, attach and stop work on the last good config while the file is not;
+ * drift of a map per key; `gc nudge S -` strips one newline; work_dir parents checked.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pty from "@lydell/node-pty";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
 import { GC_BIN, type GcResult, makeCity, runGc, type TestCity, until } from "../support/city.js";
@@ -262,7 +265,7 @@ describe("CLI usage, help and errors", () => {
 });
 
 describe("gc start exit code", () => {
-  it("start: a city with an agent that fails to start exits 1 (background and --once)", {
+  it("start: a city with an agent that fails to start exits 1 (background and --once); so does gc reconcile", {
     timeout: 120_000,
   }, async () => {
     const yaml = `workspace:
@@ -285,11 +288,48 @@ agents:
     const bg = await makeCity(yaml).gc(["start"]);
     expect(bg.stderr).toMatch(/start bad failed/);
     expect(bg.code).toBe(1);
+    // gc reconcile as a city's first pass (no controller): the same failed start exits 1.
+    const rec = makeCity(yaml);
+    const first = await rec.gc(["reconcile"]);
+    expect(first.stderr).toMatch(/start bad failed/);
+    expect(first.stdout).toContain("2 desired: 2 start; 1 failed");
+    expect(first.code).toBe(1);
+    expect(await sessions(rec)).toMatchObject([
+      { name: "good", running: true },
+      { name: "bad", running: false },
+    ]);
   });
 });
 
+/**
+ * Runs `gc attach alpha` in a real pty, waits for `text` (already on the session's screen)
+ * to be drawn there, detaches with Ctrl-\\ and expects exit 0.
+ */
+async function attachThenDetach(city: TestCity, text: string): Promise<void> {
+  const term = pty.spawn(process.execPath, [GC_BIN, "--city", city.dir, "attach", "alpha"], {
+    name: "xterm-256color",
+    cols: 100,
+    rows: 30,
+    cwd: city.dir,
+    env: { ...(process.env as Record<string, string>), TMUX: "", TERM: "xterm-256color", NO_COLOR: "1" },
+  });
+  let screen = "";
+  term.onData((d) => {
+    screen += d;
+  });
+  const detached = new Promise<{ exitCode: number }>((resolve) => term.onExit(resolve));
+  try {
+    await until("the session's screen in the attached terminal", async () => screen.includes(text));
+    expect(screen).toContain("gc: using the last good config: ");
+    term.write("\x1c");
+    expect((await detached).exitCode, screen).toBe(0);
+  } finally {
+    term.kill("SIGKILL");
+  }
+}
+
 describe("last good config", () => {
-  it("last-good: read commands and stop keep working while the file is invalid or lacks a variable here, saying so in one line", {
+  it("last-good: read commands, nudge, attach and stop keep working while the file is invalid or lacks a variable here, saying so in one line", {
     timeout: 180_000,
   }, async () => {
     const good = `workspace:
@@ -324,6 +364,11 @@ agents:
       expect({ args, n: lines.filter((l) => /config|city\.yaml/.test(l)).length }).toEqual({ args, n: 1 });
       expect(lines[0]).toMatch(/^gc: using the last good config: .*city\.yaml:\d+:\d+: agents\[0\]/);
     }
+    // nudge and attach reach the session through the last good config too.
+    const nudge = await city.gc(["nudge", "alpha", "hello-last-good"], { env: withVar });
+    expect(nudge.code, nudge.stderr).toBe(0);
+    expect(nudge.stderr).toMatch(/^gc: using the last good config: [^\n]*\n$/);
+    await attachThenDetach(city, "hello-last-good");
     // Applying the file is refused: nothing changes.
     expect((await city.gc(["start", "--once"], { env: withVar })).code).toBe(2);
     expect((await city.gc(["reconcile"], { env: withVar })).code).toBe(2);
@@ -340,6 +385,82 @@ agents:
     expect(stop.code).toBe(0);
     const after = await city.gc(["status", "--json"]);
     expect(JSON.parse(after.stdout).sessions.filter((s: StatusRow) => s.running)).toEqual([]);
+
+    // 3. gc stop while the file is invalid stops what the last good config started.
+    expectOk(await city.gc(["start", "--once"], { env: withVar }), "gc start --once again");
+    city.write(good.replace("start_command:", "start_comand:"));
+    const stopInvalid = await city.gc(["stop"], { env: withVar });
+    expect(stopInvalid.code, stopInvalid.stderr).toBe(0);
+    expect(stopInvalid.stderr).toMatch(/^gc: using the last good config: [^\n]*\n$/);
+    expect(stopInvalid.stdout).toContain("stopped 1 session: alpha");
+    const none = await city.gc(["status", "--json"], { env: withVar });
+    expect(JSON.parse(none.stdout).sessions.filter((s: StatusRow) => s.running)).toEqual([]);
+  });
+});
+
+describe("gc drift of a map", () => {
+  it("drift: a changed env value prints `env.GREETING: hello → bonjour`, not the whole map", {
+    timeout: 120_000,
+  }, async () => {
+    const yaml = (greeting: string) => `workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "exec sleep 100000"
+    env:
+      GREETING: ${greeting}
+      KEEP: same value
+`;
+    const city = makeCity(yaml("hello"));
+    expectOk(await city.gc(["start", "--once"]), "gc start --once");
+    city.write(yaml("bonjour"));
+    const drift = await city.gc(["drift"]);
+    expectOk(drift, "gc drift");
+    expect(drift.stdout.split("\n")).toEqual([
+      "alpha: core drift (restart)",
+      "  env.GREETING: hello → bonjour",
+      "",
+    ]);
+    const json = await city.gc(["drift", "--json"]);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        session: "alpha",
+        drift: "core",
+        fields: [{ field: "env.GREETING", from: "hello", to: "bonjour", effect: "restart" }],
+      },
+    ]);
+  });
+});
+
+describe("gc nudge -", () => {
+  it("stdin: `echo text | gc nudge S -` delivers the text with one Enter (its trailing newline stripped)", {
+    timeout: 120_000,
+  }, async () => {
+    // The agent prints each line it reads: an extra Enter would show as got[].
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: 'stty -echo; while IFS= read -r l; do echo "got[$l]"; done'
+`);
+    expectOk(await city.gc(["start", "--once"]), "gc start --once");
+    expectOk(await city.gc(["nudge", "alpha", "-"], { input: "hello\n" }), "gc nudge alpha -");
+    // Input is read in order: once the marker's line is printed, anything the first nudge
+    // sent is on the screen before it.
+    expectOk(await city.gc(["nudge", "alpha", "marker"]), "gc nudge alpha marker");
+    const screen = await until("the marker line", async () => {
+      const r = await city.gc(["peek", "alpha"]);
+      return r.stdout.includes("got[marker]") && r.stdout;
+    });
+    expect(screen.split("\n").filter((l) => l.startsWith("got["))).toEqual(["got[hello]", "got[marker]"]);
   });
 });
 

@@ -314,7 +314,18 @@ agents:
 `;
     const city = makeCity(file("exit 127"));
     await city.gc(["start"]);
-    await until("quarantined", async () => (await status(city)).sessions[0]?.state === "quarantined", 60_000);
+    const q = await until(
+      "quarantined",
+      async () => {
+        const s = (await status(city)).sessions[0];
+        return s?.state === "quarantined" && s;
+      },
+      60_000,
+    );
+    // One account of the failures (exit 127 = command not found), no "(exit status unknown)".
+    expect(q.reason).toMatch(/^2 failures within the quarantine window/);
+    expect(q.reason).not.toContain("exit status unknown");
+    expect((await city.gc(["status"])).stdout).toContain("gc session reset crashy");
     city.write(file("exec sleep 100000"));
     // The controller's file watcher or this reconcile applies the fix; either way it starts.
     await city.gc(["reconcile"]);

@@ -4,7 +4,8 @@
  * subprocess restarts it there and it is gone from tmux; a SIGKILLed controller's successor
  * recovers every route (one route record deleted, so it is re-learnt from the backends'
  * listings) and adopts without duplicates; `gc stop` leaves a clean census on every backend.
- * `gc status` and `gc config show` show each session's backend and why.
+ * `gc status` and `gc config show` show each session's backend and why. A `hybrid` city
+ * (tmux local, subprocess remote) moves an agent across `remote_match` the same way.
  */
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -144,6 +145,78 @@ describe.skipIf(!onPath("tmux") || !onPath("jq"))("auto: tmux + subprocess + exe
     await until("nothing of the city left", () => census(city.dir).length === 0);
     expect(city.tmux("list-sessions").code).not.toBe(0);
     expect((await sessions(city)).every((r) => !r.running)).toBe(true);
+  });
+
+  it("hybrid: remote_match splits the city; an agent moved across the pattern restarts on the other side", {
+    timeout: 180_000,
+  }, async () => {
+    const yaml = (match: string) => `workspace:
+  name: @NAME@
+session:
+  provider: hybrid
+  hybrid: { local: tmux, remote: subprocess, remote_match: "${match}" }
+daemon:
+  interval: 1h
+agents:
+${["mayor", "w1"]
+  .map(
+    (n) => `  - name: ${n}
+    start_command: "echo $$$$ > pid; exec sleep 100000"
+    work_dir: ./${n}
+    pre_start: ["mkdir -p ./${n}"]
+`,
+  )
+  .join("")}`;
+    const city = makeCity(yaml("^w"));
+    const show = await city.gc(["config", "show"]);
+    expect(show.code).toBe(0);
+    const runsOn = (text: string, s: string) =>
+      text.match(new RegExp(`session ${s} \\(.*\\n\\s+runs on\\s+(.*)`))?.[1];
+    expect(runsOn(show.stdout, "mayor")).toBe('tmux — name does not match session.hybrid.remote_match "^w"');
+    expect(runsOn(show.stdout, "w1")).toBe('subprocess — name matches session.hybrid.remote_match "^w"');
+
+    const start = await city.gc(["start"]);
+    expect(start.stderr).toBe("");
+    expect(start.code).toBe(0);
+    const placed = async () =>
+      (await sessions(city))
+        .map((r) => [r.name, r.provider, r.backend, r.running])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    await until("both running", async () => (await sessions(city)).every((r) => r.running));
+    expect(await placed()).toEqual([
+      ["mayor", "hybrid", "tmux", true],
+      ["w1", "hybrid", "subprocess", true],
+    ]);
+    expect(city.tmux("has-session", "-t", "=mayor").code).toBe(0);
+    expect(city.tmux("has-session", "-t", "=w1").code).not.toBe(0);
+    const m1 = await until(
+      "mayor pid",
+      () => existsSync(join(city.dir, "mayor", "pid")) && pidOf(city, "mayor"),
+    );
+    const w1 = await until("w1 pid", () => existsSync(join(city.dir, "w1", "pid")) && pidOf(city, "w1"));
+
+    // The pattern now takes the mayor too: drained on tmux, restarted on subprocess; w1 untouched.
+    city.write(yaml("^(w|mayor$)"));
+    expect(runsOn((await city.gc(["config", "show"])).stdout, "mayor")).toBe(
+      'subprocess — name matches session.hybrid.remote_match "^(w|mayor$)"',
+    );
+    expect((await city.gc(["reconcile"])).code).toBe(0);
+    await until("mayor restarted on subprocess", async () => {
+      const m = (await sessions(city)).find((r) => r.name === "mayor");
+      return m?.running && m.backend === "subprocess" && pidOf(city, "mayor") !== m1;
+    });
+    expect(await pidAlive(Number(m1))).toBe(false);
+    expect(city.tmux("has-session", "-t", "=mayor").code).not.toBe(0);
+    expect(pidOf(city, "w1")).toBe(w1);
+    expect(await placed()).toEqual([
+      ["mayor", "hybrid", "subprocess", true],
+      ["w1", "hybrid", "subprocess", true],
+    ]);
+
+    const stop = await city.gc(["stop"]);
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain("stopped 2 sessions: mayor, w1");
+    await until("nothing of the city left", () => census(city.dir).length === 0);
   });
 
   it("a backend that cannot be observed: status names it, healthy sessions start, nothing is stopped", {

@@ -94,7 +94,9 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
       await gc(args, s1);
     // The secret changes: drift reports it without the values, the restart applies it.
     const drift = await gc(["drift"], s2);
-    expect(drift.stdout).toContain("env: changed (derived from a secret; values not shown)");
+    // Per changed key of the env map (both are derived from the secret).
+    expect(drift.stdout).toContain("env.API_TOKEN: changed (derived from a secret; values not shown)");
+    expect(drift.stdout).toContain("env.DB_URL: changed (derived from a secret; values not shown)");
     expect(drift.stdout).toContain("command: changed (derived from a secret; values not shown)");
     expect(drift.stdout).not.toContain("[REDACTED]"); // one marker, `[redacted]`
     expect((await gc(["reconcile"], s2)).code).toBe(0);

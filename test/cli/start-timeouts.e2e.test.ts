@@ -2,6 +2,7 @@
  * End-to-end: `session.setup_timeout` bounds each hook of a start. A session whose
  * session_setup hangs fails its own start (GC_HOOK_FAILED naming setup_timeout, nothing
  * left running) while the other sessions of the same pass start normally.
+ * `session.startup_timeout` bounds a whole start the same way (GC_TIMEOUT).
  */
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
@@ -10,7 +11,7 @@ import { makeCity } from "../support/city.js";
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 
 describe.skipIf(!hasTmux)("start deadlines on tmux", { timeout: 120_000 }, () => {
-  it("a hung session_setup fails that start after setup_timeout; the others of the pass start", async () => {
+  it("session.setup_timeout: a hung session_setup fails that start after the hook's deadline; the others of the pass start", async () => {
     const city = makeCity(`workspace:
   name: @NAME@
 session:
@@ -44,5 +45,37 @@ agents:
     expect(running).toEqual({ hung: false, ok1: true, ok2: true });
     // Nothing of the failed start is left on the city's tmux server.
     expect(city.tmux("has-session", "-t", "=hung").code).not.toBe(0);
+  });
+
+  it("session.startup_timeout: a start past it fails with GC_TIMEOUT and leaves nothing; the others of the pass start", async () => {
+    // setup_timeout is far longer than startup_timeout: only the whole start's deadline can end it.
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+  startup_timeout: 2s
+  setup_timeout: 10m
+daemon:
+  interval: 1h
+agents:
+  - name: slow
+    start_command: "exec sleep 100000"
+    session_setup: ["sleep 1000"]
+  - name: ok1
+    start_command: "exec sleep 100000"
+`);
+    const r = await city.gc(["start", "--once", "--json"]);
+    expect(r.code).toBe(1); // an action failed
+    const out = JSON.parse(r.stdout) as {
+      summary: { failed: { name: string; action: string; error: string }[] };
+    };
+    expect(out.summary.failed.map((f) => f.name)).toEqual(["slow"]);
+    expect(out.summary.failed[0]?.error).toMatch(/start of "slow".*timed out after 2000 ms/);
+    const st = JSON.parse((await city.gc(["status", "--json"])).stdout) as {
+      sessions: { name: string; running: boolean }[];
+    };
+    const running = Object.fromEntries(st.sessions.map((s) => [s.name, s.running]));
+    expect(running).toEqual({ slow: false, ok1: true });
+    expect(city.tmux("has-session", "-t", "=slow").code).not.toBe(0);
   });
 });

@@ -18,14 +18,12 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
   ["workspace.suspended", "test/config/resolve.test.ts"],
   ["session", "test/config/resolve.test.ts"],
   ["session.provider", "test/config/resolve.test.ts"],
-  ["session.startup_timeout", "test/config/resolve.test.ts"],
   ["session.approval", "test/cli/nudge-delivery.test.ts"],
   ["session.approval.rules", "test/cli/operate.e2e.test.ts"],
   ["session.approval.rules[].kind", "test/config/load.test.ts"],
   ["session.approval.rules[].match", "test/config/resolve.test.ts"],
   ["session.approval.rules[].action", "test/cli/start-timeouts.e2e.test.ts"],
   ["session.approval.default", "test/config/resolve.test.ts"],
-  ["session.setup_timeout", "test/config/resolve.test.ts"],
   ["session.tmux", "test/config/resolve.test.ts"],
   ["session.tmux.socket", "test/config/units.test.ts"],
   ["session.exec", "test/config/resolve.test.ts"],
@@ -131,6 +129,8 @@ const KEY_EVIDENCE: readonly (readonly [string, string])[] = [
   ["daemon.min_healthy_uptime", "test/cli/reconcile.e2e.test.ts"],
   ["daemon.drain_timeout", "test/controller/daemon-settings.test.ts"],
   ["daemon.start_budget", "test/cli/reconcile.e2e.test.ts"],
+  ["session.startup_timeout", "test/cli/start-timeouts.e2e.test.ts"],
+  ["session.setup_timeout", "test/cli/start-timeouts.e2e.test.ts"],
 ];
 
 /** Keys no test exercises yet, with why. */

@@ -112,8 +112,9 @@ describe("fingerprint", () => {
     const a = fingerprint({ ...base, env: { ...base.env, API_TOKEN: "s3cret-1" } });
     const b = fingerprint({ ...base, command: "codex", env: { ...base.env, API_TOKEN: "s3cret-2" } });
     const d = diffBreakdown(a.breakdown, b.breakdown);
-    expect(d.map((x) => x.field)).toEqual(["command", "env"]);
+    expect(d.map((x) => x.field)).toEqual(["command", "env.API_TOKEN"]);
     expect(d[0]).toMatchObject({ from: base.command, to: "codex" });
+    expect(d[1]).toEqual({ field: "env.API_TOKEN", from: "(secret)", to: "changed", masked: true });
     expect(JSON.stringify(d)).not.toContain("s3cret");
   });
 
@@ -132,7 +133,7 @@ describe("fingerprint", () => {
     expect(a.breakdown.env?.value).toContain("DB_URL=postgres://u:[redacted]@h/db");
     expect(a.core).not.toBe(b.core); // the secret still counts
     const d = diffBreakdown(a.breakdown, b.breakdown);
-    expect(d).toEqual([{ field: "env", from: "(secret)", to: "changed", masked: true }]);
+    expect(d).toEqual([{ field: "env.DB_URL", from: "(secret)", to: "changed", masked: true }]);
     // A visible change next to a secret shows the (redacted) values.
     const c = fingerprint(
       {
@@ -144,8 +145,39 @@ describe("fingerprint", () => {
       ["hunter2-old"],
     );
     const d2 = diffBreakdown(a.breakdown, c.breakdown);
-    expect(d2[0]?.to).toContain("LOG_LEVEL=debug");
+    expect(d2).toEqual([{ field: "env.LOG_LEVEL", from: "info", to: "debug" }]);
     expect(JSON.stringify(d2)).not.toContain("hunter2");
+  });
+
+  it("diffBreakdown: a changed map shows each changed key old → new, keys with spaces and '=' in values intact", () => {
+    const a = fingerprint({
+      ...base,
+      env: { GREETING: "hello", KEEP: "a b=c", OLD: "x" },
+      fingerprintExtra: {},
+    });
+    const b = fingerprint({
+      ...base,
+      env: { GREETING: "bonjour", KEEP: "a b=c", NEW: "y z" },
+      fingerprintExtra: { model: "m2" },
+    });
+    expect(a.core).not.toBe(b.core);
+    expect(diffBreakdown(a.breakdown, b.breakdown)).toEqual([
+      { field: "env.GREETING", from: "hello", to: "bonjour" },
+      { field: "env.NEW", from: "(absent)", to: "y z" },
+      { field: "env.OLD", from: "x", to: "(absent)" },
+      { field: "fingerprintExtra.model", from: "(absent)", to: "m2" },
+    ]);
+    // Per-key entries are display only: the core hash is that of the whole fields.
+    const noKeys = (fp: typeof a) =>
+      Object.fromEntries(Object.entries(fp.breakdown).filter(([k]) => !/^(env|fingerprintExtra)\./.test(k)));
+    expect(Object.keys(a.breakdown)).toContain("env.GREETING");
+    // A record stored before per-key entries existed: the whole map, old → new (an empty
+    // map needs no entries).
+    expect(diffBreakdown(noKeys(a), b.breakdown)).toEqual([
+      { field: "env", from: a.breakdown.env?.value, to: b.breakdown.env?.value },
+      { field: "fingerprintExtra.model", from: "(absent)", to: "m2" },
+    ]);
+    expect(diffBreakdown(a.breakdown, a.breakdown)).toEqual([]);
   });
 
   it("canonicalJson: drops undefined members, keeps nulls and array order", () => {
@@ -172,7 +204,7 @@ describe("fingerprint", () => {
     for (const [f, fp] of Object.entries(a.breakdown)) expect(stored[f]?.value, f).toBe(fp.value);
     expect(diffBreakdown(stored, b.breakdown)).toEqual([
       { field: "command", from: "(secret)", to: "changed", masked: true },
-      { field: "env", from: "(secret)", to: "changed", masked: true },
+      { field: "env.API_TOKEN", from: "(secret)", to: "changed", masked: true },
     ]);
     const text = JSON.stringify([stored, b.breakdown]);
     expect(text).not.toMatch(/hunter2|literal-1234|\[REDACTED\]/);

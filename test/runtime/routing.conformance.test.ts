@@ -3,13 +3,18 @@
  * and the exec reference script (every case, each on the next backend in turn), and `hybrid`
  * with tmux local and subprocess remote (split by `remote_match`) on the cases that exercise
  * routing — lifecycle, listing, liveness, metadata; hybrid is the same router as auto, and
- * `gc conformance hybrid` runs every case. Needs tmux and jq on PATH.
+ * `gc conformance hybrid` runs every case. `auto` over tmux and the k8s provider on the
+ * loopback API server runs the same routing cases with pods as one backend. Needs tmux and
+ * jq on PATH.
  */
 import { spawnSync } from "node:child_process";
 import { describe } from "vitest";
 import { PROVIDER_CASES } from "../../conformance/provider-cases.js";
+import { createRoutingTarget } from "../../conformance/routing-target.js";
 import { createTarget as autoTarget } from "../../conformance/targets/auto.js";
 import { createTarget as hybridTarget } from "../../conformance/targets/hybrid.js";
+import { createK8sTarget } from "../../conformance/targets/k8s.js";
+import { createTarget as tmuxTarget } from "../../conformance/targets/tmux.js";
 import { describeProviderConformance } from "../../conformance/vitest.js";
 
 const onPath = (bin: string) => spawnSync("sh", ["-c", 'command -v "$1"', "sh", bin]).status === 0;
@@ -18,4 +23,15 @@ const ROUTING_CASES = PROVIDER_CASES.filter((c) => /^(start|stop|listRunning|isR
 describe.skipIf(!onPath("tmux") || !onPath("jq"))("routing providers", () => {
   describeProviderConformance("auto", autoTarget);
   describeProviderConformance("hybrid", hybridTarget, { cases: ROUTING_CASES });
+  describeProviderConformance(
+    "auto (tmux + k8s loopback)",
+    () =>
+      createRoutingTarget(
+        "auto",
+        [tmuxTarget, () => createK8sTarget({ kubeconfig: undefined })],
+        (specs) => ({ kind: "auto", default: specs[0] as string }),
+        `ak.${process.pid}.`,
+      ),
+    { cases: ROUTING_CASES, timeoutMs: 180_000 },
+  );
 });

@@ -137,6 +137,40 @@ describe("RoutingProvider", () => {
     expect(await p.peekStyled("on-plain", 5)).toBe("world");
   });
 
+  it("capabilities: the whole's are the backends' intersection, a session's are its backend's", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gc-route-"));
+    dirs.push(dir);
+    class Rich extends FakeProvider {
+      override capabilities() {
+        return { ...super.capabilities(), attach: true, processNames: true, interaction: true };
+      }
+    }
+    class Poor extends FakeProvider {
+      override capabilities() {
+        return { ...super.capabilities(), attach: false, processNames: true, interaction: false };
+      }
+    }
+    const p = new RoutingProvider({
+      name: "auto",
+      rules: { kind: "auto", default: "rich" },
+      backends: new Map<string, FakeProvider>([
+        ["rich", new Rich({ city: "c" })],
+        ["poor", new Poor({ city: "c" })],
+      ]),
+      open: async (spec) => {
+        throw new Error(`no backend ${spec}`);
+      },
+      stateDir: dir,
+      ownsBackends: false,
+    });
+    expect(p.capabilities()).toMatchObject({ attach: false, processNames: true, interaction: false });
+    await p.start("r", cfg());
+    await p.start("q", cfg("poor"));
+    expect(await p.capabilitiesOf("r")).toMatchObject({ attach: true, interaction: true });
+    expect(await p.capabilitiesOf("q")).toMatchObject({ attach: false, interaction: false });
+    expect(await p.capabilitiesOf("nowhere")).toEqual(p.capabilities());
+  });
+
   it("never runs one name on two backends; stop clears every copy", async () => {
     const { a, b, p } = await router();
     await p.start("one", cfg("a"));

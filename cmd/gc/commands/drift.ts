@@ -12,32 +12,8 @@ import { openCity } from "../deps.js";
 const USAGE = `Usage: gc drift [SESSION] [--json]
 
 Shows the fields whose declared value differs from what each running session was started
-with: core fields (restart) and session_live (re-applied without restart).`;
-
-/** A drift value for people: strings as they are, anything else as JSON. Pure. */
-function shown(v: unknown): string {
-  return typeof v === "string" ? v : JSON.stringify(v);
-}
-
-function isMap(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/**
- * The lines of one drifted field: `field: old → new`, or for maps (env, labels…) one line
- * per changed key, `env.GREETING: hello → bonjour`, with `(absent)` for added or removed
- * keys. Pure.
- */
-export function changeLines(field: string, from: unknown, to: unknown): string[] {
-  if (!isMap(from) || !isMap(to)) return [`${field}: ${shown(from)} → ${shown(to)}`];
-  const keys = [...new Set([...Object.keys(from), ...Object.keys(to)])].sort();
-  return keys
-    .filter((k) => JSON.stringify(from[k]) !== JSON.stringify(to[k]))
-    .map(
-      (k) =>
-        `${field}.${k}: ${k in from ? shown(from[k]) : "(absent)"} → ${k in to ? shown(to[k]) : "(absent)"}`,
-    );
-}
+with: core fields (restart) and session_live (re-applied without restart). A changed map
+shows each changed key: env.GREETING: hello → bonjour.`;
 
 export const command = defineCommand({
   usage: USAGE,
@@ -69,7 +45,7 @@ export const command = defineCommand({
           );
           for (const f of s.fields) {
             if (f.masked) ctx.out(`  ${f.field}: changed (derived from a secret; values not shown)`);
-            else for (const line of changeLines(f.field, f.from, f.to)) ctx.out(`  ${line}`);
+            else ctx.out(`  ${f.field}: ${f.from} → ${f.to}`);
           }
         }
       }

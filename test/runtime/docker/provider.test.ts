@@ -172,11 +172,15 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
     it("shutdown: removes this city's containers, exited ones too, and no other city's", async () => {
       const a = provider({}, `shA-${process.pid}`);
       const b = provider({}, `shB-${process.pid}`);
+      // "done" exits when told (a file in its bind-mounted work dir), never on a timer: a
+      // start slower than a fixed lifetime (a loaded machine) would make it die "during startup".
+      const doneCfg = await config("until [ -e exit.now ]; do sleep 0.1; done");
       await Promise.all([
-        a.start("done", await config("sleep 1")),
+        a.start("done", doneCfg),
         a.start("live", await config(LONG)),
         b.start("live", await config(LONG)),
       ]);
+      await writeFile(join(doneCfg.workDir, "exit.now"), "");
       await expect.poll(() => a.isRunning("done"), { timeout: 30_000 }).toBe(false);
       expect(await ours(a)).toHaveLength(2); // the exited container is still there
       await a.shutdown();

@@ -9,11 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type * as K8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DesiredSession, META_CORE, META_LIVE } from "../../../internal/reconcile/execute.js";
+import { DEFAULT_POLICY } from "../../../internal/reconcile/plan.js";
+import { Reconciler } from "../../../internal/reconcile/reconciler.js";
+import { fingerprint } from "../../../internal/runtime/fingerprint.js";
 import { connect, type KubeApi } from "../../../internal/runtime/k8s/api.js";
 import { K8sProvider } from "../../../internal/runtime/k8s/index.js";
 import { podName, selector } from "../../../internal/runtime/k8s/names.js";
 import { buildPod, cityLabels } from "../../../internal/runtime/k8s/spec.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { openMemoryStore } from "../../../internal/session/memory-store.js";
 import { type ApiServer, startApiServer } from "../../k8s/apiserver/index.js";
 
 let server: ApiServer;
@@ -54,8 +59,34 @@ async function podsOf(city: string): Promise<K8s.V1Pod[]> {
   return list.items;
 }
 
+/** A desired session of agent `name` on k8s with `cfg`, fingerprinted as config resolution does. */
+function want(name: string, cfg: StartConfig): DesiredSession {
+  return {
+    name,
+    agent: name,
+    provider: "k8s",
+    dependsOn: [],
+    suspended: false,
+    config: cfg,
+    ...fingerprint(cfg),
+  };
+}
+
+/** The reconciler of a controller whose city wants `desired` on `p` (in-memory store). */
+function reconcilerOf(p: K8sProvider, desired: readonly DesiredSession[]): Reconciler {
+  return new Reconciler({
+    store: openMemoryStore({ singleTenant: true }),
+    providerFor: async () => p,
+    loadDesired: async () => [...desired],
+    baseProviders: ["k8s"],
+    policy: DEFAULT_POLICY,
+    concurrency: 20,
+    drainTimeoutMs: 1_000,
+  });
+}
+
 describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => {
-  it("a steady-state observation pass over 200 pods makes ≤ 3 API requests", async () => {
+  it("a steady-state pass over 200 pods (the observation, then a real reconciler tick) makes ≤ 3 API requests", async () => {
     // Its own server: stopping it ends the 200 pod processes at once.
     const own = await startApiServer({});
     const ownApi = await connect({ kubeconfig: own.kubeconfigPath });
@@ -79,7 +110,7 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
           startId: "count",
           bootGraceSeconds: 60,
         });
-        m.spec.containers = [{ name: "agent", image: "gc-test/agent:1", command: ["sleep", "300"] }];
+        m.spec.containers = [{ name: "agent", image: "gc-test/agent:1", command: ["sleep", "3600"] }];
         await ownApi.call((c) =>
           c.createNamespacedPod({ namespace: "default", body: m as unknown as K8s.V1Pod }),
         );
@@ -94,6 +125,30 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
       const requests = own.requestLog.count();
       console.log(`observation pass over 200 pods: ${requests} API requests (listRunning + snapshot)`);
       expect(requests).toBeLessThanOrEqual(3);
+
+      // The reconciler's own pass: 200 desired sessions whose pods run with the fingerprints
+      // they were started with. The first pass adopts them (reading each pod's fingerprint
+      // annotations); the next one, the steady state, changes nothing and is counted.
+      const desired = names.map((name) => want(name, { command: "sleep 300", workDir: root, env: {} }));
+      for (let i = 0; i < desired.length; i += 20) {
+        await Promise.all(
+          desired
+            .slice(i, i + 20)
+            .flatMap((d) => [p.setMeta(d.name, META_CORE, d.core), p.setMeta(d.name, META_LIVE, d.live)]),
+        );
+      }
+      const reconciler = reconcilerOf(p, desired);
+      const first = await reconciler.tick();
+      expect(first.observeErrors).toEqual([]);
+      expect(first.outcomes.filter((o) => o.action.kind !== "adopt" || !o.ok)).toEqual([]);
+      expect(first.outcomes).toHaveLength(200);
+      own.requestLog.clear();
+      const steady = await reconciler.tick();
+      const passRequests = own.requestLog.count();
+      console.log(`steady-state reconciler pass over 200 pods: ${passRequests} API requests`);
+      expect(steady.observeErrors).toEqual([]);
+      expect(steady.plan.actions).toEqual([]);
+      expect(passRequests).toBeLessThanOrEqual(3);
     } finally {
       await p.close();
       await own.stop();
@@ -121,17 +176,23 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     }
   });
 
-  it("an API server restart mid-pass: the next pass sees every session again", async () => {
+  it("an API server restart mid-pass: the controller recovers within 2 passes, stopping nothing", async () => {
     const city = `restart-${process.pid}`;
     const p = provider(city);
-    await p.start("r1", await config());
+    const reconciler = reconcilerOf(p, [want("r1", await config())]);
     try {
-      // The restart drops connections while the pass lists; it recovers within 2 passes.
-      const during = Promise.all([server.restart({ downMs: 300 }), p.listRunning("").catch(() => undefined)]);
-      const [, first] = await during;
-      const second = await p.listRunning("");
-      expect(first === undefined || first.includes("r1")).toBe(true);
-      expect(second).toEqual(["r1"]);
+      expect((await reconciler.tick()).outcomes.map((o) => [o.action.kind, o.ok])).toEqual([["start", true]]);
+      const [uid] = (await podsOf(city)).map((x) => x.metadata?.uid);
+      // The restart drops connections while a pass lists: that pass stops and starts nothing
+      // (an observation that failed only makes the session wait) …
+      const [, during] = await Promise.all([server.restart({ downMs: 300 }), reconciler.tick()]);
+      expect(during.outcomes.filter((o) => o.action.kind !== "wait")).toEqual([]);
+      // … and the next one sees every session again, in sync.
+      const next = await reconciler.tick();
+      expect(next.observeErrors).toEqual([]);
+      expect(next.plan.actions).toEqual([]);
+      expect(await p.listRunning("")).toEqual(["r1"]);
+      expect((await podsOf(city)).map((x) => x.metadata?.uid)).toEqual([uid]);
       expect(await p.peek("r1", 5)).toBeTypeOf("string");
     } finally {
       await p.shutdown();
@@ -151,19 +212,30 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
     }
   });
 
-  it("a pod deleted behind gc's back is not running, and the name starts again", async () => {
+  it("a pod deleted behind gc's back is not running, and the reconciler starts it again", async () => {
     const city = `behind-${process.pid}`;
     const p = provider(city);
     const cfg = await config();
-    await p.start("gone", cfg);
+    const reconciler = reconcilerOf(p, [want("gone", cfg)]);
     try {
+      const first = await reconciler.tick();
+      expect(first.outcomes.map((o) => [o.action.kind, o.ok])).toEqual([["start", true]]);
+      const [before] = await podsOf(city);
       await api.call((c) =>
         c.deleteNamespacedPod({ name: podName(city, "gone"), namespace: "default", gracePeriodSeconds: 0 }),
       );
       await expect.poll(() => p.isRunning("gone")).toBe(false);
       expect(await p.listRunning("")).toEqual([]);
-      await p.start("gone", cfg);
+      // The next pass sees it gone (with its infrastructure) and starts a new pod.
+      const next = await reconciler.tick();
+      expect(next.outcomes.filter((o) => o.action.name === "gone" && o.action.kind === "start")).toHaveLength(
+        1,
+      );
+      expect(next.outcomes.every((o) => o.ok)).toBe(true);
       expect(await p.listRunning("")).toEqual(["gone"]);
+      const after = await podsOf(city);
+      expect(after).toHaveLength(1);
+      expect(after[0]?.metadata?.uid).not.toBe(before?.metadata?.uid);
     } finally {
       await p.shutdown();
     }
