@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // bench/status: wall time of `gc status` (and `gc status --json`) on a city of N running tmux
 // sessions against `node -e 0` measured interleaved in the same run (what any Node CLI pays
-// to exist). Needs `npm run build` first.
-//   node bench/status.mjs [--sessions 20,200] [--reps R]
+// to exist). Each size is measured twice: sessions started by `gc start --once` with no
+// controller running, and with the city's controller running (the usual case: status then
+// takes DRIFT from the controller's last resolution while the file is unchanged).
+// Needs `npm run build` first.
+//   node bench/status.mjs [--sessions 20,200] [--reps R] [--modes once,controller]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,7 +14,11 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { sessions: { type: "string", default: "20,200" }, reps: { type: "string", default: "15" } },
+  options: {
+    sessions: { type: "string", default: "20,200" },
+    reps: { type: "string", default: "15" },
+    modes: { type: "string", default: "once,controller" },
+  },
 });
 const dist = new URL("../dist/", import.meta.url);
 const GC = fileURLToPath(new URL("cmd/gc/main.js", dist));
@@ -27,7 +34,25 @@ function timeOnce(argv) {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-for (const n of values.sessions.split(",").map(Number)) {
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until the city's controller has finished a pass with every session running. */
+async function controllerSettled(dir, n) {
+  for (let i = 0; i < 600; i++) {
+    const r = spawnSync(process.execPath, [GC, "--city", dir, "status", "--json"], { encoding: "utf8" });
+    if (r.status === 0) {
+      const st = JSON.parse(r.stdout);
+      if (st.controller.lastPass && st.sessions.filter((s) => s.running).length === n) return;
+    }
+    await sleep(500);
+  }
+  throw new Error("the controller did not settle");
+}
+
+for (const [n, mode] of values.sessions
+  .split(",")
+  .map(Number)
+  .flatMap((n) => values.modes.split(",").map((m) => [n, m]))) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-status-")));
   const name = `bst${process.pid}n${n}`;
   const socket = defaultSocketName(name, cityIdOf(dir));
@@ -40,8 +65,10 @@ for (const n of values.sessions.split(",").map(Number)) {
     `workspace:\n  name: ${name}\nsession:\n  provider: tmux\ndaemon:\n  start_budget: ${n}\nagents:\n${agents.join("")}`,
   );
   try {
-    const up = spawnSync(process.execPath, [GC, "--city", dir, "start", "--once"], { encoding: "utf8" });
-    if (up.status !== 0) throw new Error(`gc start --once: ${up.stderr}`);
+    const startArgs = mode === "controller" ? ["start"] : ["start", "--once"];
+    const up = spawnSync(process.execPath, [GC, "--city", dir, ...startArgs], { encoding: "utf8" });
+    if (up.status !== 0) throw new Error(`gc ${startArgs.join(" ")}: ${up.stderr}`);
+    if (mode === "controller") await controllerSettled(dir, n);
     const base = [];
     const text = [];
     const json = [];
@@ -53,7 +80,7 @@ for (const n of values.sessions.split(",").map(Number)) {
     }
     const b = median(base);
     console.log(
-      `${String(n).padStart(4)} sessions: node -e 0 ${b.toFixed(1)} ms; ` +
+      `${String(n).padStart(4)} sessions, ${mode === "controller" ? "controller running" : "no controller    "}: node -e 0 ${b.toFixed(1)} ms; ` +
         `gc status ${median(text).toFixed(1)} ms = ${(median(text) / b).toFixed(2)}×; ` +
         `gc status --json ${median(json).toFixed(1)} ms = ${(median(json) / b).toFixed(2)}× ` +
         `(medians of ${reps}, interleaved)`,

@@ -169,7 +169,6 @@ function checkProviders(r: IssueReporter, city: CityFile): void {
 }
 
 function checkAgentLaunch(r: IssueReporter, city: CityFile, a: AgentConfig, path: string): void {
-  const presets = presetNames(city.providers);
   if (a.start_command !== undefined && a.provider !== undefined) {
     r.add(`${path}.start_command`, "set either start_command (the whole command line) or provider, not both");
   }
@@ -194,7 +193,7 @@ function checkAgentLaunch(r: IssueReporter, city: CityFile, a: AgentConfig, path
       if (preset === undefined && a.provider !== undefined) {
         r.add(
           where,
-          `unknown provider ${JSON.stringify(name)}${didYouMean(name, presets)}; known: ${presets.join(", ")}`,
+          `unknown provider ${JSON.stringify(name)}${didYouMean(name, presetNames(city.providers))}; known: ${presetNames(city.providers).join(", ")}`,
         );
       }
     }

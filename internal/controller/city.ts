@@ -18,13 +18,14 @@ import {
   resolveCity,
   resolvePoolInstance,
 } from "../config/index.js";
+import type { WantedAs } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import type { PlanPolicy } from "../reconcile/plan.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import { ConfigError, describeError } from "../runtime/errors.js";
 import type { ProviderFactoryOptions } from "../runtime/factory.js";
-import { fingerprint } from "../runtime/fingerprint.js";
-import { readFingerprintFiles } from "../runtime/fingerprint-files.js";
+import { type FingerprintFiles, fingerprint } from "../runtime/fingerprint.js";
+import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import type { Provider } from "../runtime/provider.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore } from "../session/store.js";
@@ -50,11 +51,43 @@ export interface City {
   current(): LoadedCity;
   /**
    * Re-reads the city file when it (or a prompt template) changed on disk since the last
+   * read; resolves the current one.
+   * @throws ConfigError when the changed file is invalid (`current()` stays the last valid one).
+   */
+  refresh(): Promise<LoadedCity>;
+  /**
+   * Re-reads the city file when it (or a prompt template) changed on disk since the last
    * read, and resolves it (throws ConfigError when invalid).
    */
   loadDesired(): Promise<DesiredSession[]>;
+  /** What the last successful {@link loadDesired} resolved, in checkable form (none before). */
+  desiredDigest(): DesiredDigest | undefined;
   /** Releases the store and provider connections (never the sessions). */
   close(): Promise<void>;
+}
+
+/** A desired session as far as drift needs it (no start config: nothing secret). */
+export interface WantedSession extends WantedAs {
+  readonly name: string;
+  readonly agent: string;
+  readonly backend?: string | undefined;
+}
+
+/**
+ * What one resolution of a city produced, with everything it depended on besides the
+ * resolving process's environment: the city file's revision (its text and prompt
+ * templates), the pool scale, and the content hash of every file a fingerprint covers. The
+ * controller serves its latest one so `gc status` need not resolve and fingerprint the city
+ * again while none of these changed ({@link currentDigestSessions}).
+ */
+export interface DesiredDigest {
+  /** `LoadedCity.revision` of the file resolved. */
+  readonly revision: string;
+  /** The pool scale used ({@link scaleKeyOf}). */
+  readonly scale: string;
+  /** Content hash of each fingerprinted file (setup script, overlay dir, copy source), by path. */
+  readonly files: Readonly<Record<string, string>>;
+  readonly sessions: readonly WantedSession[];
 }
 
 /** Builds a provider from a spec (`tmux`, `exec:/path`, …) with its `session.<kind>` settings. */
@@ -81,6 +114,11 @@ export interface CityLocation {
   readonly configFile?: string | undefined;
   /** When the file is invalid, fall back to `.gc/last-good.yaml` (and report the error). */
   readonly allowInvalid?: boolean | undefined;
+  /**
+   * Keep `.gc/last-good.yaml` a copy of every valid file loaded: for processes that apply
+   * the file (the controller, `gc start|reconcile|scale`). Read commands never write it.
+   */
+  readonly keepLastGood?: boolean | undefined;
 }
 
 /** `env` in which every unset variable reads as the empty string. */
@@ -139,7 +177,47 @@ export interface DesiredMemo {
   loaded?: LoadedCity;
   scaleKey?: string;
   resolved?: ConfigDesired[];
-  readonly sessions: WeakMap<ConfigDesired, { readonly files: string; readonly session: DesiredSession }>;
+  readonly sessions: WeakMap<
+    ConfigDesired,
+    { readonly files: string; readonly hashes: FingerprintFiles; readonly session: DesiredSession }
+  >;
+  /** The digest of the last call. */
+  digest?: DesiredDigest;
+}
+
+/** Canonical form of a pool scale (sorted entries, JSON). Pure. */
+export function scaleKeyOf(scale: Readonly<Record<string, number>>): string {
+  return JSON.stringify(Object.entries(scale).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Adds the content hash of each file `cfg` names to `into`, by path. */
+function hashesByPath(
+  cfg: DesiredSession["config"],
+  files: FingerprintFiles,
+  into: Record<string, string>,
+): void {
+  if (cfg.sessionSetupScript && files.sessionSetupScript)
+    into[cfg.sessionSetupScript] = files.sessionSetupScript;
+  if (cfg.overlayDir && files.overlayDir) into[cfg.overlayDir] = files.overlayDir;
+  for (const [src, h] of Object.entries(files.copyFiles ?? {})) into[src] = h;
+}
+
+/**
+ * The sessions of `digest` when it still describes what this city's file resolves to: the
+ * file on disk (re-read when changed) has the digest's revision, the pool scale is the same
+ * and every fingerprinted file hashes as it did. Else `undefined` (resolve anew). The
+ * digest's environment is its resolver's (the controller's, which is what acts on drift).
+ */
+export async function currentDigestSessions(
+  city: City,
+  digest: DesiredDigest,
+): Promise<readonly WantedSession[] | undefined> {
+  const [loaded, scale] = await Promise.all([city.refresh(), readPoolScale(city.stateDir)]);
+  if (loaded.revision !== digest.revision || scaleKeyOf(scale) !== digest.scale) return undefined;
+  const same = await Promise.all(
+    Object.entries(digest.files).map(async ([path, hash]) => (await hashPathContent(path)) === hash),
+  );
+  return same.every(Boolean) ? digest.sessions : undefined;
 }
 
 /** An empty {@link DesiredMemo}. */
@@ -158,7 +236,7 @@ export async function desiredFrom(
   scale: Readonly<Record<string, number>> = {},
   memo?: DesiredMemo,
 ): Promise<DesiredSession[]> {
-  const scaleKey = JSON.stringify(Object.entries(scale).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const scaleKey = scaleKeyOf(scale);
   let resolved: ConfigDesired[];
   if (memo?.resolved && memo.loaded === loaded && memo.scaleKey === scaleKey) {
     resolved = memo.resolved;
@@ -176,9 +254,11 @@ export async function desiredFrom(
     }
     if (memo) Object.assign(memo, { loaded, scaleKey, resolved });
   }
-  return Promise.all(
+  const hashes: Record<string, string> = {};
+  const out = await Promise.all(
     resolved.map(async (d): Promise<DesiredSession> => {
       const files = await readFingerprintFiles(d.config);
+      hashesByPath(d.config, files, hashes);
       const filesKey = JSON.stringify(files);
       const hit = memo?.sessions.get(d);
       if (hit && hit.files === filesKey) return hit.session;
@@ -195,10 +275,25 @@ export async function desiredFrom(
         breakdown: fp.breakdown,
         config: d.config,
       };
-      memo?.sessions.set(d, { files: filesKey, session });
+      memo?.sessions.set(d, { files: filesKey, hashes: files, session });
       return session;
     }),
   );
+  if (memo) {
+    const sessions = out.map(
+      ({ name, agent, provider, backend, core, live, breakdown }): WantedSession => ({
+        name,
+        agent,
+        provider,
+        ...(backend === undefined ? {} : { backend }),
+        core,
+        live,
+        breakdown,
+      }),
+    );
+    memo.digest = { revision: loaded.revision, scale: scaleKey, files: hashes, sessions };
+  }
+  return out;
 }
 
 /** The reconciler's knobs from the city file. */
@@ -240,7 +335,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let env = where.env;
   try {
     loaded = await loadCity({ cityDir, configFile, env, cwd: where.cwd });
-    await saveLastGood(loaded);
+    if (where.keepLastGood) await saveLastGood(loaded);
   } catch (e) {
     if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
     const dir = cityDir ?? (configFile ? dirname(configFile) : await findCityDir(where.cwd));
@@ -297,6 +392,22 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     }
     return p;
   };
+  const refresh = async (): Promise<LoadedCity> => {
+    const key = await inputsKey(sourceFile(), current);
+    if (key !== currentKey) {
+      const fresh = await loadCity({
+        cityDir: loaded.cityDir,
+        configFile: sourceFile(),
+        env,
+        cwd: where.cwd,
+      });
+      if (!lastGood && where.keepLastGood) await saveLastGood(fresh);
+      current = fresh;
+      // Keyed by what was on disk before the read: an edit during it is seen next time.
+      currentKey = key;
+    }
+    return current;
+  };
   return {
     loaded,
     name,
@@ -310,22 +421,12 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       return store;
     },
     providerFor,
+    refresh,
     async loadDesired() {
-      const key = await inputsKey(sourceFile(), current);
-      if (key !== currentKey) {
-        const fresh = await loadCity({
-          cityDir: loaded.cityDir,
-          configFile: sourceFile(),
-          env,
-          cwd: where.cwd,
-        });
-        if (!lastGood) await saveLastGood(fresh);
-        current = fresh;
-        // Keyed by what was on disk before the read: an edit during it is seen next time.
-        currentKey = key;
-      }
-      return desiredFrom(current, now, await readPoolScale(stateDir), memo);
+      const fresh = await refresh();
+      return desiredFrom(fresh, now, await readPoolScale(stateDir), memo);
     },
+    desiredDigest: () => memo.digest,
     async close() {
       await Promise.all([...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()));
       if (store) await (await store).close();

@@ -1,6 +1,7 @@
 /**
  * The controller's control socket (`<city>/.gc/controller.sock`, mode 0600): JSON lines.
- * Requests: `status`, `watch` (progress of the current pass, then its summary), `poke` (run
+ * Requests: `status`, `desired` (what the last pass resolved, city.ts DesiredDigest),
+ * `pending` (the pending interactions of running sessions, by provider), `watch` (progress of the current pass, then its summary), `poke` (run
  * a pass now and watch it), `shutdown`. The client side is used by `gc start|stop|status|reconcile`.
  */
 import { createHash } from "node:crypto";
@@ -9,10 +10,14 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
+import type { PendingInteraction } from "../runtime/provider.js";
+import type { DesiredDigest } from "./city.js";
 
 /** A request to the controller. */
 export type ControlRequest =
   | { op: "status" }
+  | { op: "desired" }
+  | { op: "pending"; sessions: Record<string, string[]> }
   | { op: "watch" }
   | { op: "poke"; allowMassStop?: boolean }
   | { op: "shutdown" };
@@ -48,6 +53,8 @@ export interface PassStats {
 /** One streamed message. */
 export type ControlMessage =
   | { type: "status"; status: ControllerStatus }
+  | { type: "desired"; desired: DesiredDigest | null }
+  | { type: "pending"; pending: Record<string, PendingInteraction> }
   | { type: "progress"; event: ProgressEvent }
   | { type: "done"; summary: TickSummary | undefined; error?: string | undefined }
   | { type: "ok" }
@@ -56,12 +63,30 @@ export type ControlMessage =
 /** The controller side's hooks. */
 export interface ControlHandlers {
   status(): ControllerStatus;
+  /** The digest of the desired sessions the last pass resolved (none before the first). */
+  desired(): DesiredDigest | undefined;
+  /**
+   * The pending interactions of the named running sessions (provider → names), from the
+   * controller's providers, whose caches skip re-reading screens that did not change.
+   */
+  pending(sessions: ReadonlyMap<string, readonly string[]>): Promise<Map<string, PendingInteraction>>;
   /** Streams the current pass (or, if idle and `poke`, a new one) to `send`; resolves when done. */
   watch(send: (m: ControlMessage) => void, poke: boolean, opts?: { allowMassStop?: boolean }): Promise<void>;
   shutdown(): void;
 }
 
-const OPS: ReadonlySet<string> = new Set(["status", "watch", "poke", "shutdown"]);
+const OPS: ReadonlySet<string> = new Set(["status", "desired", "pending", "watch", "poke", "shutdown"]);
+
+/** The `sessions` of a `pending` request, checked: provider → session names. */
+function pendingSessions(v: unknown): Map<string, string[]> | undefined {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
+  const out = new Map<string, string[]>();
+  for (const [provider, names] of Object.entries(v)) {
+    if (!Array.isArray(names) || !names.every((n) => typeof n === "string")) return undefined;
+    out.set(provider, names);
+  }
+  return out;
+}
 
 /** True for a well-formed request (anything else gets "bad request", never a crash). */
 function isRequest(v: unknown): v is ControlRequest {
@@ -137,6 +162,18 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
         case "status":
           send({ type: "status", status: h.status() });
           return;
+        case "desired":
+          send({ type: "desired", desired: h.desired() ?? null });
+          return;
+        case "pending": {
+          const sessions = pendingSessions(req.sessions);
+          if (!sessions) {
+            send({ type: "error", error: "bad request" });
+            return;
+          }
+          send({ type: "pending", pending: Object.fromEntries(await h.pending(sessions)) });
+          return;
+        }
         case "watch":
         case "poke":
           await h.watch(send, req.op === "poke", {

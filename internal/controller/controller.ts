@@ -17,7 +17,7 @@ import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { describeError } from "../runtime/errors.js";
 import { supportsBackendWatch } from "../runtime/provider.js";
-import { type City, newReconciler, policyOf } from "./city.js";
+import { type City, type DesiredDigest, newReconciler, policyOf } from "./city.js";
 import {
   type ControllerStatus,
   type ControlMessage,
@@ -27,6 +27,7 @@ import {
   serveControl,
 } from "./control.js";
 import { createOperatorPass } from "./operator-pass.js";
+import { pendingInteractions } from "./sessions.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
@@ -58,6 +59,8 @@ export interface ControllerInfo {
   readonly running: boolean;
   readonly pid: number | undefined;
   readonly status: ControllerStatus | undefined;
+  /** What its last pass resolved, when asked for (`findController(…, { desired: true })`). */
+  readonly desired?: DesiredDigest | undefined;
 }
 
 /** True when `pid` runs `gc start --foreground` (a reused pid of another program is not ours). */
@@ -70,8 +73,14 @@ async function isControllerProcess(pid: number): Promise<boolean> {
   }
 }
 
-/** Reads the pid file and asks the socket for status. Never throws. */
-export async function findController(stateDir: string): Promise<ControllerInfo> {
+/**
+ * Reads the pid file and asks the socket for status (and, with `desired`, for what its last
+ * pass resolved). Never throws.
+ */
+export async function findController(
+  stateDir: string,
+  opts: { desired?: boolean } = {},
+): Promise<ControllerInfo> {
   const paths = controllerPaths(stateDir);
   let pid: number | undefined;
   try {
@@ -81,13 +90,17 @@ export async function findController(stateDir: string): Promise<ControllerInfo> 
   }
   if (pid === undefined || !(await pidAlive(pid)) || !(await isControllerProcess(pid)))
     return { running: false, pid: undefined, status: undefined };
-  try {
-    const msgs = await requestControl(paths.socket, { op: "status" }, { timeoutMs: 3_000 });
-    const st = msgs.find((m) => m.type === "status");
-    return { running: true, pid, status: st?.type === "status" ? st.status : undefined };
-  } catch {
-    return { running: true, pid, status: undefined };
-  }
+  const ask = (op: "status" | "desired") =>
+    requestControl(paths.socket, { op }, { timeoutMs: 3_000 }).catch(() => [] as ControlMessage[]);
+  const [msgs, more] = await Promise.all([ask("status"), opts.desired ? ask("desired") : []]);
+  const st = msgs.find((m) => m.type === "status");
+  const d = more.find((m) => m.type === "desired");
+  return {
+    running: true,
+    pid,
+    status: st?.type === "status" ? st.status : undefined,
+    ...(d?.type === "desired" && d.desired !== null ? { desired: d.desired } : {}),
+  };
 }
 
 /**
@@ -237,6 +250,8 @@ export async function runController(
       busy: current !== undefined,
       lastPass,
     }),
+    desired: () => city.desiredDigest(),
+    pending: (sessions) => pendingInteractions(city, sessions, signal),
     watch: (send, poke, wopts) =>
       new Promise<void>((resolve) => {
         let pass: Pass | undefined;

@@ -17,7 +17,7 @@ import {
   supportsSnapshot,
 } from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
-import type { City } from "./city.js";
+import { type City, currentDigestSessions, type DesiredDigest, type WantedSession } from "./city.js";
 
 /** One row of `gc status`. */
 export interface SessionView {
@@ -48,14 +48,14 @@ export interface SessionView {
 /** Everything `gc status` shows. */
 export interface CityView {
   readonly sessions: SessionView[];
-  readonly desired: readonly DesiredSession[];
+  readonly desired: readonly WantedSession[];
   readonly records: readonly SessionRecord[];
   readonly configError: string | undefined;
   readonly observeErrors: readonly { provider: string; error: string }[];
 }
 
 /** Drift of a record against its desired session. Pure. */
-export function driftOf(rec: SessionRecord | undefined, d: DesiredSession | undefined): SessionView["drift"] {
+export function driftOf(rec: SessionRecord | undefined, d: WantedSession | undefined): SessionView["drift"] {
   if (!rec || !d || rec.coreHash === null) return "none";
   return decideDrift(rec, d).kind;
 }
@@ -77,16 +77,33 @@ async function routesOf(
   return out;
 }
 
-/** Joins desired, recorded and observed sessions of the city. */
-export async function collectCity(city: City, signal?: AbortSignal): Promise<CityView> {
+/**
+ * Joins desired, recorded and observed sessions of the city. With `controllerDesired` (what
+ * the running controller's last pass resolved), the city is not resolved again while that
+ * digest is current (city.ts currentDigestSessions): drift is then the controller's, which is
+ * what it acts on. With `controllerPending`, the controller classifies the running sessions'
+ * screens (its providers re-read only screens that changed since its last look).
+ */
+export async function collectCity(
+  city: City,
+  signal?: AbortSignal,
+  opts: {
+    controllerDesired?: Promise<DesiredDigest | undefined>;
+    /** The running controller's answer for these sessions' pending interactions, if it gives one. */
+    controllerPending?: (
+      byProvider: ReadonlyMap<string, readonly string[]>,
+    ) => Promise<Map<string, PendingInteraction> | undefined>;
+  } = {},
+): Promise<CityView> {
   // The default provider is observed while the city file is resolved and the store read
   // (its connection, e.g. a tmux client process, comes up meanwhile).
   const early = new Map([[city.defaultProvider, observeOne(city, city.defaultProvider, signal)]]);
   for (const o of early.values()) o.catch(() => undefined); // awaited below
-  let desired: DesiredSession[] = [];
+  let desired: readonly WantedSession[] = [];
   let configError = city.configError;
   try {
-    desired = await city.loadDesired();
+    const digest = await opts.controllerDesired;
+    desired = (digest && (await currentDigestSessions(city, digest))) ?? (await city.loadDesired());
   } catch (e) {
     configError ??= describeError(e);
   }
@@ -96,7 +113,9 @@ export async function collectCity(city: City, signal?: AbortSignal): Promise<Cit
     ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),
   ];
   const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
-  const pending = await pendingInteractions(city, observation, signal);
+  const byProvider = runningByProvider(observation);
+  const pending =
+    (await opts.controllerPending?.(byProvider)) ?? (await pendingInteractions(city, byProvider, signal));
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
   const recordOf = new Map(records.map((r) => [r.name, r]));
@@ -231,16 +250,11 @@ async function observeWithDetails(
   return { observation: { running, providerOf, unobservable }, errors, details };
 }
 
-/**
- * Pending interactions (approval prompts…) of the running sessions whose provider reports
- * them; a provider that fails to answer is skipped (status must still render).
- */
-async function pendingInteractions(
-  city: City,
-  observation: { running: ReadonlySet<string>; providerOf: ReadonlyMap<string, string> },
-  signal?: AbortSignal,
-): Promise<Map<string, PendingInteraction>> {
-  const out = new Map<string, PendingInteraction>();
+/** The running sessions of an observation, by the provider they run on. */
+function runningByProvider(observation: {
+  running: ReadonlySet<string>;
+  providerOf: ReadonlyMap<string, string>;
+}): Map<string, string[]> {
   const byProvider = new Map<string, string[]>();
   for (const name of observation.running) {
     const pName = observation.providerOf.get(name);
@@ -249,10 +263,24 @@ async function pendingInteractions(
     if (list) list.push(name);
     else byProvider.set(pName, [name]);
   }
+  return byProvider;
+}
+
+/**
+ * Pending interactions (approval prompts…) of running sessions (provider → names) whose
+ * provider reports them; a provider that fails to answer is skipped (status must still
+ * render). The controller answers `pending` requests with it, from its own providers.
+ */
+export async function pendingInteractions(
+  city: City,
+  byProvider: ReadonlyMap<string, readonly string[]>,
+  signal?: AbortSignal,
+): Promise<Map<string, PendingInteraction>> {
+  const out = new Map<string, PendingInteraction>();
   await Promise.all(
     [...byProvider].map(async ([pName, names]) => {
-      const p = await city.providerFor(pName);
-      if (!supportsInteraction(p)) return;
+      const p = await city.providerFor(pName).catch(() => undefined);
+      if (!p || !supportsInteraction(p)) return;
       if (supportsPendingAll(p) && p.capabilities().interaction) {
         const all = await p.pendingAll(names, { signal }).catch(() => new Map<string, PendingInteraction>());
         for (const [n, pi] of all) out.set(n, pi);
@@ -260,7 +288,7 @@ async function pendingInteractions(
       }
       await Promise.all(
         names.map(async (name) => {
-          if (!(await sessionCapabilities(p, name, { signal })).interaction) return;
+          if (!(await sessionCapabilities(p, name, { signal }).catch(() => undefined))?.interaction) return;
           const pi = await p.pending(name, { signal }).catch(() => undefined);
           if (pi) out.set(name, pi);
         }),

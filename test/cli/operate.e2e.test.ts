@@ -324,6 +324,30 @@ agents:
     ready_prompt_prefix: "agent> "
 `;
 
+  it("beside a running controller, status shows waiting-for-input from the controller's look at the screen", async () => {
+    const city = makeCity(agentCity("  approval: ask\n"));
+    expect((await city.gc(["start"])).code).toBe(0);
+    type Row = { name: string; state: string; running: boolean; reason: string };
+    await until("agent running", async () => {
+      const st = json<{ sessions: Row[] }>(await city.gc(["status", "--json"]));
+      return st.sessions.find((s) => s.name === "agent")?.running;
+    });
+    expect((await city.gc(["nudge", "agent", "--now", "edit"])).code).toBe(0);
+    const row = await until("waiting-for-input", async () => {
+      const st = json<{ controller: { running: boolean }; sessions: Row[] }>(
+        await city.gc(["status", "--json"]),
+      );
+      const r = st.controller.running && st.sessions.find((s) => s.name === "agent");
+      return r && r.state === "waiting-for-input" && r;
+    });
+    expect(row.reason).toContain("Do you want to make this edit to notes.txt?");
+    expect((await city.gc(["session", "respond", "agent", "deny"])).code).toBe(0);
+    await until("answered: not waiting any more", async () => {
+      const st = json<{ sessions: Row[] }>(await city.gc(["status", "--json"]));
+      return st.sessions.find((s) => s.name === "agent")?.state === "running";
+    });
+  });
+
   it("status shows waiting-for-input with the prompt; gc session respond answers it", async () => {
     const city = makeCity(agentCity("  approval: ask\n"));
     await started(city);

@@ -382,6 +382,43 @@ agents:
     ]);
     expect(pidOf(city, "alpha")).toBe(a1);
   });
+
+  it("status beside a running controller: DRIFT is the controller's resolution (its environment); without one, this shell's; status never writes last-good.yaml", async () => {
+    const v = `GC_DRIFT_VAR_${process.pid}`;
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+  - name: alpha
+    start_command: "exec sleep 100000"
+    env:
+      MODE: \${${v}}
+`);
+    const started = await city.gc(["start"], { env: { [v]: "one" } });
+    expect(started.code).toBe(0);
+    const lastGood = join(city.dir, ".gc", "last-good.yaml");
+    const kept = readFileSync(lastGood, "utf8");
+    const inSync = await until("alpha running, controller up", async () => {
+      const st = await city.gc(["status", "--json"], { env: { [v]: "two" } });
+      const p = JSON.parse(st.stdout);
+      return p.controller.running && p.sessions[0]?.running && p;
+    });
+    // The controller resolved MODE=one: that is what it acts on, so nothing drifts.
+    expect(inSync.sessions.map((s: StatusRow) => [s.name, s.drift])).toEqual([["alpha", "none"]]);
+    process.kill(inSync.controller.pid, "SIGKILL");
+    await until("controller gone", async () => !(await pidAlive(inSync.controller.pid)));
+    // No controller: this shell's MODE=two differs from the start's.
+    const alone = JSON.parse((await city.gc(["status", "--json"], { env: { [v]: "two" } })).stdout);
+    expect(alone.sessions.map((s: StatusRow) => [s.name, s.drift])).toEqual([["alpha", "core"]]);
+    // An edit of the city file: read commands leave last-good.yaml alone.
+    city.write(readFileSync(join(city.dir, "city.yaml"), "utf8").replace("100000", "100001"));
+    expect((await city.gc(["status"], { env: { [v]: "one" } })).code).toBe(0);
+    expect((await city.gc(["drift"], { env: { [v]: "one" } })).code).toBe(0);
+    expect(readFileSync(lastGood, "utf8")).toBe(kept);
+  });
 });
 
 describe.skipIf(!hasTmux)("gc scale on tmux", { timeout: 120_000 }, () => {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
   type ControlHandlers,
+  type ControlRequest,
   controlSocketPath,
   MAX_REQUEST_BYTES,
   requestControl,
@@ -13,6 +14,14 @@ import {
 
 const handlers: ControlHandlers = {
   status: () => ({ pid: 1, startedAt: 0, passes: 0, last: undefined, lastError: undefined, busy: false }),
+  desired: () => undefined,
+  // Echoes the sessions it was asked about as waiting (enough to check the wire format).
+  pending: async (sessions) =>
+    new Map(
+      [...sessions].flatMap(([provider, names]) =>
+        names.map((n) => [n, { requestId: `${provider}:${n}`, kind: "approval" as const }]),
+      ),
+    ),
   watch: async () => undefined,
   shutdown: () => undefined,
 };
@@ -39,6 +48,30 @@ describe("control socket", () => {
     await serve(stateDir);
     const msgs = await requestControl(path, { op: "status" }, { timeoutMs: 5_000 });
     expect(msgs[0]).toMatchObject({ type: "status" });
+  });
+
+  it("pending: answers per session for the sessions asked about (provider → names); malformed ones are refused", async () => {
+    const { path } = await serve(await tempState());
+    const msgs = await requestControl(
+      path,
+      { op: "pending", sessions: { tmux: ["a", "b"] } },
+      { timeoutMs: 5_000 },
+    );
+    expect(msgs).toEqual([
+      {
+        type: "pending",
+        pending: {
+          a: { requestId: "tmux:a", kind: "approval" },
+          b: { requestId: "tmux:b", kind: "approval" },
+        },
+      },
+    ]);
+    const bad = await requestControl(
+      path,
+      { op: "pending", sessions: { tmux: [1] } } as unknown as ControlRequest,
+      { timeoutMs: 5_000 },
+    );
+    expect(bad).toEqual([{ type: "error", error: "bad request" }]);
   });
 
   it("serveControl: a request line past the limit is refused and the connection closed; the server keeps serving", async () => {
