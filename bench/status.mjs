@@ -2,8 +2,8 @@
 // bench/status: wall time of `gc status` (and `gc status --json`) on a city of N running tmux
 // sessions against `node -e 0` measured interleaved in the same run (what any Node CLI pays
 // to exist). Each size is measured twice: sessions started by `gc start --once` with no
-// controller running, and with the city's controller running (the usual case: status then
-// takes DRIFT from the controller's last resolution while the file is unchanged).
+// controller running, and with the city's controller running (the usual case: the controller
+// then builds the whole snapshot, control op `snapshot`, and status only asks and formats).
 // Needs `npm run build` first.
 //   node bench/status.mjs [--sessions 20,200] [--reps R] [--modes once,controller]
 import { spawnSync } from "node:child_process";

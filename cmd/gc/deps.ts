@@ -9,14 +9,12 @@ import { fileURLToPath } from "node:url";
 import { type City, openCity as openCityWith } from "../../internal/controller/city.js";
 import { spawnController as spawnControllerWith } from "../../internal/controller/controller.js";
 import { createProviderFromSpec } from "../../internal/runtime/registry.js";
-import { describeRecovery, readRecovery } from "../../internal/session/recovery.js";
+import { describeRecovery } from "../../internal/session/recovery.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import type { CommandContext } from "./context.js";
+import { announceRecovery } from "./recovery-note.js";
 
 export type { City } from "../../internal/controller/city.js";
-
-/** State dirs whose recovery this process has already reported (once per command). */
-const announced = new Set<string>();
 
 /**
  * Finds and loads the city for this invocation (`--city`, `--config`, `GC_CITY`, or the
@@ -52,14 +50,8 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
       `gc: using the last good config: ${first.trim()}${city.configError.includes("\n") ? " (and more: gc config validate)" : ""}`,
     );
   }
-  const recovered = readRecovery(city.stateDir);
   // Every command says it until the operator has reviewed (`gc session reset --all`).
-  if (recovered && !announced.has(city.stateDir)) {
-    announced.add(city.stateDir);
-    ctx.err(
-      `gc: state.db was recovered at ${recovered.at} (old file: ${recovered.movedTo}); sessions that are not running stay down until \`gc session reset --all\``,
-    );
-  }
+  announceRecovery(ctx, city.stateDir);
   return city;
 }
 

@@ -11,14 +11,14 @@ import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.js";
 import { cityIdOf } from "../runtime/identity.js";
 import { PROVIDERS } from "../runtime/registry.js";
+import { CITY_FILE_NAME, findCityDir } from "./locate.js";
 import { type CityConfig, parseCity } from "./parse.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
 import type { Position } from "./schema-builder.js";
 import { IssueReporter } from "./validate.js";
 
-/** The city file's name inside a city directory. */
-export const CITY_FILE_NAME = "city.yaml";
+export { CITY_FILE_NAME, findCityDir } from "./locate.js";
 
 /** Finds an executable on PATH: its absolute path, or `undefined`. */
 export type ExecutableLookup = (name: string, env: NodeJS.ProcessEnv) => Promise<string | undefined>;
@@ -75,21 +75,6 @@ export async function findExecutable(name: string, env: NodeJS.ProcessEnv): Prom
     }
   }
   return undefined;
-}
-
-/** The nearest directory at or above `startDir` holding city.yaml, or `undefined`. */
-export async function findCityDir(startDir: string): Promise<string | undefined> {
-  let dir = resolve(startDir);
-  for (;;) {
-    try {
-      if ((await stat(join(dir, CITY_FILE_NAME))).isFile()) return dir;
-    } catch {
-      // keep climbing
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return undefined;
-    dir = parent;
-  }
 }
 
 /** The session provider used when the file sets none, and why. */

@@ -1,8 +1,11 @@
 /**
  * The controller's control socket (`<city>/.gc/controller.sock`, mode 0600): JSON lines.
  * Requests: `status`, `desired` (what the last pass resolved, city.ts DesiredDigest),
- * `pending` (the pending interactions of running sessions, by provider), `watch` (progress of the current pass, then its summary), `poke` (run
- * a pass now and watch it), `shutdown`. The client side is used by `gc start|stop|status|reconcile`.
+ * `pending` (the pending interactions of running sessions, by provider), `snapshot` (the whole
+ * `gc status --json` document, observed at request time: status-snapshot.ts), `watch` (progress
+ * of the current pass, then its summary), `poke` (run a pass now and watch it), `shutdown`. The
+ * client side is used by `gc start|stop|status|reconcile`. This module loads nothing of the
+ * config or the providers, so a client (`gc status`) stays cheap.
  */
 import { createHash } from "node:crypto";
 import { chmod, mkdir, rm } from "node:fs/promises";
@@ -12,12 +15,15 @@ import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
 import type { PendingInteraction } from "../runtime/provider.js";
 import type { DesiredDigest } from "./city.js";
+import type { StatusJson } from "./status-snapshot.js";
 
 /** A request to the controller. */
 export type ControlRequest =
   | { op: "status" }
   | { op: "desired" }
   | { op: "pending"; sessions: Record<string, string[]> }
+  /** `file`: the city file the asker would load; a controller running another one refuses. */
+  | { op: "snapshot"; file: string }
   | { op: "watch" }
   | { op: "poke"; allowMassStop?: boolean }
   | { op: "shutdown" };
@@ -55,6 +61,7 @@ export type ControlMessage =
   | { type: "status"; status: ControllerStatus }
   | { type: "desired"; desired: DesiredDigest | null }
   | { type: "pending"; pending: Record<string, PendingInteraction> }
+  | { type: "snapshot"; snapshot: StatusJson }
   | { type: "progress"; event: ProgressEvent }
   | { type: "done"; summary: TickSummary | undefined; error?: string | undefined }
   | { type: "ok" }
@@ -70,12 +77,26 @@ export interface ControlHandlers {
    * controller's providers, whose caches skip re-reading screens that did not change.
    */
   pending(sessions: ReadonlyMap<string, readonly string[]>): Promise<Map<string, PendingInteraction>>;
+  /**
+   * The status snapshot of the city observed now (status-snapshot.ts controllerSnapshot);
+   * rejects when `file` is not the controller's city file or the city file is invalid (the
+   * asker then builds the snapshot itself, on the last good config).
+   */
+  snapshot(file: string): Promise<StatusJson>;
   /** Streams the current pass (or, if idle and `poke`, a new one) to `send`; resolves when done. */
   watch(send: (m: ControlMessage) => void, poke: boolean, opts?: { allowMassStop?: boolean }): Promise<void>;
   shutdown(): void;
 }
 
-const OPS: ReadonlySet<string> = new Set(["status", "desired", "pending", "watch", "poke", "shutdown"]);
+const OPS: ReadonlySet<string> = new Set([
+  "status",
+  "desired",
+  "pending",
+  "snapshot",
+  "watch",
+  "poke",
+  "shutdown",
+]);
 
 /** The `sessions` of a `pending` request, checked: provider → session names. */
 function pendingSessions(v: unknown): Map<string, string[]> | undefined {
@@ -174,6 +195,13 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
           send({ type: "pending", pending: Object.fromEntries(await h.pending(sessions)) });
           return;
         }
+        case "snapshot":
+          if (typeof req.file !== "string") {
+            send({ type: "error", error: "bad request" });
+            return;
+          }
+          send({ type: "snapshot", snapshot: await h.snapshot(req.file) });
+          return;
         case "watch":
         case "poke":
           await h.watch(send, req.op === "poke", {

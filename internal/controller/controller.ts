@@ -28,6 +28,7 @@ import {
 } from "./control.js";
 import { createOperatorPass } from "./operator-pass.js";
 import { pendingInteractions } from "./sessions.js";
+import { controllerSnapshot } from "./status-snapshot.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
@@ -240,18 +241,23 @@ export async function runController(
     await rm(paths.pid, { force: true });
     throw e;
   };
+  const statusNow = (): ControllerStatus => ({
+    pid: process.pid,
+    startedAt,
+    passes,
+    last,
+    lastError,
+    busy: current !== undefined,
+    lastPass,
+  });
   const server = await serveControl(paths.socket, {
-    status: () => ({
-      pid: process.pid,
-      startedAt,
-      passes,
-      last,
-      lastError,
-      busy: current !== undefined,
-      lastPass,
-    }),
+    status: statusNow,
     desired: () => city.desiredDigest(),
     pending: (sessions) => pendingInteractions(city, sessions, signal),
+    snapshot: async (file) => {
+      if (file !== city.loaded.file) throw new Error(`this controller runs ${city.loaded.file}, not ${file}`);
+      return controllerSnapshot(city, statusNow(), signal);
+    },
     watch: (send, poke, wopts) =>
       new Promise<void>((resolve) => {
         let pass: Pass | undefined;

@@ -1,11 +1,13 @@
 /**
  * The status snapshot: what `gc status --json` prints and what the dashboard's `/api/status`
  * serves — one function, so both always show the same shape. One observation of the city
- * (internal/controller/sessions.ts) plus the controller's liveness.
+ * (internal/controller/sessions.ts) plus the controller's liveness. Built either by the
+ * caller ({@link observeStatus}) or, beside a running controller, by the controller itself
+ * ({@link controllerSnapshot}, control op `snapshot`) with its warm config, providers and store.
  */
 import type { PendingInteraction } from "../runtime/provider.js";
 import type { City } from "./city.js";
-import { MAX_REQUEST_BYTES, requestControl } from "./control.js";
+import { type ControllerStatus, MAX_REQUEST_BYTES, requestControl } from "./control.js";
 import { type ControllerInfo, controllerPaths, findController } from "./controller.js";
 import { type CityView, collectCity } from "./sessions.js";
 
@@ -30,6 +32,22 @@ export async function observeStatus(city: City, signal?: AbortSignal): Promise<S
     found,
   ]);
   return { view, ctl };
+}
+
+/**
+ * The snapshot as the running controller builds it for the `snapshot` control op: the city
+ * observed now (not the last pass's observation) through the controller's own providers and
+ * store. DRIFT follows the same rule as {@link observeStatus}: the last pass's resolution
+ * while the file, scale and fingerprinted files on disk still match it, else the city file is
+ * re-read (only if it changed) and resolved again.
+ * @throws Error when the city file is invalid: the asker then builds the snapshot itself, on
+ * the last good config, and says so (the read commands' rule).
+ */
+export async function controllerSnapshot(city: City, status: ControllerStatus, signal?: AbortSignal) {
+  const view = await collectCity(city, signal, { controllerDesired: Promise.resolve(city.desiredDigest()) });
+  if (view.configError !== undefined)
+    throw new Error(`city file invalid: ${view.configError.split("\n")[0]}`);
+  return statusJson(city.name, { view, ctl: { running: true, pid: status.pid, status } });
 }
 
 /**

@@ -390,10 +390,34 @@ function blockEndFrom(lines: readonly string[], from: number): number {
 }
 
 /**
- * The menu belonging to the question at `loc`: a numbered run or a marked list in the
- * question's block, whichever comes first; its context is the question's lines. Pure.
+ * The last line a dialog or menu drew: its block's closing edge (box bottom or rule) when it
+ * has one, else its last option's line (`lastOption`, plus that option's continuation
+ * lines); without options, the block's end as found. A frame without a closing edge has no
+ * other bound: the 30-line window of {@link blockEndFrom} would take in whatever the program
+ * drew after it (a screen read with its scrollback keeps the answered frame above the ready
+ * prompt). Pure.
  */
-function menuBelow(lines: readonly string[], loc: Located): ParsedMenu | undefined {
+function drawnEnd(lines: readonly string[], blockEnd: number, lastOption: number | undefined): number {
+  if ((blockEnd < lines.length && BLOCK_END_RE.test(lines[blockEnd]!)) || lastOption === undefined)
+    return blockEnd;
+  return optionEnd(lines, lastOption);
+}
+
+/** The option at `line` with its continuation lines: at most two, right below, indented deeper. */
+function optionEnd(lines: readonly string[], line: number): number {
+  const indent = (l: string) => columnsOf(l).search(/\S/);
+  const own = indent(lines[line]!);
+  let i = line;
+  while (i + 1 < lines.length && i - line < 2 && indent(lines[i + 1]!) > own) i++;
+  return i;
+}
+
+/**
+ * The menu belonging to the question at `loc`: a numbered run or a marked list in the
+ * question's block, whichever comes first; its context is the question's lines, `last` the
+ * line of its last option. Pure.
+ */
+function menuBelow(lines: readonly string[], loc: Located): { menu: ParsedMenu; last: number } | undefined {
   const from = loc.end + 1;
   const numbered = numberedRuns(lines, from, loc.blockEnd)[0];
   const marked = markedList(lines, from, loc.blockEnd);
@@ -405,11 +429,14 @@ function menuBelow(lines: readonly string[], loc: Located): ParsedMenu | undefin
     .filter((l) => l !== "" && !RULE_RE.test(l))
     .slice(0, 6);
   if (numbered && numbered[0]!.line === first)
-    return menuOf(
-      numbered.map((h) => h.opt),
-      context,
-    );
-  return menuOf(marked!.options, context);
+    return {
+      menu: menuOf(
+        numbered.map((h) => h.opt),
+        context,
+      ),
+      last: numbered[numbered.length - 1]!.line,
+    };
+  return { menu: menuOf(marked!.options, context), last: marked!.first + marked!.options.length - 1 };
 }
 
 /** Result of {@link matchDialog}. `menu` is empty (no options) for an `input` dialog. */
@@ -447,15 +474,17 @@ export function matchDialog(
   const flat = flatScreen.flat.slice(0, -1);
   // The dialog on screen is the lowest one: a dialog answered earlier may still be drawn
   // above a newer one (or above the program's input area) and must never be answered again.
-  let best: { spec: DialogSpec; loc: Located } | undefined;
+  let best: { spec: DialogSpec; loc: Located; below: ReturnType<typeof menuBelow> } | undefined;
   for (const spec of catalogue) {
     if (!(spec.detect ?? []).every((re) => re.test(flat))) continue;
     const loc = locateQuestion(lines, flatScreen, spec.question);
-    if (!loc || (spec.kind !== "approval" && isStale(lines, loc.blockEnd))) continue;
-    if (!best || loc.start > best.loc.start) best = { spec, loc };
+    if (!loc) continue;
+    const below = menuBelow(lines, loc);
+    if (spec.kind !== "approval" && isStale(lines, drawnEnd(lines, loc.blockEnd, below?.last))) continue;
+    if (!best || loc.start > best.loc.start) best = { spec, loc, below };
   }
   if (!best || !kinds.includes(best.spec.kind)) return undefined;
-  const { spec, loc } = best;
+  const { spec, loc, below } = best;
   if (spec.input) {
     return {
       status: "match",
@@ -464,17 +493,19 @@ export function matchDialog(
       roles: [],
     };
   }
-  return classify(spec, menuBelow(lines, loc));
+  return classify(spec, below?.menu);
 }
 
 /**
  * A startup or sign-in dialog is drawn at the bottom of the screen, followed at most by key
- * hints ("Enter to confirm · Esc to cancel"); any other text below it means the program has
- * moved on and the dialog is a leftover frame (Gemini CLI restarts after its trust dialog
- * and draws below the old box), which must never be answered again.
+ * hints ("Enter to confirm · Esc to cancel"); any other text below the last line it drew
+ * ({@link drawnEnd}) means the program has moved on and the dialog is a leftover frame
+ * (Gemini CLI restarts after its trust dialog and draws below the old box; a program that
+ * clears its screen leaves the answered frame in the scrollback an exec script's `peek`
+ * returns, above its ready prompt), which must never be answered again.
  */
-function isStale(lines: readonly string[], blockEnd: number): boolean {
-  return lines.slice(blockEnd + 1).some((l) => {
+function isStale(lines: readonly string[], drawn: number): boolean {
+  return lines.slice(drawn + 1).some((l) => {
     const t = normalizeLine(l).trim();
     return t !== "" && !RULE_RE.test(t) && !KEY_HINT_RE.test(t);
   });

@@ -421,6 +421,60 @@ agents:
   });
 });
 
+/**
+ * A status output with its live fields blanked: ages ("12s ago", `lastActivity`) and the last
+ * pass's timings move between two calls; everything else must be the same.
+ */
+function steady(out: string, json: boolean): string {
+  if (!json) return out.replace(/\d+[smh] ago/g, "ago").replace(/ +/g, " ");
+  const doc = JSON.parse(out);
+  doc.controller.lastPass = null;
+  for (const s of doc.sessions) s.lastActivity = null;
+  return JSON.stringify(doc);
+}
+
+describe.skipIf(!hasTmux)("gc status from the controller's snapshot", { timeout: 120_000 }, () => {
+  it("status (text and --json) built by the running controller equals the one status builds itself (--config), before and after a refused mass stop", async () => {
+    const agents = ["alpha", "beta", "gamma"];
+    const file = (names: string[]) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+${names.map((n) => `  - name: ${n}\n    start_command: "exec sleep 100000"\n`).join("")}`;
+    const city = makeCity(file(agents));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("all running", async () => {
+      const st = await status(city);
+      return st.controller.running && st.sessions.filter((s) => s.running).length === 3;
+    });
+    const own = ["--config", join(city.dir, "city.yaml")]; // --config: status builds its own snapshot
+    const compare = async () => {
+      for (const json of [true, false]) {
+        const args = json ? ["status", "--json"] : ["status"];
+        const [viaController, itself] = [await city.gc(args), await city.gc([...own, ...args])];
+        expect(viaController.code).toBe(0);
+        expect(itself.code).toBe(0);
+        expect(steady(viaController.stdout, json)).toBe(steady(itself.stdout, json));
+        expect(viaController.stderr).toBe(itself.stderr);
+      }
+    };
+    await compare();
+    // The controller re-reads the edited file: it refuses to stop two of three sessions, and
+    // both snapshots show the refusal and the sessions the file no longer declares.
+    city.write(file(["alpha"]));
+    await until("mass stop refused", async () => {
+      const r = await city.gc(["status", "--json"]);
+      return JSON.parse(r.stdout).massStop !== null;
+    });
+    await compare();
+    const text = (await city.gc(["status"])).stdout;
+    expect(text).toContain("city file NOT applied");
+  });
+});
+
 describe.skipIf(!hasTmux)("gc scale on tmux", { timeout: 120_000 }, () => {
   it("scale: a pool grows and shrinks between min and max with stable names; out-of-bounds is a usage error", async () => {
     const city = makeCity(`workspace:

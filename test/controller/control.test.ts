@@ -22,6 +22,10 @@ const handlers: ControlHandlers = {
         names.map((n) => [n, { requestId: `${provider}:${n}`, kind: "approval" as const }]),
       ),
     ),
+  // A controller running another city file refuses (the asker then builds its own snapshot).
+  snapshot: async (file) => {
+    throw new Error(`this controller runs /c/city.yaml, not ${file}`);
+  },
   watch: async () => undefined,
   shutdown: () => undefined,
 };
@@ -71,6 +75,16 @@ describe("control socket", () => {
       { op: "pending", sessions: { tmux: [1] } } as unknown as ControlRequest,
       { timeoutMs: 5_000 },
     );
+    expect(bad).toEqual([{ type: "error", error: "bad request" }]);
+  });
+
+  it("snapshot: a refusal reaches the asker as an error message; a request without a file is refused", async () => {
+    const { path } = await serve(await tempState());
+    const msgs = await requestControl(path, { op: "snapshot", file: "/d/city.yaml" }, { timeoutMs: 5_000 });
+    expect(msgs).toEqual([{ type: "error", error: "this controller runs /c/city.yaml, not /d/city.yaml" }]);
+    const bad = await requestControl(path, { op: "snapshot" } as unknown as ControlRequest, {
+      timeoutMs: 5_000,
+    });
     expect(bad).toEqual([{ type: "error", error: "bad request" }]);
   });
 

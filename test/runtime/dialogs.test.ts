@@ -111,6 +111,12 @@ class MenuTerminal implements ScreenIO {
   chosen: string | undefined;
   selected: number;
   frozen = false;
+  /**
+   * Reads like an exec script's `peek` on tmux: each redraw clears the screen, which pushes
+   * the previous frame into the scrollback, and the screen read includes that scrollback.
+   */
+  scrollback = false;
+  private readonly history: string[] = [];
   private readonly head: string;
   private readonly labels: string[];
   private readonly after: string;
@@ -120,16 +126,20 @@ class MenuTerminal implements ScreenIO {
     this.selected = selected;
     this.after = after;
   }
-  async screen(): Promise<string> {
+  private frame(): string {
     if (this.chosen !== undefined) return this.after;
     const opts = this.labels.map((l, i) => `${i === this.selected ? "❯" : " "} ${i + 1}. ${l}`);
     return `${this.head}\n\n${opts.join("\n")}\n\nEnter to confirm · Esc to exit`;
+  }
+  async screen(): Promise<string> {
+    return [...this.history, this.frame()].join("\n");
   }
   async sendKeys(keys: readonly string[]): Promise<void> {
     for (const k of keys) {
       this.keys.push(k);
       if (this.chosen !== undefined) continue;
       if (this.frozen) continue;
+      if (this.scrollback) this.history.push(this.frame());
       if (k === "Up") this.selected = Math.max(0, this.selected - 1);
       else if (k === "Down") this.selected = Math.min(this.labels.length - 1, this.selected + 1);
       else if (k === "Enter") this.chosen = this.labels[this.selected];
@@ -201,6 +211,35 @@ describe("matchDialog", () => {
 });
 
 describe("dismissStartupDialog", () => {
+  it("dismissStartupDialog: answered frames left in the scrollback above the ready prompt are not the dialog", async () => {
+    // What an exec script's peek returns: the screen with its scrollback, where every frame
+    // the dialog drew stays above what the program drew after it.
+    const term = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
+    term.scrollback = true;
+    const step = await dismissStartupDialog(term, await term.screen(), fast);
+    expect(step).toEqual({ status: "handled", dialog: "trust-folder", chose: "Yes, proceed" });
+    expect(term.keys).toEqual(["Up", "Enter"]);
+    const after = await term.screen();
+    expect(after).toContain("❯ 1. Yes, proceed"); // the old frame is still in what is read
+    expect(matchDialog(after)).toBeUndefined();
+    expect(screenShowsPrompt(after, "READY> ")).toBe(true);
+    expect(await dismissStartupDialog(term, after, fast)).toEqual({ status: "none" });
+  });
+
+  it("matchDialog: the live frame below older frames of the same dialog is read, cursor and all", () => {
+    const older =
+      "Do you trust the files in this folder?\n\n  1. Yes, proceed\n❯ 2. No, exit\n\nEnter to confirm";
+    const live =
+      "Do you trust the files in this folder?\n\n❯ 1. Yes, proceed\n  2. No, exit\n\nEnter to confirm";
+    const m = matchDialog(`${older}\n${live}`);
+    expect(m?.status).toBe("match");
+    expect(m?.menu?.selected).toBe(0);
+    // Option descriptions indented under the last option belong to the dialog (Codex's layout).
+    const described = `Choose how you want to use Codex.\n\n> 1. Sign in with ChatGPT\n     Usage included\n  2. Sign in with Device Code\n     Sign in from another device\n\n  Press enter to continue`;
+    expect(matchDialog(described)?.spec.id).toBe("codex-sign-in");
+    expect(matchDialog(`${described}\n› `)).toBeUndefined();
+  });
+
   it("dismissStartupDialog: with 'No, exit' pre-selected, moves up, verifies, then confirms 'Yes'", async () => {
     const term = new MenuTerminal(
       "Quick safety check: Is this a project you created or one you trust?",

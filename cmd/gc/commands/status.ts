@@ -1,18 +1,31 @@
 /**
  * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
  * restarts, last activity, attached) plus the controller, from one observation per provider.
+ *
+ * Beside a running controller (no `--config`), the controller builds the snapshot (control op
+ * `snapshot`, status-snapshot.ts controllerSnapshot) and this process only formats it: it
+ * finds the city directory with a few `stat`s and loads neither the config, the store nor a
+ * provider. Without a controller, or when it refuses or does not answer within
+ * {@link CONTROLLER_ANSWER_MS}, status opens the city and observes it itself (observeStatus).
+ * Either way the same {@link printStatus} formats the same snapshot document.
  */
-import { observeStatus, statusJson } from "../../../internal/controller/status-snapshot.js";
+import { join, resolve } from "node:path";
+import { CITY_FILE_NAME, findCityDir } from "../../../internal/config/locate.js";
+import { controlSocketPath, requestControl } from "../../../internal/controller/control.js";
+import type { StatusJson } from "../../../internal/controller/status-snapshot.js";
 import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { defineCommand, EXIT } from "../context.js";
-import { openCity } from "../deps.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
+import { announceRecovery } from "../recovery-note.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc status [--json]
 
 One row per session of the city: name, agent, provider, state, running, drift, restarts,
 last activity, attached — and whether the controller runs.`;
+
+/** How long status waits for the running controller's snapshot before building its own. */
+const CONTROLLER_ANSWER_MS = 2_000;
 
 /** States whose reason `gc status` prints under the table. */
 const EXPLAINED_STATES: ReadonlySet<string> = new Set([
@@ -29,67 +42,115 @@ function ago(iso: string | null): string {
   return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
+/**
+ * The running controller's snapshot of this invocation's city, or `undefined` (no city dir
+ * found, `--config` given, no controller, a refusal or no answer in time).
+ */
+async function askController(
+  ctx: CommandContext,
+): Promise<{ snap: StatusJson; cityDir: string } | undefined> {
+  if (ctx.configFlag !== undefined) return undefined;
+  const cityDir = ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : await findCityDir(ctx.cwd);
+  if (cityDir === undefined) return undefined;
+  const stateDir = join(cityDir, ".gc");
+  try {
+    const msgs = await requestControl(
+      controlSocketPath(stateDir),
+      { op: "snapshot", file: join(cityDir, CITY_FILE_NAME) },
+      { timeoutMs: CONTROLLER_ANSWER_MS, signal: ctx.signal },
+    );
+    const m = msgs.find((x) => x.type === "snapshot");
+    if (m?.type !== "snapshot") return undefined;
+    announceRecovery(ctx, stateDir);
+    return { snap: m.snapshot, cityDir };
+  } catch {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    return undefined;
+  }
+}
+
+/**
+ * Prints a status snapshot: the document itself with `--json`, else the table and notes.
+ * `newConfigError`: a config error met while observing that opening the city did not report.
+ */
+function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, newConfigError?: string): void {
+  if (ctx.json) {
+    ctx.out(JSON.stringify(snap, null, 2));
+    return;
+  }
+  const ctl = snap.controller;
+  ctx.out(
+    `city ${snap.city} (${cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid})` : "not running"}`,
+  );
+  if (newConfigError)
+    ctx.err(`gc: config error (sessions keep their last good config): ${newConfigError.split("\n")[0]}`);
+  for (const o of snap.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
+  if (snap.massStop) ctx.out(massStopText(snap.massStop));
+  const header = [
+    "NAME",
+    "AGENT",
+    "PROVIDER",
+    "STATE",
+    "RUNNING",
+    "DRIFT",
+    "RESTARTS",
+    "ACTIVITY",
+    "ATTACHED",
+  ];
+  const rows = snap.sessions.map((s) => [
+    s.name,
+    s.agent,
+    s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
+    s.state,
+    s.running ? "yes" : "no",
+    s.drift,
+    String(s.restarts),
+    ago(s.lastActivity),
+    s.attached ? "yes" : "no",
+  ]);
+  for (const line of formatTable(header, rows)) ctx.out(line);
+  for (const s of snap.sessions) {
+    if (EXPLAINED_STATES.has(s.state)) {
+      ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
+      if (s.state === "quarantined")
+        ctx.out(
+          `    once the cause is fixed: gc session reset ${s.name} (a changed start config in the city file lifts it by itself)`,
+        );
+      const opts = (s.interaction?.options ?? []) as readonly string[];
+      if (opts.length > 0) {
+        ctx.out(`    options: ${opts.map((o, i) => `${i + 1}. ${o}`).join(" · ")}`);
+        ctx.out(`    answer: gc session respond ${s.name} <number|label>`);
+      }
+    }
+  }
+  if (snap.sessions.length === 0) ctx.out("(no sessions)");
+}
+
 export const command = defineCommand({
   usage: USAGE,
   options: {},
   async run(ctx, { positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
+    const answered = await askController(ctx);
+    if (answered) {
+      printStatus(ctx, answered.snap, answered.cityDir);
+      return EXIT.ok;
+    }
+    const [{ openCity }, { observeStatus, statusJson }] = await Promise.all([
+      import("../deps.js"),
+      import("../../../internal/controller/status-snapshot.js"),
+    ]);
     const city = await openCity(ctx);
     try {
       const observed = await observeStatus(city, ctx.signal);
-      const { view, ctl } = observed;
-      if (ctx.json) {
-        ctx.out(JSON.stringify(statusJson(city.name, observed), null, 2));
-        return EXIT.ok;
-      }
-      ctx.out(
-        `city ${city.name} (${city.cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid})` : "not running"}`,
-      );
       // city.configError was reported in one line by openCity; a later failure to load is new.
-      if (view.configError && view.configError !== city.configError)
-        ctx.err(
-          `gc: config error (sessions keep their last good config): ${view.configError.split("\n")[0]}`,
-        );
-      for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
-      if (ctl.status?.last?.massStop) ctx.out(massStopText(ctl.status.last.massStop));
-      const header = [
-        "NAME",
-        "AGENT",
-        "PROVIDER",
-        "STATE",
-        "RUNNING",
-        "DRIFT",
-        "RESTARTS",
-        "ACTIVITY",
-        "ATTACHED",
-      ];
-      const rows = view.sessions.map((s) => [
-        s.name,
-        s.agent,
-        s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
-        s.state,
-        s.running ? "yes" : "no",
-        s.drift,
-        String(s.restarts),
-        ago(s.lastActivity),
-        s.attached ? "yes" : "no",
-      ]);
-      for (const line of formatTable(header, rows)) ctx.out(line);
-      for (const s of view.sessions) {
-        if (EXPLAINED_STATES.has(s.state)) {
-          ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
-          if (s.state === "quarantined")
-            ctx.out(
-              `    once the cause is fixed: gc session reset ${s.name} (a changed start config in the city file lifts it by itself)`,
-            );
-          const opts = s.interaction?.options ?? [];
-          if (opts.length > 0) {
-            ctx.out(`    options: ${opts.map((o, i) => `${i + 1}. ${o}`).join(" · ")}`);
-            ctx.out(`    answer: gc session respond ${s.name} <number|label>`);
-          }
-        }
-      }
-      if (view.sessions.length === 0) ctx.out("(no sessions)");
+      const { configError } = observed.view;
+      printStatus(
+        ctx,
+        statusJson(city.name, observed),
+        city.cityDir,
+        configError !== city.configError ? configError : undefined,
+      );
       return EXIT.ok;
     } finally {
       await city.close();
