@@ -534,8 +534,28 @@ export class K8sProvider
 
   /** Liveness: the pane exists and its program has not exited. */
   async alive(pod: string, signal?: AbortSignal): Promise<boolean> {
-    const st = await this.readScreen(pod, signal);
-    return st !== undefined && !st.dead;
+    try {
+      const st = await this.readScreen(pod, signal);
+      return st !== undefined && !st.dead;
+    } catch (e) {
+      // The API server refuses an exec into a pod whose container has ended (HTTP 400): a
+      // program that exited at once ends its pod, and that is "not alive", not an API error.
+      if (signal?.aborted || !(await this.podEnded(pod, signal))) throw e;
+      return false;
+    }
+  }
+
+  /** True when pod `pod` is gone, ended or being deleted. @throws ProviderError when unreadable. */
+  private async podEnded(pod: string, signal?: AbortSignal): Promise<boolean> {
+    const api = await this.api();
+    try {
+      const p = await api.call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal);
+      const kind = podState(p as PodView).kind;
+      return kind !== "running" && kind !== "pending";
+    } catch (e) {
+      if (httpStatus(e) === 404) return true;
+      throw this.apiError(`reading pod ${pod}`, e);
+    }
   }
 
   // ---- Provider -------------------------------------------------------------------------------
