@@ -31,7 +31,10 @@ export function startDashboard(
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
+      // A loaded machine can keep it busy past the hook's bound: then it is killed outright.
+      const slow = setTimeout(() => child.kill("SIGKILL"), 15_000);
       await exited;
+      clearTimeout(slow);
     }
   });
   let err = "";
