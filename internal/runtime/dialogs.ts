@@ -566,16 +566,15 @@ export class DialogRefusedError extends GcError {
 /** Timing of dialog handling; tests shrink it. */
 export interface DialogTiming {
   readonly signal?: AbortSignal | undefined;
-  /** How long to poll for a screen change other than the cursor move or confirmation. Default 2000 ms. */
+  /** How long to wait for the cursor to move or the dialog to go away. Default 2000 ms. */
   readonly settleMs?: number | undefined;
   /** Poll interval. Default 100 ms. */
   readonly pollMs?: number | undefined;
   /**
-   * How long to wait for the program to take the keys gc sent: the cursor move, and after
-   * confirming, the answer (Gemini CLI saves its trust setting and restarts; Claude Code took
-   * over 15 s on a loaded CI machine). No key is pressed again: a slow program would take the
-   * second press as one more step (past the option, or as the answer to its next screen). The
-   * start's own deadline still bounds the wait. Default 60 000 ms.
+   * How long to wait, after confirming, for the program to take the answer (Gemini CLI
+   * saves its trust setting and restarts; Claude Code took over 15 s on a loaded CI machine).
+   * The key is never pressed again: a slow program would take the second press as the
+   * answer to its next screen. The start's own deadline still bounds the wait. Default 60 000 ms.
    */
   readonly confirmMs?: number | undefined;
 }
@@ -625,27 +624,22 @@ export async function selectOption(
   const down = dialog.keys?.down ?? "Down";
   const confirm = dialog.keys?.confirm ?? "Enter";
   const same = (m: ParsedMenu | undefined): m is ParsedMenu => m !== undefined && sameLabels(m, menu);
-  if (menu.selected !== index) {
-    if (menu.selected < 0)
+  let current = menu;
+  for (let attempt = 0; current.selected !== index; attempt++) {
+    if (attempt >= 3) throw new DialogRefusedError(dialog.id, "the cursor did not reach the chosen option");
+    if (current.selected < 0)
       throw new DialogRefusedError(dialog.id, "cannot tell which option the cursor is on");
-    const delta = index - menu.selected;
+    const delta = index - current.selected;
     await io.sendKeys(Array.from({ length: Math.abs(delta) }, () => (delta > 0 ? down : up)));
-    // The keys are sent once and waited for as long as a confirmation (a loaded program can
-    // take many seconds): pressing again while the first presses are still on their way moves
-    // the cursor past the option (a two-option list wraps back to "No, exit").
-    const { value } = await pollScreen(
-      io,
-      t,
-      (screen) => {
-        const m = read(screen);
-        return same(m) && m.selected === index ? m : undefined;
-      },
-      t.confirmMs ?? 60_000,
-    );
-    if (!value) {
+    const { value } = await pollScreen(io, t, (screen) => {
+      const m = read(screen);
+      return same(m) && m.selected === index ? m : undefined;
+    });
+    if (value) current = value;
+    else {
       const again = read(await io.screen());
       if (!same(again)) throw new DialogRefusedError(dialog.id, "the dialog changed while moving the cursor");
-      throw new DialogRefusedError(dialog.id, "the cursor did not reach the chosen option");
+      current = again;
     }
   }
   await io.sendKeys([confirm]);
