@@ -4,10 +4,12 @@
  * parse durations, take the per-session control lock with a clear refusal, poke the
  * controller, and the exit codes of reports that are not failures.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseDuration } from "../../internal/config/duration.js";
 import { type ResolvedSession, resolveSession } from "../../internal/controller/sessions.js";
 import { describeError, SessionNotRunningError, UsageError } from "../../internal/runtime/errors.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
+import { BOOKKEEPING_PURPOSE, SessionLockedError } from "../../internal/session/lock.js";
 import type { SessionLock, SessionStore } from "../../internal/session/store.js";
 import type { CommandContext } from "./context.js";
 import { type City, openCity } from "./deps.js";
@@ -83,13 +85,28 @@ export function intFlag(flag: string, value: string | undefined, fallback: numbe
   return n;
 }
 
+/** How long a command waits for the controller's bookkeeping lock before refusing. */
+const BOOKKEEPING_WAIT_MS = 10_000;
+
 /**
- * Takes the session's control lock without waiting (run, restart, kill, reset and nudges
- * never overlap on one session, across processes).
+ * Takes the session's control lock without waiting for another operator (run, restart,
+ * kill, reset and nudges never overlap on one session, across processes). Only the
+ * controller's momentary bookkeeping ({@link BOOKKEEPING_PURPOSE}) is waited for, so a
+ * `gc run` is never refused because a pass happened to be recording turns.
  * @throws SessionLockedError (GC_LOCKED, exit 1) naming the holder when someone has it.
  */
-export function lockSession(t: Target, purpose: string): Promise<SessionLock> {
-  return t.store.tryLock(t.name, { purpose });
+export async function lockSession(t: Target, purpose: string): Promise<SessionLock> {
+  const deadline = Date.now() + BOOKKEEPING_WAIT_MS;
+  for (;;) {
+    try {
+      return await t.store.tryLock(t.name, { purpose });
+    } catch (e) {
+      // The controller's per-pass bookkeeping holds the lock for milliseconds: wait it out.
+      const brief = e instanceof SessionLockedError && e.holder.purpose === BOOKKEEPING_PURPOSE;
+      if (!brief || Date.now() >= deadline) throw e;
+      await sleep(25);
+    }
+  }
 }
 
 /** Prints a value as indented JSON. */

@@ -12,6 +12,7 @@ import type { TickReport } from "../reconcile/reconciler.js";
 import { recordTurns } from "../reconcile/turns.js";
 import { supportsTurns } from "../runtime/acp/provider.js";
 import { describeError, isGcError } from "../runtime/errors.js";
+import { BOOKKEEPING_PURPOSE } from "../session/lock.js";
 import type { City } from "./city.js";
 import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";
 
@@ -98,7 +99,7 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
           const provider = await city.providerFor(r.provider);
           if (!supportsTurns(provider)) continue;
           // A `gc run` holding the session records its own turn; never both.
-          const lock = await store.tryLock(r.name, { purpose: "turn recording" }).catch((e: unknown) => {
+          const lock = await store.tryLock(r.name, { purpose: BOOKKEEPING_PURPOSE }).catch((e: unknown) => {
             if (isGcError(e, "GC_LOCKED")) return undefined;
             throw e;
           });

@@ -7,13 +7,15 @@
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { killPids, pidAlive } from "./kill.js";
-import { type ProcEntry, processTree, readProcessTable } from "./process-table.js";
+import { type ProcEntry, parseStat, processTree, readProcessTable } from "./process-table.js";
 
 /** One live process of a backend. */
 export interface CensusEntry {
   readonly pid: number;
-  /** Kernel command name, to tell a reused pid from the process seen before. */
+  /** Kernel command name (for people; it changes when the process execs). */
   readonly comm: string;
+  /** Start time since boot (`ProcEntry.startTime`): tells a reused pid from the process seen before. */
+  readonly startTime: string;
 }
 
 /**
@@ -37,7 +39,7 @@ export async function processCensus(
     }
     if (!isRoot(argv)) continue;
     for (const q of processTree(table, p.pid)) {
-      if (q.state !== "Z") out.set(q.pid, { pid: q.pid, comm: q.comm });
+      if (q.state !== "Z") out.set(q.pid, { pid: q.pid, comm: q.comm, startTime: q.startTime });
     }
   }
   return [...out.values()].sort((a, b) => a.pid - b.pid);
@@ -48,14 +50,18 @@ export function hasOption(argv: readonly string[], flag: string, value: string):
   return argv.some((a, i) => (a === flag && argv[i + 1] === value) || a === `${flag}${value}`);
 }
 
-/** Entries of `seen` still alive as the same command. */
+/**
+ * Entries of `seen` still alive as the same process: same pid and same start time (a
+ * process that exec'd since — `sh -c "…; exec sleep"` — is still the one seen; a reused pid
+ * is not). Zombies count as gone.
+ */
 export async function stillAlive(seen: readonly CensusEntry[]): Promise<CensusEntry[]> {
   const out: CensusEntry[] = [];
   for (const e of seen) {
     if (!(await pidAlive(e.pid))) continue;
     try {
-      const stat = await readFile(`/proc/${e.pid}/stat`, "utf8");
-      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === e.comm) out.push(e);
+      const now = parseStat(await readFile(`/proc/${e.pid}/stat`, "utf8"));
+      if (now && now.state !== "Z" && now.startTime === e.startTime) out.push({ ...e, comm: now.comm });
     } catch {
       // gone
     }

@@ -14,6 +14,11 @@ export interface ProcEntry {
   readonly comm: string;
   /** Single-letter state; `Z` is a zombie. */
   readonly state: string;
+  /**
+   * Start time in clock ticks since boot (field 22 of `stat`). Unlike `comm` it survives
+   * `exec`, so it tells a reused pid from the process seen before.
+   */
+  readonly startTime: string;
   /** Basename of argv[0] (full name when comm was truncated). */
   readonly argv0: string;
 }
@@ -26,8 +31,9 @@ export function parseStat(text: string): Omit<ProcEntry, "argv0"> | undefined {
   const fields = text.slice(close + 2).split(" ");
   const pid = Number(text.slice(0, open).trim());
   const [state, ppid, pgid, sid] = [fields[0], Number(fields[1]), Number(fields[2]), Number(fields[3])];
-  if (!state || !Number.isFinite(pid) || !Number.isFinite(ppid)) return undefined;
-  return { pid, ppid, pgid, sid, comm: text.slice(open + 1, close), state };
+  const startTime = fields[19];
+  if (!state || !startTime || !Number.isFinite(pid) || !Number.isFinite(ppid)) return undefined;
+  return { pid, ppid, pgid, sid, comm: text.slice(open + 1, close), state, startTime };
 }
 
 let inflight: Promise<ProcEntry[]> | undefined;

@@ -15,6 +15,12 @@ const HOST = hostname();
 const POLL_MIN_MS = 5;
 const POLL_MAX_MS = 100;
 
+/**
+ * Purpose of the lock the controller takes for a moment each pass to record finished turns
+ * (milliseconds of store writes). Interactive commands wait for it instead of refusing.
+ */
+export const BOOKKEEPING_PURPOSE = "turn recording";
+
 /** Another holder has the session's lock. `holder` says who (pid, host, purpose, since). */
 export class SessionLockedError extends LockedError {
   readonly session: string;

@@ -54,7 +54,7 @@ describe("acp provider through gc", { timeout: 180_000 }, () => {
     expect(start.code, start.stderr).toBe(0);
 
     const a = await city.gc(["run", "alpha", "what is 2+2?", "--json"]);
-    expect(a.code, a.stderr).toBe(0);
+    expect(a.code, a.stdout + a.stderr).toBe(0);
     const ra = JSON.parse(a.stdout) as RunJson;
     expect(ra).toMatchObject({
       status: "completed",

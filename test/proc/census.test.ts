@@ -1,0 +1,31 @@
+/** Following processes seen by a census: the same process across exec, never a reused pid. */
+import { spawn } from "node:child_process";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { type CensusEntry, stillAlive } from "../../internal/proc/census.js";
+import { readProcessTable } from "../../internal/proc/process-table.js";
+
+describe("stillAlive", () => {
+  it("follows a process that exec'd after it was seen; a different start time is another process", async () => {
+    // `sh` waits for a line, then execs `sleep`: the comm changes, the process does not.
+    const child = spawn("sh", ["-c", "read line; exec sleep 100000"], {
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+    onTestFinished(() => {
+      child.kill("SIGKILL");
+    });
+    await new Promise((r) => child.once("spawn", r));
+    const pid = child.pid!;
+    const entry = (await readProcessTable()).find((p) => p.pid === pid)!;
+    const seen: CensusEntry = { pid, comm: entry.comm, startTime: entry.startTime };
+    expect(seen.comm).toBe("sh");
+    child.stdin!.end("go\n");
+    await expect.poll(async () => (await readProcessTable()).find((p) => p.pid === pid)?.comm).toBe("sleep");
+
+    expect(await stillAlive([seen])).toEqual([{ pid, comm: "sleep", startTime: entry.startTime }]);
+    // Same pid, other start time: a reused pid, not the process seen.
+    expect(await stillAlive([{ ...seen, startTime: String(Number(entry.startTime) + 1) }])).toEqual([]);
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(await stillAlive([seen])).toEqual([]);
+  });
+});
