@@ -466,6 +466,7 @@ export function matchDialog(
   screen: string,
   catalogue: readonly DialogSpec[] = DIALOG_CATALOGUE,
   kinds: readonly DialogSpec["kind"][] = ["startup", "approval", "operator"],
+  opts: { readonly textBelow?: boolean } = {},
 ): DialogMatch | undefined {
   const lines = screen.split("\n");
   const flatScreen = flatten(lines);
@@ -480,7 +481,12 @@ export function matchDialog(
     const loc = locateQuestion(lines, flatScreen, spec.question);
     if (!loc) continue;
     const below = menuBelow(lines, loc);
-    if (spec.kind !== "approval" && isStale(lines, drawnEnd(lines, loc.blockEnd, below?.last))) continue;
+    if (
+      spec.kind !== "approval" &&
+      !opts.textBelow &&
+      isStale(lines, drawnEnd(lines, loc.blockEnd, below?.last))
+    )
+      continue;
     if (!best || loc.start > best.loc.start) best = { spec, loc, below };
   }
   if (!best || !kinds.includes(best.spec.kind)) return undefined;
@@ -566,8 +572,18 @@ export class DialogRefusedError extends GcError {
 /** Timing of dialog handling; tests shrink it. */
 export interface DialogTiming {
   readonly signal?: AbortSignal | undefined;
-  /** How long to wait for the cursor to move or the dialog to go away. Default 2000 ms. */
+  /**
+   * How long a cursor key may go unanswered before it is taken as lost and pressed again.
+   * A loaded program can take seconds to read a key; pressing again too soon moves the cursor
+   * twice (and a two-option list wraps back). Default 5 000 ms.
+   */
   readonly settleMs?: number | undefined;
+  /**
+   * The cursor must still be on the chosen option this long after the last key (and at least
+   * twice the slowest key response seen) before the confirm key is pressed, so a key still
+   * in flight cannot move it away under the confirmation. Default 500 ms.
+   */
+  readonly steadyMs?: number | undefined;
   /** Poll interval. Default 100 ms. */
   readonly pollMs?: number | undefined;
   /**
@@ -583,7 +599,7 @@ async function pollScreen<T>(
   io: ScreenIO,
   t: DialogTiming,
   test: (screen: string) => T | undefined,
-  boundMs = t.settleMs ?? 2_000,
+  boundMs = t.settleMs ?? SETTLE_MS,
 ): Promise<{ value: T | undefined; screen: string }> {
   const deadline = Date.now() + boundMs;
   for (;;) {
@@ -594,23 +610,35 @@ async function pollScreen<T>(
   }
 }
 
-/** Reads the menu of the dialog being answered from a fresh screen (or `undefined` when gone). */
-export type MenuReader = (screen: string) => ParsedMenu | undefined;
+/**
+ * Reads the menu of the dialog being answered from a fresh screen (or `undefined` when gone).
+ * `textBelow`: text printed below the dialog does not make it a leftover frame — used while
+ * moving the cursor of a dialog already seen live (a program's stray log lines can land under
+ * its own dialog), never to decide that a confirmed dialog is still there.
+ */
+export type MenuReader = (screen: string, opts?: { readonly textBelow?: boolean }) => ParsedMenu | undefined;
 
 /** A reader for `spec`: the menu of that dialog only (never another list on screen). */
 export function readerFor(spec: DialogSpec): MenuReader {
-  return (screen) => {
-    const m = matchDialog(screen, [spec], [spec.kind]);
-    return m?.menu;
-  };
+  return (screen, opts) => matchDialog(screen, [spec], [spec.kind], opts)?.menu;
 }
 
+const SETTLE_MS = 5_000;
+const STEADY_MS = 500;
+/** Rounds of cursor keys before giving up (a lost or doubled key is corrected by the next). */
+const MAX_ROUNDS = 4;
+
 /**
- * Moves the cursor to option `index` of `menu` by reading where the marker is (Up/Down by
- * the difference), re-reads the screen to verify the marker is really there, and only then
- * confirms; then confirms from the screen that the menu is gone (or shows other options).
- * Never presses the confirm key on an unverified cursor.
- * @throws DialogRefusedError when the cursor cannot be verified or the menu stays.
+ * Moves the cursor to option `index` of `menu` and confirms it, never on an unverified
+ * cursor. The dialog is left to stand for `steadyMs` before the first key (a program that
+ * has just drawn it may not read keys yet). Cursor keys are sent for the distance from where
+ * the marker is, and are pressed again only when the screen has not answered for `settleMs`
+ * and for twice the slowest key response seen (a lost key, e.g. one sent before the program
+ * listened). Keys reach the program in order, so the confirm key lands after every cursor
+ * key sent: it is pressed only when the marker is seen on the option `steadyMs` and twice
+ * the slowest response after the last key; a late key that moves it away is answered by
+ * moving back. Then confirms from the screen that the menu is gone (or shows other options).
+ * @throws DialogRefusedError when the cursor cannot be brought to the option or the menu stays.
  */
 export async function selectOption(
   io: ScreenIO,
@@ -623,24 +651,58 @@ export async function selectOption(
   const up = dialog.keys?.up ?? "Up";
   const down = dialog.keys?.down ?? "Down";
   const confirm = dialog.keys?.confirm ?? "Enter";
+  const settleMs = t.settleMs ?? SETTLE_MS;
+  const steadyMs = t.steadyMs ?? STEADY_MS;
+  const pollMs = t.pollMs ?? 100;
   const same = (m: ParsedMenu | undefined): m is ParsedMenu => m !== undefined && sameLabels(m, menu);
-  let current = menu;
-  for (let attempt = 0; current.selected !== index; attempt++) {
-    if (attempt >= 3) throw new DialogRefusedError(dialog.id, "the cursor did not reach the chosen option");
-    if (current.selected < 0)
-      throw new DialogRefusedError(dialog.id, "cannot tell which option the cursor is on");
-    const delta = index - current.selected;
-    await io.sendKeys(Array.from({ length: Math.abs(delta) }, () => (delta > 0 ? down : up)));
-    const { value } = await pollScreen(io, t, (screen) => {
-      const m = read(screen);
-      return same(m) && m.selected === index ? m : undefined;
+  // A read can catch the program mid-redraw: the dialog counts as changed only when it reads
+  // otherwise for `settleMs`.
+  const readMenu = async (): Promise<ParsedMenu> => {
+    const { value, screen } = await pollScreen(io, t, (s) => {
+      const m = read(s, { textBelow: true });
+      return same(m) ? m : undefined;
     });
-    if (value) current = value;
-    else {
-      const again = read(await io.screen());
-      if (!same(again)) throw new DialogRefusedError(dialog.id, "the dialog changed while moving the cursor");
-      current = again;
+    if (value) return value;
+    const m = read(screen, { textBelow: true });
+    const now = m ? `options now ${m.options.map((o) => JSON.stringify(o.label)).join(", ")}` : "gone";
+    throw new DialogRefusedError(dialog.id, `the dialog changed while moving the cursor (${now})`);
+  };
+  // A dialog just drawn may not be listening yet: let it stand for a moment before any key.
+  await sleep(steadyMs, undefined, { signal: t.signal });
+  let rounds = 0;
+  let lastKeyAt = Number.NEGATIVE_INFINITY;
+  let lastMoveAt = Number.NEGATIVE_INFINITY;
+  /** When the oldest key not yet seen to move the cursor was sent (an over-estimate is safe). */
+  let unansweredSince: number | undefined;
+  /** The slowest key response seen (send → marker moved). */
+  let latency = 0;
+  let current: number | undefined;
+  for (;;) {
+    const readAt = Date.now();
+    const m = await readMenu();
+    if (current !== undefined && m.selected !== current) {
+      if (unansweredSince !== undefined) latency = Math.max(latency, readAt - unansweredSince);
+      unansweredSince = undefined;
+      lastMoveAt = readAt;
     }
+    current = m.selected;
+    if (current === index) {
+      // Keys reach the program in order, so the confirm key lands after every cursor key
+      // sent: it waits until those have had time to land, as seen on this read.
+      if (readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency)) break;
+    } else if (readAt - Math.max(lastKeyAt, lastMoveAt) >= Math.max(settleMs, 2 * latency)) {
+      // No key sent yet, or the screen has not answered for `settleMs` (and twice the slowest
+      // response seen): what was sent is taken as lost. Press for the distance left.
+      if (rounds >= MAX_ROUNDS)
+        throw new DialogRefusedError(dialog.id, "the cursor did not reach the chosen option");
+      if (current < 0) throw new DialogRefusedError(dialog.id, "cannot tell which option the cursor is on");
+      rounds++;
+      const delta = index - current;
+      await io.sendKeys(Array.from({ length: Math.abs(delta) }, () => (delta > 0 ? down : up)));
+      lastKeyAt = Date.now();
+      unansweredSince ??= lastKeyAt;
+    }
+    await sleep(pollMs, undefined, { signal: t.signal });
   }
   await io.sendKeys([confirm]);
   const { value: gone } = await pollScreen(

@@ -126,28 +126,49 @@ class MenuTerminal implements ScreenIO {
     this.selected = selected;
     this.after = after;
   }
+  /** Lines the program printed below its dialog (stray log output), from the second read on. */
+  strayBelow: string[] = [];
+  private reads = 0;
   private frame(): string {
     if (this.chosen !== undefined) return this.after;
     const opts = this.labels.map((l, i) => `${i === this.selected ? "❯" : " "} ${i + 1}. ${l}`);
-    return `${this.head}\n\n${opts.join("\n")}\n\nEnter to confirm · Esc to exit`;
+    const stray = this.reads > 1 ? this.strayBelow.map((l) => `\n${l}`).join("") : "";
+    return `${this.head}\n\n${opts.join("\n")}\n\nEnter to confirm · Esc to exit${stray}`;
   }
   async screen(): Promise<string> {
+    this.reads++;
     return [...this.history, this.frame()].join("\n");
   }
+  /** Cursor keys wrap around the ends of the list (as Claude Code's do). */
+  wrap = false;
+  /** Keys are read this long after they are sent, in order (a loaded program). */
+  latencyMs = 0;
+  /** This many keys are lost (sent before the program listened). */
+  drop = 0;
   async sendKeys(keys: readonly string[]): Promise<void> {
     for (const k of keys) {
       this.keys.push(k);
-      if (this.chosen !== undefined) continue;
-      if (this.frozen) continue;
-      if (this.scrollback) this.history.push(this.frame());
-      if (k === "Up") this.selected = Math.max(0, this.selected - 1);
-      else if (k === "Down") this.selected = Math.min(this.labels.length - 1, this.selected + 1);
-      else if (k === "Enter") this.chosen = this.labels[this.selected];
+      if (this.drop > 0) {
+        this.drop--;
+        continue;
+      }
+      if (this.latencyMs > 0) setTimeout(() => this.press(k), this.latencyMs);
+      else this.press(k);
     }
+  }
+  private press(k: string): void {
+    if (this.chosen !== undefined) return;
+    if (this.frozen) return;
+    if (this.scrollback) this.history.push(this.frame());
+    const n = this.labels.length;
+    if (k === "Up") this.selected = this.wrap ? (this.selected + n - 1) % n : Math.max(0, this.selected - 1);
+    else if (k === "Down")
+      this.selected = this.wrap ? (this.selected + 1) % n : Math.min(n - 1, this.selected + 1);
+    else if (k === "Enter") this.chosen = this.labels[this.selected];
   }
 }
 
-const fast = { settleMs: 200, pollMs: 5, confirmMs: 200 };
+const fast = { settleMs: 200, steadyMs: 20, pollMs: 5, confirmMs: 200 };
 
 describe("parseMenu", () => {
   it("parseMenu: reads options and the cursor row inside a box", () => {
@@ -250,6 +271,47 @@ describe("dismissStartupDialog", () => {
     expect(step).toEqual({ status: "handled", dialog: "trust-folder", chose: "Yes, I trust this folder" });
     expect(term.chosen).toBe("Yes, I trust this folder");
     // Enter only after the cursor was seen on the safe option.
+    expect(term.keys).toEqual(["Up", "Enter"]);
+  });
+
+  it("dismissStartupDialog: a key the program reads only after settleMs is not doubled into a wrap", async () => {
+    // Claude Code under load: 'No, exit' pre-selected, keys read late, the two-option list
+    // wraps. A second Up sent while the first is in flight would land back on 'No, exit'.
+    const term = new MenuTerminal(
+      "Quick safety check: Is this a project you created or one you trust?",
+      ["Yes, I trust this folder", "No, exit"],
+      1,
+    );
+    term.wrap = true;
+    term.latencyMs = 1.5 * fast.settleMs;
+    const step = await dismissStartupDialog(term, await term.screen(), { ...fast, confirmMs: 5_000 });
+    expect(step).toEqual({ status: "handled", dialog: "trust-folder", chose: "Yes, I trust this folder" });
+    expect(term.chosen).toBe("Yes, I trust this folder");
+  });
+
+  it("dismissStartupDialog: a lost key is pressed again, then confirmed once the cursor is there", async () => {
+    const term = new MenuTerminal(
+      "Quick safety check: Is this a project you created or one you trust?",
+      ["Yes, I trust this folder", "No, exit"],
+      1,
+    );
+    term.wrap = true;
+    term.drop = 1;
+    const step = await dismissStartupDialog(term, await term.screen(), fast);
+    expect(step.status).toBe("handled");
+    expect(term.chosen).toBe("Yes, I trust this folder");
+    expect(term.keys).toEqual(["Up", "Up", "Enter"]);
+  });
+
+  it("dismissStartupDialog: log lines the program prints under its live dialog do not stop the answer", async () => {
+    // Gemini CLI under load: "Failed to check for updates" and debug lines land below its box.
+    const term = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
+    term.strayBelow = [
+      "Failed to check for updates: TypeError: fetch failed",
+      "[DEBUG] [IDEConnectionUtils] …",
+    ];
+    const step = await dismissStartupDialog(term, await term.screen(), fast);
+    expect(step).toEqual({ status: "handled", dialog: "trust-folder", chose: "Yes, proceed" });
     expect(term.keys).toEqual(["Up", "Enter"]);
   });
 
