@@ -51,6 +51,8 @@ describe("subprocess holder protocol", () => {
   beforeAll(async () => {
     city = await makeCity();
     await city.provider.start(name, await city.config("printf 'proto> '; exec cat > in.txt"));
+    // start returns once the program runs, not once it has printed: the cases read its screen.
+    await until("the prompt on screen", async () => (await city.provider.peek(name, 3)).includes("proto>"));
   });
   afterAll(async () => {
     await city?.cleanup();
