@@ -579,9 +579,10 @@ export interface DialogTiming {
    */
   readonly settleMs?: number | undefined;
   /**
-   * The cursor must still be on the chosen option this long after the last key (and at least
-   * twice the slowest key response seen) before the confirm key is pressed, so a key still
-   * in flight cannot move it away under the confirmation. Default 500 ms.
+   * The marker must have stood still this long before any key is sent, and still be on the
+   * chosen option this long after the last key (and at least twice the slowest key response
+   * seen) before the confirm key is pressed, so a key still in flight cannot move it away
+   * under the confirmation. Default 500 ms.
    */
   readonly steadyMs?: number | undefined;
   /** Poll interval. Default 100 ms. */
@@ -630,8 +631,8 @@ const MAX_ROUNDS = 4;
 
 /**
  * Moves the cursor to option `index` of `menu` and confirms it, never on an unverified
- * cursor. The dialog is left to stand for `steadyMs` before the first key (a program that
- * has just drawn it may not read keys yet). Cursor keys are sent for the distance from where
+ * cursor. No key is sent before the marker has stood still for `steadyMs` (a program that
+ * has just drawn its dialog may not read keys yet; a marker that keeps moving is refused). Cursor keys are sent for the distance from where
  * the marker is, and are pressed again only when the screen has not answered for `settleMs`
  * and for twice the slowest key response seen (a lost key, e.g. one sent before the program
  * listened). Keys reach the program in order, so the confirm key lands after every cursor
@@ -667,8 +668,6 @@ export async function selectOption(
     const now = m ? `options now ${m.options.map((o) => JSON.stringify(o.label)).join(", ")}` : "gone";
     throw new DialogRefusedError(dialog.id, `the dialog changed while moving the cursor (${now})`);
   };
-  // A dialog just drawn may not be listening yet: let it stand for a moment before any key.
-  await sleep(steadyMs, undefined, { signal: t.signal });
   let rounds = 0;
   let lastKeyAt = Number.NEGATIVE_INFINITY;
   let lastMoveAt = Number.NEGATIVE_INFINITY;
@@ -677,20 +676,32 @@ export async function selectOption(
   /** The slowest key response seen (send → marker moved). */
   let latency = 0;
   let current: number | undefined;
+  /** Since when the marker has been read at `current` without moving. */
+  let standingSince = 0;
+  const startedAt = Date.now();
   for (;;) {
     const readAt = Date.now();
+    // A marker that never settles (it moves by itself) is refused, never confirmed.
+    if (readAt - startedAt > (MAX_ROUNDS + 2) * Math.max(settleMs, 2 * latency))
+      throw new DialogRefusedError(dialog.id, "the cursor did not settle on the chosen option");
     const m = await readMenu();
-    if (current !== undefined && m.selected !== current) {
-      if (unansweredSince !== undefined) latency = Math.max(latency, readAt - unansweredSince);
-      unansweredSince = undefined;
-      lastMoveAt = readAt;
+    if (m.selected !== current) {
+      if (current !== undefined) {
+        if (unansweredSince !== undefined) latency = Math.max(latency, readAt - unansweredSince);
+        unansweredSince = undefined;
+        lastMoveAt = readAt;
+      }
+      current = m.selected;
+      standingSince = readAt;
     }
-    current = m.selected;
+    // A dialog just drawn may not be listening yet, and one still moving is not settled: no
+    // key before the marker has stood still for `steadyMs`.
+    const standing = readAt - standingSince >= steadyMs;
     if (current === index) {
       // Keys reach the program in order, so the confirm key lands after every cursor key
       // sent: it waits until those have had time to land, as seen on this read.
-      if (readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency)) break;
-    } else if (readAt - Math.max(lastKeyAt, lastMoveAt) >= Math.max(settleMs, 2 * latency)) {
+      if (standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency)) break;
+    } else if (standing && readAt - Math.max(lastKeyAt, lastMoveAt) >= Math.max(settleMs, 2 * latency)) {
       // No key sent yet, or the screen has not answered for `settleMs` (and twice the slowest
       // response seen): what was sent is taken as lost. Press for the distance left.
       if (rounds >= MAX_ROUNDS)

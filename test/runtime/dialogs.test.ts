@@ -315,6 +315,20 @@ describe("dismissStartupDialog", () => {
     expect(term.keys).toEqual(["Up", "Enter"]);
   });
 
+  it("dismissStartupDialog: a cursor that keeps moving by itself is refused, never confirmed", async () => {
+    const term = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
+    const io: ScreenIO = {
+      screen: async () => {
+        term.selected = term.selected === 0 ? 1 : 0; // redrawn with the marker elsewhere each time
+        return term.screen();
+      },
+      sendKeys: (k) => term.sendKeys(k),
+    };
+    const step = await dismissStartupDialog(io, await term.screen(), fast);
+    expect(step).toMatchObject({ status: "refused", dialog: "trust-folder" });
+    expect(term.keys).not.toContain("Enter");
+  });
+
   it("dismissStartupDialog: never presses Enter when the cursor does not move", async () => {
     const term = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
     term.frozen = true;
