@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type CensusEntry, stillAlive } from "../../internal/proc/census.js";
 import { readProcessTable } from "../../internal/proc/process-table.js";
+import { procStartTime } from "../../internal/runtime/subprocess/tree.js";
 
 describe("stillAlive", () => {
   it("follows a process that exec'd after it was seen; a different start time is another process", async () => {
@@ -27,5 +28,24 @@ describe("stillAlive", () => {
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
     expect(await stillAlive([seen])).toEqual([]);
+  });
+});
+
+describe("procStartTime", () => {
+  it("a zombie (ended, not yet reaped) has no start time: it owns nothing any more", async () => {
+    // `true` ends at once; its parent becomes `sleep`, which never reaps it.
+    const child = spawn("sh", ["-c", "true & exec sleep 100000"], { stdio: "ignore" });
+    onTestFinished(() => {
+      child.kill("SIGKILL");
+    });
+    await new Promise((r) => child.once("spawn", r));
+    await expect
+      .poll(async () => (await readProcessTable()).some((p) => p.ppid === child.pid && p.state === "Z"))
+      .toBe(true);
+    const z = (await readProcessTable()).find((p) => p.ppid === child.pid && p.state === "Z")!;
+    expect(procStartTime(z.pid)).toBeNull();
+    expect(procStartTime(child.pid!)).toBe(
+      Number((await readProcessTable()).find((p) => p.pid === child.pid)!.startTime),
+    );
   });
 });

@@ -30,11 +30,14 @@ export function sessionProcesses(
   return [...members.values()];
 }
 
-/** Start time of `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22), or null. */
+/** Start time of `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22); null when gone or a zombie. */
 export function procStartTime(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const v = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // A zombie has ended: it is nobody's live owner (its parent just has not reaped it yet).
+    if (fields[0] === "Z" || fields[0] === "X") return null;
+    const v = Number(fields[19]);
     return Number.isFinite(v) ? v : null;
   } catch {
     return null;

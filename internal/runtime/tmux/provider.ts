@@ -99,6 +99,8 @@ const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTY
 const CD_WRAPPER = 'cd "$1" || exit 127; shift; exec "$@"';
 const POLL_MS = 100;
 const STATE_POLL_MS = 25;
+/** Times shutdown lists and stops this city's sessions (a late create is caught by the next). */
+const SHUTDOWN_ROUNDS = 3;
 /** How long shutdown waits for the tmux server to stop listening after kill-server. */
 const SERVER_EXIT_MS = 10_000;
 const ENTER_ATTEMPTS = 3;
@@ -1070,9 +1072,18 @@ export class TmuxProvider
    * Stops every session of this city (dead ones too), then kills the city's tmux server and
    * removes its socket, unless sessions that are not ours still live on it (those are never
    * touched). Reads afterwards do not start a new server. Idempotent.
+   *
+   * A controller killed a moment ago can leave its control client still running the commands
+   * it had sent (a `new-session` arriving after the list was read): that client is removed
+   * first, and sessions are listed again until none of ours is left.
    */
   async shutdown(opts: OpOptions = {}): Promise<void> {
-    for (const s of await this.snapshot("", opts)) await this.stop(s.name, opts);
+    await removeOrphanClients(socketArgs(this.settings.socket)).catch(() => undefined);
+    for (let round = 0; round < SHUTDOWN_ROUNDS; round++) {
+      const ours = await this.snapshot("", opts);
+      if (ours.length === 0) break;
+      for (const s of ours) await this.stop(s.name, opts);
+    }
     let names: string[];
     try {
       names = await this.tmux(["list-sessions", "-F", "#{session_name}"], { signal: opts.signal });
