@@ -89,7 +89,12 @@ describe.concurrent.each(["tmux", "subprocess"])("real agent CLIs on %s", (provi
     if (skipReason) ctx.skip(skipReason);
     const t0 = Date.now();
     const city = makeCity("workspace: { name: '@NAME@' }\n");
-    ctx.onTestFinished(() => killStrays(city.dir));
+    // gc stop first: killing strays first would SIGKILL the subprocess holder (its argv names the
+    // city dir), and an agent that ignores SIGHUP (Gemini CLI) would then outlive its session.
+    ctx.onTestFinished(async () => {
+      await city.gc(["stop"], { timeoutMs: 60_000 }).catch(() => undefined);
+      killStrays(city.dir);
+    });
     const home = (n: string) => join(city.dir, "home", n);
     const work = (n: string) => join(city.dir, "work", n);
     // Only Claude Code's HOME is seeded (onboarding done: offline it exits otherwise);
