@@ -631,8 +631,9 @@ const MAX_ROUNDS = 4;
 
 /**
  * Moves the cursor to option `index` of `menu` and confirms it, never on an unverified
- * cursor. No key is sent before the marker has stood still for `steadyMs` (a program that
- * has just drawn its dialog may not read keys yet; a marker that keeps moving is refused). Cursor keys are sent for the distance from where
+ * cursor. A marker already on the option is confirmed at once. Otherwise no key is sent
+ * before the marker has stood still for `steadyMs` (a program that has just drawn its dialog
+ * may not read keys yet; a marker that keeps moving is refused). Cursor keys are sent for the distance from where
  * the marker is, and are pressed again only when the screen has not answered for `settleMs`
  * and for twice the slowest key response seen (a lost key, e.g. one sent before the program
  * listened). Keys reach the program in order, so the confirm key lands after every cursor
@@ -698,9 +699,11 @@ export async function selectOption(
     // key before the marker has stood still for `steadyMs`.
     const standing = readAt - standingSince >= steadyMs;
     if (current === index) {
-      // Keys reach the program in order, so the confirm key lands after every cursor key
-      // sent: it waits until those have had time to land, as seen on this read.
-      if (standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency)) break;
+      // Already on the option with no key sent: confirm at once (a program may print over
+      // its own dialog soon after drawing it). Otherwise keys reach the program in order, so
+      // the confirm key lands after every cursor key sent: it waits until those have had
+      // time to land, as seen on this read.
+      if (lastKeyAt < 0 || (standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency))) break;
     } else if (standing && readAt - Math.max(lastKeyAt, lastMoveAt) >= Math.max(settleMs, 2 * latency)) {
       // No key sent yet, or the screen has not answered for `settleMs` (and twice the slowest
       // response seen): what was sent is taken as lost. Press for the distance left.

@@ -88,7 +88,7 @@ describe.concurrent.each(["tmux", "subprocess"])("real agent CLIs on %s", (provi
   it("start past their first screens, take a nudge, report and answer a sign-in choice", async (ctx) => {
     if (skipReason) ctx.skip(skipReason);
     const t0 = Date.now();
-    const city = makeCity("workspace: { name: '@NAME@' }\n");
+    const city = makeCity("workspace: { name: '@NAME@' }\n", ctx.onTestFinished);
     // gc stop first: killing strays first would SIGKILL the subprocess holder (its argv names the
     // city dir), and an agent that ignores SIGHUP (Gemini CLI) would then outlive its session.
     ctx.onTestFinished(async () => {

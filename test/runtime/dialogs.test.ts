@@ -316,10 +316,14 @@ describe("dismissStartupDialog", () => {
   });
 
   it("dismissStartupDialog: a cursor that keeps moving by itself is refused, never confirmed", async () => {
-    const term = new MenuTerminal("Do you trust the files in this folder?", ["Yes, proceed", "No, exit"], 1);
+    const term = new MenuTerminal(
+      "Do you trust the files in this folder?",
+      ["Yes, proceed", "Yes, and remember", "No, exit"],
+      2,
+    );
     const io: ScreenIO = {
       screen: async () => {
-        term.selected = term.selected === 0 ? 1 : 0; // redrawn with the marker elsewhere each time
+        term.selected = term.selected === 1 ? 2 : 1; // redrawn with the marker elsewhere each time
         return term.screen();
       },
       sendKeys: (k) => term.sendKeys(k),

@@ -40,8 +40,12 @@ export interface TestCity {
 
 let seq = 0;
 
-/** Creates a city whose `workspace.name` is unique; `yaml` gets `@NAME@` replaced by it. */
-export function makeCity(yaml: string): TestCity {
+/**
+ * Creates a city whose `workspace.name` is unique; `yaml` gets `@NAME@` replaced by it. Its
+ * cleanup is registered with `onFinished`: concurrent tests pass their own context's
+ * `onTestFinished` (the global one may bind the cleanup to another running test).
+ */
+export function makeCity(yaml: string, onFinished: typeof onTestFinished = onTestFinished): TestCity {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-city-")));
   const name = `t${process.pid}x${++seq}`;
   const socket = defaultSocketName(name, cityIdOf(dir));
@@ -58,7 +62,7 @@ export function makeCity(yaml: string): TestCity {
       return { code: r.status, stdout: r.stdout };
     },
   };
-  onTestFinished(async () => {
+  onFinished(async () => {
     await runGc(["--city", dir, "stop"], { timeoutMs: 60_000 }).catch(() => undefined);
     // Whatever the test did to the city (even an unloadable file), no controller survives it:
     // a live one would re-create the tmux server we are about to kill.
