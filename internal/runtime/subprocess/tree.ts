@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { killPids } from "../../proc/kill.js";
-import { type ProcEntry, processTree, readProcessTable } from "../../proc/process-table.js";
+import { type ProcEntry, parseStat, processTree, readProcessTable } from "../../proc/process-table.js";
 
 /**
  * Every process of the session whose pty leader is `childPid` (the leader's pid is also the
@@ -33,11 +33,10 @@ export function sessionProcesses(
 /** Start time of `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22); null when gone or a zombie. */
 export function procStartTime(pid: number): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const st = parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
     // A zombie has ended: it is nobody's live owner (its parent just has not reaped it yet).
-    if (fields[0] === "Z" || fields[0] === "X") return null;
-    const v = Number(fields[19]);
+    if (!st || st.state === "Z" || st.state === "X") return null;
+    const v = Number(st.startTime);
     return Number.isFinite(v) ? v : null;
   } catch {
     return null;
