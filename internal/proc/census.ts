@@ -6,8 +6,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { killPids, pidAlive } from "./kill.js";
-import { type ProcEntry, parseStat, processTree, readProcessTable } from "./process-table.js";
+import { killPids } from "./kill.js";
+import { type ProcEntry, processTree, readProcessTable, readStat } from "./process-table.js";
 
 /** One live process of a backend. */
 export interface CensusEntry {
@@ -58,13 +58,8 @@ export function hasOption(argv: readonly string[], flag: string, value: string):
 export async function stillAlive(seen: readonly CensusEntry[]): Promise<CensusEntry[]> {
   const out: CensusEntry[] = [];
   for (const e of seen) {
-    if (!(await pidAlive(e.pid))) continue;
-    try {
-      const now = parseStat(await readFile(`/proc/${e.pid}/stat`, "utf8"));
-      if (now && now.state !== "Z" && now.startTime === e.startTime) out.push({ ...e, comm: now.comm });
-    } catch {
-      // gone
-    }
+    const now = readStat(e.pid);
+    if (now && now.state !== "Z" && now.startTime === e.startTime) out.push({ ...e, comm: now.comm });
   }
   return out;
 }

@@ -2,9 +2,8 @@
  * Killing process trees with early-returning escalation: SIGTERM the set, poll until every
  * process is gone, SIGKILL stragglers after the grace period. No fixed sleeps.
  */
-import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { processTree, readProcessTable } from "./process-table.js";
+import { processTree, readProcessTable, readStat } from "./process-table.js";
 
 /** Grace between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
@@ -17,12 +16,8 @@ export async function pidAlive(pid: number): Promise<boolean> {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    return !/\) Z /.test(stat);
-  } catch {
-    return false;
-  }
+  const st = readStat(pid);
+  return st !== undefined && st.state !== "Z";
 }
 
 function signalAll(pids: readonly number[], sig: NodeJS.Signals): void {

@@ -19,6 +19,8 @@ export interface ProcEntry {
    * `exec`, so it tells a reused pid from the process seen before.
    */
   readonly startTime: string;
+  /** Foreground process group of the process's controlling terminal (field 8), or 0/-1 without one. */
+  readonly tpgid: number;
   /** Basename of argv[0] (full name when comm was truncated). */
   readonly argv0: string;
 }
@@ -32,8 +34,34 @@ export function parseStat(text: string): Omit<ProcEntry, "argv0"> | undefined {
   const pid = Number(text.slice(0, open).trim());
   const [state, ppid, pgid, sid] = [fields[0], Number(fields[1]), Number(fields[2]), Number(fields[3])];
   const startTime = fields[19];
+  const tpgid = Number(fields[5]);
   if (!state || !startTime || !Number.isFinite(pid) || !Number.isFinite(ppid)) return undefined;
-  return { pid, ppid, pgid, sid, comm: text.slice(open + 1, close), state, startTime };
+  return { pid, ppid, pgid, sid, comm: text.slice(open + 1, close), state, startTime, tpgid };
+}
+
+/**
+ * `/proc/<pid>/stat` of one process, parsed; `undefined` when it is gone or unreadable.
+ * Synchronous: procfs is made by the kernel in memory and never waits for a disk.
+ */
+export function readStat(pid: number): Omit<ProcEntry, "argv0"> | undefined {
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Start time of `pid` in clock ticks since boot (field 22 of its stat); `null` when it is
+ * gone or a zombie — a zombie has ended and is nobody's live owner (its parent just has not
+ * reaped it yet). With the pid it names one process: it survives `exec`, a reused pid gets
+ * another.
+ */
+export function procStartTime(pid: number): number | null {
+  const st = readStat(pid);
+  if (!st || st.state === "Z" || st.state === "X") return null;
+  const v = Number(st.startTime);
+  return Number.isFinite(v) ? v : null;
 }
 
 let inflight: Promise<ProcEntry[]> | undefined;

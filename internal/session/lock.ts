@@ -5,9 +5,9 @@
  * ({@link LockTable}); the CLI's `gc run` relies on {@link SessionLockedError} naming the holder.
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { procStartTime, readStat } from "../proc/process-table.js";
 import { LockedError, OperationTimeoutError } from "../runtime/errors.js";
 import { LOCK_LEASE_MS, type LockHolder, type LockOptions, type SessionLock } from "./store.js";
 
@@ -37,26 +37,13 @@ export function describeHolder(h: LockHolder): string {
   return `pid ${h.pid}${h.host === HOST ? "" : ` on ${h.host}`} (${h.purpose}) since ${new Date(h.acquiredAt).toISOString()}`;
 }
 
-/** State letter and start time (clock ticks since boot) of `pid` from /proc, or `undefined`. */
-function procStat(pid: number): { state: string; startTime: string } | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the parenthesised command name: state is field 3, starttime field 22.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const [state, startTime] = [fields[0], fields[19]];
-    return state && startTime ? { state, startTime } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Start time of `pid` (field 22 of /proc/<pid>/stat), or `null` when the process is gone, a
  * zombie, or /proc is unavailable. Synchronous: called inside store transactions.
  */
 export function processStartTime(pid: number): string | null {
-  const st = procStat(pid);
-  return st && st.state !== "Z" && st.state !== "X" ? st.startTime : null;
+  const t = procStartTime(pid);
+  return t === null ? null : String(t);
 }
 
 const OWN_START_TIME = processStartTime(process.pid);
@@ -94,7 +81,7 @@ export function holderAlive(h: LockHolder, now: number): boolean {
   // Our own pid: it is us unless a previous process with the same pid left the row behind.
   if (h.pid === process.pid) return h.startTime === OWN_START_TIME;
   if (!pidExists(h.pid)) return false;
-  const st = procStat(h.pid);
+  const st = readStat(h.pid);
   // Exists but /proc is unreadable (hidepid, no procfs): we cannot prove it dead, so it holds.
   if (!st) return true;
   if (st.state === "Z" || st.state === "X") return false;

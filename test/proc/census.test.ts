@@ -2,8 +2,7 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type CensusEntry, stillAlive } from "../../internal/proc/census.js";
-import { readProcessTable } from "../../internal/proc/process-table.js";
-import { procStartTime } from "../../internal/runtime/subprocess/tree.js";
+import { procStartTime, readProcessTable } from "../../internal/proc/process-table.js";
 
 describe("stillAlive", () => {
   it("follows a process that exec'd after it was seen; a different start time is another process", async () => {

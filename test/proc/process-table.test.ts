@@ -1,7 +1,13 @@
 /** The /proc snapshot: real processes of this host, one scan shared by concurrent callers. */
 import { spawn } from "node:child_process";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { processTree, readProcessTable } from "../../internal/proc/process-table.js";
+import {
+  parseStat,
+  processTree,
+  procStartTime,
+  readProcessTable,
+  readStat,
+} from "../../internal/proc/process-table.js";
 
 describe("readProcessTable", () => {
   it("sees this process and a child of it; callers asking together share one scan", async () => {
@@ -20,5 +26,47 @@ describe("readProcessTable", () => {
     expect(kid).toMatchObject({ ppid: process.pid, argv0: "sleep" });
     // A later caller gets a fresh scan.
     expect(readProcessTable()).not.toBe(first);
+  });
+});
+
+describe("parseStat / readStat", () => {
+  it("reads the fields after the last ')' (a command name may hold spaces and parentheses)", () => {
+    // pid (comm) state ppid pgrp session tty_nr tpgid flags … field 22 = starttime
+    const after = [
+      "S",
+      "1",
+      "4242",
+      "4242",
+      "34816",
+      "4300",
+      ...Array.from({ length: 44 }, (_, i) => String(i)),
+    ];
+    after[19] = "987654";
+    const st = parseStat(`4242 (a) b (c)) ${after.join(" ")}`);
+    expect(st).toMatchObject({
+      pid: 4242,
+      comm: "a) b (c)",
+      state: "S",
+      ppid: 1,
+      pgid: 4242,
+      sid: 4242,
+      tpgid: 4300,
+    });
+    expect(st?.startTime).toBe("987654");
+    expect(parseStat("garbage")).toBeUndefined();
+  });
+
+  it("a live process has a start time; a gone pid has none", async () => {
+    const child = spawn("sleep", ["1000"], { stdio: "ignore" });
+    onTestFinished(() => {
+      child.kill("SIGKILL");
+    });
+    await new Promise((r) => child.once("spawn", r));
+    expect(readStat(child.pid!)?.ppid).toBe(process.pid);
+    expect(procStartTime(child.pid!)).toBe(Number(readStat(child.pid!)?.startTime));
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(readStat(child.pid!)).toBeUndefined();
+    expect(procStartTime(child.pid!)).toBeNull();
   });
 });

@@ -25,6 +25,7 @@ import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { IPty } from "@lydell/node-pty";
 import pty from "@lydell/node-pty";
+import { procStartTime, readStat } from "../../proc/process-table.js";
 import type { AcpHost } from "../acp/host.js";
 import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
@@ -44,7 +45,7 @@ import {
   PROTOCOL_VERSION,
 } from "./protocol.js";
 import { Screen } from "./screen.js";
-import { killSession, procStartTime } from "./tree.js";
+import { killSession } from "./tree.js";
 
 /** Pause between a paste and its Enter for full-screen programs, so Enter is not read as pasted. */
 const SUBMIT_DELAY_MS = 120;
@@ -157,14 +158,8 @@ function log(msg: string): void {
 
 /** Foreground process group of the pty whose leader is `pid` (from /proc), or 0. */
 function foregroundGroup(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const tpgid = Number(fields[5]);
-    return Number.isInteger(tpgid) && tpgid > 0 ? tpgid : 0;
-  } catch {
-    return 0;
-  }
+  const tpgid = readStat(pid)?.tpgid ?? 0;
+  return Number.isInteger(tpgid) && tpgid > 0 ? tpgid : 0;
 }
 
 interface Conn {

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { type CensusEntry, processCensus } from "../../proc/census.js";
 import { pidAlive } from "../../proc/kill.js";
-import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
+import { anyProcessNamed, procStartTime, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import {
@@ -83,7 +83,7 @@ import {
   type HolderStatus,
   PROTOCOL_VERSION,
 } from "./protocol.js";
-import { killSession, procStartTime, sessionProcesses } from "./tree.js";
+import { killSession, sessionProcesses } from "./tree.js";
 
 /** Longest wait for a new holder process to answer on its control socket, and for a `create`. */
 export const HOLDER_START_TIMEOUT_MS = 15_000;

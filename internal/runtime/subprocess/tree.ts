@@ -4,9 +4,8 @@
  * and the process groups of all of them. Used by the holder (stop) and the provider
  * (processAlive, killing what a dead holder left behind). Pure apart from the kill helper.
  */
-import { readFileSync } from "node:fs";
 import { killPids } from "../../proc/kill.js";
-import { type ProcEntry, parseStat, processTree, readProcessTable } from "../../proc/process-table.js";
+import { type ProcEntry, processTree, procStartTime, readProcessTable } from "../../proc/process-table.js";
 
 /**
  * Every process of the session whose pty leader is `childPid` (the leader's pid is also the
@@ -28,19 +27,6 @@ export function sessionProcesses(
   for (const p of table) if (groups.has(p.pgid)) members.set(p.pid, p);
   for (const pid of skip) members.delete(pid);
   return [...members.values()];
-}
-
-/** Start time of `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22); null when gone or a zombie. */
-export function procStartTime(pid: number): number | null {
-  try {
-    const st = parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
-    // A zombie has ended: it is nobody's live owner (its parent just has not reaped it yet).
-    if (!st || st.state === "Z" || st.state === "X") return null;
-    const v = Number(st.startTime);
-    return Number.isFinite(v) ? v : null;
-  } catch {
-    return null;
-  }
 }
 
 /**

@@ -11,9 +11,8 @@ import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
-import { readProcessTable } from "../../proc/process-table.js";
+import { procStartTime, readProcessTable } from "../../proc/process-table.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
-import { procStartTime } from "../subprocess/tree.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 

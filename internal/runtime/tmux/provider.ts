@@ -6,13 +6,13 @@
  */
 
 import { spawn } from "node:child_process";
-import { mkdir, readFile, stat, unlink } from "node:fs/promises";
+import { mkdir, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
-import { anyProcessNamed, processTree, readProcessTable } from "../../proc/process-table.js";
+import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import {
   findInteraction,
@@ -411,7 +411,7 @@ export class TmuxProvider
       if (!isAbsent(e)) throw e;
     }
     // A program whose SIGCHLD tmux missed (see lastExit) would stay a zombie in the server.
-    if ((await Promise.all(pids.map(isZombie))).some(Boolean)) await this.reapLostChildren();
+    if (pids.some(isZombie)) await this.reapLostChildren();
   }
 
   /** Sends C-c to the session's pane. Best-effort: resolves when missing or not running. */
@@ -1269,12 +1269,8 @@ function cursorRowHolds(st: PaneState, tail: string): boolean {
 }
 
 /** True when `pid` exists as a zombie (exited, not yet reaped by its parent). */
-async function isZombie(pid: number): Promise<boolean> {
-  try {
-    return /\) Z /.test(await readFile(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
+function isZombie(pid: number): boolean {
+  return readStat(pid)?.state === "Z";
 }
 
 /** True when tmux has reaped the pane's program (it then records a death time, and a status for exits). */
