@@ -743,15 +743,28 @@ export type DialogStep =
   | { readonly status: "refused"; readonly dialog: string; readonly reason: string };
 
 /**
- * Looks at `screen` once: when a catalogued startup dialog is there, chooses its safe
- * option (verifying the cursor first). An unfamiliar layout is refused: no key is sent.
+ * Looks at `screen`: when a catalogued startup dialog is there, chooses its safe option
+ * (verifying the cursor first). An unfamiliar layout is refused (no key is sent) once its
+ * options have stood unchanged for `settleMs`: a menu caught half drawn (Gemini CLI's
+ * three-option trust dialog read with two, under load) is read again every `pollMs` until it
+ * is whole — or for at most three times `settleMs` while it keeps changing.
  */
 export async function dismissStartupDialog(
   io: ScreenIO,
   screen: string,
   opts: DialogTiming & { readonly catalogue?: readonly DialogSpec[] | undefined } = {},
 ): Promise<DialogStep> {
-  const m = matchDialog(screen, opts.catalogue ?? DIALOG_CATALOGUE, ["startup"]);
+  const catalogue = opts.catalogue ?? DIALOG_CATALOGUE;
+  let m = matchDialog(screen, catalogue, ["startup"]);
+  const settleMs = opts.settleMs ?? SETTLE_MS;
+  const giveUpAt = Date.now() + 3 * settleMs;
+  let seen = m?.menu;
+  let seenAt = Date.now();
+  while (m?.status === "unfamiliar" && m.menu && Date.now() - seenAt < settleMs && Date.now() < giveUpAt) {
+    await sleep(opts.pollMs ?? 200, undefined, { signal: opts.signal });
+    m = matchDialog(await io.screen(), catalogue, ["startup"]);
+    if (m?.menu && seen && !sameLabels(m.menu, seen)) [seen, seenAt] = [m.menu, Date.now()];
+  }
   if (!m) return { status: "none" };
   if (m.status === "unfamiliar") {
     return m.menu

@@ -128,10 +128,13 @@ class MenuTerminal implements ScreenIO {
   }
   /** Lines the program printed below its dialog (stray log output), from the second read on. */
   strayBelow: string[] = [];
+  /** The first this many reads catch the menu half drawn: its last option is not there yet. */
+  halfDrawnReads = 0;
   private reads = 0;
   private frame(): string {
     if (this.chosen !== undefined) return this.after;
-    const opts = this.labels.map((l, i) => `${i === this.selected ? "❯" : " "} ${i + 1}. ${l}`);
+    const drawn = this.reads <= this.halfDrawnReads ? this.labels.slice(0, -1) : this.labels;
+    const opts = drawn.map((l, i) => `${i === this.selected ? "❯" : " "} ${i + 1}. ${l}`);
     const stray = this.reads > 1 ? this.strayBelow.map((l) => `\n${l}`).join("") : "";
     return `${this.head}\n\n${opts.join("\n")}\n\nEnter to confirm · Esc to exit${stray}`;
   }
@@ -351,6 +354,24 @@ describe("dismissStartupDialog", () => {
     const step = await dismissStartupDialog(term, await term.screen(), fast);
     expect(step.status).toBe("handled");
     expect(term.keys).toEqual(["Down", "Enter"]);
+  });
+
+  it("dismissStartupDialog: a menu caught half drawn is looked at again until it stands still", async () => {
+    // Gemini CLI under load: its trust dialog read before the last option ("Don't trust") was drawn.
+    const term = new MenuTerminal(
+      "Do you trust this folder?",
+      ["Trust folder (gemini)", "Trust parent folder", "Don't trust"],
+      0,
+    );
+    term.halfDrawnReads = 2;
+    const first = await term.screen();
+    expect(matchDialog(first)).toMatchObject({
+      status: "unfamiliar",
+      reason: expect.stringContaining("no exit"),
+    });
+    const step = await dismissStartupDialog(term, first, fast);
+    expect(step).toEqual({ status: "handled", dialog: "trust-folder", chose: "Trust folder (gemini)" });
+    expect(term.keys).toEqual(["Enter"]);
   });
 
   it("dismissStartupDialog: refuses an unfamiliar layout without sending a key", async () => {
