@@ -122,8 +122,11 @@ export async function runStart(
 class Sequence {
   created = false;
   /**
-   * The program was last seen alive by {@link Sequence.requireAlive} and nothing ran in the
-   * session since (no hook, script, nudge, dialog answer): asking again at once is redundant.
+   * The program was last seen alive by {@link Sequence.requireAlive} and nothing touched or
+   * looked at the session since (no hook, script, nudge, screen read, dialog answer, wait):
+   * asking again at once is redundant. Every step that awaits anything of the session clears
+   * it, so the check that ends a start always comes after the start's last look at the
+   * program.
    */
   private confirmedAlive = false;
   private readonly b: StartBackend;
@@ -254,6 +257,9 @@ class Sequence {
       // failure to read or answer it then is reported as its death when it died.
       if (!first) await this.requireAlive();
       const screen = io ? await this.orDied(first, () => io.screen()) : "";
+      // What is decided from this screen must be confirmed by a look after it: the program
+      // may have printed its prompt and exited since the check above.
+      this.confirmedAlive = false;
       if (io) {
         last = await this.orDied(first, () => dismissStartupDialog(io, screen, { signal: this.signal }));
         if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
@@ -271,7 +277,6 @@ class Sequence {
       }
       const wait = Math.min(POLL_MS * 5, until - Date.now());
       if (wait <= 0) break;
-      this.confirmedAlive = false; // time passes: look again on the next round
       if (prefix && io && this.b.waitForPrompt) await this.b.waitForPrompt(prefix, wait, this.signal);
       else await sleep(Math.min(POLL_MS, wait), undefined, { signal: this.signal });
     }

@@ -1,7 +1,7 @@
 /**
  * The provider's side of the holder protocol: requests with a deadline and cancellation,
  * each on a short-lived unix-socket connection of its own, or (`reuse`) on the one kept-open
- * connection of this process to that socket; plus opening an attach stream.
+ * connection of a {@link ConnectionPool} to that socket; plus opening an attach stream.
  */
 import { connect, type Socket } from "node:net";
 import {
@@ -42,15 +42,16 @@ export interface RequestOptions {
   /** Refuse unless the holder serves this session of this city (`not_owner`). */
   readonly expect?: Expect | undefined;
   /**
-   * Send on this process's kept-open connection to `socket` (opened on first use, closed
-   * after {@link IDLE_CLOSE_MS} without requests) instead of a new one. Only for requests
+   * Send on this pool's kept-open connection to `socket` (opened on first use, closed after
+   * {@link IDLE_CLOSE_MS} without requests or by {@link ConnectionPool.close}) instead of a
+   * new one. Only for requests
    * that are safe to send twice: when that connection closes before the reply (the holder
    * ended it: the session stopped), the request is sent once more on a fresh connection,
    * which sees whatever serves the socket now. Aborting or a deadline leaves the connection
    * open (a late reply is dropped), so the holder keeps any wait it started until that wait's
    * own timeout: pass `reuse` only with short waits.
    */
-  readonly reuse?: boolean | undefined;
+  readonly reuse?: ConnectionPool | undefined;
 }
 
 let nextId = 0;
@@ -134,6 +135,11 @@ class SharedConnection {
     this.idleTimer.unref();
   }
 
+  /** Closes it now; requests in flight are sent once more on connections of their own. */
+  close(): void {
+    this.end(undefined);
+  }
+
   private end(error: Error | undefined): void {
     if (this.ended) return;
     this.ended = true;
@@ -146,18 +152,34 @@ class SharedConnection {
   }
 }
 
-/** This process's kept-open connections, by socket path. */
-const shared = new Map<string, SharedConnection>();
+/**
+ * Kept-open connections, at most one per socket path (a provider owns one pool and closes it
+ * with itself). Idle connections never keep the process alive and close by themselves.
+ */
+export class ConnectionPool {
+  private readonly conns = new Map<string, SharedConnection>();
 
-function sharedConnection(socket: string): SharedConnection {
-  let c = shared.get(socket);
-  if (!c?.usable) {
-    c = new SharedConnection(socket, (gone) => {
-      if (shared.get(gone.path) === gone) shared.delete(gone.path);
-    });
-    shared.set(socket, c);
+  /** The usable connection to `socket`, opened when there is none. */
+  get(socket: string): SharedConnection {
+    let c = this.conns.get(socket);
+    if (!c?.usable) {
+      c = new SharedConnection(socket, (gone) => {
+        if (this.conns.get(gone.path) === gone) this.conns.delete(gone.path);
+      });
+      this.conns.set(socket, c);
+    }
+    return c;
   }
-  return c;
+
+  /** How many connections are open. */
+  get size(): number {
+    return this.conns.size;
+  }
+
+  /** Closes every connection (requests in flight go on connections of their own). Idempotent. */
+  close(): void {
+    for (const c of [...this.conns.values()]) c.close();
+  }
 }
 
 /** The settled outcome of a reply line: its result, or the holder's error. */
@@ -179,11 +201,12 @@ export function holderRequest<O extends HolderOp>(
   opts: RequestOptions,
 ): Promise<HolderResults[O]> {
   opts.signal?.throwIfAborted();
-  return opts.reuse ? sharedRequest(socket, req, opts) : freshRequest(socket, req, opts);
+  return opts.reuse ? sharedRequest(opts.reuse, socket, req, opts) : freshRequest(socket, req, opts);
 }
 
 /** {@link holderRequest} on the kept-open connection; once more on a fresh one if it closes unanswered. */
 function sharedRequest<O extends HolderOp>(
+  pool: ConnectionPool,
   socket: string,
   req: Extract<HolderRequest, { op: O }>,
   opts: RequestOptions,
@@ -191,7 +214,7 @@ function sharedRequest<O extends HolderOp>(
   const id = ++nextId;
   const started = Date.now();
   return new Promise<HolderResults[O]>((resolve, reject) => {
-    const conn = sharedConnection(socket);
+    const conn = pool.get(socket);
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;

@@ -62,7 +62,14 @@ import {
   type SnapshotProvider,
   type StartConfig,
 } from "../provider.js";
-import { HolderOpError, HolderUnavailableError, holderRequest, openAttach, watchHolder } from "./client.js";
+import {
+  ConnectionPool,
+  HolderOpError,
+  HolderUnavailableError,
+  holderRequest,
+  openAttach,
+  watchHolder,
+} from "./client.js";
 import { DETACH_RESET, type DetachKeys, DetachMatcher, describeDetachKeys, unknownKeys } from "./keys.js";
 import {
   ensurePrivateDir,
@@ -230,6 +237,8 @@ export class SubprocessProvider
   private readonly opts: SubprocessProviderOptions;
   private readonly holderPath: string;
   private readonly starts = new StartsInProgress();
+  /** Kept-open connections to session sockets, for the reads in {@link REUSABLE_OPS}. */
+  private readonly connections = new ConnectionPool();
   /** The holder spawn in progress in this process, shared by concurrent starts. */
   private holderReady: Promise<void> | undefined;
   /** {@link SubprocessProvider.onBackendLost} subscribers. */
@@ -261,8 +270,12 @@ export class SubprocessProvider
     };
   }
 
-  /** Stops watching the holder (sessions and the holder keep running). Idempotent. */
+  /**
+   * Stops watching the holder and closes the kept-open session connections (sessions and the
+   * holder keep running). Idempotent.
+   */
   async close(): Promise<void> {
+    this.connections.close();
     this.lossListeners.clear();
     this.unwatch?.();
     this.unwatch = undefined;
@@ -340,7 +353,7 @@ export class SubprocessProvider
         timeoutMs,
         signal,
         expect: { city: this.owner, name },
-        reuse: REUSABLE_OPS.has(req.op),
+        reuse: REUSABLE_OPS.has(req.op) ? this.connections : undefined,
       });
       return { ok: true, value };
     } catch (e) {
