@@ -121,6 +121,14 @@ export async function runStart(
 /** One start in progress. */
 class Sequence {
   created = false;
+  /**
+   * The program was last seen alive by {@link Sequence.requireAlive} and nothing touched or
+   * looked at the session since (no hook, script, nudge, screen read, dialog answer, wait):
+   * asking again at once is redundant. Every step that awaits anything of the session clears
+   * it, so the check that ends a start always comes after the start's last look at the
+   * program.
+   */
+  private confirmedAlive = false;
   private readonly b: StartBackend;
   private readonly plan: StartPlan;
   private readonly limits: StartLimits;
@@ -166,19 +174,27 @@ class Sequence {
     if (cfg.nudge && this.does("nudge")) {
       await this.requireAlive();
       if (!this.b.nudge) throw new HookFailedError("nudge", `${this.b.provider} cannot type into a session`);
+      this.confirmedAlive = false;
       await this.b.nudge(cfg.nudge, this.signal);
     }
     if (this.does("session_live")) await this.hooks("session_live", cfg.sessionLive);
     await this.requireAlive();
   }
 
+  /**
+   * @throws the backend's `died()` error unless the program is alive. Skipped (the signal still
+   * checked) while {@link Sequence.confirmedAlive}.
+   */
   private async requireAlive(): Promise<void> {
     this.signal.throwIfAborted();
+    if (this.confirmedAlive) return;
     if (!(await this.b.alive(this.signal))) throw await this.b.died();
+    this.confirmedAlive = true;
   }
 
   /** Runs each command of a hook in order, each bounded by `setupTimeoutMs`. */
   private async hooks(hook: string, commands: readonly string[] | undefined): Promise<void> {
+    if (commands?.length) this.confirmedAlive = false;
     await runHookCommands(this.b, hook, commands, this.commandOptions());
   }
 
@@ -193,6 +209,7 @@ class Sequence {
 
   /** `session_setup_script`: run directly, or by the shell when it is not executable. */
   private async script(script: string): Promise<void> {
+    this.confirmedAlive = false;
     const path = script.startsWith("/") ? script : `${this.plan.hookDir}/${script}`;
     let r: RunResult;
     try {
@@ -235,13 +252,19 @@ class Sequence {
     let until = Math.min(cap, Date.now() + readyWait);
     let last: DialogStep = { status: "none" };
     const answered = new Map<string, number>();
-    for (;;) {
-      await this.requireAlive();
-      const screen = io ? await io.screen() : "";
+    for (let first = true; ; first = false) {
+      // Right after create the program is looked at first (create has just made it); a
+      // failure to read or answer it then is reported as its death when it died.
+      if (!first) await this.requireAlive();
+      const screen = io ? await this.orDied(first, () => io.screen()) : "";
+      // What is decided from this screen must be confirmed by a look after it: the program
+      // may have printed its prompt and exited since the check above.
+      this.confirmedAlive = false;
       if (io) {
-        last = await dismissStartupDialog(io, screen, { signal: this.signal });
+        last = await this.orDied(first, () => dismissStartupDialog(io, screen, { signal: this.signal }));
         if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
         if (last.status === "handled") {
+          this.confirmedAlive = false;
           const n = (answered.get(last.dialog) ?? 0) + 1;
           if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
           answered.set(last.dialog, n);
@@ -266,9 +289,23 @@ class Sequence {
         signal: this.signal,
         until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
       });
+      this.confirmedAlive = false;
       if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
     }
     await this.requireAlive();
+  }
+
+  /**
+   * `fn()`; when `check` and it rejects, the program's death (the backend's `died()` error)
+   * when it is not alive, else `fn`'s own rejection.
+   */
+  private async orDied<T>(check: boolean, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (check && !this.signal.aborted) await this.requireAlive();
+      throw e;
+    }
   }
 
   /** The backend's screen and keys for the dialog code, when it has a screen. */

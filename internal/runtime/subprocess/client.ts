@@ -1,7 +1,7 @@
 /**
- * The provider's side of the holder protocol: one short-lived unix-socket connection per
- * request (holders are cheap to reach and a fresh connection never sees a stale peer), with
- * a deadline and cancellation; plus opening an attach stream.
+ * The provider's side of the holder protocol: requests with a deadline and cancellation,
+ * each on a short-lived unix-socket connection of its own, or (`reuse`) on the one kept-open
+ * connection of a {@link ConnectionPool} to that socket; plus opening an attach stream.
  */
 import { connect, type Socket } from "node:net";
 import {
@@ -41,9 +41,153 @@ export interface RequestOptions {
   readonly signal?: AbortSignal | undefined;
   /** Refuse unless the holder serves this session of this city (`not_owner`). */
   readonly expect?: Expect | undefined;
+  /**
+   * Send on this pool's kept-open connection to `socket` (opened on first use, closed after
+   * {@link IDLE_CLOSE_MS} without requests or by {@link ConnectionPool.close}) instead of a
+   * new one. Only for requests
+   * that are safe to send twice: when that connection closes before the reply (the holder
+   * ended it: the session stopped), the request is sent once more on a fresh connection,
+   * which sees whatever serves the socket now. Aborting or a deadline leaves the connection
+   * open (a late reply is dropped), so the holder keeps any wait it started until that wait's
+   * own timeout: pass `reuse` only with short waits.
+   */
+  readonly reuse?: ConnectionPool | undefined;
 }
 
 let nextId = 0;
+
+/** A kept-open connection closes after this long without a request in flight. */
+export const IDLE_CLOSE_MS = 2_000;
+
+/** A reply line of the holder protocol. */
+interface Reply {
+  id?: unknown;
+  ok?: unknown;
+  result?: unknown;
+  error?: { code?: unknown; message?: unknown };
+}
+
+/**
+ * One kept-open connection to a holder socket, carrying any number of requests at once
+ * (replies are matched by id). Referenced (keeps the process alive) only while a request is
+ * in flight; closed when idle for {@link IDLE_CLOSE_MS} or when the holder ends it.
+ */
+class SharedConnection {
+  private readonly sock: Socket;
+  /** Requests in flight: id → settle with a reply, or with `undefined` when the connection ended. */
+  private readonly waiting = new Map<number, (reply: Reply | undefined, error?: Error) => void>();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private ended = false;
+  readonly path: string;
+  private readonly onEnd: (c: SharedConnection) => void;
+
+  constructor(path: string, onEnd: (c: SharedConnection) => void) {
+    this.path = path;
+    this.onEnd = onEnd;
+    this.sock = connect(path);
+    const splitter = new LineSplitter(
+      (line) => {
+        let msg: Reply;
+        try {
+          msg = JSON.parse(line) as Reply;
+        } catch {
+          this.end(new HolderUnavailableError(path, "garbled reply"));
+          return;
+        }
+        if (typeof msg.id !== "number") return;
+        const fn = this.waiting.get(msg.id);
+        if (!fn) return; // a reply nobody waits for any more (aborted or timed out)
+        this.release(msg.id);
+        fn(msg);
+      },
+      () => this.end(new HolderUnavailableError(path, "reply too long")),
+    );
+    this.sock.on("data", (chunk: Buffer) => splitter.push(chunk));
+    this.sock.on("error", (e: NodeJS.ErrnoException) =>
+      this.end(new HolderUnavailableError(path, e.code ?? e.message, { cause: e })),
+    );
+    this.sock.on("close", () => this.end(undefined));
+    this.sock.on("end", () => this.end(undefined));
+  }
+
+  /** Whether requests may still be sent on this connection. */
+  get usable(): boolean {
+    return !this.ended;
+  }
+
+  /**
+   * Sends `line` (request `id`); `fn` gets the reply, or `undefined` with the connection's
+   * error when it ended first (`undefined` error: the peer closed it).
+   */
+  send(id: number, line: string, fn: (reply: Reply | undefined, error?: Error) => void): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    if (this.waiting.size === 0) this.sock.ref();
+    this.waiting.set(id, fn);
+    this.sock.write(line);
+  }
+
+  /** Stops waiting for request `id` (answered, aborted or timed out). */
+  release(id: number): void {
+    if (!this.waiting.delete(id) || this.waiting.size > 0 || this.ended) return;
+    this.sock.unref();
+    this.idleTimer = setTimeout(() => this.end(undefined), IDLE_CLOSE_MS);
+    this.idleTimer.unref();
+  }
+
+  /** Closes it now; requests in flight are sent once more on connections of their own. */
+  close(): void {
+    this.end(undefined);
+  }
+
+  private end(error: Error | undefined): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.idleTimer);
+    this.onEnd(this);
+    this.sock.destroy();
+    const fns = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const fn of fns) fn(undefined, error);
+  }
+}
+
+/**
+ * Kept-open connections, at most one per socket path (a provider owns one pool and closes it
+ * with itself). Idle connections never keep the process alive and close by themselves.
+ */
+export class ConnectionPool {
+  private readonly conns = new Map<string, SharedConnection>();
+
+  /** The usable connection to `socket`, opened when there is none. */
+  get(socket: string): SharedConnection {
+    let c = this.conns.get(socket);
+    if (!c?.usable) {
+      c = new SharedConnection(socket, (gone) => {
+        if (this.conns.get(gone.path) === gone) this.conns.delete(gone.path);
+      });
+      this.conns.set(socket, c);
+    }
+    return c;
+  }
+
+  /** How many connections are open. */
+  get size(): number {
+    return this.conns.size;
+  }
+
+  /** Closes every connection (requests in flight go on connections of their own). Idempotent. */
+  close(): void {
+    for (const c of [...this.conns.values()]) c.close();
+  }
+}
+
+/** The settled outcome of a reply line: its result, or the holder's error. */
+function fromReply<T>(msg: Reply): { ok: true; value: T } | { ok: false; error: HolderOpError } {
+  if (msg.ok === true) return { ok: true, value: msg.result as T };
+  const code = (typeof msg.error?.code === "string" ? msg.error.code : "internal") as HolderErrorCode;
+  return { ok: false, error: new HolderOpError(code, String(msg.error?.message ?? "holder error")) };
+}
 
 /**
  * Sends one request and resolves with its result.
@@ -57,6 +201,63 @@ export function holderRequest<O extends HolderOp>(
   opts: RequestOptions,
 ): Promise<HolderResults[O]> {
   opts.signal?.throwIfAborted();
+  return opts.reuse ? sharedRequest(opts.reuse, socket, req, opts) : freshRequest(socket, req, opts);
+}
+
+/** {@link holderRequest} on the kept-open connection; once more on a fresh one if it closes unanswered. */
+function sharedRequest<O extends HolderOp>(
+  pool: ConnectionPool,
+  socket: string,
+  req: Extract<HolderRequest, { op: O }>,
+  opts: RequestOptions,
+): Promise<HolderResults[O]> {
+  const id = ++nextId;
+  const started = Date.now();
+  return new Promise<HolderResults[O]>((resolve, reject) => {
+    const conn = pool.get(socket);
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      conn.release(id);
+      fn();
+    };
+    const onAbort = () => settle(() => reject(opts.signal?.reason));
+    const timer = setTimeout(
+      () => settle(() => reject(new HolderUnavailableError(socket, "timeout"))),
+      opts.timeoutMs,
+    );
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    conn.send(id, `${JSON.stringify({ ...req, id, expect: opts.expect })}\n`, (msg, error) => {
+      if (msg) {
+        const out = fromReply<HolderResults[O]>(msg);
+        settle(() => (out.ok ? resolve(out.value) : reject(out.error)));
+        return;
+      }
+      // The connection ended unanswered. Refused/missing: nothing serves the socket (a fresh
+      // connection would say the same). Otherwise ask once more on a connection of its own.
+      const reason = error instanceof HolderUnavailableError ? error.reason : "closed";
+      if (reason === "ENOENT" || reason === "ECONNREFUSED") {
+        settle(() => reject(error));
+        return;
+      }
+      const left = opts.timeoutMs - (Date.now() - started);
+      settle(() =>
+        freshRequest(socket, req, { ...opts, timeoutMs: Math.max(1, left) }).then(resolve, reject),
+      );
+    });
+  });
+}
+
+/** {@link holderRequest} on a connection of its own. */
+function freshRequest<O extends HolderOp>(
+  socket: string,
+  req: Extract<HolderRequest, { op: O }>,
+  opts: RequestOptions,
+): Promise<HolderResults[O]> {
+  if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
   const id = ++nextId;
   return new Promise<HolderResults[O]>((resolve, reject) => {
     const sock = connect(socket);
@@ -77,24 +278,16 @@ export function holderRequest<O extends HolderOp>(
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     const splitter = new LineSplitter(
       (line) => {
-        let msg: {
-          id?: unknown;
-          ok?: unknown;
-          result?: unknown;
-          error?: { code?: unknown; message?: unknown };
-        };
+        let msg: Reply;
         try {
-          msg = JSON.parse(line) as typeof msg;
+          msg = JSON.parse(line) as Reply;
         } catch {
           settle(() => reject(new HolderUnavailableError(socket, "garbled reply")));
           return;
         }
         if (msg.id !== id) return;
-        if (msg.ok === true) settle(() => resolve(msg.result as HolderResults[O]));
-        else {
-          const code = (typeof msg.error?.code === "string" ? msg.error.code : "internal") as HolderErrorCode;
-          settle(() => reject(new HolderOpError(code, String(msg.error?.message ?? "holder error"))));
-        }
+        const out = fromReply<HolderResults[O]>(msg);
+        settle(() => (out.ok ? resolve(out.value) : reject(out.error)));
       },
       () => settle(() => reject(new HolderUnavailableError(socket, "reply too long"))),
     );

@@ -880,9 +880,6 @@ class Session {
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();
       this.close();
-      setImmediate(() => {
-        for (const c of this.conns) c.sock.end();
-      });
       this.host.removed(this);
     })();
     return this.shuttingDown;
@@ -897,9 +894,16 @@ class Session {
     this.close();
   }
 
-  /** Stops serving and removes this session's files (also after a failed start). */
+  /**
+   * Stops serving and removes this session's files (also after a failed start). Open
+   * connections (a kept-open one of a provider, the caller's reply included) are ended right
+   * after, so none keeps talking to a session that is gone.
+   */
   close(): void {
     this.server.close();
+    setImmediate(() => {
+      for (const c of this.conns) c.sock.end();
+    });
     try {
       unlinkSync(this.spec.socket);
     } catch {

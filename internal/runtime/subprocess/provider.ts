@@ -62,7 +62,14 @@ import {
   type SnapshotProvider,
   type StartConfig,
 } from "../provider.js";
-import { HolderOpError, HolderUnavailableError, holderRequest, openAttach, watchHolder } from "./client.js";
+import {
+  ConnectionPool,
+  HolderOpError,
+  HolderUnavailableError,
+  holderRequest,
+  openAttach,
+  watchHolder,
+} from "./client.js";
 import { DETACH_RESET, type DetachKeys, DetachMatcher, describeDetachKeys, unknownKeys } from "./keys.js";
 import {
   ensurePrivateDir,
@@ -187,6 +194,21 @@ async function isHolderProcess(pid: number, root: string): Promise<boolean> {
 }
 
 /**
+ * Holder ops sent on the kept-open connection to a session's socket (client.ts `reuse`):
+ * reads, safe to send twice, whose waits are short (`waitReady` is bounded by the start
+ * sequence's poll interval).
+ */
+const REUSABLE_OPS: ReadonlySet<HolderOp> = new Set<HolderOp>([
+  "status",
+  "info",
+  "peek",
+  "screen",
+  "meta.get",
+  "meta.list",
+  "waitReady",
+]);
+
+/**
  * The subprocess {@link Provider}. Safe for concurrent use; a concurrent start of one name
  * (in this process or another) lets exactly one win through an exclusive lock file. A session
  * "exists" while its holder answers (queries such as peek and meta work); it is "running"
@@ -215,6 +237,8 @@ export class SubprocessProvider
   private readonly opts: SubprocessProviderOptions;
   private readonly holderPath: string;
   private readonly starts = new StartsInProgress();
+  /** Kept-open connections to session sockets, for the reads in {@link REUSABLE_OPS}. */
+  private readonly connections = new ConnectionPool();
   /** The holder spawn in progress in this process, shared by concurrent starts. */
   private holderReady: Promise<void> | undefined;
   /** {@link SubprocessProvider.onBackendLost} subscribers. */
@@ -246,8 +270,12 @@ export class SubprocessProvider
     };
   }
 
-  /** Stops watching the holder (sessions and the holder keep running). Idempotent. */
+  /**
+   * Stops watching the holder and closes the kept-open session connections (sessions and the
+   * holder keep running). Idempotent.
+   */
   async close(): Promise<void> {
+    this.connections.close();
     this.lossListeners.clear();
     this.unwatch?.();
     this.unwatch = undefined;
@@ -325,6 +353,7 @@ export class SubprocessProvider
         timeoutMs,
         signal,
         expect: { city: this.owner, name },
+        reuse: REUSABLE_OPS.has(req.op) ? this.connections : undefined,
       });
       return { ok: true, value };
     } catch (e) {
@@ -534,10 +563,11 @@ export class SubprocessProvider
       readyPromptPrefix: config.readyPromptPrefix,
       ...this.holderMode(),
     };
-    // A holder exiting (its last session just stopped) refuses with `shutting_down` or has
-    // already closed its socket: then a new one is spawned.
+    // Asked straight away: a holder usually serves already. None answering (or one exiting:
+    // its last session just stopped, it refuses with `shutting_down` or has closed its
+    // socket) makes sure one does, then asks again.
     for (let attempt = 0; ; attempt++) {
-      await this.ensureHolder();
+      if (attempt > 0) await this.ensureHolder();
       try {
         await holderRequest(
           this.controlSocket,
@@ -549,7 +579,7 @@ export class SubprocessProvider
       } catch (e) {
         const retry =
           e instanceof HolderUnavailableError || (e instanceof HolderOpError && e.code === "shutting_down");
-        if (retry && attempt < 3) continue;
+        if (retry && attempt < 4) continue;
         if (e instanceof HolderOpError) throw new SessionDiedDuringStartupError(name, e.message);
         throw new ProviderError("subprocess", `${name}: creating the session: ${describeError(e)}`, {
           cause: e,
