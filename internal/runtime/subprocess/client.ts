@@ -85,22 +85,16 @@ class SharedConnection {
     this.path = path;
     this.onEnd = onEnd;
     this.sock = connect(path);
-    const splitter = new LineSplitter(
-      (line) => {
-        let msg: Reply;
-        try {
-          msg = JSON.parse(line) as Reply;
-        } catch {
-          this.end(new HolderUnavailableError(path, "garbled reply"));
-          return;
-        }
+    const splitter = replySplitter(
+      path,
+      (msg) => {
         if (typeof msg.id !== "number") return;
         const fn = this.waiting.get(msg.id);
         if (!fn) return; // a reply nobody waits for any more (aborted or timed out)
         this.release(msg.id);
         fn(msg);
       },
-      () => this.end(new HolderUnavailableError(path, "reply too long")),
+      (e) => this.end(e),
     );
     this.sock.on("data", (chunk: Buffer) => splitter.push(chunk));
     this.sock.on("error", (e: NodeJS.ErrnoException) =>
@@ -182,6 +176,30 @@ export class ConnectionPool {
   }
 }
 
+/**
+ * Splits a connection's bytes into the holder's reply lines: `onReply` gets each one parsed;
+ * `onBad` a garbled or over-long line (the connection is then of no further use).
+ */
+function replySplitter(
+  socket: string,
+  onReply: (msg: Reply) => void,
+  onBad: (e: HolderUnavailableError) => void,
+): LineSplitter {
+  return new LineSplitter(
+    (line) => {
+      let msg: Reply;
+      try {
+        msg = JSON.parse(line) as Reply;
+      } catch {
+        onBad(new HolderUnavailableError(socket, "garbled reply"));
+        return;
+      }
+      onReply(msg);
+    },
+    () => onBad(new HolderUnavailableError(socket, "reply too long")),
+  );
+}
+
 /** The settled outcome of a reply line: its result, or the holder's error. */
 function fromReply<T>(msg: Reply): { ok: true; value: T } | { ok: false; error: HolderOpError } {
   if (msg.ok === true) return { ok: true, value: msg.result as T };
@@ -204,6 +222,40 @@ export function holderRequest<O extends HolderOp>(
   return opts.reuse ? sharedRequest(opts.reuse, socket, req, opts) : freshRequest(socket, req, opts);
 }
 
+/** The wire form of request `id`: one JSON line. */
+function requestLine(req: HolderRequest, id: number, opts: RequestOptions): string {
+  return `${JSON.stringify({ ...req, id, expect: opts.expect })}\n`;
+}
+
+/**
+ * The deadline and cancellation of one request. The returned `settle(fn)` runs `cleanup` and
+ * then `fn` for the first outcome only: a reply, `opts.signal` aborting (rejects with its
+ * reason) or `opts.timeoutMs` passing (rejects with HolderUnavailableError "timeout").
+ */
+function settler(
+  socket: string,
+  opts: RequestOptions,
+  reject: (e: unknown) => void,
+  cleanup: () => void,
+): (fn: () => void) => void {
+  let settled = false;
+  const settle = (fn: () => void) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onAbort);
+    cleanup();
+    fn();
+  };
+  const onAbort = () => settle(() => reject(opts.signal?.reason));
+  const timer = setTimeout(
+    () => settle(() => reject(new HolderUnavailableError(socket, "timeout"))),
+    opts.timeoutMs,
+  );
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  return settle;
+}
+
 /** {@link holderRequest} on the kept-open connection; once more on a fresh one if it closes unanswered. */
 function sharedRequest<O extends HolderOp>(
   pool: ConnectionPool,
@@ -215,22 +267,8 @@ function sharedRequest<O extends HolderOp>(
   const started = Date.now();
   return new Promise<HolderResults[O]>((resolve, reject) => {
     const conn = pool.get(socket);
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      opts.signal?.removeEventListener("abort", onAbort);
-      conn.release(id);
-      fn();
-    };
-    const onAbort = () => settle(() => reject(opts.signal?.reason));
-    const timer = setTimeout(
-      () => settle(() => reject(new HolderUnavailableError(socket, "timeout"))),
-      opts.timeoutMs,
-    );
-    opts.signal?.addEventListener("abort", onAbort, { once: true });
-    conn.send(id, `${JSON.stringify({ ...req, id, expect: opts.expect })}\n`, (msg, error) => {
+    const settle = settler(socket, opts, reject, () => conn.release(id));
+    conn.send(id, requestLine(req, id, opts), (msg, error) => {
       if (msg) {
         const out = fromReply<HolderResults[O]>(msg);
         settle(() => (out.ok ? resolve(out.value) : reject(out.error)));
@@ -261,37 +299,17 @@ function freshRequest<O extends HolderOp>(
   const id = ++nextId;
   return new Promise<HolderResults[O]>((resolve, reject) => {
     const sock = connect(socket);
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      opts.signal?.removeEventListener("abort", onAbort);
-      sock.destroy();
-      fn();
-    };
-    const onAbort = () => settle(() => reject(opts.signal?.reason));
-    const timer = setTimeout(
-      () => settle(() => reject(new HolderUnavailableError(socket, "timeout"))),
-      opts.timeoutMs,
-    );
-    opts.signal?.addEventListener("abort", onAbort, { once: true });
-    const splitter = new LineSplitter(
-      (line) => {
-        let msg: Reply;
-        try {
-          msg = JSON.parse(line) as Reply;
-        } catch {
-          settle(() => reject(new HolderUnavailableError(socket, "garbled reply")));
-          return;
-        }
+    const settle = settler(socket, opts, reject, () => sock.destroy());
+    const splitter = replySplitter(
+      socket,
+      (msg) => {
         if (msg.id !== id) return;
         const out = fromReply<HolderResults[O]>(msg);
         settle(() => (out.ok ? resolve(out.value) : reject(out.error)));
       },
-      () => settle(() => reject(new HolderUnavailableError(socket, "reply too long"))),
+      (e) => settle(() => reject(e)),
     );
-    sock.on("connect", () => sock.write(`${JSON.stringify({ ...req, id, expect: opts.expect })}\n`));
+    sock.on("connect", () => sock.write(requestLine(req, id, opts)));
     sock.on("data", (chunk: Buffer) => splitter.push(chunk));
     sock.on("error", (e: NodeJS.ErrnoException) =>
       settle(() => reject(new HolderUnavailableError(socket, e.code ?? e.message, { cause: e }))),
