@@ -588,6 +588,11 @@ export interface DialogTiming {
   /** Poll interval. Default 100 ms. */
   readonly pollMs?: number | undefined;
   /**
+   * Time (epoch ms) after which an unfamiliar menu is no longer waited on to finish drawing
+   * but refused as it stands (the start's own deadline, so the refusal is what gets reported).
+   */
+  readonly deadline?: number | undefined;
+  /**
    * How long to wait, after confirming, for the program to take the answer (Gemini CLI
    * saves its trust setting and restarts; Claude Code took over 15 s on a loaded CI machine).
    * The key is never pressed again: a slow program would take the second press as the
@@ -747,7 +752,8 @@ export type DialogStep =
  * (verifying the cursor first). An unfamiliar layout is refused (no key is sent) once its
  * options have stood unchanged for `settleMs`: a menu caught half drawn (Gemini CLI's
  * three-option trust dialog read with two, under load) is read again every `pollMs` until it
- * is whole — or for at most three times `settleMs` while it keeps changing.
+ * is whole — or for at most three times `settleMs` while it keeps changing, never past
+ * `deadline`.
  */
 export async function dismissStartupDialog(
   io: ScreenIO,
@@ -757,11 +763,11 @@ export async function dismissStartupDialog(
   const catalogue = opts.catalogue ?? DIALOG_CATALOGUE;
   let m = matchDialog(screen, catalogue, ["startup"]);
   const settleMs = opts.settleMs ?? SETTLE_MS;
-  const giveUpAt = Date.now() + 3 * settleMs;
+  const giveUpAt = Math.min(Date.now() + 3 * settleMs, opts.deadline ?? Number.POSITIVE_INFINITY);
   let seen = m?.menu;
   let seenAt = Date.now();
   while (m?.status === "unfamiliar" && m.menu && Date.now() - seenAt < settleMs && Date.now() < giveUpAt) {
-    await sleep(opts.pollMs ?? 200, undefined, { signal: opts.signal });
+    await sleep(opts.pollMs ?? 100, undefined, { signal: opts.signal });
     m = matchDialog(await io.screen(), catalogue, ["startup"]);
     if (m?.menu && seen && !sameLabels(m.menu, seen)) [seen, seenAt] = [m.menu, Date.now()];
   }
@@ -839,7 +845,10 @@ export async function acceptStartupDialogs(io: ScreenIO, opts: AcceptOptions): P
   for (;;) {
     opts.signal?.throwIfAborted();
     const screen = await io.screen();
-    const step = await dismissStartupDialog(io, screen, opts);
+    const step = await dismissStartupDialog(io, screen, {
+      ...opts,
+      deadline: Math.min(deadline, opts.deadline ?? Number.POSITIVE_INFINITY),
+    });
     unread = step.status === "pending" ? step : undefined;
     if (step.status === "refused")
       return { status: "refused", dialog: step.dialog, reason: step.reason, handled };

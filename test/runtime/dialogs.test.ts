@@ -374,6 +374,24 @@ describe("dismissStartupDialog", () => {
     expect(term.keys).toEqual(["Enter"]);
   });
 
+  it("dismissStartupDialog: an unfamiliar menu that keeps changing is refused at the bound; at the deadline at once", async () => {
+    let reads = 0;
+    const keys: string[] = [];
+    const io: ScreenIO = {
+      // An option without an exit role whose label changes on every read.
+      screen: async () => `Do you trust this folder?\n\n❯ 1. Trust folder\n  2. Maybe ${++reads}\n`,
+      sendKeys: async (k) => void keys.push(...k),
+    };
+    const step = await dismissStartupDialog(io, await io.screen(), fast);
+    expect(step).toMatchObject({ status: "refused", dialog: "trust-folder" });
+    expect(reads).toBeGreaterThan(2);
+    expect(keys).toEqual([]);
+    reads = 0;
+    const late = await dismissStartupDialog(io, await io.screen(), { ...fast, deadline: Date.now() });
+    expect(late).toMatchObject({ status: "refused", dialog: "trust-folder" });
+    expect(reads).toBe(1); // refused on the look it was given
+  });
+
   it("dismissStartupDialog: refuses an unfamiliar layout without sending a key", async () => {
     const keys: string[] = [];
     const io: ScreenIO = {

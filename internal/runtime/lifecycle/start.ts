@@ -261,8 +261,10 @@ class Sequence {
       // may have printed its prompt and exited since the check above.
       this.confirmedAlive = false;
       if (io) {
-        last = await this.orDied(first, () => dismissStartupDialog(io, screen, { signal: this.signal }));
-        if (last.status === "refused") throw new DialogRefusedError(last.dialog, last.reason);
+        last = await this.orDied(first, () =>
+          dismissStartupDialog(io, screen, { signal: this.signal, deadline: cap }),
+        );
+        if (last.status === "refused") throw await this.refusal(last.dialog, last.reason);
         if (last.status === "handled") {
           this.confirmedAlive = false;
           const n = (answered.get(last.dialog) ?? 0) + 1;
@@ -280,19 +282,30 @@ class Sequence {
       if (prefix && io && this.b.waitForPrompt) await this.b.waitForPrompt(prefix, wait, this.signal);
       else await sleep(Math.min(POLL_MS, wait), undefined, { signal: this.signal });
     }
-    if (last.status === "pending")
-      throw new DialogRefusedError(last.dialog, `unfamiliar layout: ${last.reason}`);
+    if (last.status === "pending") throw await this.refusal(last.dialog, `unfamiliar layout: ${last.reason}`);
     if (cfg.emitsPermissionWarning && io) {
       // Some agents show their warning only after the first ready screen.
       const out = await acceptStartupDialogs(io, {
         timeoutMs: Math.max(0, Math.min(this.limits.dialogTimeoutMs, cap - Date.now())),
+        deadline: cap,
         signal: this.signal,
         until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
       });
       this.confirmedAlive = false;
-      if (out.status === "refused") throw new DialogRefusedError(out.dialog, out.reason);
+      if (out.status === "refused") throw await this.refusal(out.dialog, out.reason);
     }
     await this.requireAlive();
+  }
+
+  /**
+   * The error for a dialog that could not be answered — unless the program has died: a dead
+   * program's last screen may still show its dialog, and its death is the cause to report.
+   * @throws the backend's `died()` error when the program is not alive.
+   */
+  private async refusal(dialog: string, reason: string): Promise<DialogRefusedError> {
+    this.confirmedAlive = false;
+    await this.requireAlive();
+    return new DialogRefusedError(dialog, reason);
   }
 
   /**

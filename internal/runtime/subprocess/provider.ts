@@ -577,8 +577,11 @@ export class SubprocessProvider
         void this.watch();
         return;
       } catch (e) {
+        // Not after a timeout: the holder may have applied the create it did not answer in time,
+        // and asking again would only be told the name is still held.
         const retry =
-          e instanceof HolderUnavailableError || (e instanceof HolderOpError && e.code === "shutting_down");
+          (e instanceof HolderUnavailableError && e.reason !== "timeout") ||
+          (e instanceof HolderOpError && e.code === "shutting_down");
         if (retry && attempt < 4) continue;
         if (e instanceof HolderOpError) throw new SessionDiedDuringStartupError(name, e.message);
         throw new ProviderError("subprocess", `${name}: creating the session: ${describeError(e)}`, {

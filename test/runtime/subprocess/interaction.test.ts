@@ -9,6 +9,8 @@ import { makeCity, type TestCity, until } from "./helpers.js";
  * A menu like an agent CLI's: raw mode, a question, numbered options with a `❯` cursor
  * moved by the arrow keys, Enter chooses (written to chose.out), then `AFTER` is shown and
  * every later byte goes to after.out. Anything else typed at the menu goes to typed.out.
+ * With `EXIT_AFTER_DRAW` it exits (status 3) 1 s after drawing its first menu (while gc still
+ * looks at a layout it does not know).
  */
 const MENU = `
 const fs = require("node:fs");
@@ -18,6 +20,7 @@ process.stdin.setRawMode(true);
 const draw = () => process.stdout.write("\\x1b[2J\\x1b[H" + process.env.MENU_Q + "\\r\\n\\r\\n" +
   opts.map((o, i) => (i === sel ? "\\u276f " : "  ") + (i + 1) + ". " + o).join("\\r\\n") + "\\r\\n");
 draw();
+if (process.env.EXIT_AFTER_DRAW) setTimeout(() => process.exit(3), 1000);
 const onMenu = (d) => {
   const k = d.toString();
   if (k === "\\x1b[B") sel = Math.min(opts.length - 1, sel + 1);
@@ -102,5 +105,21 @@ describe("subprocess interactions", () => {
     expect(String(e)).toMatch(/not answered/);
     expect(await read(cfg, "chose.out")).toBeUndefined();
     expect(await p.listRunning("odd")).toEqual([]);
+  });
+
+  it("start: a program that died showing a dialog is reported dead, not its dialog refused", async () => {
+    const p = city.provider;
+    const cfg = await menuConfig(
+      {
+        MENU_Q: "Do you trust the files in this folder?",
+        MENU_OPTS: "Maybe|Ask me later",
+        AFTER: "ready> ",
+        EXIT_AFTER_DRAW: "1",
+      },
+      { readyPromptPrefix: "ready> " },
+    );
+    const e = await p.start("gone", cfg).catch((x: unknown) => x);
+    expect(isGcError(e, "GC_DIED_DURING_STARTUP"), String(e)).toBe(true);
+    expect(await p.listRunning("gone")).toEqual([]);
   });
 });
