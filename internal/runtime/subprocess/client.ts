@@ -211,7 +211,8 @@ function fromReply<T>(msg: Reply): { ok: true; value: T } | { ok: false; error: 
  * Sends one request and resolves with its result.
  * @throws HolderUnavailableError when nothing (or nothing timely) answers.
  * @throws HolderOpError when the holder rejects the request.
- * Aborting `signal` closes the connection (the holder drops any wait) and rejects with its reason.
+ * Aborting `signal` rejects with its reason and closes the request's own connection (the holder
+ * drops any wait); with `reuse` the kept-open connection stays and a wait runs to its own timeout.
  */
 export function holderRequest<O extends HolderOp>(
   socket: string,
