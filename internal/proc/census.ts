@@ -7,7 +7,7 @@
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { killPids } from "./kill.js";
-import { type ProcEntry, processTree, readProcessTable, readStat } from "./process-table.js";
+import { ended, type ProcEntry, processTree, readProcessTable, readStat } from "./process-table.js";
 
 /** One live process of a backend. */
 export interface CensusEntry {
@@ -39,7 +39,7 @@ export async function processCensus(
     }
     if (!isRoot(argv)) continue;
     for (const q of processTree(table, p.pid)) {
-      if (q.state !== "Z") out.set(q.pid, { pid: q.pid, comm: q.comm, startTime: q.startTime });
+      if (!ended(q)) out.set(q.pid, { pid: q.pid, comm: q.comm, startTime: q.startTime });
     }
   }
   return [...out.values()].sort((a, b) => a.pid - b.pid);
@@ -59,7 +59,7 @@ export async function stillAlive(seen: readonly CensusEntry[]): Promise<CensusEn
   const out: CensusEntry[] = [];
   for (const e of seen) {
     const now = readStat(e.pid);
-    if (now && now.state !== "Z" && now.startTime === e.startTime) out.push({ ...e, comm: now.comm });
+    if (now && !ended(now) && now.startTime === e.startTime) out.push({ ...e, comm: now.comm });
   }
   return out;
 }

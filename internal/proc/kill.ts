@@ -3,7 +3,7 @@
  * process is gone, SIGKILL stragglers after the grace period. No fixed sleeps.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { processTree, readProcessTable, readStat } from "./process-table.js";
+import { ended, processTree, readProcessTable, readStat } from "./process-table.js";
 
 /** Grace between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
@@ -17,7 +17,7 @@ export async function pidAlive(pid: number): Promise<boolean> {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
   const st = readStat(pid);
-  return st !== undefined && st.state !== "Z";
+  return st !== undefined && !ended(st);
 }
 
 function signalAll(pids: readonly number[], sig: NodeJS.Signals): void {

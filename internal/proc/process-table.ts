@@ -40,6 +40,14 @@ export function parseStat(text: string): Omit<ProcEntry, "argv0"> | undefined {
 }
 
 /**
+ * True when the process has ended: a zombie (`Z`, not yet reaped by its parent) or dead
+ * (`X`). An ended process runs nothing and is nobody's live owner. Pure.
+ */
+export function ended(p: { readonly state: string }): boolean {
+  return p.state === "Z" || p.state === "X";
+}
+
+/**
  * `/proc/<pid>/stat` of one process, parsed; `undefined` when it is gone or unreadable.
  * Synchronous: procfs is made by the kernel in memory and never waits for a disk.
  */
@@ -59,7 +67,7 @@ export function readStat(pid: number): Omit<ProcEntry, "argv0"> | undefined {
  */
 export function procStartTime(pid: number): number | null {
   const st = readStat(pid);
-  if (!st || st.state === "Z" || st.state === "X") return null;
+  if (!st || ended(st)) return null;
   const v = Number(st.startTime);
   return Number.isFinite(v) ? v : null;
 }
@@ -143,5 +151,5 @@ export function processTree(table: readonly ProcEntry[], root: number): ProcEntr
 /** True when a live (non-zombie) process in `procs` has `comm` or `argv0` in `names`. Pure. */
 export function anyProcessNamed(procs: readonly ProcEntry[], names: readonly string[]): boolean {
   const wanted = new Set(names);
-  return procs.some((p) => p.state !== "Z" && (wanted.has(p.comm) || wanted.has(p.argv0)));
+  return procs.some((p) => !ended(p) && (wanted.has(p.comm) || wanted.has(p.argv0)));
 }

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { procStartTime, readStat } from "../proc/process-table.js";
+import { ended, procStartTime, readStat } from "../proc/process-table.js";
 import { LockedError, OperationTimeoutError } from "../runtime/errors.js";
 import { LOCK_LEASE_MS, type LockHolder, type LockOptions, type SessionLock } from "./store.js";
 
@@ -84,7 +84,7 @@ export function holderAlive(h: LockHolder, now: number): boolean {
   const st = readStat(h.pid);
   // Exists but /proc is unreadable (hidepid, no procfs): we cannot prove it dead, so it holds.
   if (!st) return true;
-  if (st.state === "Z" || st.state === "X") return false;
+  if (ended(st)) return false;
   return h.startTime === null || h.startTime === st.startTime;
 }
 

@@ -266,7 +266,6 @@ class Sequence {
         );
         if (last.status === "refused") throw await this.refusal(last.dialog, last.reason);
         if (last.status === "handled") {
-          this.confirmedAlive = false;
           const n = (answered.get(last.dialog) ?? 0) + 1;
           if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
           answered.set(last.dialog, n);
@@ -291,7 +290,6 @@ class Sequence {
         signal: this.signal,
         until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
       });
-      this.confirmedAlive = false;
       if (out.status === "refused") throw await this.refusal(out.dialog, out.reason);
     }
     await this.requireAlive();

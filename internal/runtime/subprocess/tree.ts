@@ -5,7 +5,13 @@
  * (processAlive, killing what a dead holder left behind). Pure apart from the kill helper.
  */
 import { killPids } from "../../proc/kill.js";
-import { type ProcEntry, processTree, procStartTime, readProcessTable } from "../../proc/process-table.js";
+import {
+  ended,
+  type ProcEntry,
+  processTree,
+  procStartTime,
+  readProcessTable,
+} from "../../proc/process-table.js";
 
 /**
  * Every process of the session whose pty leader is `childPid` (the leader's pid is also the
@@ -45,7 +51,7 @@ export async function killSession(
   }
   const table = await readProcessTable();
   const pids = sessionProcesses(table, childPid, [process.pid, ...(opts.exclude ?? [])])
-    .filter((p) => p.state !== "Z")
+    .filter((p) => !ended(p))
     .map((p) => p.pid);
   if (pids.length === 0) return;
   // SIGHUP first: interactive shells ignore SIGTERM but exit on hangup, like a closed terminal.

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
-import { procStartTime, readProcessTable } from "../../proc/process-table.js";
+import { ended, procStartTime, readProcessTable } from "../../proc/process-table.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
@@ -653,7 +653,7 @@ export async function orphanClients(socket: readonly string[]): Promise<number[]
   const [flag, value] = socket as [string, string];
   const out: number[] = [];
   for (const p of await readProcessTable()) {
-    if (p.comm !== "tmux: client" || p.state === "Z") continue;
+    if (p.comm !== "tmux: client" || ended(p)) continue;
     try {
       const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
       if (!argv.includes("-C") || !hasOption(argv, flag, value)) continue;
@@ -679,7 +679,7 @@ export async function killServer(socket: readonly string[]): Promise<number[]> {
   const [flag, value] = socket as [string, string];
   const pids: number[] = [];
   for (const p of await readProcessTable()) {
-    if (p.comm !== "tmux: server" || p.state === "Z") continue;
+    if (p.comm !== "tmux: server" || ended(p)) continue;
     try {
       const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
       if (hasOption(argv, flag, value)) pids.push(p.pid);

@@ -54,6 +54,12 @@ describe("subprocess interactions", () => {
     await writeFile(join(cfg.workDir, "menu.cjs"), MENU);
     return { ...cfg, command: `exec ${JSON.stringify(process.execPath)} menu.cjs`, env, ...extra };
   }
+  /** The trust question as a startup dialog with these options, then a `ready> ` prompt. */
+  const trustConfig = (env: { MENU_OPTS: string } & Record<string, string>) =>
+    menuConfig(
+      { MENU_Q: "Do you trust the files in this folder?", AFTER: "ready> ", ...env },
+      { readyPromptPrefix: "ready> " },
+    );
   const read = (cfg: StartConfig, f: string) => readFile(join(cfg.workDir, f), "utf8").catch(() => undefined);
 
   it("pending/respond: a menu is reported, never typed into or called idle, and answered by label", async () => {
@@ -79,15 +85,7 @@ describe("subprocess interactions", () => {
 
   it("start: a startup dialog with the unsafe option preselected is answered safely before readiness", async () => {
     const p = city.provider;
-    const cfg = await menuConfig(
-      {
-        MENU_Q: "Do you trust the files in this folder?",
-        MENU_OPTS: "Yes, proceed|No, exit",
-        MENU_SEL: "1",
-        AFTER: "ready> ",
-      },
-      { readyPromptPrefix: "ready> " },
-    );
+    const cfg = await trustConfig({ MENU_OPTS: "Yes, proceed|No, exit", MENU_SEL: "1" });
     await p.start("trust", cfg);
     expect(await read(cfg, "chose.out")).toBe("Yes, proceed");
     expect(await p.peek("trust", 1)).toBe("ready>");
@@ -96,10 +94,7 @@ describe("subprocess interactions", () => {
 
   it("start: an unfamiliar layout of a known dialog is refused and nothing is left", async () => {
     const p = city.provider;
-    const cfg = await menuConfig(
-      { MENU_Q: "Do you trust the files in this folder?", MENU_OPTS: "Maybe|Ask me later", AFTER: "ready> " },
-      { readyPromptPrefix: "ready> " },
-    );
+    const cfg = await trustConfig({ MENU_OPTS: "Maybe|Ask me later" });
     const e = await p.start("odd", cfg).catch((x: unknown) => x);
     expect(isGcError(e, "GC_DIALOG_REFUSED")).toBe(true);
     expect(String(e)).toMatch(/not answered/);
@@ -109,15 +104,7 @@ describe("subprocess interactions", () => {
 
   it("start: a program that died showing a dialog is reported dead, not its dialog refused", async () => {
     const p = city.provider;
-    const cfg = await menuConfig(
-      {
-        MENU_Q: "Do you trust the files in this folder?",
-        MENU_OPTS: "Maybe|Ask me later",
-        AFTER: "ready> ",
-        EXIT_AFTER_DRAW: "1",
-      },
-      { readyPromptPrefix: "ready> " },
-    );
+    const cfg = await trustConfig({ MENU_OPTS: "Maybe|Ask me later", EXIT_AFTER_DRAW: "1" });
     const e = await p.start("gone", cfg).catch((x: unknown) => x);
     expect(isGcError(e, "GC_DIED_DURING_STARTUP"), String(e)).toBe(true);
     expect(await p.listRunning("gone")).toEqual([]);
