@@ -21,7 +21,11 @@ export interface ProcEntry {
   readonly startTime: string;
   /** Foreground process group of the process's controlling terminal (field 8), or 0/-1 without one. */
   readonly tpgid: number;
-  /** Basename of argv[0] (full name when comm was truncated). */
+  /**
+   * Basename of argv[0] (full name when comm was truncated); `comm` when the process has no
+   * command line (a kernel thread) or is gone. In a {@link readProcessTable} snapshot it is
+   * read from /proc on first use, so a scan that only looks at `comm` reads one file per process.
+   */
   readonly argv0: string;
 }
 
@@ -77,7 +81,7 @@ let inflight: Promise<ProcEntry[]> | undefined;
 /**
  * Reads every process from /proc. Processes that vanish mid-read are skipped. Callers that
  * ask while a read is under way share it: stopping 50 sessions at once costs one scan of
- * /proc, not 50 (each scan reads two files per process on the host).
+ * /proc, not 50 (each scan reads the stat file of every process on the host).
  */
 export function readProcessTable(): Promise<ProcEntry[]> {
   inflight ??= new Promise<ProcEntry[]>((resolve, reject) => {
@@ -105,23 +109,28 @@ function scanProc(): ProcEntry[] {
   const out: ProcEntry[] = [];
   for (const e of readdirSync("/proc")) {
     if (!/^\d+$/.test(e)) continue;
-    let stat: Omit<ProcEntry, "argv0"> | undefined;
-    try {
-      stat = parseStat(readFileSync(`/proc/${e}/stat`, "utf8"));
-    } catch {
-      continue; // gone
-    }
-    if (!stat) continue;
-    let argv0 = stat.comm;
-    try {
-      const first = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0")[0];
-      if (first) argv0 = first.split("/").pop() ?? first;
-    } catch {
-      // kernel threads and exiting processes have no cmdline
-    }
-    out.push({ ...stat, argv0 });
+    const stat = readStat(Number(e));
+    if (!stat) continue; // gone
+    let argv0: string | undefined;
+    out.push({
+      ...stat,
+      get argv0() {
+        argv0 ??= readArgv0(stat.pid) ?? stat.comm;
+        return argv0;
+      },
+    });
   }
   return out;
+}
+
+/** Basename of the first word of `/proc/<pid>/cmdline`; `undefined` when there is none. */
+function readArgv0(pid: number): string | undefined {
+  try {
+    const first = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+    return first ? (first.split("/").pop() ?? first) : undefined;
+  } catch {
+    return undefined; // kernel threads and exiting processes have no cmdline
+  }
 }
 
 /** `root` and every descendant of it in `table` (root first, then breadth-first). Pure. */

@@ -77,8 +77,19 @@ export const LIVE_FIELD = "sessionLive";
  */
 export const MAP_FIELDS: readonly string[] = ["env", "fingerprintExtra"];
 
-/** Compares strings by UTF-8 bytes (not UTF-16 code units). */
+/**
+ * Compares strings by their UTF-8 bytes (not UTF-16 code units; a lone surrogate counts as
+ * U+FFFD, as the encoder writes it). Below U+D800 both orders agree, so the first differing
+ * code unit decides without encoding; only a surrogate or U+E000..U+FFFF there is encoded.
+ */
 export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === n) return a.length - b.length;
+  const x = a.charCodeAt(i);
+  const y = b.charCodeAt(i);
+  if (x < 0xd800 && y < 0xd800) return x - y;
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 

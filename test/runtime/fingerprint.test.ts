@@ -95,6 +95,27 @@ describe("fingerprint", () => {
     expect(diffBreakdown(a.breakdown, b.breakdown).map((d) => d.field)).toEqual(["sessionSetupScript"]);
   });
 
+  it("compareUtf8 orders like the UTF-8 bytes, lone surrogates included", () => {
+    // Units around every boundary where UTF-16 and UTF-8 orders could differ.
+    const units = ["a", "z", "\u07ff", "\u0800", "\ud7ff", "\ud83d", "\ude00", "\ue000", "\uff61", "\uffff"];
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed;
+    };
+    const word = () => Array.from({ length: next() % 5 }, () => units[next() % units.length]).join("");
+    const sign = (n: number) => Math.sign(n);
+    for (let k = 0; k < 5000; k++) {
+      const a = word();
+      const b = k % 3 === 0 ? a + word() : word();
+      expect([a, b, sign(compareUtf8(a, b))]).toEqual([
+        a,
+        b,
+        sign(Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"))),
+      ]);
+    }
+  });
+
   it("fingerprint: keys outside the BMP sort by UTF-8 bytes, not UTF-16 units", () => {
     // U+FF61 (3 UTF-8 bytes, EF BD A1) vs U+1F600 (4 bytes, F0 9F 98 80): UTF-8 puts U+FF61 first,
     // while UTF-16 code units (0xFF61 vs 0xD83D) put the emoji first.

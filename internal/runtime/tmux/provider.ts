@@ -1115,7 +1115,7 @@ export class TmuxProvider
   census(): Promise<CensusEntry[]> {
     const [flag, value] = socketArgs(this.settings.socket) as [string, string];
     return processCensus(
-      (p) => p.argv0 === "tmux" || p.comm.startsWith("tmux"),
+      (p) => p.comm.startsWith("tmux") || p.argv0 === "tmux",
       (argv) => hasOption(argv, flag, value),
     );
   }
