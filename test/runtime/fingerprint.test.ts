@@ -26,6 +26,59 @@ describe("fingerprint", () => {
     expect(fingerprint(base)).toEqual(a);
   });
 
+  it("fingerprint: the same config gives the same hashes as every earlier build (golden values)", () => {
+    // A changed value here means every running session drifts and restarts after an upgrade:
+    // bump FINGERPRINT_VERSION on purpose or keep the canonical document as it is.
+    const f = fingerprint(
+      {
+        command: `claude --dangerously-skip-permissions 'a b' "q"`,
+        workDir: "/city/mayor",
+        env: {
+          LOG_LEVEL: "info",
+          GC_CITY: "demo",
+          GC_SESSION: "volatile",
+          API_TOKEN: "s3cr3t",
+          "\u{1F600}": "smile",
+          "\uFF61": "mid",
+          Z: "",
+          a: 'ü\n\t"\\',
+        },
+        preStart: ["mkdir -p x", "touch y"],
+        sessionSetup: ["echo setup"],
+        sessionSetupScript: "/city/setup.sh",
+        overlayDir: "/city/overlay",
+        copyFiles: [
+          { src: "/city/a.txt", relDst: "docs" },
+          { src: "/city/b", relDst: "" },
+        ],
+        fingerprintExtra: { model: "opus", depth: "3" },
+        sessionLive: ["tmux set status off"],
+        backend: "local",
+      },
+      { sessionSetupScript: "aaaa", overlayDir: "bbbb", copyFiles: { "/city/a.txt": "cccc" } },
+      ["GC_SESSION"],
+      ["s3cr3t"],
+    );
+    expect(f.core).toBe("v1:d66b0c260c5cb61d");
+    expect(f.live).toBe("v1:df9d083901155a42");
+    expect(f.breakdown.env?.hash).toBe("v1:9c28e60dac2a3f6b");
+    expect(f.breakdown["env.API_TOKEN"]).toEqual({
+      hash: "v1:45007262e892611e",
+      value: "[redacted]",
+      secret: true,
+    });
+    expect(
+      canonicalJson({
+        b: [3, { y: undefined, x: null }],
+        a: "é",
+        "\u{1F600}": 1,
+        "\uFF61": 2,
+        n: 1.5,
+        t: true,
+      }),
+    ).toBe('{"a":"é","b":[3,{"x":null}],"n":1.5,"t":true,"｡":2,"😀":1}');
+  });
+
   it("fingerprint: map order is irrelevant", () => {
     const swapped = { ...base, env: { GC_CITY: "demo", LOG_LEVEL: "info" } };
     expect(fingerprint(swapped).core).toBe(fingerprint(base).core);
