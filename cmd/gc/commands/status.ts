@@ -108,7 +108,8 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
     ago(s.lastActivity),
     s.attached ? "yes" : "no",
   ]);
-  for (const line of formatTable(header, rows)) ctx.out(line);
+  // One write for the whole table: a line per write costs a syscall per session.
+  ctx.out(formatTable(header, rows).join("\n"));
   for (const s of snap.sessions) {
     if (EXPLAINED_STATES.has(s.state)) {
       ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
