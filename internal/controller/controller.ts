@@ -11,6 +11,7 @@ import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { daemonSettings } from "../config/resolve.js";
 import { pidAlive } from "../proc/kill.js";
+import { readArgv } from "../proc/process-table.js";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
@@ -66,12 +67,8 @@ export interface ControllerInfo {
 
 /** True when `pid` runs `gc start --foreground` (a reused pid of another program is not ours). */
 async function isControllerProcess(pid: number): Promise<boolean> {
-  try {
-    const argv = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
-    return argv.includes("start") && argv.includes("--foreground");
-  } catch {
-    return false;
-  }
+  const argv = await readArgv(pid);
+  return argv?.includes("start") === true && argv.includes("--foreground");
 }
 
 /**

@@ -4,10 +4,9 @@
  * their descendants, whatever tags the sessions carry. `gc stop` uses it to prove that
  * nothing of a city is left, without talking to a backend that may be exiting.
  */
-import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { killPids } from "./kill.js";
-import { ended, type ProcEntry, processTree, readProcessTable, readStat } from "./process-table.js";
+import { ended, type ProcEntry, processTree, readArgv, readProcessTable, readStat } from "./process-table.js";
 
 /** One live process of a backend. */
 export interface CensusEntry {
@@ -31,13 +30,8 @@ export async function processCensus(
   const out = new Map<number, CensusEntry>();
   for (const p of table) {
     if (!candidate(p) || out.has(p.pid)) continue;
-    let argv: string[];
-    try {
-      argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
-    } catch {
-      continue;
-    }
-    if (!isRoot(argv)) continue;
+    const argv = await readArgv(p.pid);
+    if (!argv || !isRoot(argv)) continue;
     for (const q of processTree(table, p.pid)) {
       if (!ended(q)) out.set(q.pid, { pid: q.pid, comm: q.comm, startTime: q.startTime });
     }

@@ -3,6 +3,7 @@
  * Providers take one snapshot per operation instead of forking `ps`/`pgrep` per question.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 
 /** One process as seen in a snapshot. */
 export interface ProcEntry {
@@ -74,6 +75,19 @@ export function procStartTime(pid: number): number | null {
   if (!st || ended(st)) return null;
   const v = Number(st.startTime);
   return Number.isFinite(v) ? v : null;
+}
+
+/**
+ * The command line of `pid` (`/proc/<pid>/cmdline` split at its NULs); `undefined` when it is
+ * gone or unreadable. Asynchronous, unlike the stat reads: reading a process's command line
+ * takes its memory-map lock, which a process stuck in the kernel can hold.
+ */
+export async function readArgv(pid: number): Promise<string[] | undefined> {
+  try {
+    return (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
+  } catch {
+    return undefined;
+  }
 }
 
 let inflight: Promise<ProcEntry[]> | undefined;

@@ -5,6 +5,7 @@ import {
   parseStat,
   processTree,
   procStartTime,
+  readArgv,
   readProcessTable,
   readStat,
 } from "../../internal/proc/process-table.js";
@@ -26,6 +27,21 @@ describe("readProcessTable", () => {
     expect(kid).toMatchObject({ ppid: process.pid, argv0: "sleep" });
     // A later caller gets a fresh scan.
     expect(readProcessTable()).not.toBe(first);
+  });
+});
+
+describe("readArgv", () => {
+  it("reads a process's whole command line; undefined once it is gone", async () => {
+    const child = spawn("sh", ["-c", "sleep 1000; :", "a b"], { stdio: "ignore" });
+    onTestFinished(() => {
+      child.kill("SIGKILL");
+    });
+    await new Promise((r) => child.once("spawn", r));
+    expect((await readArgv(child.pid!))?.slice(0, 4)).toEqual(["sh", "-c", "sleep 1000; :", "a b"]);
+    const gone = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await gone;
+    expect(await readArgv(child.pid!)).toBeUndefined();
   });
 });
 

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { type CensusEntry, processCensus } from "../../proc/census.js";
 import { pidAlive } from "../../proc/kill.js";
-import { anyProcessNamed, procStartTime, readProcessTable } from "../../proc/process-table.js";
+import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import {
@@ -185,12 +185,8 @@ function readRecord(path: string): HolderRecord | undefined {
 
 /** True when `pid` is the holder process of provider root `root` (guards against pid reuse). */
 async function isHolderProcess(pid: number, root: string): Promise<boolean> {
-  try {
-    const args = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
-    return args.some((a) => a.endsWith("holder.js")) && args.includes(root);
-  } catch {
-    return false;
-  }
+  const args = await readArgv(pid);
+  return args?.some((a) => a.endsWith("holder.js")) === true && args.includes(root);
 }
 
 /**

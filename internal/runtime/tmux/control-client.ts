@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
-import { ended, procStartTime, readProcessTable } from "../../proc/process-table.js";
+import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
@@ -655,8 +655,8 @@ export async function orphanClients(socket: readonly string[]): Promise<number[]
   for (const p of await readProcessTable()) {
     if (p.comm !== "tmux: client" || ended(p)) continue;
     try {
-      const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
-      if (!argv.includes("-C") || !hasOption(argv, flag, value)) continue;
+      const argv = await readArgv(p.pid);
+      if (!argv?.includes("-C") || !hasOption(argv, flag, value)) continue;
       const env = (await readFile(`/proc/${p.pid}/environ`, "utf8")).split("\0");
       const tag = env.find((e) => e.startsWith(`${CLIENT_OWNER_ENV}=`));
       if (tag === undefined) continue;
@@ -680,12 +680,8 @@ export async function killServer(socket: readonly string[]): Promise<number[]> {
   const pids: number[] = [];
   for (const p of await readProcessTable()) {
     if (p.comm !== "tmux: server" || ended(p)) continue;
-    try {
-      const argv = (await readFile(`/proc/${p.pid}/cmdline`, "utf8")).split("\0");
-      if (hasOption(argv, flag, value)) pids.push(p.pid);
-    } catch {
-      // gone
-    }
+    const argv = await readArgv(p.pid);
+    if (argv && hasOption(argv, flag, value)) pids.push(p.pid);
   }
   if (pids.length > 0) await killPids(pids, { signal: "SIGKILL" });
   return pids;
