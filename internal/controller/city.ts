@@ -428,8 +428,11 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     },
     desiredDigest: () => memo.digest,
     async close() {
-      await Promise.all([...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()));
-      if (store) await (await store).close();
+      // The store closes while the providers' connections wind down (e.g. a tmux client exits).
+      await Promise.all([
+        ...[...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()),
+        store?.then((s) => s.close()),
+      ]);
     },
   };
 }

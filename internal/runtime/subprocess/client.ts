@@ -152,9 +152,14 @@ class SharedConnection {
  */
 export class ConnectionPool {
   private readonly conns = new Map<string, SharedConnection>();
+  private closed = false;
 
-  /** The usable connection to `socket`, opened when there is none. */
-  get(socket: string): SharedConnection {
+  /**
+   * The usable connection to `socket`, opened when there is none; `undefined` once the pool
+   * is closed (a later request goes on a connection of its own, and nothing stays open).
+   */
+  get(socket: string): SharedConnection | undefined {
+    if (this.closed) return undefined;
     let c = this.conns.get(socket);
     if (!c?.usable) {
       c = new SharedConnection(socket, (gone) => {
@@ -170,8 +175,12 @@ export class ConnectionPool {
     return this.conns.size;
   }
 
-  /** Closes every connection (requests in flight go on connections of their own). Idempotent. */
+  /**
+   * Closes every connection and keeps none open from now on (requests in flight, and later
+   * ones, go on connections of their own). Idempotent.
+   */
   close(): void {
+    this.closed = true;
     for (const c of [...this.conns.values()]) c.close();
   }
 }
@@ -220,7 +229,8 @@ export function holderRequest<O extends HolderOp>(
   opts: RequestOptions,
 ): Promise<HolderResults[O]> {
   opts.signal?.throwIfAborted();
-  return opts.reuse ? sharedRequest(opts.reuse, socket, req, opts) : freshRequest(socket, req, opts);
+  const conn = opts.reuse?.get(socket);
+  return conn ? sharedRequest(conn, socket, req, opts) : freshRequest(socket, req, opts);
 }
 
 /** The wire form of request `id`: one JSON line. */
@@ -259,7 +269,7 @@ function settler(
 
 /** {@link holderRequest} on the kept-open connection; once more on a fresh one if it closes unanswered. */
 function sharedRequest<O extends HolderOp>(
-  pool: ConnectionPool,
+  conn: SharedConnection,
   socket: string,
   req: Extract<HolderRequest, { op: O }>,
   opts: RequestOptions,
@@ -267,7 +277,6 @@ function sharedRequest<O extends HolderOp>(
   const id = ++nextId;
   const started = Date.now();
   return new Promise<HolderResults[O]>((resolve, reject) => {
-    const conn = pool.get(socket);
     const settle = settler(socket, opts, reject, () => conn.release(id));
     conn.send(id, requestLine(req, id, opts), (msg, error) => {
       if (msg) {
