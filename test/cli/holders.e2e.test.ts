@@ -2,9 +2,10 @@
  * End-to-end: a city on the subprocess provider keeps all its sessions in one holder
  * process; when that holder dies the controller notices at once (interval 1h here), restarts
  * every session on a new holder, and counts the loss as infrastructure, not as crashes.
- * `gc stop` leaves no holder behind.
+ * `gc stop` leaves no holder behind — also when a program exited by itself (its session stays
+ * held, for its exit status and last screen, until stopped).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { killPids } from "../../internal/proc/kill.js";
@@ -96,5 +97,36 @@ agents:
 
     expect((await city.gc(["stop"])).code).toBe(0);
     expect(holders(city)).toEqual([]);
+  });
+
+  it("stop reaps sessions whose program exited by itself, so the holder exits too", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+agents:
+  - name: stays
+    start_command: "exec sleep 100000"
+  - name: quits
+    start_command: "sleep 1; exit 3"
+`);
+    onTestFinished(async () => killPids(holders(city)));
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    await until("quits to have exited, stays to run", async () => {
+      const s = await sessions(city);
+      return (
+        s.find((x) => x.name === "stays")?.running === true &&
+        s.find((x) => x.name === "quits")?.running === false
+      );
+    });
+    expect(holders(city)).toHaveLength(1);
+
+    const stop = await city.gc(["stop"]);
+    expect(stop.stderr).toBe("");
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
+    expect(holders(city)).toEqual([]);
+    const left = join(city.dir, ".gc", "subprocess", "sessions");
+    expect(existsSync(left) ? readdirSync(left) : []).toEqual([]);
   });
 });

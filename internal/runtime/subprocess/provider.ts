@@ -40,6 +40,7 @@ import {
 } from "../lifecycle/index.js";
 import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
+  type BackendShutdownProvider,
   type BackendWatchProvider,
   type CensusProvider,
   type CommandProvider,
@@ -221,7 +222,8 @@ export class SubprocessProvider
     CommandProvider,
     SnapshotProvider,
     CensusProvider,
-    BackendWatchProvider
+    BackendWatchProvider,
+    BackendShutdownProvider
 {
   readonly name: string = "subprocess";
   /** City name. */
@@ -722,6 +724,16 @@ export class SubprocessProvider
     validateSessionName(name);
     opts.signal?.throwIfAborted();
     await this.teardown(name, false);
+  }
+
+  /**
+   * Stops every session of this city, exited ones not yet reaped included (a program that
+   * exits by itself leaves its session held, with its exit status and last screen, until it
+   * is stopped), so the holder, which exits with its last session, is gone when this
+   * resolves. Idempotent.
+   */
+  async shutdown(opts: OpOptions = {}): Promise<void> {
+    await Promise.all((await this.snapshot("", opts)).map((s) => this.stop(s.name, opts)));
   }
 
   /** Whether a start of `name` is in progress here or in another live process. */

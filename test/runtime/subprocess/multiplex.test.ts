@@ -2,7 +2,8 @@
  * One holder process per provider root: every session of the city lives in it, a program's
  * crash touches no other session, and the holder's own death is reported (onBackendLost),
  * leaves every session missing without an exit status (an infrastructure loss, not a crash),
- * and a later start brings up a new holder.
+ * and a later start brings up a new holder. `shutdown` stops every session, exited ones
+ * included, so the holder is gone when it resolves.
  */
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,5 +76,20 @@ describe("subprocess: one holder per city", () => {
     } finally {
       unsubscribe();
     }
+  });
+
+  it("shutdown reaps a session whose program exited by itself, so the holder is gone when it resolves", async () => {
+    await city.provider.start("mx-d", await city.config("exec cat"));
+    await city.provider.start("mx-e", await city.config("read line; exit 4"));
+    const holder = (await record("mx-d")).holderPid;
+    await city.provider.nudge("mx-e", "bye");
+    await until("mx-e's program to exit", async () => (await city.provider.lastExit("mx-e"))?.code === 4);
+    expect(await holdersUnder(city.root)).toEqual([holder]);
+
+    await city.provider.shutdown();
+    expect(await pidAlive(holder)).toBe(false);
+    expect(await city.provider.snapshot("")).toEqual([]);
+    expect(await city.provider.census()).toEqual([]);
+    await city.provider.shutdown(); // idempotent
   });
 });
