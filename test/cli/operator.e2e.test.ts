@@ -198,6 +198,9 @@ describe("CLI usage, help and errors", () => {
     const h = await runGc(["help", "stauts"]);
     expect(h.code).toBe(2);
     expect(h.stderr).toContain("did you mean status?");
+    const w = await runGc(["wait", "alpha", "idle"]);
+    expect(w.code).toBe(2);
+    expect(w.stderr).toContain("gc wait takes one session (a condition is a flag: --idle)");
   });
 
   it("cli: `gc status --jsn --json` prints a JSON error on stderr with the same exit code", async () => {

@@ -75,7 +75,12 @@ export const command = defineCommand({
   async run(ctx, { positionals, values }) {
     const json = ctx.json;
     if (positionals[0] === "list") return list(ctx, positionals.slice(1), values.all === true, json);
-    if (positionals.length !== 1) throw new UsageError(`gc wait takes one session\n\n${USAGE}`);
+    if (positionals.length !== 1) {
+      // `gc wait NAME idle`: the condition given as a word instead of a flag.
+      const cond = positionals.slice(1).find((p) => ["idle", "match", "state", "exit"].includes(p));
+      const hint = cond !== undefined ? ` (a condition is a flag: --${cond})` : "";
+      throw new UsageError(`gc wait takes one session${hint}\n\n${USAGE}`);
+    }
     const given = [values.idle, values.match !== undefined, values.state !== undefined, values.exit].filter(
       Boolean,
     );
