@@ -164,6 +164,7 @@ export async function runController(
     }
   };
 
+  let loggedConfigError: string | undefined;
   const runPass = async () => {
     if (stopWins(city.stateDir, origin)) {
       // A stop is under way: start nothing more; it shuts this controller down.
@@ -194,7 +195,12 @@ export async function runController(
       passes++;
       last = summarizeTick(report);
       lastError = last.configError;
-      if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
+      // Said when it appears or changes and when it is fixed, not again on every pass.
+      if (last.configError !== loggedConfigError) {
+        if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
+        else opts.log("the city file is valid again: applying it");
+        loggedConfigError = last.configError;
+      }
       if (last.massStop) opts.log(massStopText(last.massStop));
       for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);
       emit({ type: "done", summary: last });

@@ -4,8 +4,6 @@
  * past their deadline, and drop `gc exec` shell state of sessions that stopped. Each step is
  * isolated: one failing step is logged and never stops the others or the controller.
  */
-import { stat } from "node:fs/promises";
-import { loadCity } from "../config/index.js";
 import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../reconcile/approval.js";
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
@@ -31,17 +29,18 @@ export type OperatorPass = (report: TickReport, signal: AbortSignal) => Promise<
 /** Builds the hook for one controller. */
 export function createOperatorPass(city: City, log: (line: string) => void): OperatorPass {
   const announced = new Map<string, string>();
-  let policy: ApprovalPolicy = approvalPolicyOf(city.loaded.config.session.approval);
-  let fileTime = 0;
-
-  // The city file may change while the controller runs: re-read the policy when it does
-  // (an invalid file keeps the last good policy, as the reconciler keeps its config).
-  const refreshPolicy = async () => {
-    const mtime = (await stat(city.loaded.file)).mtimeMs;
-    if (mtime === fileTime) return;
-    const fresh = await loadCity({ cityDir: city.cityDir, configFile: city.loaded.file, env: process.env });
-    policy = approvalPolicyOf(fresh.config.session.approval);
-    fileTime = mtime;
+  // The policy of the city file the reconciler last loaded cleanly (`city.current()`, which
+  // this pass's reconcile step refreshed): an invalid edit keeps the last good policy, as the
+  // reconciler keeps its config, and is reported once by the controller, not again here.
+  let policyFrom = city.current();
+  let policy: ApprovalPolicy = approvalPolicyOf(policyFrom.config.session.approval);
+  const currentPolicy = (): ApprovalPolicy => {
+    const loaded = city.current();
+    if (loaded !== policyFrom) {
+      policyFrom = loaded;
+      policy = approvalPolicyOf(loaded.config.session.approval);
+    }
+    return policy;
   };
 
   const step = async <T>(what: string, fn: () => Promise<T>, signal: AbortSignal): Promise<T | undefined> => {
@@ -74,14 +73,13 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
         }),
       signal,
     );
-    await step("approval policy", refreshPolicy, signal);
     await step(
       "approval policy",
       () =>
         applyApprovalPolicy({
           store,
           providerFor: (p) => city.providerFor(p),
-          policy,
+          policy: currentPolicy(),
           sessions: records
             .filter((r) => r.state === "running")
             .map((r) => ({ name: r.name, provider: r.provider })),

@@ -260,6 +260,35 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
     expect((await city.gc(["status"])).stdout).not.toContain("allow-mass-stop");
   });
 
+  it("a bad edit under a running controller is logged once, not every pass; the last good approval policy stays; the fix is logged", async () => {
+    const city = makeCity(pool("tmux", 1));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("1 running", async () => (await status(city)).sessions.filter((s) => s.running).length === 1);
+    const file = join(city.dir, "city.yaml");
+    const yaml = readFileSync(file, "utf8");
+    const lastPassAt = async () =>
+      (
+        JSON.parse((await city.gc(["status", "--json"])).stdout) as {
+          controller: { lastPass?: { at: number } };
+        }
+      ).controller.lastPass?.at ?? 0;
+    // Each write of the same bad text is one more pass of the controller over it.
+    for (let i = 0; i < 3; i++) {
+      const before = await lastPassAt();
+      writeFileSync(file, `${yaml}agents: [\n`);
+      await until(`pass ${i + 1} over the bad file`, async () => (await lastPassAt()) > before);
+    }
+    writeFileSync(file, yaml);
+    const log = join(city.dir, ".gc", "controller.log");
+    await until("the fix to be logged", () =>
+      readFileSync(log, "utf8").includes("the city file is valid again"),
+    );
+    const text = readFileSync(log, "utf8");
+    expect(text.match(/config error \(keeping the last good config\)/g)).toHaveLength(1);
+    expect(text).not.toContain("approval policy failed");
+    expect(tmuxSessions(city)).toHaveLength(1);
+  });
+
   it("state.db of 0 bytes: moved aside loudly, running sessions adopted, a held one stays down until reset --all", async () => {
     const city = makeCity(pool("tmux", 3));
     expect((await city.gc(["start", "--once"])).code).toBe(0);
