@@ -235,9 +235,9 @@ async function after(t: Target, signal: AbortSignal): Promise<AfterOutcome> {
 
 /**
  * `gc session restart`: under the session lock, stops the runtime, clears an operator hold,
- * forgets the old incarnation, appends `session.restart-requested` and runs a pass now
- * (`pass`: through the controller when one runs). Resolves `undefined` when the session is
- * not declared (it could not be started again).
+ * forgets the old incarnation and appends `session.restart-requested`; then, with the lock
+ * released, runs a pass now (`pass`: through the controller when one runs). Resolves
+ * `undefined` when the session is not declared (it could not be started again).
  */
 export async function restartSession(
   t: Target,
@@ -255,16 +255,18 @@ export async function restartSession(
     await clearHold(t, "restart requested by operator", false);
     await forgetIncarnation(t);
     await t.store.appendEvent({ session: t.name, type: "session.restart-requested", payload: {} });
-    await pass();
-    return await after(t, signal);
   } finally {
     await lock.release();
   }
+  // Released first: no pass acts on a session an operator's command holds (execute.ts).
+  await pass();
+  return await after(t, signal);
 }
 
 /**
  * `gc session reset`: under the session lock, forgets crash history, quarantine and the
- * operator hold, appends `session.reset` and (for a declared session) runs a pass now.
+ * operator hold and appends `session.reset`; then, with the lock released, (for a declared
+ * session) runs a pass now.
  */
 export async function resetSession(
   t: Target,
@@ -280,11 +282,12 @@ export async function resetSession(
       type: "session.reset",
       payload: { from: before?.state ?? null },
     });
-    if (t.session.desired) await pass();
-    return await after(t, signal);
   } finally {
     await lock.release();
   }
+  // Released first: no pass acts on a session an operator's command holds (execute.ts).
+  if (t.session.desired) await pass();
+  return await after(t, signal);
 }
 
 /**

@@ -122,19 +122,18 @@ export async function execute(actions: readonly Action[], deps: ExecuteDeps): Pr
   return settled.map((r) => (r as PromiseFulfilledResult<ActionOutcome>).value);
 }
 
-/** Actions that would disrupt a live session: never while an operator holds its lock. */
-const DISRUPTIVE: ReadonlySet<Action["kind"]> = new Set(["restart", "stop", "suspend"]);
-
 async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutcome> {
   if (action.kind === "wait") return { action, ok: true };
   deps.signal?.throwIfAborted();
-  if (DISRUPTIVE.has(action.kind)) {
-    const holder = await deps.store.lockHolder(action.name);
-    if (holder) {
-      const detail = `skipped this pass: session busy (${holder.purpose}, pid ${holder.pid})`;
-      deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
-      return { action, ok: true };
-    }
+  // Never while an operator's command holds the session (gc run, kill, restart, gc stop
+  // NAME…): it is changing the runtime and the record itself. A start or a crash recorded
+  // mid-way would race it (a `gc session kill` of a subprocess city's last session ends the
+  // holder too, and would read as an infrastructure loss). The next pass acts on what it left.
+  const holder = await deps.store.lockHolder(action.name);
+  if (holder) {
+    const detail = `skipped this pass: session busy (${holder.purpose}, pid ${holder.pid})`;
+    deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
+    return { action, ok: true };
   }
   deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
   try {

@@ -129,4 +129,35 @@ agents:
     const left = join(city.dir, ".gc", "subprocess", "sessions");
     expect(existsSync(left) ? readdirSync(left) : []).toEqual([]);
   });
+
+  it("kill and restart of a city's only session (its holder ends with it) are the operator's, not infrastructure losses", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1s
+agents:
+  - name: solo
+    start_command: "exec sleep 100000"
+`);
+    onTestFinished(async () => killPids(holders(city)));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("solo running", async () => (await sessions(city))[0]?.running === true);
+    const restart = await city.gc(["session", "restart", "solo"]);
+    expect(restart.code, restart.stderr).toBe(0);
+    const first = holders(city);
+    const kill = await city.gc(["session", "kill", "solo"]);
+    expect(kill.code, kill.stderr).toBe(0);
+    await until("solo back on a new holder", async () => {
+      const h = holders(city);
+      return (await sessions(city))[0]?.running === true && h.length === 1 && h[0] !== first[0];
+    });
+    const [row] = await sessions(city);
+    expect(row).toMatchObject({ state: "running", restarts: 0, infraLosses: 0 });
+    const events = await city.gc(["session", "logs", "solo", "--events"]);
+    expect(events.stdout).not.toContain("infrastructure");
+    expect(events.stdout).toContain("killed by operator");
+    expect((await city.gc(["stop"])).code).toBe(0);
+  });
 });

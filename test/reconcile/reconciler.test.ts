@@ -116,6 +116,30 @@ describe("Reconciler", () => {
     expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 2 });
   });
 
+  it("tick: touches no session an operator's command holds (no crash record, no start); the next tick acts", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    const lock = await t.store.tryLock("a", { purpose: "gc session kill" });
+    t.provider.crash("a");
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions).toMatchObject([{ kind: "crashed", name: "a" }]);
+    expect(r.outcomes.every((o) => o.ok)).toBe(true);
+    expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 1, restarts: 0 });
+    await lock.release();
+    await t.reconciler.tick();
+    expect((await t.store.get("a"))?.state).toBe("backoff");
+    // A start waits for the lock too.
+    const again = await t.store.tryLock("a", { purpose: "gc session restart" });
+    t.advance(10_000);
+    await t.reconciler.tick();
+    expect((await t.store.get("a"))?.state).toBe("backoff");
+    expect(t.starts()).toEqual(["a", "b"]);
+    await again.release();
+    await t.reconciler.tick();
+    expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 2 });
+    expect(t.starts()).toEqual(["a", "b", "a"]);
+  });
+
   it("tick: stops an undesired session of ours, never a foreign one", async () => {
     const t = setup([want("a"), want("b")]);
     await t.reconciler.tick();
