@@ -70,14 +70,7 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
       type: "nudge.queued",
       payload: { id: n.id, ttlMs: o.ttlMs, maxAttempts: o.attempts },
     });
-    const ctl = await findController(t.city.stateDir);
-    if (ctl.running) {
-      // Ask for a pass now; the poke registers at once, so don't wait for the pass to end.
-      await requestControl(controllerPaths(t.city.stateDir).socket, { op: "poke" }, { timeoutMs: 500 }).catch(
-        () => undefined,
-      );
-    }
-    return { mode: "queue", queued: n, controller: ctl.running };
+    return { mode: "queue", queued: n, controller: await pokeController(t.city) };
   }
   await requireRunning(t, o.signal);
   if (o.mode === "now") {
@@ -231,6 +224,20 @@ async function after(t: Target, signal: AbortSignal): Promise<AfterOutcome> {
     generation: rec?.generation ?? null,
     why: rec?.lastError ?? rec?.stateReason ?? null,
   };
+}
+
+/**
+ * Asks the city's controller, when one runs, for a pass now (the poke registers at once; the
+ * pass is not waited for). Resolves whether a controller runs.
+ */
+export async function pokeController(city: City): Promise<boolean> {
+  const ctl = await findController(city.stateDir);
+  if (ctl.running) {
+    await requestControl(controllerPaths(city.stateDir).socket, { op: "poke" }, { timeoutMs: 500 }).catch(
+      () => undefined,
+    );
+  }
+  return ctl.running;
 }
 
 /**

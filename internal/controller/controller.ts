@@ -198,7 +198,7 @@ export async function runController(
       // Said when it appears or changes and when it is fixed, not again on every pass.
       if (last.configError !== loggedConfigError) {
         if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
-        else opts.log("the city file is valid again: applying it");
+        else opts.log("the city file is valid again");
         loggedConfigError = last.configError;
       }
       if (last.massStop) opts.log(massStopText(last.massStop));

@@ -29,9 +29,9 @@ export type OperatorPass = (report: TickReport, signal: AbortSignal) => Promise<
 /** Builds the hook for one controller. */
 export function createOperatorPass(city: City, log: (line: string) => void): OperatorPass {
   const announced = new Map<string, string>();
-  // The policy of the city file the reconciler last loaded cleanly (`city.current()`, which
-  // this pass's reconcile step refreshed): an invalid edit keeps the last good policy, as the
-  // reconciler keeps its config, and is reported once by the controller, not again here.
+  // The policy of the city file last loaded cleanly (`city.current()`, which this pass's
+  // reconcile step refreshed): an invalid edit keeps the last valid policy; the controller
+  // reports the edit's error, once, not this step.
   let policyFrom = city.current();
   let policy: ApprovalPolicy = approvalPolicyOf(policyFrom.config.session.approval);
   const currentPolicy = (): ApprovalPolicy => {

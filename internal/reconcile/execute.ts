@@ -57,6 +57,13 @@ export interface ExecuteDeps {
   readonly drainTimeoutMs: number;
   readonly signal?: AbortSignal | undefined;
   readonly onProgress?: ((e: ProgressEvent) => void) | undefined;
+  /**
+   * The version of each session's record as the plan read it (no entry: no record). An
+   * action whose record has changed since is not taken: someone (an operator's command that
+   * has finished meanwhile) changed the session after the plan looked; the next pass plans
+   * from what it left.
+   */
+  readonly planned?: ReadonlyMap<string, number> | undefined;
 }
 
 /** Outcome of one action. */
@@ -125,18 +132,18 @@ export async function execute(actions: readonly Action[], deps: ExecuteDeps): Pr
 async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutcome> {
   if (action.kind === "wait") return { action, ok: true };
   deps.signal?.throwIfAborted();
-  // Never while an operator's command holds the session (gc run, kill, restart, gc stop
-  // NAME…): it is changing the runtime and the record itself. A start or a crash recorded
-  // mid-way would race it (a `gc session kill` of a subprocess city's last session ends the
-  // holder too, and would read as an infrastructure loss). The next pass acts on what it left.
-  const holder = await deps.store.lockHolder(action.name);
-  if (holder) {
-    const detail = `skipped this pass: session busy (${holder.purpose}, pid ${holder.pid})`;
-    deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
-    return { action, ok: true };
-  }
-  deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
   try {
+    const busy = await busyReason(action.name, deps);
+    if (busy !== undefined) {
+      deps.onProgress?.({
+        name: action.name,
+        action: action.kind,
+        phase: "done",
+        detail: `skipped this pass: ${busy}`,
+      });
+      return { action, ok: true };
+    }
+    deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
     const detail = await perform(action, deps);
     deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
     return { action, ok: true };
@@ -148,6 +155,23 @@ async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutco
       .catch(() => undefined);
     return { action, ok: false, error };
   }
+}
+
+/**
+ * Why no action may be taken on `name` now, or `undefined`. Never while an operator's command
+ * holds the session (gc run, kill, restart, gc stop NAME…): it is changing the runtime and the
+ * record itself, and a start or a crash recorded mid-way would race it (a `gc session kill` of
+ * a subprocess session reads, to a pass, like a session lost with its holder). Nor when the
+ * record changed since the plan read it (such a command finished meanwhile). The next pass
+ * plans from what the command left.
+ */
+async function busyReason(name: string, deps: ExecuteDeps): Promise<string | undefined> {
+  const holder = await deps.store.lockHolder(name);
+  if (holder) return `session busy (${holder.purpose}, pid ${holder.pid})`;
+  if (deps.planned && (await deps.store.get(name))?.version !== deps.planned.get(name)) {
+    return "its record changed since this pass read it";
+  }
+  return undefined;
 }
 
 async function perform(action: Action, deps: ExecuteDeps): Promise<string> {

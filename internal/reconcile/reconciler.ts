@@ -235,6 +235,7 @@ export class Reconciler {
       drainTimeoutMs: deps.drainTimeoutMs,
       signal: opts.signal,
       onProgress: opts.onProgress,
+      planned: new Map(records.map((r) => [r.name, r.version])),
     });
     // A failed stop or run-live backs off like a crash (policy backoff, doubling per failure).
     for (const o of outcomes) {

@@ -136,7 +136,7 @@ agents:
 session:
   provider: subprocess
 daemon:
-  interval: 1s
+  interval: 1h
 agents:
   - name: solo
     start_command: "exec sleep 100000"
@@ -147,8 +147,10 @@ agents:
     const restart = await city.gc(["session", "restart", "solo"]);
     expect(restart.code, restart.stderr).toBe(0);
     const first = holders(city);
+    // The kill asks the controller for a pass once it is done (the interval is an hour).
     const kill = await city.gc(["session", "kill", "solo"]);
     expect(kill.code, kill.stderr).toBe(0);
+    expect(kill.stdout).toContain("the controller starts it again now");
     await until("solo back on a new holder", async () => {
       const h = holders(city);
       return (await sessions(city))[0]?.running === true && h.length === 1 && h[0] !== first[0];

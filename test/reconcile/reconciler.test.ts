@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
 import { Reconciler } from "../../internal/reconcile/reconciler.js";
+import { walkTo } from "../../internal/reconcile/walk.js";
 import { FakeBackend, FakeProvider } from "../../internal/runtime/fake.js";
 import { fingerprint } from "../../internal/runtime/fingerprint.js";
 import type { StartConfig } from "../../internal/runtime/provider.js";
@@ -138,6 +139,25 @@ describe("Reconciler", () => {
     await t.reconciler.tick();
     expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 2 });
     expect(t.starts()).toEqual(["a", "b", "a"]);
+  });
+
+  it("tick: an action whose record changed after the plan read it is not taken (a command that finished meanwhile)", async () => {
+    const t = setup([want("a")]);
+    await t.reconciler.tick();
+    t.provider.crash("a");
+    // An operator's kill runs and finishes while the pass observes: the plan saw a crash.
+    const listRunning = t.provider.listRunning.bind(t.provider);
+    t.provider.listRunning = async (prefix, opts) => {
+      const out = await listRunning(prefix, opts);
+      t.provider.listRunning = listRunning;
+      await walkTo(t.store, "a", "stopped", "killed by operator (gc session kill)");
+      return out;
+    };
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions).toMatchObject([{ kind: "crashed", name: "a" }]);
+    expect(await t.store.get("a")).toMatchObject({ state: "stopped", restarts: 0 });
+    await t.reconciler.tick();
+    expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 2, restarts: 0 });
   });
 
   it("tick: stops an undesired session of ours, never a foreign one", async () => {

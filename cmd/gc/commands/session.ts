@@ -11,7 +11,14 @@ import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
-import { forgetIncarnation, LIVE_STATES, resetSession, respondSession, restartSession } from "../actions.js";
+import {
+  forgetIncarnation,
+  LIVE_STATES,
+  pokeController,
+  resetSession,
+  respondSession,
+  restartSession,
+} from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
@@ -27,7 +34,7 @@ const USAGE = `Usage: gc session list [--json]
        gc session respond SESSION ACTION [--text TEXT] [--request ID] [--json]
 
   list      every session: state, running, generation, restarts, why, who holds its lock
-  kill      stop the session's runtime now; the controller starts it again on its next pass
+  kill      stop the session's runtime now; a running controller starts it again at once
             (\`gc stop SESSION\` keeps it down instead)
   restart   stop it and start it fresh now (through the controller when one runs); clears a
             hold from \`gc stop SESSION\`
@@ -163,8 +170,9 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
 
 async function kill(ctx: CommandContext, t: Target, json: boolean): Promise<number> {
   const lock = await lockSession(t, "gc session kill");
+  let wasRunning: boolean;
   try {
-    const wasRunning = await t.provider.isRunning(t.name, { signal: ctx.signal });
+    wasRunning = await t.provider.isRunning(t.name, { signal: ctx.signal });
     await t.provider.stop(t.name, { signal: ctx.signal });
     const rec = await t.store.get(t.name);
     if (rec && LIVE_STATES.includes(rec.state)) {
@@ -172,18 +180,17 @@ async function kill(ctx: CommandContext, t: Target, json: boolean): Promise<numb
     }
     await forgetIncarnation(t);
     await t.store.appendEvent({ session: t.name, type: "session.killed", payload: { wasRunning } });
-    if (json) printJson(ctx, { session: t.name, killed: true, wasRunning });
-    else {
-      ctx.out(
-        wasRunning
-          ? `killed ${t.name}; the controller starts it again on its next pass (\`gc stop ${t.name}\` keeps it down)`
-          : `${t.name} was not running`,
-      );
-    }
-    return EXIT.ok;
   } finally {
     await lock.release();
   }
+  // Released first: a pass does nothing to a session an operator's command holds.
+  const controller = await pokeController(t.city);
+  if (json) printJson(ctx, { session: t.name, killed: true, wasRunning, controller });
+  else if (!wasRunning) ctx.out(`${t.name} was not running`);
+  else if (controller)
+    ctx.out(`killed ${t.name}; the controller starts it again now (\`gc stop ${t.name}\` keeps it down)`);
+  else ctx.out(`killed ${t.name}; no controller runs: \`gc start\` starts it again`);
+  return EXIT.ok;
 }
 
 /** `gc session kill` when the store is unusable: found by the city file and runtime tags, no bookkeeping. */
