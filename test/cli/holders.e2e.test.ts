@@ -162,4 +162,28 @@ agents:
     expect(events.stdout).toContain("killed by operator");
     expect((await city.gc(["stop"])).code).toBe(0);
   });
+
+  it("a session that dies under gc run is restarted once the run has released it, not at the next interval", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: py
+    start_command: "exec python3 -i -q"
+`);
+    onTestFinished(async () => killPids(holders(city)));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("py running", async () => (await sessions(city))[0]?.running === true);
+    const run = await city.gc(["run", "py", "import os; os._exit(3)"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("session py ended during the turn");
+    await until("py restarted", async () => {
+      const [row] = await sessions(city);
+      return row?.running === true && row.restarts === 1;
+    });
+    expect((await city.gc(["stop"])).code).toBe(0);
+  });
 });

@@ -20,6 +20,7 @@ import { supportsTurns, type TurnProvider } from "../../../internal/runtime/acp/
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
+import { pokeController } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import {
   durationFlag,
@@ -169,12 +170,18 @@ async function turn(
     if (isGcError(e, "GC_LOCKED")) return error(`${describeError(e)}; try again when it has finished`);
     throw e;
   }
+  let report: RunReport;
   try {
-    if (supportsTurns(t.provider)) return await structured(ctx, t, t.provider, prompt, timeoutMs, error);
-    return await locked(ctx, t, prompt, idleWaitMs, timeoutMs, error);
+    report = supportsTurns(t.provider)
+      ? await structured(ctx, t, t.provider, prompt, timeoutMs, error)
+      : await locked(ctx, t, prompt, idleWaitMs, timeoutMs, error);
   } finally {
     await lock.release();
   }
+  // The controller left the session alone while this held it (e.g. a crash under the turn):
+  // after a failed turn, ask it for a pass now rather than at its next interval.
+  if (report.status === "error") await pokeController(t.city);
+  return report;
 }
 
 /**
