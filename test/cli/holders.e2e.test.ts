@@ -48,6 +48,20 @@ const holderOf = (city: TestCity, session: string): number =>
     ) as { holderPid: number }
   ).holderPid;
 
+/**
+ * A subprocess city of one agent with its controller running and the session up. The
+ * controller's interval is an hour: within a test it acts only when something asks it to.
+ */
+async function startedSolo(name: string, command: string): Promise<TestCity> {
+  const city = makeCity(
+    `workspace:\n  name: @NAME@\nsession:\n  provider: subprocess\ndaemon:\n  interval: 1h\nagents:\n  - name: ${name}\n    start_command: ${JSON.stringify(command)}\n`,
+  );
+  onTestFinished(async () => killPids(holders(city)));
+  expect((await city.gc(["start"])).code).toBe(0);
+  await until(`${name} running`, async () => (await sessions(city))[0]?.running === true);
+  return city;
+}
+
 describe("subprocess holders (e2e)", { timeout: 180_000 }, () => {
   it("a killed holder is recovered at once by the controller, counted as infrastructure; stop leaves no holder", async () => {
     const city = makeCity(`workspace:
@@ -131,19 +145,7 @@ agents:
   });
 
   it("kill and restart of a city's only session (its holder ends with it) are the operator's, not infrastructure losses", async () => {
-    const city = makeCity(`workspace:
-  name: @NAME@
-session:
-  provider: subprocess
-daemon:
-  interval: 1h
-agents:
-  - name: solo
-    start_command: "exec sleep 100000"
-`);
-    onTestFinished(async () => killPids(holders(city)));
-    expect((await city.gc(["start"])).code).toBe(0);
-    await until("solo running", async () => (await sessions(city))[0]?.running === true);
+    const city = await startedSolo("solo", "exec sleep 100000");
     const restart = await city.gc(["session", "restart", "solo"]);
     expect(restart.code, restart.stderr).toBe(0);
     const first = holders(city);
@@ -164,19 +166,7 @@ agents:
   });
 
   it("a session that dies under gc run is restarted once the run has released it, not at the next interval", async () => {
-    const city = makeCity(`workspace:
-  name: @NAME@
-session:
-  provider: subprocess
-daemon:
-  interval: 1h
-agents:
-  - name: py
-    start_command: "exec python3 -i -q"
-`);
-    onTestFinished(async () => killPids(holders(city)));
-    expect((await city.gc(["start"])).code).toBe(0);
-    await until("py running", async () => (await sessions(city))[0]?.running === true);
+    const city = await startedSolo("py", "exec python3 -i -q");
     const run = await city.gc(["run", "py", "import os; os._exit(3)"]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("session py ended during the turn");
