@@ -52,9 +52,9 @@ const holderOf = (city: TestCity, session: string): number =>
  * A subprocess city of one agent with its controller running and the session up. The
  * controller's interval is an hour: within a test it acts only when something asks it to.
  */
-async function startedSolo(name: string, command: string): Promise<TestCity> {
+async function startedSolo(name: string, command: string, extra = ""): Promise<TestCity> {
   const city = makeCity(
-    `workspace:\n  name: @NAME@\nsession:\n  provider: subprocess\ndaemon:\n  interval: 1h\nagents:\n  - name: ${name}\n    start_command: ${JSON.stringify(command)}\n`,
+    `workspace:\n  name: @NAME@\nsession:\n  provider: subprocess\ndaemon:\n  interval: 1h\nagents:\n  - name: ${name}\n    start_command: ${JSON.stringify(command)}\n${extra}`,
   );
   onTestFinished(async () => killPids(holders(city)));
   expect((await city.gc(["start"])).code).toBe(0);
@@ -174,6 +174,23 @@ agents:
       const [row] = await sessions(city);
       return row?.running === true && row.restarts === 1;
     });
+    expect((await city.gc(["stop"])).code).toBe(0);
+  });
+
+  it("an idle wait on a session killed and at once started again by the controller ends 'terminated', not 'completed'", async () => {
+    const city = await startedSolo("py", "exec python3 -i -q", '    ready_prompt_prefix: ">>> "\n');
+    expect((await city.gc(["nudge", "py", "--now", "import time; time.sleep(60)"])).code).toBe(0);
+    const waiting = city.gc(["wait", "py", "--idle", "--timeout", "60s", "--json"]);
+    await until("the idle wait to be recorded", async () =>
+      (
+        JSON.parse((await city.gc(["wait", "list", "--json"])).stdout) as { waits: { kind: string }[] }
+      ).waits.some((w) => w.kind === "idle"),
+    );
+    // The kill asks the controller for a pass: the next incarnation is up, idle at its prompt.
+    expect((await city.gc(["session", "kill", "py"])).code).toBe(0);
+    const w = await waiting;
+    expect(w.code, `${w.stdout}\n${w.stderr}`).toBe(5);
+    expect(JSON.parse(w.stdout)).toMatchObject({ status: "terminated" });
     expect((await city.gc(["stop"])).code).toBe(0);
   });
 });

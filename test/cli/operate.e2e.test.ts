@@ -246,14 +246,18 @@ for (const provider of PROVIDERS) {
         expect(still.code).toBe(4);
         expect(json(still)).toMatchObject({ status: "still_working" });
         const waiter = spawnGc(city, ["wait", "py", "--match", "^m[0-9]+$", "--json"]);
-        await until("the match wait to be recorded", async () => {
+        // A busy session killed under an idle wait has ended for it, never "completed".
+        const idleWaiter = spawnGc(city, ["wait", "py", "--idle", "--timeout", "60s", "--json"]);
+        await until("the match and idle waits to be recorded", async () => {
           const ws = json<{ waits: { kind: string }[] }>(await city.gc(["wait", "list", "--json"]));
-          return ws.waits.some((w) => w.kind === "match");
+          return ws.waits.some((w) => w.kind === "match") && ws.waits.some((w) => w.kind === "idle");
         });
         await city.gc(["session", "kill", "py"]);
-        const term = await waiter.done;
-        expect(term.code, `${term.stdout}\n${term.stderr}`).toBe(5);
-        expect(json(term)).toMatchObject({ status: "terminated" });
+        for (const w of [waiter, idleWaiter]) {
+          const term = await w.done;
+          expect(term.code, `${term.stdout}\n${term.stderr}`).toBe(5);
+          expect(json(term)).toMatchObject({ status: "terminated" });
+        }
 
         const ws = json<{ waits: { kind: string; state: string }[] }>(
           await city.gc(["wait", "list", "--all", "--json"]),

@@ -208,6 +208,12 @@ async function waitFor(
     const e = await t.provider.lastExit(t.name, { signal }).catch(() => undefined);
     return e ? { code: e.code, signal: e.signal } : undefined;
   };
+  // The incarnation waited on: a session killed, lost or restarted meanwhile has ended for
+  // this wait, even when the controller already runs it again.
+  const generation = (await t.store.get(t.name))?.generation;
+  const sameIncarnation = async () =>
+    (await t.provider.isRunning(t.name, { signal })) &&
+    (await t.store.get(t.name))?.generation === generation;
   for (;;) {
     signal.throwIfAborted();
     const running = (await t.provider.isRunning(t.name, { signal })) && (await look());
@@ -236,10 +242,14 @@ async function waitFor(
           boundMs: Math.max(1, Math.min(left, 60_000)),
           signal,
         });
-        if (r === "idle") {
+        // A session killed or lost during the probe can read as quiet: idle counts only while
+        // the same incarnation still runs.
+        if (r === "idle" && (await sameIncarnation())) {
           await look();
           return finish("completed");
         }
+        if (r === "idle")
+          return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
         if (r === "gone")
           return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
         break;
