@@ -6,6 +6,7 @@
  * maps errors to the exit codes of {@link EXIT} — as JSON (`{error:{code,message}}` on
  * stderr) in `--json` mode.
  */
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -192,6 +193,9 @@ function closed(stream: NodeJS.WriteStream): boolean {
 
 async function main(argv: readonly string[]): Promise<number> {
   const controller = new AbortController();
+  // Commands fan out over every session with this one signal (a listener per operation in
+  // flight, each removed when it settles): many at once is by design, not a leak.
+  setMaxListeners(0, controller.signal);
   const onSignal = (sig: NodeJS.Signals) => controller.abort(new Error(`interrupted by ${sig}`));
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);

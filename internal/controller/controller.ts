@@ -158,7 +158,7 @@ export async function runController(
       watched.add(p);
       p.onBackendLost(() => {
         if (signal.aborted) return;
-        opts.log(`${name}: backend lost (e.g. the tmux server exited): reconciling now`);
+        opts.log(`${name}: backend lost (its tmux server or session holder exited): reconciling now`);
         loop.poke();
       });
     }

@@ -193,4 +193,32 @@ agents:
     expect(JSON.parse(w.stdout)).toMatchObject({ status: "terminated" });
     expect((await city.gc(["stop"])).code).toBe(0);
   });
+
+  it("commands over many sessions print nothing but their answer (no listener warnings on stderr)", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  start_budget: 12
+agents:
+  - name: w
+    start_command: "exec sleep 100000"
+    min_active_sessions: 12
+    max_active_sessions: 12
+`);
+    onTestFinished(async () => killPids(holders(city)));
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    for (const argv of [
+      ["session", "list", "--json"],
+      ["status", "--json"],
+    ]) {
+      const r = await city.gc(argv);
+      expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
+      expect(
+        (JSON.parse(r.stdout) as { sessions: { running: boolean }[] }).sessions.filter((x) => x.running),
+      ).toHaveLength(12);
+    }
+    expect((await city.gc(["stop"])).code).toBe(0);
+  });
 });

@@ -4,7 +4,6 @@
  * the city is left. With names, stops those sessions and holds them down until
  * `gc session reset|restart NAME`.
  */
-import { setMaxListeners } from "node:events";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
@@ -39,8 +38,6 @@ export const command = defineCommand({
   options: {},
   async run(ctx, { positionals }) {
     const json = ctx.json;
-    // Every session is stopped at once, each operation listening on the one signal.
-    setMaxListeners(0, ctx.signal);
     const city = await openCity(ctx);
     try {
       // The store is bookkeeping: when it cannot be opened, the city is still stopped from
