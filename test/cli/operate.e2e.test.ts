@@ -171,6 +171,10 @@ for (const provider of PROVIDERS) {
         expect((await city.gc(["exec", "py", "--", "export", "X=1"])).code).toBe(0);
         expect((await city.gc(["exec", "py", "--", "sh", "-c", "echo $X"])).stdout).toBe("1\n");
         expect((await city.gc(["exec", "py", "--", "false"])).code).toBe(1);
+        // Flags where the usage line puts them, after SESSION: --timeout bounds the command.
+        const bounded = await city.gc(["exec", "py", "--timeout", "1s", "--raw", "--", "sleep", "30"]);
+        expect(bounded.code, bounded.stderr).toBe(125);
+        expect(bounded.stderr).toMatch(/1s|timed out|timeout/);
         const both = await city.gc(["exec", "py", "--", "sh", "-c", "echo out; echo err >&2; exit 7"]);
         expect(both).toEqual({ code: 7, stdout: "out\n", stderr: "err\n" });
         const hostile = "a'b\"c $(touch pwned) `x` ; | &";

@@ -50,20 +50,48 @@ function stdinHasData(): boolean {
   }
 }
 
+/**
+ * The command and gc exec's own flags from what follows SESSION. When that starts with a
+ * flag, everything up to `--` is flags (`--raw`, `--timeout DUR` or `--timeout=DUR`,
+ * `--json`; where the usage line puts them) and the command follows the `--`; otherwise the
+ * command starts right after SESSION (its own `--`s are its arguments). Pure.
+ * @throws UsageError for anything else among the flags, or flags with no `--` after them.
+ */
+export function splitExecArgs(
+  rest: readonly string[],
+  values: { raw?: string | boolean | undefined; timeout?: string | boolean | undefined },
+): { argv: string[]; raw: boolean; timeout: string | undefined; json: boolean } {
+  let raw = values.raw === true;
+  let timeout = typeof values.timeout === "string" ? values.timeout : undefined;
+  let json = false;
+  if (!rest[0]?.startsWith("--")) return { argv: [...rest], raw, timeout, json };
+  const dash = rest.indexOf("--");
+  if (dash < 0) throw new UsageError(`gc exec: put \`--\` between the flags and the command\n\n${USAGE}`);
+  const flags = rest.slice(0, dash);
+  for (let i = 0; i < flags.length; i++) {
+    const f = flags[i]!;
+    if (f === "--raw") raw = true;
+    else if (f === "--json") json = true;
+    else if (f === "--timeout" && i + 1 < flags.length) timeout = flags[++i];
+    else if (f.startsWith("--timeout=")) timeout = f.slice("--timeout=".length);
+    else throw new UsageError(`gc exec: unexpected ${JSON.stringify(f)} before \`--\`\n\n${USAGE}`);
+  }
+  return { argv: rest.slice(dash + 1), raw, timeout, json };
+}
+
 export const command = defineCommand({
   usage: USAGE,
   options: { raw: { type: "boolean" }, timeout: { type: "string" } },
   passThrough: true,
   failureExit: EXIT.execFailed,
   async run(ctx, { positionals, values }) {
-    // Options end at the session name; a `--` right after it is optional.
-    const argv = positionals[1] === "--" ? positionals.slice(2) : positionals.slice(1);
+    const { argv, raw, timeout, json: jsonFlag } = splitExecArgs(positionals.slice(1), values);
     if (positionals.length < 1 || argv.length === 0) {
       throw new UsageError(`gc exec needs a session and a command\n\n${USAGE}`);
     }
     if (argv[0] === "") throw new UsageError("the command is empty");
-    const json = ctx.json;
-    const timeoutMs = durationFlag("timeout", values.timeout, DEFAULT_TIMEOUT_MS);
+    const json = ctx.json || jsonFlag;
+    const timeoutMs = durationFlag("timeout", timeout, DEFAULT_TIMEOUT_MS);
     const stdin = stdinHasData() ? await readStdin(ctx) : undefined;
     return withTarget(ctx, positionals[0]!, async (t) => {
       await requireRunning(t, ctx.signal);
@@ -78,7 +106,7 @@ export const command = defineCommand({
       const incarnation = incarnationOf(t.session.record);
       const state = await loadShellState(stateDir, t.name, incarnation);
       if (!state && existsSync(shellStatePath(stateDir, t.name))) await dropShellState(stateDir, t.name);
-      const wrapped = !values.raw && (state !== undefined || needsShell(argv));
+      const wrapped = !raw && (state !== undefined || needsShell(argv));
       const nonce = newNonce();
       let r: { exitCode: number; stdout: string; stderr: string };
       try {
