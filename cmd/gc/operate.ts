@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseDuration } from "../../internal/config/duration.js";
 import { type ResolvedSession, resolveSession } from "../../internal/controller/sessions.js";
+import { HOLD_KEY } from "../../internal/reconcile/plan.js";
 import { describeError, SessionNotRunningError, UsageError } from "../../internal/runtime/errors.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import { BOOKKEEPING_PURPOSE, SessionLockedError } from "../../internal/session/lock.js";
@@ -63,8 +64,20 @@ export async function targetIn(city: City, name: string, signal?: AbortSignal): 
 /** @throws SessionNotRunningError unless the session's runtime is up. */
 export async function requireRunning(t: Target, signal: AbortSignal): Promise<void> {
   if (!(await t.provider.isRunning(t.name, { signal }))) {
-    throw new SessionNotRunningError(t.name, t.session.record?.state);
+    throw new SessionNotRunningError(t.name, t.session.record?.state, { hint: startHint(t) });
   }
+}
+
+/** What brings a session that is not running back, from why it is down. Pure. */
+export function startHint(t: Pick<Target, "name" | "session">): string {
+  const { desired, record } = t.session;
+  const n = t.name;
+  if (!desired) return "it is not in the city file";
+  if (desired.suspended) return "it is suspended in the city file (`suspended: true`)";
+  if (record?.metadata[HOLD_KEY] !== undefined)
+    return `it is held down (\`gc stop ${n}\`): \`gc session reset ${n}\` or \`gc session restart ${n}\` starts it`;
+  if (record?.state === "quarantined") return `\`gc session reset ${n}\` lifts the quarantine`;
+  return `\`gc start\` or \`gc session restart ${n}\` starts it`;
 }
 
 /** Parses a duration flag (`30s`, `2m`, `1500ms`, `0`). @throws UsageError when malformed. */

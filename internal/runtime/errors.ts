@@ -247,10 +247,11 @@ export class SessionNotRunningError extends GcError {
   override readonly name = "SessionNotRunningError";
   readonly code = "GC_NOT_RUNNING";
   readonly session: string;
-  constructor(session: string, state?: string, options?: ErrorOptions) {
+  /** `hint`: what brings it back (default: `gc start` or `gc session restart` starts it). */
+  constructor(session: string, state?: string, options?: ErrorOptions & { hint?: string }) {
     super(
       `session ${JSON.stringify(session)} is not running${state ? ` (state: ${state})` : ""}; ` +
-        "`gc start` or `gc session restart` starts it",
+        (options?.hint ?? "`gc start` or `gc session restart` starts it"),
       options,
     );
     this.session = session;

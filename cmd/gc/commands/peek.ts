@@ -4,7 +4,7 @@
  */
 import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
-import { printJson, withTarget } from "../operate.js";
+import { printJson, startHint, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 
@@ -25,7 +25,7 @@ export const command = defineCommand({
       } catch (e) {
         // The city knows the session, so "not found" from the provider means "not running".
         if (isGcError(e, "GC_SESSION_NOT_FOUND"))
-          throw new SessionNotRunningError(t.name, t.session.record?.state);
+          throw new SessionNotRunningError(t.name, t.session.record?.state, { hint: startHint(t), cause: e });
         throw e;
       }
       if (ctx.json) printJson(ctx, { session: t.name, lines, text });
