@@ -1,5 +1,5 @@
 /**
- * One reconcile pass outside the controller loop (`gc start --once`, `gc reconcile` with no
+ * A reconcile pass outside the controller loop (`gc start --once`, `gc reconcile` with no
  * controller, every `--dry-run`), and following a controller's pass over its socket. A dry
  * run reads the store only if it exists and touches nothing.
  */
@@ -14,7 +14,20 @@ import { type City, newReconciler } from "./city.js";
 import { type ControlMessage, requestControl } from "./control.js";
 import { controllerPaths } from "./controller.js";
 
-/** Runs one pass in this process. */
+/** Most passes one run makes in this process (see {@link runOnePass}). */
+const MAX_PASSES_HERE = 100;
+
+/** The waits of `r` due at once: starts the start budget deferred to the next pass. */
+function deferredToNow(r: TickReport): boolean {
+  return r.plan.actions.some((a) => a.kind === "wait" && a.untilMs !== undefined && a.untilMs <= r.at);
+}
+
+/**
+ * Runs a pass in this process. With no controller, nothing would run the pass that the start
+ * budget defers "to the next pass, at once", so passes follow one another here while starts
+ * are deferred and the last pass did something (at most {@link MAX_PASSES_HERE}). Resolves
+ * one report for them all: every action taken and outcome, and the last pass's waits.
+ */
 export async function runOnePass(
   city: City,
   opts: {
@@ -29,12 +42,39 @@ export async function runOnePass(
       ? openMemoryStore({ singleTenant: true })
       : await city.store();
   const reconciler = newReconciler(city, store);
-  return reconciler.tick({
-    dryRun: opts.dryRun,
-    signal: opts.signal,
-    onProgress: (e) => opts.onProgress?.(e),
-    allowMassStop: opts.allowMassStop === true,
-  });
+  const tick = () =>
+    reconciler.tick({
+      dryRun: opts.dryRun,
+      signal: opts.signal,
+      onProgress: (e) => opts.onProgress?.(e),
+      allowMassStop: opts.allowMassStop === true,
+    });
+  let report = await tick();
+  const before: TickReport[] = [];
+  while (
+    !opts.dryRun &&
+    before.length + 1 < MAX_PASSES_HERE &&
+    deferredToNow(report) &&
+    report.outcomes.some((o) => o.ok && o.action.kind !== "wait")
+  ) {
+    before.push(report);
+    report = await tick();
+  }
+  if (before.length === 0) return report;
+  return {
+    ...report,
+    plan: {
+      ...report.plan,
+      actions: [
+        ...before.flatMap((r) => r.plan.actions.filter((a) => a.kind !== "wait")),
+        ...report.plan.actions,
+      ],
+    },
+    outcomes: [
+      ...before.flatMap((r) => r.outcomes.filter((o) => o.action.kind !== "wait")),
+      ...report.outcomes,
+    ],
+  };
 }
 
 /**
