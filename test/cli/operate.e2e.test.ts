@@ -314,6 +314,16 @@ for (const provider of PROVIDERS) {
         const attach = await city.gc(["attach", "py"]);
         expect(attach.code).toBe(1);
         expect(attach.stderr).toContain("needs a terminal");
+        // Failures of these commands are reported like every other: JSON on stderr under --json.
+        const notWaiting = await city.gc(["--json", "session", "respond", "py", "approve"]);
+        expect({ code: notWaiting.code, stdout: notWaiting.stdout }).toEqual({ code: 1, stdout: "" });
+        expect(JSON.parse(notWaiting.stderr)).toMatchObject({ error: { message: expect.any(String) } });
+        expect((await city.gc(["stop", "py"])).code).toBe(0);
+        const gone = await city.gc(["--json", "session", "logs", "py"]);
+        expect(gone.code).toBe(1);
+        expect(JSON.parse(gone.stderr)).toMatchObject({
+          error: { code: "GC_NOT_RUNNING", message: expect.stringContaining("its output is gone with it") },
+        });
       });
     },
   );

@@ -8,7 +8,12 @@ import { deltaSince, screenLines } from "../../../internal/controller/observe.js
 import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
-import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import {
+  describeError,
+  isGcError,
+  SessionNotRunningError,
+  UsageError,
+} from "../../../internal/runtime/errors.js";
 import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import {
@@ -299,8 +304,7 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
   };
   let screen = await read();
   if (screen === undefined) {
-    ctx.err(`gc: ${t.name} is not running: its output is gone with it`);
-    return EXIT.failed;
+    throw new SessionNotRunningError(t.name, t.session.record?.state, { hint: "its output is gone with it" });
   }
   const first = lines > 0 ? screen.slice(-lines) : screen;
   if (!follow) {
@@ -375,10 +379,8 @@ async function respond(
   json: boolean,
 ): Promise<number> {
   const r = await respondSession(t, { action, text, requestId }, ctx.signal);
-  if (!r.answered) {
-    ctx.err(`gc: ${r.error}`);
-    return EXIT.failed;
-  }
+  // Thrown, so main reports it like every failure (`{"error":…}` under --json; exit 1).
+  if (!r.answered) throw new Error(r.error);
   if (json) printJson(ctx, { session: t.name, requestId: r.requestId, action, answered: true });
   else ctx.out(`answered ${t.name} (${r.kind}): ${action}`);
   return EXIT.ok;
