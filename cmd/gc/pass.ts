@@ -65,7 +65,10 @@ export async function watchControllerPass(
   });
 }
 
-/** Prints a summary (JSON or text); resolves the exit code: 1 when an action failed. */
+/**
+ * Prints a summary (JSON or text); resolves the exit code: 1 when an action failed or the
+ * mass-stop guard kept the city file from being applied.
+ */
 export function reportSummary(
   ctx: CommandContext,
   s: TickSummary | undefined,
@@ -81,9 +84,9 @@ export function reportSummary(
     for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
     ctx.out(summaryLine(s));
   }
-  // A pass in which an action failed is a failed operation: exit 1, also for the background
-  // `gc start` whose controller keeps running and retrying.
-  return s && s.failed.length > 0 ? EXIT.failed : EXIT.ok;
+  // A pass in which an action failed, or that did not apply the file, is a failed operation:
+  // exit 1, also for the background `gc start` whose controller keeps running and retrying.
+  return s && (s.failed.length > 0 || s.massStop) ? EXIT.failed : EXIT.ok;
 }
 
 /**

@@ -248,6 +248,7 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
     writeFileSync(join(city.dir, "city.yaml"), yaml.replaceAll("_sessions: 10", "_sessions: 2"));
     const half = await city.gc(["reconcile"]);
     expect(half.stderr).toMatch(/NOT applied: it would stop 8 of 10 running sessions/);
+    expect(half.code).toBe(1); // the file was not applied: not a success
     expect(tmuxSessions(city)).toHaveLength(10);
     const explained = await city.gc(["status"]);
     expect(explained.stdout).toContain("gc reconcile --allow-mass-stop");
