@@ -201,6 +201,9 @@ describe("CLI usage, help and errors", () => {
     const w = await runGc(["wait", "alpha", "idle"]);
     expect(w.code).toBe(2);
     expect(w.stderr).toContain("gc wait takes one session (a condition is a flag: --idle)");
+    const ttl = await runGc(["nudge", "alpha", "hi", "--queue", "--ttl", "0"]);
+    expect(ttl.code).toBe(2);
+    expect(ttl.stderr).toContain("--ttl: a queued nudge needs a time to live above 0");
   });
 
   it("cli: `gc status --jsn --json` prints a JSON error on stderr with the same exit code", async () => {

@@ -60,6 +60,7 @@ export const command = defineCommand({
     if (text.trim() === "") throw new UsageError("the nudge text is empty");
     const waitMs = durationFlag("wait", values.wait, DEFAULT_WAIT_MS);
     const ttlMs = durationFlag("ttl", values.ttl, DEFAULT_TTL_MS);
+    if (ttlMs <= 0) throw new UsageError("--ttl: a queued nudge needs a time to live above 0 (e.g. 10m)");
     const attempts = intFlag("attempts", values.attempts, DEFAULT_ATTEMPTS);
     return withTarget(ctx, name, async (t) => {
       const mode = values.queue ? "queue" : values.now ? "now" : "wait-idle";
