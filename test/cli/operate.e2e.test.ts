@@ -271,6 +271,11 @@ for (const provider of PROVIDERS) {
         const unknown = await city.gc(["wait", "pyy", "--idle"]);
         expect(unknown.code).toBe(3);
         expect(unknown.stderr).toContain("py");
+        for (const cmd of ["wait", "nudge"]) {
+          const listed = await city.gc([cmd, "list", "pyy"]);
+          expect({ cmd, code: listed.code }).toEqual({ cmd, code: 3 });
+          expect(listed.stderr).toContain(`did you mean "py"?`);
+        }
       });
 
       it("session: list, kill, reset after gc stop, logs; restart clears the hold", async () => {

@@ -5,6 +5,7 @@
  * the last failure, and dead letters. A nudge that was not confirmed exits non-zero.
  */
 import { formatDuration } from "../../../internal/config/duration.js";
+import { resolveSession } from "../../../internal/controller/sessions.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Nudge } from "../../../internal/session/store.js";
 import { nudgeSession, nudgeView } from "../actions.js";
@@ -111,6 +112,8 @@ async function list(ctx: CommandContext, rest: string[], all: boolean, json: boo
   if (rest.length > 1) throw new UsageError(`gc nudge list takes at most one session\n\n${USAGE}`);
   const city = await openCity(ctx);
   try {
+    // A name the city does not know is exit 3 with a did-you-mean, not an empty list.
+    if (rest[0] !== undefined) await resolveSession(city, rest[0], ctx.signal);
     const store = await city.store();
     const states = all
       ? undefined

@@ -15,6 +15,7 @@ import {
   saveCursor,
   screenLines,
 } from "../../../internal/controller/observe.js";
+import { resolveSession } from "../../../internal/controller/sessions.js";
 import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsExitStatus } from "../../../internal/runtime/provider.js";
@@ -279,6 +280,8 @@ async function list(ctx: CommandContext, rest: string[], all: boolean, json: boo
   if (rest.length > 1) throw new UsageError(`gc wait list takes at most one session\n\n${USAGE}`);
   const city = await openCity(ctx);
   try {
+    // A name the city does not know is exit 3 with a did-you-mean, not an empty list.
+    if (rest[0] !== undefined) await resolveSession(city, rest[0], ctx.signal);
     const store = await city.store();
     const waits = await store.listWaits({
       ...(rest[0] ? { session: rest[0] } : {}),
