@@ -504,6 +504,16 @@ agents:
     expect(await running()).toEqual(["solo", "w-1", "w-2", "w-3"]);
     expect((await city.gc(["scale", "w", "2"])).code).toBe(0);
     expect(await running()).toEqual(["solo", "w-1", "w-2"]);
+    // A city stopped by gc stop stays stopped: the scale waits for the next gc start.
+    expect((await city.gc(["stop"])).code).toBe(0);
+    const whileStopped = await city.gc(["scale", "w", "3"]);
+    expect(whileStopped.code).toBe(0);
+    expect(whileStopped.stdout).toContain("the city is stopped (gc stop)");
+    expect(await running()).toEqual([]);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    expect(await running()).toEqual(["solo", "w-1", "w-2", "w-3"]);
+    expect((await city.gc(["scale", "w", "2"])).code).toBe(0);
+    expect(await running()).toEqual(["solo", "w-1", "w-2"]);
     const tooMany = await city.gc(["scale", "w", "4"]);
     expect(tooMany.code).toBe(2);
     expect(tooMany.stderr).toContain("between 1 and 3");

@@ -2,20 +2,24 @@
  * `gc scale AGENT N`: how many instances a pool agent runs, between its
  * `min_active_sessions` and `max_active_sessions`. Recorded under `.gc/` (it outlives the
  * controller) and applied at once by a reconcile pass: new instances start, surplus ones
- * are stopped (instance names stay stable: AGENT-1 … AGENT-N).
+ * are stopped (instance names stay stable: AGENT-1 … AGENT-N). A city stopped by `gc stop`
+ * stays stopped: the scale applies at its next `gc start`.
  */
 import { poolBounds } from "../../../internal/config/index.js";
 import { didYouMean } from "../../../internal/config/suggest.js";
+import { findController } from "../../../internal/controller/controller.js";
 import { writePoolScale } from "../../../internal/controller/pool-scale.js";
+import { readStopIntent } from "../../../internal/controller/stop-intent.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
-import { defineCommand } from "../context.js";
+import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { reconcileNow } from "../pass.js";
 
 const USAGE = `Usage: gc scale AGENT N
 
 Sets how many instances the pool AGENT runs (between its min_active_sessions and
-max_active_sessions) and reconciles at once. Instances are named AGENT-1 … AGENT-N.`;
+max_active_sessions) and reconciles at once. Instances are named AGENT-1 … AGENT-N. A city
+stopped by \`gc stop\` stays stopped: the new scale applies at its next \`gc start\`.`;
 
 export const command = defineCommand({
   usage: USAGE,
@@ -54,6 +58,13 @@ export const command = defineCommand({
         ctx.out(
           `${agentName}: ${count} instance${count === 1 ? "" : "s"} (bounds ${bounds.min}…${bounds.max})`,
         );
+      // A city stopped by `gc stop` (and not started since) stays stopped: a pass here would
+      // start every session of it, with nothing to watch over them.
+      if (readStopIntent(city.stateDir) !== undefined && !(await findController(city.stateDir)).running) {
+        if (ctx.json) ctx.out(JSON.stringify({ summary: null, cityStopped: true }, null, 2));
+        else ctx.out(`the city is stopped (gc stop): the new scale applies when \`gc start\` runs it`);
+        return EXIT.ok;
+      }
       return await reconcileNow(ctx, city);
     } finally {
       await city.close();
