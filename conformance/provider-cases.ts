@@ -501,9 +501,11 @@ const stopping: ConformanceCase[] = [
         ctx,
         "(trap '' HUP; exec sleep 1000) & echo $! > child.pid; exec sleep 300",
       );
-      const pidText = await ctx.eventually("child.pid", async () =>
-        (await ctx.read(name, cfg, "child.pid"))?.trim(),
-      );
+      // The shell creates child.pid before it writes it: wait for the whole line, not the file.
+      const pidText = await ctx.eventually("child.pid", async () => {
+        const text = await ctx.read(name, cfg, "child.pid");
+        return text?.endsWith("\n") ? text.trim() : undefined;
+      });
       const pid = Number(pidText);
       assert.ok(pid > 0, `child pid ${pidText}`);
       assert.equal(await ctx.target.pidAlive!(name, pid), true, "grandchild alive before stop");

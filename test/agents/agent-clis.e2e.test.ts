@@ -166,11 +166,18 @@ agents:
 
     // Gemini CLI: past its trust dialog (and auth screens), at its input prompt.
     // (The scrollback may still hold its answered dialogs; `running` says none is pending.)
+    // On failure, say what the screen showed instead (a CI log is all there is to go on).
+    let geminiScreen = "";
     await until(
       "Gemini CLI's input prompt",
-      async () => (await city.gc(["peek", "gemini", "-n", "8"])).stdout.includes("Type your message"),
+      async () => {
+        geminiScreen = (await city.gc(["peek", "gemini", "-n", "8"])).stdout;
+        return geminiScreen.includes("Type your message");
+      },
       120_000,
-    );
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; its last 8 lines:\n${geminiScreen}`);
+    });
 
     // Acceptance: `gc start` of a gemini agent (fresh private HOME, dummy key) leaves it
     // running at its input prompt — not waiting for input, not quarantined, no dialog pending.

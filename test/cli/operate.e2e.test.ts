@@ -278,6 +278,22 @@ for (const provider of PROVIDERS) {
         }
       });
 
+      it.skipIf(provider.name !== "subprocess")(
+        "wait --state: a session not started yet is waited on until it runs, not ended at once",
+        async () => {
+          const city = makeCity(pyCity(provider.name));
+          const waiter = spawnGc(city, ["wait", "py", "--state", "running", "--timeout", "90s", "--json"]);
+          await until("the state wait to be recorded", async () => {
+            const ws = json<{ waits: { kind: string }[] }>(await city.gc(["wait", "list", "--json"]));
+            return ws.waits.some((w) => w.kind === "state");
+          });
+          await started(city);
+          const r = await waiter.done;
+          expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+          expect(json(r)).toMatchObject({ status: "completed", state: "running" });
+        },
+      );
+
       it("session: list, kill, reset after gc stop, logs; restart clears the hold", async () => {
         const city = makeCity(pyCity(provider.name));
         await started(city);

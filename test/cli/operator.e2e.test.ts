@@ -201,6 +201,10 @@ describe("CLI usage, help and errors", () => {
     const w = await runGc(["wait", "alpha", "idle"]);
     expect(w.code).toBe(2);
     expect(w.stderr).toContain("gc wait takes one session (a condition is a flag: --idle)");
+    // What gc status shows but is not a lifecycle state is named, with what to wait on.
+    const n = await runGc(["wait", "alpha", "--state", "new"]);
+    expect(n.code).toBe(2);
+    expect(n.stderr).toContain('--state: "new" is how gc status shows a session never started');
     const ttl = await runGc(["nudge", "alpha", "hi", "--queue", "--ttl", "0"]);
     expect(ttl.code).toBe(2);
     expect(ttl.stderr).toContain("--ttl: a queued nudge needs a time to live above 0");

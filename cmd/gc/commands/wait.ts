@@ -45,6 +45,14 @@ session ended first) · 1 error · 2 usage · 3 unknown session · 130 interrupt
 
 const POLL_MS = 200;
 
+/** What gc status shows that is not a lifecycle state, and what to wait on instead. */
+const STATUS_VIEWS: Readonly<Record<string, string>> = {
+  new: "how gc status shows a session never started (wait for pending, starting or running)",
+  untracked: "how gc status shows a running session with no record",
+  "waiting-for-input":
+    "how gc status shows a running session with a question on screen (gc wait --idle never completes on it)",
+};
+
 type Condition =
   | { kind: "idle" }
   | { kind: "match"; regex: RegExp }
@@ -97,8 +105,10 @@ export const command = defineCommand({
       }
     } else if (values.state !== undefined) {
       if (!isLifecycleState(values.state)) {
+        // gc status also shows views that are not lifecycle states; say what to wait on instead.
+        const view = STATUS_VIEWS[values.state];
         throw new UsageError(
-          `--state: unknown state ${JSON.stringify(values.state)} (${LIFECYCLE_STATES.join(", ")})`,
+          `--state: ${view ? `${JSON.stringify(values.state)} is ${view}, not a lifecycle state` : `unknown state ${JSON.stringify(values.state)}`} (${LIFECYCLE_STATES.join(", ")})`,
         );
       }
       cond = { kind: "state", state: values.state };
@@ -215,6 +225,7 @@ async function waitFor(
   const sameIncarnation = async () =>
     (await t.provider.isRunning(t.name, { signal })) &&
     (await t.store.get(t.name))?.generation === generation;
+  let hadRecord = false;
   for (;;) {
     signal.throwIfAborted();
     const running = (await t.provider.isRunning(t.name, { signal })) && (await look());
@@ -223,9 +234,12 @@ async function waitFor(
         if (!running) return finish("completed", { exit: await exitInfo() });
         break;
       case "state": {
+        // A session not started yet has no record: wait for the controller to make one
+        // (`gc scale` then `gc wait NEW --state running`); a record that goes away ends the wait.
         const rec = await t.store.get(t.name);
-        if (!rec) return finish("terminated", { reason: "the session's record was removed" });
-        if (rec.state === cond.state) return finish("completed", { state: rec.state });
+        if (rec) hadRecord = true;
+        else if (hadRecord) return finish("terminated", { reason: "the session's record was removed" });
+        if (rec?.state === cond.state) return finish("completed", { state: rec.state });
         break;
       }
       case "match": {

@@ -29,8 +29,11 @@ async function groupMembers(pgid: number): Promise<number[]> {
   return out;
 }
 
+/** The hanging script's pid; throws until its whole line is written (the file exists empty first). */
 async function hangPid(t: TestProvider): Promise<number> {
-  return Number((await readFile(join(t.execDir, "hang.pid"), "utf8")).trim());
+  const text = await readFile(join(t.execDir, "hang.pid"), "utf8");
+  if (!text.endsWith("\n")) throw new Error("hang.pid not written yet");
+  return Number(text.trim());
 }
 
 /** Kills whatever a failed test left of the hanging group, so nothing outlives the suite. */

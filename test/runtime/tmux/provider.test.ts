@@ -207,9 +207,11 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     for (const n of ["z0", "z1", "z2", "z3", "z4", "z5"]) {
       const c = await cfg("echo $$ > pid.out; exec sleep 300");
       await p.start(n, c);
-      const pid = await eventually("pid.out", async () =>
-        Number(await readFile(join(c.workDir, "pid.out"), "utf8")),
-      );
+      // The shell creates pid.out before it writes it: wait for the whole line.
+      const pid = await eventually("pid.out", async () => {
+        const text = await readFile(join(c.workDir, "pid.out"), "utf8");
+        return text.endsWith("\n") ? Number(text) : undefined;
+      });
       await p.stop(n);
       const gone = async () =>
         !(await access(`/proc/${pid}`).then(
