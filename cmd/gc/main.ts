@@ -123,12 +123,13 @@ function buildProgram(
   loaded: Partial<Record<CommandName, Command>>,
   onInvoke: (inv: Invocation) => void,
   write: { out: (s: string) => void; err: (s: string) => void },
+  json = false,
 ): Cli {
   const program = addGlobalOptions(new Cli("gc"))
     .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError(true)
-    .version(gcVersion(), "-v, --version")
+    .version(json ? JSON.stringify({ version: gcVersion() }) : gcVersion(), "-v, --version")
     .helpOption("-h, --help")
     .helpCommand("help [command]")
     .configureOutput({ writeOut: write.out, writeErr: write.err, outputError: () => undefined })
@@ -215,6 +216,7 @@ async function main(argv: readonly string[]): Promise<number> {
       invocation = inv;
     },
     { out: (s) => write(process.stdout, s), err: (s) => write(process.stderr, s) },
+    argv.includes("--json"),
   );
   try {
     await program.parseAsync([...argv], { from: "user" });

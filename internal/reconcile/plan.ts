@@ -319,7 +319,7 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
         return {
           kind: "start",
           name: d.name,
-          reason: `infrastructure lost (the ${d.provider} session vanished with its backend): restarting`,
+          reason: `infrastructure lost (the ${d.provider} session vanished with its backend)`,
           infra: true,
         };
       }

@@ -195,6 +195,10 @@ for (const provider of PROVIDERS) {
         const busy = await city.gc(["nudge", "py", "print(2)", "--wait", "500ms"]);
         expect(busy.code).toBe(1);
         expect(busy.stderr).toMatch(/not delivered: session py did not become idle/);
+        // Under --json the report is the JSON alone (exit 1 still says it was not delivered).
+        const busyJson = await city.gc(["nudge", "py", "print(2)", "--wait", "500ms", "--json"]);
+        expect({ code: busyJson.code, stderr: busyJson.stderr }).toEqual({ code: 1, stderr: "" });
+        expect(json(busyJson)).toMatchObject({ session: "py", delivered: false });
         expect((await city.gc(["session", "restart", "py"])).code).toBe(0);
 
         expect((await city.gc(["start"])).code).toBe(0);
@@ -326,6 +330,13 @@ for (const provider of PROVIDERS) {
 
         expect((await city.gc(["run", "py", "print('logged')"])).code).toBe(0);
         expect((await city.gc(["session", "logs", "py"])).stdout.split("\n")).toContain("logged");
+        // Following ends with Ctrl-C, like every interrupted gc command: 130.
+        const follower = spawnGc(city, ["session", "logs", "py", "-f"]);
+        let followed = "";
+        follower.child.stdout?.on("data", (d: string) => (followed += d));
+        await until("the followed log to print", () => followed.includes("logged"));
+        follower.child.kill("SIGINT");
+        expect((await follower.done).code).toBe(130);
         const ev = json<{ events: { type: string }[] }>(
           await city.gc(["session", "logs", "py", "--events", "--json"]),
         );

@@ -229,6 +229,8 @@ describe("CLI usage, help and errors", () => {
     for (const flag of ["-v", "--version"]) {
       const v = await runGc([flag]);
       expect(v).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+      const j = await runGc(["--json", flag]);
+      expect(j).toMatchObject({ code: 0, stdout: `${JSON.stringify({ version: pkg.version })}\n` });
     }
     const help = await runGc(["help"]);
     expect(help.code).toBe(0);

@@ -93,7 +93,7 @@ export const command = defineCommand({
       }
       if (!r.delivered) {
         if (json) printJson(ctx, { session: t.name, mode: r.mode, delivered: false, reason: r.reason });
-        ctx.err(`gc: nudge not delivered: ${r.reason}`);
+        else ctx.err(`gc: nudge not delivered: ${r.reason}`);
         return EXIT.failed;
       }
       if (json) printJson(ctx, { session: t.name, mode: r.mode, delivered: true });

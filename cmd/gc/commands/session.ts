@@ -51,7 +51,8 @@ const USAGE = `Usage: gc session list [--json]
   respond   answer the interaction the session waits on (approve, deny, an option label…)
 
 kill, restart and reset are refused while another control operation (gc run…) holds the
-session. Exit: 0 ok · 1 failed · 2 usage · 3 unknown session.`;
+session. Exit: 0 ok · 1 failed · 2 usage · 3 unknown session · 130 interrupted (a followed
+log ends with Ctrl-C).`;
 
 const SUBCOMMANDS = ["list", "kill", "restart", "reset", "logs", "respond"] as const;
 
@@ -333,7 +334,7 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
       screen = now;
     }
   } catch (e) {
-    if (ctx.signal.aborted) return EXIT.ok;
+    if (ctx.signal.aborted) return EXIT.cancelled;
     throw e;
   }
 }
@@ -365,7 +366,7 @@ async function eventLog(ctx: CommandContext, t: Target, follow: boolean, lines: 
       since = more.at(-1)?.seq ?? since;
     }
   } catch (e) {
-    if (ctx.signal.aborted) return EXIT.ok;
+    if (ctx.signal.aborted) return EXIT.cancelled;
     throw e;
   }
 }
