@@ -31,8 +31,12 @@ export function sessionDrift(
     };
   }
   const decided = driftOf(rec, d);
+  // Under a core drift the restart applies every field, session_live included.
   const fields = decided.fields.map(
-    (f): FieldChange => ({ ...f, effect: f.field === LIVE_FIELD ? "live" : "restart" }),
+    (f): FieldChange => ({
+      ...f,
+      effect: f.field === LIVE_FIELD && decided.kind === "live" ? "live" : "restart",
+    }),
   );
   return { session: name, drift: decided.kind, fields };
 }

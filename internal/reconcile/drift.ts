@@ -42,9 +42,11 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
     };
   }
   if (rec.coreHash !== d.core) {
-    const fields = changed.filter((f) => f.field !== LIVE_FIELD);
-    const names = fields.length > 0 ? fields.map((f) => f.field) : ["(fingerprint)"];
-    return { kind: "core", fields, reason: `config drift: ${names.join(", ")}` };
+    // Every changed field is reported (session_live too: the restart applies it as well), but
+    // only the core fields name the restart's cause.
+    const core = changed.filter((f) => f.field !== LIVE_FIELD);
+    const names = core.length > 0 ? core.map((f) => f.field) : ["(fingerprint)"];
+    return { kind: "core", fields: changed, reason: `config drift: ${names.join(", ")}` };
   }
   if (rec.liveHash !== d.live) {
     return { kind: "live", fields: changed, reason: "session_live changed" };

@@ -63,7 +63,7 @@ export interface ExecuteDeps {
    * has finished meanwhile) changed the session after the plan looked; the next pass plans
    * from what it left.
    */
-  readonly planned?: ReadonlyMap<string, number> | undefined;
+  readonly planned: ReadonlyMap<string, number>;
 }
 
 /** Outcome of one action. */
@@ -168,7 +168,7 @@ async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutco
 async function busyReason(name: string, deps: ExecuteDeps): Promise<string | undefined> {
   const holder = await deps.store.lockHolder(name);
   if (holder) return `session busy (${holder.purpose}, pid ${holder.pid})`;
-  if (deps.planned && (await deps.store.get(name))?.version !== deps.planned.get(name)) {
+  if ((await deps.store.get(name))?.version !== deps.planned.get(name)) {
     return "its record changed since this pass read it";
   }
   return undefined;

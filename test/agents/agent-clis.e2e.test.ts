@@ -171,8 +171,9 @@ agents:
     await until(
       "Gemini CLI's input prompt",
       async () => {
-        geminiScreen = (await city.gc(["peek", "gemini", "-n", "8"])).stdout;
-        return geminiScreen.includes("Type your message");
+        const r = await city.gc(["peek", "gemini", "-n", "8"]);
+        geminiScreen = r.code === 0 ? r.stdout : `(gc peek exited ${r.code}: ${r.stderr})`;
+        return r.stdout.includes("Type your message");
       },
       120_000,
     ).catch((e: Error) => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sessionDrift } from "../../internal/controller/drift-report.js";
 import { driftOf as statusDrift } from "../../internal/controller/sessions.js";
 import { driftOf } from "../../internal/reconcile/drift.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
@@ -88,6 +89,32 @@ describe("drift is decided in one place", () => {
     expect(driftOf(r, d).kind).toBe(kind);
     expect(statusDrift(r, d)).toBe(kind);
     expect(planned(r, d)).toBe(action);
+  });
+
+  it("a core drift also reports a session_live change (the restart applies both)", () => {
+    const d = want({
+      core: "v1:other",
+      live: "v1:live2",
+      breakdown: {
+        ...BREAKDOWN,
+        command: { hash: "c2", value: "sleep 2" },
+        sessionLive: { hash: "l2", value: "x" },
+      },
+    });
+    const r = rec({ breakdown: { ...BREAKDOWN, sessionLive: { hash: "l1", value: "y" } } });
+    const drift = driftOf(r, d);
+    expect(drift.kind).toBe("core");
+    expect(drift.reason).toBe("config drift: command");
+    expect(drift.fields.map((f) => f.field).sort()).toEqual(["command", "sessionLive"]);
+    expect(
+      sessionDrift("a", r, d)
+        .fields.map((f) => [f.field, f.effect])
+        .sort(),
+    ).toEqual([
+      ["command", "restart"],
+      ["sessionLive", "restart"],
+    ]);
+    expect(sessionDrift("a", rec(), want({ live: "v1:live2" })).drift).toBe("live");
   });
 
   it("a provider change names the provider as the changed field", () => {
