@@ -53,9 +53,36 @@ const WRAPPER = [
   'exit "$r"',
 ].join("\n");
 
+/**
+ * Shell builtins with no program of their own (`exit 3`, `eval …`, `umask`): run in the
+ * wrapper shell like every command once there is state, so they behave the same before the
+ * first `cd` as after it (not "command not found", 127).
+ */
+const SHELL_ONLY = new Set([
+  "exit",
+  "return",
+  "exec",
+  "eval",
+  "set",
+  "shift",
+  "trap",
+  "readonly",
+  "times",
+  "wait",
+  "umask",
+  "ulimit",
+  "alias",
+  "unalias",
+  "type",
+  "command",
+  "hash",
+  "getopts",
+  ":",
+]);
+
 /** True when `argv` must run in the wrapper shell even without saved state. Pure. */
 export function needsShell(argv: readonly string[]): boolean {
-  return argv.length > 0 && STATE_BUILTINS.has(argv[0]!);
+  return argv.length > 0 && (STATE_BUILTINS.has(argv[0]!) || SHELL_ONLY.has(argv[0]!));
 }
 
 /** A fresh random marker for one call. */

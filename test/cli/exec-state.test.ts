@@ -98,10 +98,21 @@ describe("exec shell state", () => {
     expect(sh.run(["sh", "-c", 'echo "$FROM_FILE $(pwd)"']).stdout).toBe("yes /tmp\n");
   });
 
-  it("needsShell: only state builtins need the shell", () => {
+  it("needsShell: state builtins and builtins with no program of their own need the shell", () => {
     expect(needsShell(["cd", "/tmp"])).toBe(true);
     expect(needsShell(["export", "X=1"])).toBe(true);
+    expect(needsShell(["exit", "3"])).toBe(true);
+    expect(needsShell(["umask"])).toBe(true);
     expect(needsShell(["ls"])).toBe(false);
+    expect(needsShell(["echo", "exit"])).toBe(false);
+  });
+
+  it("exit N in the wrapper shell: its status, and no state change", () => {
+    const sh = shell();
+    expect(sh.run(["exit", "3"]).code).toBe(3);
+    expect(sh.run(["cd", "/tmp"]).code).toBe(0);
+    expect(sh.run(["exit", "4"]).code).toBe(4);
+    expect(sh.run(["pwd"]).stdout).toBe("/tmp\n");
   });
 
   it("state file: saved 0600, read back only for the same incarnation, removed when empty", async () => {

@@ -31,7 +31,8 @@ environment: its work dir and environment, on the machine or pod where it lives.
 \`cd\`, \`export\`, \`unset\` and \`source\` persist across gc exec calls of the session: each
 command runs wrapped as restore → run → capture, with the state in
 .gc/exec-shell/SESSION.state; it is dropped when the session stops or restarts. A program
-with no state to restore passes straight through; --raw always runs CMD directly.
+with no state to restore passes straight through (shell builtins such as exit never do);
+--raw always runs CMD directly.
 
 stdout and stderr are kept apart; stdin is passed on when it is a pipe or a file. The exit
 code of CMD becomes gc's; when gc itself fails (usage error, unknown session, provider error)
