@@ -6,7 +6,7 @@
 import { didYouMean } from "../config/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
-import { INFRA_LOSSES_KEY } from "../reconcile/plan.js";
+import { HOLD_KEY, INFRA_LOSSES_KEY } from "../reconcile/plan.js";
 import { describeError, PartialObservationError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
@@ -41,6 +41,8 @@ export interface SessionView {
   readonly lastActivity: string | null;
   readonly attached: boolean;
   readonly desired: boolean;
+  /** The operator's hold (`gc stop NAME`: the controller does not start it), or null. */
+  readonly held: string | null;
   /** The interaction the session waits on (state `waiting-for-input`, reason = its prompt). */
   readonly interaction?: PendingInteraction | undefined;
 }
@@ -138,7 +140,7 @@ export async function collectCity(
       reason: waiting
         ? waiting.prompt || `${waiting.kind} (request ${waiting.requestId})`
         : r
-          ? (r.quarantineReason ?? r.metadata["gc.hold"] ?? r.stateReason)
+          ? (r.quarantineReason ?? r.metadata[HOLD_KEY] ?? r.stateReason)
           : running
             ? "running without a record"
             : "not started yet",
@@ -149,6 +151,7 @@ export async function collectCity(
       lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,
       attached: det?.attached ?? false,
       desired: d !== undefined,
+      held: r?.metadata[HOLD_KEY] ?? null,
       interaction: waiting,
     };
   });

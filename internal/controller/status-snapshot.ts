@@ -90,6 +90,7 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
       lastActivity: s.lastActivity,
       attached: s.attached,
       reason: s.reason,
+      held: s.held,
       ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
     })),
     configError: view.configError ?? ctl.status?.lastError ?? null,

@@ -320,6 +320,12 @@ for (const provider of PROVIDERS) {
         expect((await city.gc(["stop", "py"])).code).toBe(0);
         expect((await rows())[0]).toMatchObject({ state: "suspended", running: false });
         expect((await rows())[0]?.held).toMatch(/stopped by operator/);
+        // gc status says it is held, and what starts it, in the table's notes and as JSON.
+        const st = await city.gc(["status"]);
+        expect(st.stdout).toMatch(/^ {2}py: suspended — stopped by operator at /m);
+        expect(st.stdout).toContain("held: gc session restart py starts it");
+        const stJson = json<{ sessions: { held: string | null }[] }>(await city.gc(["status", "--json"]));
+        expect(stJson.sessions[0]?.held).toMatch(/stopped by operator/);
         expect((await city.gc(["session", "reset", "py"])).code).toBe(0);
         expect((await rows())[0]).toMatchObject({ state: "running", running: true, held: null });
 

@@ -111,8 +111,14 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
   // One write for the whole table: a line per write costs a syscall per session.
   ctx.out(formatTable(header, rows).join("\n"));
   for (const s of snap.sessions) {
-    if (EXPLAINED_STATES.has(s.state)) {
+    // A held session that is down is explained too: nothing starts it until the hold goes.
+    const heldDown = s.held !== null && !s.running && s.state !== "quarantined";
+    if (EXPLAINED_STATES.has(s.state) || heldDown) {
       ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
+      if (heldDown)
+        ctx.out(
+          `    held: gc session restart ${s.name} starts it (gc session reset ${s.name} lets the controller)`,
+        );
       if (s.state === "quarantined")
         ctx.out(
           `    once the cause is fixed: gc session reset ${s.name} (a changed start config in the city file lifts it by itself)`,
