@@ -158,7 +158,8 @@ export async function runController(
       watched.add(p);
       p.onBackendLost(() => {
         if (signal.aborted) return;
-        opts.log(`${name}: backend lost (its tmux server or session holder exited): reconciling now`);
+        // Also after the last session of a backend stopped (a subprocess holder then exits).
+        opts.log(`${name}: its backend process exited (tmux server or session holder): reconciling now`);
         loop.poke();
       });
     }

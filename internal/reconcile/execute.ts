@@ -422,5 +422,5 @@ async function recordCrash(
   await walkTo(store, d.name, "backoff", `restart after ${Math.round((until - deps.now()) / 1000)} s`, {
     backoffUntil: until,
   });
-  return `backing off until ${new Date(until).toISOString()}`;
+  return `${a.reason}; backing off until ${new Date(until).toISOString()}`;
 }

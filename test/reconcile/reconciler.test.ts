@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DesiredSession } from "../../internal/reconcile/execute.js";
+import type { DesiredSession, ProgressEvent } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
 import { Reconciler } from "../../internal/reconcile/reconciler.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
@@ -35,6 +35,7 @@ function setup(initial: DesiredSession[]) {
   const backend = new FakeBackend();
   const provider = new FakeProvider({ city: "t", backend });
   const store = openMemoryStore({ singleTenant: true, now: () => now });
+  const progress: ProgressEvent[] = [];
   const reconciler = new Reconciler({
     store,
     providerFor: async () => provider,
@@ -51,6 +52,7 @@ function setup(initial: DesiredSession[]) {
     backend,
     store,
     reconciler,
+    progress,
     set: (d: DesiredSession[]) => {
       desired = d;
     },
@@ -109,9 +111,12 @@ describe("Reconciler", () => {
     const t = setup([want("a")]);
     await t.reconciler.tick();
     t.provider.crash("a");
-    const r = await t.reconciler.tick();
+    const r = await t.reconciler.tick({ onProgress: (e) => t.progress.push(e) });
     expect(r.plan.actions[0]).toMatchObject({ kind: "crashed" });
     expect((await t.store.get("a"))?.state).toBe("backoff");
+    // The log line says why it crashed, not only until when it backs off.
+    const done = t.progress.find((e) => e.action === "crashed" && e.phase === "done");
+    expect(done?.detail).toMatch(/^died \(.*\); backing off until /);
     t.advance(10_000);
     await t.reconciler.tick();
     expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 2 });
