@@ -27,6 +27,7 @@ import {
   requestControl,
   serveControl,
 } from "./control.js";
+import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
 import { pendingInteractions } from "./sessions.js";
 import { controllerSnapshot } from "./status-snapshot.js";
@@ -222,6 +223,7 @@ export async function runController(
       if (trimmed > 0) opts.log(`event retention: deleted ${trimmed} old event${trimmed === 1 ? "" : "s"}`);
       lastPass = passStats(t0, t1, cpu0, last.actions);
       opts.debug?.(passStatsLine(lastPass));
+      if (await capLog(paths.log)) opts.log(`log: the earlier lines are in ${paths.log}.1`);
       const due = Math.min(
         report.requeueAt ?? Number.POSITIVE_INFINITY,
         op.nextDueAt ?? Number.POSITIVE_INFINITY,

@@ -3,6 +3,7 @@
  * `daemon.events.max_count` and `daemon.events.max_age`. Each setting is shown to take effect
  * on its own against the built `gc`, reading state.db directly.
  */
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -61,5 +62,28 @@ describe("event retention", { timeout: 120_000 }, () => {
       const e = events(c);
       return e.oldest === null || e.oldest > startedBy;
     });
+  });
+
+  it("controller.log: past 10 MiB its lines move to controller.log.1 and it starts again", async () => {
+    const c = makeCity(city("{ max_count: 10000 }"));
+    const log = join(c.dir, ".gc", "controller.log");
+    mkdirSync(join(c.dir, ".gc"), { recursive: true });
+    const filler = `${"old line\n".repeat(1_200_000)}last old line\n`; // 10.3 MiB
+    writeFileSync(log, filler);
+    const r = await c.gc(["start"]);
+    expect(r.code, r.stderr).toBe(0);
+    // The first pass finds the log too large: its content (and the controller's first lines,
+    // appended to it) moves to controller.log.1; the log goes on from empty.
+    await until(
+      "controller.log.1",
+      () => existsSync(`${log}.1`) && readFileSync(log, "utf8").includes("log: the earlier"),
+    );
+    const old = readFileSync(`${log}.1`, "utf8");
+    expect(old.startsWith(filler)).toBe(true);
+    expect(old).toContain("running for city");
+    expect(statSync(log).size).toBeLessThan(64 * 1024);
+    // Appends go on at the new end (no hole of zeros where the old content was).
+    expect(await c.gc(["reconcile"])).toMatchObject({ code: 0 });
+    expect(readFileSync(log, "utf8")).not.toContain("\0");
   });
 });
