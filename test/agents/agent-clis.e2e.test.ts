@@ -176,8 +176,12 @@ agents:
         return r.stdout.includes("Type your message");
       },
       120_000,
-    ).catch((e: Error) => {
-      throw new Error(`${e.message}; its last 8 lines:\n${geminiScreen}`);
+    ).catch(async (e: Error) => {
+      const row = (await status(city)).sessions.find((s) => s.name === "gemini");
+      const events = await city.gc(["session", "logs", "gemini", "--events", "-n", "12"]);
+      throw new Error(
+        `${e.message}; its last 8 lines:\n${geminiScreen}\nits status: ${JSON.stringify(row)}\nits last events:\n${events.stdout}`,
+      );
     });
 
     // Acceptance: `gc start` of a gemini agent (fresh private HOME, dummy key) leaves it
