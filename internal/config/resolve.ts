@@ -7,6 +7,7 @@
 import { basename, resolve as resolvePath } from "node:path";
 import { type RouteRules, routeSession } from "../runtime/auto/route.js";
 import type { CopyEntry, StartConfig } from "../runtime/provider.js";
+import { sessionShapingSettings } from "../runtime/registry.js";
 import { type EffectivePreset, lookupPreset } from "./builtins.js";
 import type { CityConfig } from "./parse.js";
 import { expandPlaceholders } from "./placeholders.js";
@@ -213,6 +214,10 @@ function resolveSession(
   const placed = sessionPlacement(config, agent, name);
   const startConfig: StartConfig = compact({
     backend: placed.backend,
+    providerSettings: sessionShapingSettings(
+      config.session as unknown as Record<string, unknown>,
+      placed.backend ?? placed.provider,
+    ),
     command,
     workDir,
     env,

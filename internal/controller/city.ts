@@ -24,9 +24,10 @@ import type { PlanPolicy } from "../reconcile/plan.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import { ConfigError, describeError } from "../runtime/errors.js";
 import type { ProviderFactoryOptions } from "../runtime/factory.js";
-import { type FingerprintFiles, fingerprint } from "../runtime/fingerprint.js";
+import { canonicalJson, type FingerprintFiles, fingerprint } from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import type { Provider } from "../runtime/provider.js";
+import { PROVIDERS } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore } from "../session/store.js";
 import { extraInstances, readPoolScale } from "./pool-scale.js";
@@ -369,16 +370,26 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const providers = new Map<string, Promise<Provider>>();
   const now = new Date(); // captured once per process: the beacon must not change between ticks
   const memo = desiredMemo();
+  /** `spec`'s section of the city file as last loaded (an edit of it applies to new instances). */
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
     const kind = spec.split(":")[0] ?? spec;
-    const section = (loaded.config.session as unknown as Record<string, unknown>)[kind];
+    const section = (current.config.session as unknown as Record<string, unknown>)[kind];
     if (!section || typeof section !== "object") return undefined;
     // The auto router opens every backend its agents declare, not only its default.
-    if (kind === "auto") return { ...section, backends: declaredBackends(loaded.config) };
+    if (kind === "auto") return { ...section, backends: declaredBackends(current.config) };
     return section as Record<string, unknown>;
   };
+  /**
+   * One instance per spec and settings: after an edit of `session.<kind>` (a new docker
+   * image, k8s resources…) the next use builds an instance with the new settings; a router's
+   * key covers every section, since its backends are built with theirs. Earlier instances
+   * stay open (they may be mid-operation) until the city closes.
+   */
   const providerFor = (spec: string): Promise<Provider> => {
-    let p = providers.get(spec);
+    const kind = spec.split(":")[0] ?? spec;
+    const routing = PROVIDERS.find((e) => e.name === kind)?.routing === true;
+    const key = `${spec}\0${canonicalJson(routing ? current.config.session : settingsFor(spec))}`;
+    let p = providers.get(key);
     if (!p) {
       p = deps.createProvider(
         spec,
@@ -386,9 +397,9 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
         { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir, openBackend: providerFor },
         settingsFor(spec),
       );
-      providers.set(spec, p);
+      providers.set(key, p);
       // A failed construction (e.g. an exec script's probe timing out) is retried next time.
-      p.catch(() => providers.delete(spec));
+      p.catch(() => providers.delete(key));
     }
     return p;
   };

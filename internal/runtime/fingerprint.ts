@@ -65,6 +65,7 @@ export const CORE_FIELDS = [
   "copyFiles",
   "fingerprintExtra",
   "backend",
+  "providerSettings",
 ] as const;
 
 /** Breakdown key of the live fingerprint (display only; not part of the core hash). */
@@ -75,7 +76,7 @@ export const LIVE_FIELD = "sessionLive";
  * holds one `<field>.<key>` entry per key, so drift names the keys that changed
  * (`env.GREETING: hello → bonjour`) instead of printing the whole map twice.
  */
-export const MAP_FIELDS: readonly string[] = ["env", "fingerprintExtra"];
+export const MAP_FIELDS: readonly string[] = ["env", "fingerprintExtra", "providerSettings"];
 
 /**
  * Compares strings by their UTF-8 bytes (not UTF-16 code units; a lone surrogate counts as
@@ -196,6 +197,9 @@ export function fingerprint(
     // Only under a router (auto, hybrid); absent, it is left out of the hash, so the
     // fingerprints of every other session are what they always were.
     backend: { input: cfg.backend, value: cfg.backend ?? "" },
+    // Only for providers with session-shaping settings (docker, k8s, acp); absent, it is left
+    // out of the hash like `backend`.
+    providerSettings: { input: cfg.providerSettings, value: showSettings(cfg.providerSettings ?? {}) },
   };
   // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
   // a display value, and a field derived from one is flagged so drift shows only "changed".
@@ -212,6 +216,7 @@ export function fingerprint(
   const breakdown: Record<string, FieldFingerprint> = {};
   for (const f of CORE_FIELDS) {
     if (f === "backend" && cfg.backend === undefined) continue;
+    if (f === "providerSettings" && cfg.providerSettings === undefined) continue;
     breakdown[f] = field(doc[f].input, doc[f].value);
   }
   // Per-key entries of the map fields: display only, not inputs of `core`.
@@ -223,12 +228,27 @@ export function fingerprint(
     for (const [k, v] of Object.entries(map))
       breakdown[`${f}.${k}`] = field(v, isSecretKey(k) ? REDACTED : v);
   }
+  for (const [k, v] of Object.entries(cfg.providerSettings ?? {}))
+    breakdown[`providerSettings.${k}`] = field(v, settingText(v));
   const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
   const liveInput = cfg.sessionLive ?? [];
   const live = hash(canonicalJson(liveInput));
   // Shown by `gc drift` beside the core fields; not an input of `core`.
   breakdown[LIVE_FIELD] = { ...field(liveInput, liveInput.join(" ; ")), hash: live };
   return { core, live, breakdown };
+}
+
+/** A setting's display value: strings as they are, anything else as canonical JSON. */
+function settingText(v: unknown): string {
+  return typeof v === "string" ? v : canonicalJson(v);
+}
+
+/** `k=v, …` of a settings map in key order (display only). */
+function showSettings(settings: Readonly<Record<string, unknown>>): string {
+  return Object.keys(settings)
+    .sort(compareUtf8)
+    .map((k) => `${k}=${settingText(settings[k])}`)
+    .join(", ");
 }
 
 /** One drifted field: name, old and new display values. */

@@ -82,6 +82,13 @@ export interface StartConfig {
   readonly backend?: string | undefined;
   /** Extra identity that is not part of the command, e.g. pool settings (core). */
   readonly fingerprintExtra?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The settings of the session's concrete provider that shape each session it makes
+   * (`session.docker.image`, `memory`, `session.k8s.resources`…; registry.ts
+   * `sessionSettings`). Fingerprint only (core when set: an edit remakes the sessions on that
+   * provider); providers take their settings from their factory, never from here.
+   */
+  readonly providerSettings?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** A piece of nudge content. Unknown block types are treated as text. */

@@ -65,6 +65,13 @@ export interface ProviderEntry {
    * The factory receives the decoded section as `settings`.
    */
   readonly settings?: AnyObjectSchema;
+  /**
+   * Keys of its section that shape each session it makes (image, limits, mounts…): part of
+   * each session's core fingerprint, so an edit of one restarts the sessions on the provider.
+   * Not: keys saying where sessions live (engine, context, namespace, socket) or bounding
+   * operations (timeouts).
+   */
+  readonly sessionSettings?: readonly string[];
   /** Keys of its section `gc config validate` requires when a session uses the provider. */
   readonly requiredWhenUsed?: readonly string[];
   /** Keys of its section naming a file (relative to the city directory) that must exist. */
@@ -109,6 +116,14 @@ const ENTRIES = [
     backend: "a pod per session (tmux inside) through @kubernetes/client-node, exec over WebSocket",
     load: () => import("./k8s/index.js"),
     settings: K8S_SETTINGS_SCHEMA,
+    sessionSettings: [
+      "image",
+      "service_account",
+      "image_pull_policy",
+      "node_selector",
+      "resources",
+      "work_root",
+    ],
     requiredWhenUsed: ["image"],
     fileSettings: ["kubeconfig"],
     conformance: true,
@@ -119,6 +134,7 @@ const ENTRIES = [
     backend: "a container per session (tmux inside) through the Docker Engine API",
     load: () => import("./docker/index.js"),
     settings: DOCKER_SETTINGS_SCHEMA,
+    sessionSettings: ["image", "network", "memory", "cpus", "pids_limit", "user", "mounts", "work_dir"],
     requiredWhenUsed: ["image"],
     conformance: true,
   },
@@ -146,6 +162,7 @@ const ENTRIES = [
     backend: "the subprocess holder (one per city) speaking the Agent Client Protocol over the agent's stdio",
     load: () => import("./acp/index.js"),
     settings: ACP_SETTINGS_SCHEMA,
+    sessionSettings: ["mcp_servers"],
     conformance: true,
   },
   {
@@ -192,6 +209,22 @@ export function providerSettingsFields(): ProviderSettingsFields {
     if (e.settings) out[e.name] = e.settings.default({});
   }
   return out as ProviderSettingsFields;
+}
+
+/**
+ * The session-shaping settings (`sessionSettings`) of the concrete provider `spec`, taken from
+ * the city file's decoded `session` section; `undefined` when it declares none. Pure.
+ */
+export function sessionShapingSettings(
+  session: Readonly<Record<string, unknown>>,
+  spec: string,
+): Record<string, unknown> | undefined {
+  const kind = spec.split(":")[0] ?? spec;
+  const keys = PROVIDERS.find((e) => e.name === kind)?.sessionSettings;
+  const section = session[kind];
+  if (!keys || !section || typeof section !== "object") return undefined;
+  const values = section as Record<string, unknown>;
+  return Object.fromEntries(keys.filter((k) => values[k] !== undefined).map((k) => [k, values[k]]));
 }
 
 /** How a provider is written in the city file: `tmux`, `exec:<script>`. */

@@ -29,7 +29,7 @@ const owner = (city: TestCity) => ownerKey(city.name, cityIdOf(city.dir));
 
 const AGENTS = ["a1", "a2", "a3", "a4", "a5"];
 
-function cityYaml(te: TestEngine, a3 = "exec sleep 100000"): string {
+function cityYaml(te: TestEngine, a3 = "exec sleep 100000", memory = "256m"): string {
   const agents = AGENTS.map(
     (a) => `  - name: ${a}
     start_command: "echo READY-${a}; ${a === "a3" ? a3 : "exec sleep 100000"}"
@@ -43,6 +43,7 @@ session:
   docker:
     host: ${te.socketPath}
     image: ${te.image}
+    memory: ${memory}
 daemon:
   interval: 1h
   backoff: { min: 0s, max: 1s }
@@ -108,8 +109,31 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
         },
         120_000,
       );
+      const drifted = await ids(city);
+      for (const a of AGENTS.filter((x) => x !== "a3")) expect(drifted[a]).toBe(first[a]);
+
+      // An edit of session.docker (a limit here; the image the same way) is drift of every
+      // session on it, and the running controller remakes them with the new settings.
+      city.write(cityYaml(te, "exec sleep 100001", "300m"));
+      const shown = await city.gc(["drift"]);
+      expect(shown.stdout).toContain("providerSettings.memory");
+      expect((await city.gc(["reconcile"])).code).toBe(0);
+      const memories = async () => {
+        const { default: Docker } = await import("dockerode");
+        const d = new Docker({ socketPath: te.socketPath });
+        return Promise.all(
+          AGENTS.map(
+            async (a) => (await d.getContainer(containerName(owner(city), a)).inspect()).HostConfig.Memory,
+          ),
+        );
+      };
+      await until(
+        "every container remade with the new memory limit",
+        async () => (await memories()).every((m) => m === 300 * 1024 * 1024) && (await allRunning(city)),
+        180_000,
+      );
       const afterDrift = await ids(city);
-      for (const a of AGENTS.filter((x) => x !== "a3")) expect(afterDrift[a]).toBe(first[a]);
+      for (const a of AGENTS) expect(afterDrift[a]).not.toBe(drifted[a]);
 
       // The engine restarts under the running controller: every container died with it.
       await te.engine.restart();

@@ -319,6 +319,37 @@ describe("resolveCity", () => {
     expect(fingerprint(d!.config)).toEqual(fingerprint(dflt!.config));
   });
 
+  it("resolveCity: the provider's session-shaping settings are core; where it runs and timeouts are not", () => {
+    const docker = (settings: string) =>
+      resolve(
+        `session:\n  provider: docker\n  docker: { image: img:1${settings} }\nagents:\n  - name: w\n    start_command: sleep 100\n`,
+      )[0]!;
+    const base = docker("");
+    expect(base.config.providerSettings).toEqual({
+      image: "img:1",
+      network: "none",
+      work_dir: "mount",
+      mounts: [],
+    });
+    const fp = (d: DesiredSession) => fingerprint(d.config);
+    // A new image or limit remakes the session; the engine it talks to does not.
+    expect(fp(docker(", memory: 300m")).core).not.toBe(fp(base).core);
+    expect(fp(docker(", host: /run/other.sock")).core).toBe(fp(base).core);
+    const changed = fp(docker(", memory: 300m")).breakdown["providerSettings.memory"];
+    expect(changed?.value).toBe("300m");
+    // k8s: resources and node selector shape the pod; the namespace and timeouts do not.
+    const k8s = (settings: string) =>
+      resolve(
+        `session:\n  provider: k8s\n  k8s: { image: img:1${settings} }\nagents:\n  - name: w\n    start_command: sleep 100\n`,
+      )[0]!;
+    expect(fp(k8s(", node_selector: { pool: b }")).core).not.toBe(fp(k8s("")).core);
+    expect(fp(k8s(", start_timeout: 5m")).core).toBe(fp(k8s("")).core);
+    // A provider without such settings carries none, so its fingerprints are what they were.
+    const [plain] = resolve("agents:\n  - name: w\n    start_command: sleep 100\n");
+    expect(plain!.config.providerSettings).toBeUndefined();
+    expect(Object.keys(fp(plain!).breakdown).some((k) => k.startsWith("providerSettings"))).toBe(false);
+  });
+
   it("resolveCity: is deterministic, and the beacon time never reaches the fingerprint", () => {
     const yaml =
       "agents:\n  - name: c\n    provider: claude\n    prompt: hi\n  - name: n\n    provider: claude\n    prompt_mode: nudge\n    prompt: hi\n";
