@@ -84,9 +84,10 @@ export function reportSummary(
     for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
     ctx.out(summaryLine(s));
   }
-  // A pass in which an action failed, or that did not apply the file, is a failed operation:
-  // exit 1, also for the background `gc start` whose controller keeps running and retrying.
-  return s && (s.failed.length > 0 || s.massStop) ? EXIT.failed : EXIT.ok;
+  // A pass in which an action failed, that did not apply the file, or that could not observe
+  // a provider (its sessions were neither started nor checked) is a failed operation: exit 1,
+  // also for the background `gc start` whose controller keeps running and retrying.
+  return s && (s.failed.length > 0 || s.massStop || s.observeErrors.length > 0) ? EXIT.failed : EXIT.ok;
 }
 
 /**

@@ -58,8 +58,11 @@ export function summaryLine(s: TickSummary): string {
     .map(([k, n]) => `${n} ${k}`);
   const waits = s.actions.wait ? `, ${s.actions.wait} waiting` : "";
   const failed = s.failed.length > 0 ? `; ${s.failed.length} failed` : "";
-  const body = acts.length > 0 ? acts.join(", ") : "in sync";
-  return `${s.desired} desired: ${body}${waits}${failed}`;
+  const blind = s.observeErrors.length;
+  // Nothing to do is "in sync" only when every provider could be looked at.
+  const body = acts.length > 0 ? acts.join(", ") : blind > 0 ? "nothing done" : "in sync";
+  const unobserved = blind > 0 ? `; ${blind} provider${blind === 1 ? "" : "s"} not observed` : "";
+  return `${s.desired} desired: ${body}${waits}${failed}${unobserved}`;
 }
 
 /** One progress line: `start mayor … ok (new session)`. Pure. */
