@@ -274,7 +274,13 @@ function checkSessionOverride(r: IssueReporter, city: CityFile, a: AgentConfig, 
   }
 }
 
-/** Session names each agent claims, to find collisions between pools and single agents. */
+/** Words that commands taking a SESSION read as their own subcommand (`gc wait list`). */
+const RESERVED_SESSION_NAMES: ReadonlySet<string> = new Set(["list"]);
+
+/**
+ * Session names each agent claims, to find collisions between pools and single agents and
+ * names that commands would read as a subcommand.
+ */
 function checkSessionNames(r: IssueReporter, agents: readonly AgentConfig[]): void {
   const owner = new Map<string, { agent: string; index: number }>();
   const seenAgents = new Set<string>();
@@ -292,6 +298,14 @@ function checkSessionNames(r: IssueReporter, agents: readonly AgentConfig[]): vo
         return;
       }
       for (let n = 1; n <= bounds.max; n++) names.push(poolInstanceName(a.name, n));
+    }
+    const reserved = names.find((n) => RESERVED_SESSION_NAMES.has(n));
+    if (reserved !== undefined) {
+      r.add(
+        `agents[${i}].name`,
+        `session name ${JSON.stringify(reserved)} is reserved: \`gc wait ${reserved}\` and \`gc nudge ${reserved}\` take it as their subcommand (choose another name)`,
+      );
+      return;
     }
     const describe = (session: string, agent: string) =>
       session === agent
