@@ -173,6 +173,28 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
       term.kill("SIGKILL");
     }
     expect((await city.gc(["peek", "beta"])).code).toBe(0);
+    // A terminal that reports no size (script(1) on a pipe: 0×0) leaves the window's size
+    // alone; sent as is, it shrank the window to 1×1 for good.
+    const zero = spawn(
+      "script",
+      ["-qec", `${process.execPath} ${GC_BIN} --city ${city.dir} attach beta`, "/dev/null"],
+      {
+        env: { ...process.env, TMUX: "" },
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
+    let zeroOut = "";
+    zero.stdout.setEncoding("utf8").on("data", (d: string) => (zeroOut += d));
+    const zeroDone = new Promise<number | null>((resolve) => zero.on("close", resolve));
+    try {
+      await until("the attached screen (0×0 terminal)", () => zeroOut.includes("hello from gc"));
+      zero.stdin.write("\x02d");
+      expect(await zeroDone, zeroOut).toBe(0);
+    } finally {
+      zero.kill("SIGKILL");
+    }
+    const lines = (await city.gc(["peek", "beta"])).stdout.split("\n");
+    expect(lines.filter((l) => l === "hello from gc").length).toBeGreaterThanOrEqual(2);
 
     // A core change to alpha replaces alpha's pod only.
     const before = await podUids(city);

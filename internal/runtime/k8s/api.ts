@@ -295,6 +295,7 @@ export class KubeApi {
     if (stdin.isTTY) stdin.setRawMode(true);
     stdin.resume();
     let status: K8s.V1Status | undefined;
+    const stdout = sizedStdout();
     try {
       this.stats.requests++;
       const ws = await this.execClient.exec(
@@ -302,7 +303,7 @@ export class KubeApi {
         pod,
         CONTAINER,
         [...argv],
-        process.stdout,
+        stdout.stream,
         null,
         stdin,
         true,
@@ -321,6 +322,7 @@ export class KubeApi {
       });
       return exitCodeOf(status) ?? 1;
     } finally {
+      stdout.dispose();
       if (stdin.isTTY) stdin.setRawMode(wasRaw);
       stdin.pause();
     }
@@ -347,4 +349,32 @@ export async function connect(opts: ConnectOptions): Promise<KubeApi> {
   }
   if (!kc.getCurrentCluster()) throw new ProviderError("k8s", "kubeconfig names no cluster");
   return new KubeApi(mod, kc, kc.makeApiClient(mod.CoreV1Api), new mod.Exec(kc));
+}
+
+/**
+ * process.stdout for a TTY exec, reporting the terminal's size only while it is a real one:
+ * a terminal that says 0×0 (`script` on a pipe) would shrink the session's window to 1×1 for
+ * good. client-node sends the size of a stream that has `columns` and `rows`, and each
+ * `resize` it emits.
+ */
+function sizedStdout(): { stream: Writable; dispose: () => void } {
+  const out = new PassThrough();
+  out.pipe(process.stdout, { end: false });
+  const real = () => (process.stdout.columns ?? 0) > 0 && (process.stdout.rows ?? 0) > 0;
+  if (!real()) return { stream: out, dispose: () => out.unpipe(process.stdout) };
+  Object.defineProperties(out, {
+    columns: { get: () => process.stdout.columns },
+    rows: { get: () => process.stdout.rows },
+  });
+  const onResize = () => {
+    if (real()) out.emit("resize");
+  };
+  process.stdout.on("resize", onResize);
+  return {
+    stream: out,
+    dispose: () => {
+      process.stdout.off("resize", onResize);
+      out.unpipe(process.stdout);
+    },
+  };
 }
