@@ -46,6 +46,12 @@ export interface City {
    * use instead: read-only and operating commands keep working, and say so.
    */
   readonly configError: string | undefined;
+  /**
+   * Set when this shell lacks variables the city file interpolates, which were read as empty
+   * to observe and stop the city: what resolves from them here is not what the sessions run
+   * with, so drift computed here is unknown (`gc drift` says so).
+   */
+  readonly envIncomplete: boolean;
   store(): Promise<SessionStore>;
   providerFor(spec: string): Promise<Provider>;
   /** The most recently loaded valid city file (updated by every `loadDesired`). */
@@ -333,6 +339,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let loaded: LoadedCity;
   let configError: string | undefined;
   let lastGood: string | undefined;
+  let envIncomplete = false;
   let env = where.env;
   try {
     loaded = await loadCity({ cityDir, configFile, env, cwd: where.cwd });
@@ -351,6 +358,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       // values it was started with): read them as empty, enough to observe and stop it.
       if (!(again instanceof ConfigError) || !again.message.includes("environment variable")) throw e;
       env = withUnsetAsEmpty(where.env);
+      envIncomplete = true;
       try {
         loaded = await fallback(env);
       } catch {
@@ -426,6 +434,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     stateDir,
     defaultProvider: loaded.config.session.provider,
     configError,
+    envIncomplete,
     current: () => current,
     store() {
       store ??= Promise.resolve(deps.openStore(loaded.cityDir));

@@ -393,6 +393,11 @@ agents:
     const plain = await city.gc(["status"]);
     expect(plain.code).toBe(0);
     expect(plain.stderr.trim()).toMatch(/^gc: using the last good config: .*GC_TEST_VAR_\d+ is not set/);
+    // Drift resolved with the variable read as empty would be a false "restart": unknown.
+    const blind = await city.gc(["drift"]);
+    expect(blind.code).toBe(0);
+    expect(blind.stdout).toContain("alpha: unknown: this shell lacks variables the city file interpolates");
+    expect((await city.gc(["drift"], { env: withVar })).stdout).toContain("alpha: in sync");
     const stop = await city.gc(["stop"]);
     expect(stop.code).toBe(0);
     const after = await city.gc(["status", "--json"]);

@@ -30,7 +30,19 @@ export const command = defineCommand({
       for (const name of names) {
         const d = desired.find((x) => x.name === name);
         const rec = await store.get(name);
-        out.push(sessionDrift(name, rec, d));
+        const drift = sessionDrift(name, rec, d);
+        // Resolved with this shell's missing variables read as empty: not what it runs with.
+        out.push(
+          city.envIncomplete && drift.drift !== "unknown"
+            ? {
+                session: name,
+                drift: "unknown" as const,
+                reason:
+                  "unknown: this shell lacks variables the city file interpolates (see above); run gc drift where they are set",
+                fields: [] as [],
+              }
+            : drift,
+        );
       }
       if (ctx.json) {
         ctx.out(JSON.stringify(out, null, 2));
