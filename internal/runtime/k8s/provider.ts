@@ -363,7 +363,7 @@ export class K8sProvider
         reason = st.reason;
         if (Date.now() >= deadline) {
           throw new OperationTimeoutError(
-            `start ${name}: pod ${pod} still Pending (${reason})`,
+            `start ${name}: pod ${pod} still ${pendingText(reason)}`,
             this.settings.startTimeoutMs,
           );
         }
@@ -371,7 +371,7 @@ export class K8sProvider
       }
     } catch (e) {
       if (!signal.aborted) throw e;
-      throw new ProviderError("k8s", `pod ${pod} still Pending (${reason})`, { cause: e });
+      throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
     }
   }
 
@@ -1176,4 +1176,9 @@ function textTail(text: string): string {
       ?.trimEnd() ?? "";
   if (last.includes("\t")) return "";
   return [...last].slice(-16).join("");
+}
+
+/** `Pending`, with the scheduler's or kubelet's reason when there is one beyond the phase. */
+function pendingText(reason: string): string {
+  return reason === "Pending" ? "Pending" : `Pending (${reason})`;
 }
