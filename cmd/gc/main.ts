@@ -192,8 +192,10 @@ function closed(stream: NodeJS.WriteStream): boolean {
   return stream.destroyed || stream.writableEnded;
 }
 
+/** The one root signal: aborted by SIGINT/SIGTERM. */
+const controller = new AbortController();
+
 async function main(argv: readonly string[]): Promise<number> {
-  const controller = new AbortController();
   // Commands fan out over every session with this one signal (a listener per operation in
   // flight, each removed when it settles): many at once is by design, not a leak.
   setMaxListeners(0, controller.signal);
@@ -285,6 +287,8 @@ function fail(e: unknown, json: boolean): number {
   if (json) write(process.stderr, `${JSON.stringify({ error: { code, message } })}\n`);
   else if (e instanceof ConfigError) write(process.stderr, `${message}\n`);
   else write(process.stderr, `gc: ${message}${e instanceof CliUsageError ? "\n(see gc --help)" : ""}\n`);
+  // A command that failed because it was interrupted (Ctrl-C) says so in its exit code.
+  if (controller.signal.aborted) return EXIT.cancelled;
   return failureExit ?? exit;
 }
 

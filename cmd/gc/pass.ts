@@ -87,6 +87,7 @@ export function reportSummary(
   // A pass in which an action failed, that did not apply the file, or that could not observe
   // a provider (its sessions were neither started nor checked) is a failed operation: exit 1,
   // also for the background `gc start` whose controller keeps running and retrying.
+  if (ctx.signal.aborted) return EXIT.cancelled; // Ctrl-C: the pass was cut short
   return s && (s.failed.length > 0 || s.massStop || s.observeErrors.length > 0) ? EXIT.failed : EXIT.ok;
 }
 

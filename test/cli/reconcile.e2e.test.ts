@@ -3,12 +3,12 @@
  * live), a killed session, a killed tmux server, a SIGKILLed controller mid-start, crash-loop
  * quarantine, foreign sessions, and a stop that leaves nothing behind.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { pidAlive } from "../../internal/proc/kill.js";
-import { makeCity, type TestCity, until } from "../support/city.js";
+import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
 
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 
@@ -522,5 +522,40 @@ agents:
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('did you mean "w"');
     expect(await running()).toEqual(["solo", "w-1", "w-2"]);
+  });
+});
+
+describe("an interrupted pass", { timeout: 120_000 }, () => {
+  it("start --once: Ctrl-C during a start exits 130 (interrupted), and the next pass starts it", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: slow
+    start_command: "exec sleep 100000"
+    pre_start: ["if [ ! -e go ]; then sleep 60; fi"]
+`);
+    const child = spawn(process.execPath, [GC_BIN, "--city", city.dir, "start", "--once"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const done = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await until(
+        "the start to be under way",
+        async () => (await status(city)).sessions[0]?.state === "starting",
+      );
+      child.kill("SIGINT");
+      expect(await done, stderr).toBe(130);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    writeFileSync(join(city.dir, "go"), "");
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    expect((await status(city)).sessions[0]).toMatchObject({ state: "running", running: true });
   });
 });
