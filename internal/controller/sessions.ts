@@ -176,6 +176,23 @@ interface ProviderObservation {
 async function observeOne(city: City, pName: string, signal?: AbortSignal): Promise<ProviderObservation> {
   const p = await city.providerFor(pName);
   const details = new Map<string, Details>();
+  // A snapshot entry may carry no details (k8s lists pods only; a router's docker backend has
+  // no snapshot): those sessions are asked one by one, like a provider without snapshots.
+  const askBlank = async (names: readonly string[]) => {
+    const blank = names.filter((n) => {
+      const d = details.get(n);
+      return d?.attached === undefined && d?.lastActivity === undefined;
+    });
+    await Promise.all(
+      blank.map(async (n) => {
+        const [attached, lastActivity] = await Promise.all([
+          p.isAttached(n, { signal }).catch(() => false),
+          p.getLastActivity(n, { signal }).catch(() => undefined),
+        ]);
+        details.set(n, { attached, lastActivity });
+      }),
+    );
+  };
   if (supportsSnapshot(p) && !isRouter(p)) {
     const running: string[] = [];
     for (const s of await p.snapshot("", { signal })) {
@@ -183,6 +200,7 @@ async function observeOne(city: City, pName: string, signal?: AbortSignal): Prom
       running.push(s.name);
       details.set(s.name, s);
     }
+    await askBlank(running);
     return { running, details, failed: [] };
   }
   let mine: readonly string[];
@@ -197,17 +215,8 @@ async function observeOne(city: City, pName: string, signal?: AbortSignal): Prom
   }
   if (supportsSnapshot(p)) {
     for (const s of await p.snapshot("", { signal }).catch(() => [])) if (s.running) details.set(s.name, s);
-    return { running: mine, details, failed };
   }
-  await Promise.all(
-    mine.map(async (n) => {
-      const [attached, lastActivity] = await Promise.all([
-        p.isAttached(n, { signal }).catch(() => false),
-        p.getLastActivity(n, { signal }).catch(() => undefined),
-      ]);
-      details.set(n, { attached, lastActivity });
-    }),
-  );
+  await askBlank(mine);
   return { running: mine, details, failed };
 }
 

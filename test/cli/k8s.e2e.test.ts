@@ -147,6 +147,11 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
       const r = await city.gc(["peek", "beta"]);
       return r.code === 0 && r.stdout.split("\n").filter((l) => l === "hello from gc").length >= 2;
     });
+    // gc status shows its activity (the pod listing carries none: each session is asked).
+    const st = JSON.parse((await city.gc(["status", "--json"])).stdout) as {
+      sessions: { name: string; lastActivity: string | null; attached: boolean }[];
+    };
+    expect(st.sessions.find((x) => x.name === "beta")?.lastActivity).toEqual(expect.any(String));
     const run = await city.gc(["run", "beta", "second turn", "--timeout", "20s", "--json"]);
     expect(run.code, run.stderr).toBe(0);
     expect((JSON.parse(run.stdout) as { status: string }).status).toBe("completed");
