@@ -390,20 +390,22 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   /**
    * One instance per spec and settings: after an edit of `session.<kind>` (a new docker
    * image, k8s resources…) the next use builds an instance with the new settings; a router's
-   * key covers every section, since its backends are built with theirs. Earlier instances
+   * key covers every section (its backends are built with theirs) and the backends its
+   * agents declare. Earlier instances
    * stay open (they may be mid-operation) until the city closes.
    */
   const providerFor = (spec: string): Promise<Provider> => {
     const kind = spec.split(":")[0] ?? spec;
     const routing = PROVIDERS.find((e) => e.name === kind)?.routing === true;
-    const key = `${spec}\0${canonicalJson(routing ? current.config.session : settingsFor(spec))}`;
+    const own = settingsFor(spec);
+    const key = `${spec}\0${canonicalJson(routing ? { own, session: current.config.session } : own)}`;
     let p = providers.get(key);
     if (!p) {
       p = deps.createProvider(
         spec,
         // A router's backends are this city's providers (one instance per spec).
         { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir, openBackend: providerFor },
-        settingsFor(spec),
+        own,
       );
       providers.set(key, p);
       // A failed construction (e.g. an exec script's probe timing out) is retried next time.
