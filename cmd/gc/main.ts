@@ -218,7 +218,7 @@ async function main(argv: readonly string[]): Promise<number> {
       invocation = inv;
     },
     { out: (s) => write(process.stdout, s), err: (s) => write(process.stderr, s) },
-    argv.includes("--json"),
+    wantsJson(argv),
   );
   try {
     await program.parseAsync([...argv], { from: "user" });

@@ -27,7 +27,7 @@ import type { ProviderFactoryOptions } from "../runtime/factory.js";
 import { canonicalJson, type FingerprintFiles, fingerprint } from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import type { Provider } from "../runtime/provider.js";
-import { PROVIDERS } from "../runtime/registry.js";
+import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore } from "../session/store.js";
 import { extraInstances, readPoolScale } from "./pool-scale.js";
@@ -380,7 +380,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const memo = desiredMemo();
   /** `spec`'s section of the city file as last loaded (an edit of it applies to new instances). */
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
-    const kind = spec.split(":")[0] ?? spec;
+    const kind = specKind(spec);
     const section = (current.config.session as unknown as Record<string, unknown>)[kind];
     if (!section || typeof section !== "object") return undefined;
     // The auto router opens every backend its agents declare, not only its default.
@@ -391,12 +391,11 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
    * One instance per spec and settings: after an edit of `session.<kind>` (a new docker
    * image, k8s resources…) the next use builds an instance with the new settings; a router's
    * key covers every section (its backends are built with theirs) and the backends its
-   * agents declare. Earlier instances
-   * stay open (they may be mid-operation) until the city closes.
+   * agents declare. Earlier instances stay open (they may be mid-operation) until the city
+   * closes.
    */
   const providerFor = (spec: string): Promise<Provider> => {
-    const kind = spec.split(":")[0] ?? spec;
-    const routing = PROVIDERS.find((e) => e.name === kind)?.routing === true;
+    const routing = entryOf(spec)?.routing === true;
     const own = settingsFor(spec);
     const key = `${spec}\0${canonicalJson(routing ? { own, session: current.config.session } : own)}`;
     let p = providers.get(key);

@@ -211,6 +211,17 @@ export function providerSettingsFields(): ProviderSettingsFields {
   return out as ProviderSettingsFields;
 }
 
+/** The kind of a provider spec, as written before any `:` (`exec:./x.sh` → `exec`). Pure. */
+export function specKind(spec: string): string {
+  return spec.split(":")[0] ?? spec;
+}
+
+/** The registry entry of `spec`'s kind, or `undefined` for a kind this build lacks. Pure. */
+export function entryOf(spec: string): ProviderEntry | undefined {
+  const kind = specKind(spec);
+  return PROVIDERS.find((e) => e.name === kind);
+}
+
 /**
  * The session-shaping settings (`sessionSettings`) of the concrete provider `spec`, taken from
  * the city file's decoded `session` section; `undefined` when it declares none. Pure.
@@ -219,8 +230,8 @@ export function sessionShapingSettings(
   session: Readonly<Record<string, unknown>>,
   spec: string,
 ): Record<string, unknown> | undefined {
-  const kind = spec.split(":")[0] ?? spec;
-  const keys = PROVIDERS.find((e) => e.name === kind)?.sessionSettings;
+  const kind = specKind(spec);
+  const keys = entryOf(spec)?.sessionSettings;
   const section = session[kind];
   if (!keys || !section || typeof section !== "object") return undefined;
   const values = section as Record<string, unknown>;

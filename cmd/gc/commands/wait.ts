@@ -263,9 +263,7 @@ async function waitFor(
           await look();
           return finish("completed");
         }
-        if (r === "idle")
-          return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
-        if (r === "gone")
+        if (r === "idle" || r === "gone")
           return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
         break;
       }
