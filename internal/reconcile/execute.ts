@@ -7,6 +7,7 @@ import { describeError, isGcError } from "../runtime/errors.js";
 import {
   type Provider,
   type StartConfig,
+  type StartReport,
   sessionCapabilities,
   supportsIdleWait,
 } from "../runtime/provider.js";
@@ -292,8 +293,9 @@ async function startSession(
     provider: d.provider,
     lastError: null,
   });
+  let report: StartReport;
   try {
-    await provider.start(d.name, d.config, { signal: deps.signal });
+    report = await provider.start(d.name, d.config, { signal: deps.signal });
   } catch (e) {
     // The name is taken. Only a session of ours that runs is adopted: a name held by another
     // city's session, or by a start that has not finished (a dead starter's lock), is a failed
@@ -332,7 +334,14 @@ async function startSession(
     pending: null,
     restarts,
   });
-  return reason;
+  if (report.unconfirmed === undefined) return reason;
+  // Started, but readiness went on without its prompt: the operator should know why.
+  await store.appendEvent({
+    session: d.name,
+    type: "session.ready-unconfirmed",
+    payload: { detail: report.unconfirmed },
+  });
+  return `${reason}; ${report.unconfirmed}`;
 }
 
 /** Takes a running session into the books, with the fingerprints it was started with. */

@@ -23,6 +23,7 @@ import {
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
+  type StartReport,
 } from "./provider.js";
 
 /** One recorded call. */
@@ -175,7 +176,7 @@ export class FakeProvider
     return s;
   }
 
-  async start(name: string, config: StartConfig, opts?: OpOptions): Promise<void> {
+  async start(name: string, config: StartConfig, opts?: OpOptions): Promise<StartReport> {
     validateSessionName(name);
     await this.record("start", name, [config], opts?.signal);
     if (this.backend.sessions.has(name)) throw new SessionExistsError(name);
@@ -194,6 +195,7 @@ export class FakeProvider
     };
     if (config.nudge) s.nudges.push(config.nudge);
     this.backend.sessions.set(name, s);
+    return {};
   }
 
   async stop(name: string, opts?: OpOptions): Promise<void> {

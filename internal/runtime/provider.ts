@@ -154,6 +154,15 @@ export interface ProviderCapabilities {
   readonly exec: boolean;
 }
 
+/** What a start that succeeded could not confirm. */
+export interface StartReport {
+  /**
+   * Why readiness went on without seeing `readyPromptPrefix` (its wait ran out), for
+   * humans; absent when the prompt was seen or none was configured.
+   */
+  readonly unconfirmed?: string | undefined;
+}
+
 /**
  * A runtime backend. Implementations are safe for concurrent use on distinct names, and a
  * concurrent `start` of one name lets exactly one win. Names are exact: no method ever acts
@@ -172,8 +181,10 @@ export interface Provider {
    * @throws InvalidNameError when `name` is not a valid session name.
    * @throws SessionDiedDuringStartupError when the program exits before start completes.
    * Aborting `signal` rejects with its reason. Every rejection leaves nothing behind.
+   * Resolves with what the start could not confirm ({@link StartReport}); a started session
+   * runs whatever the report says.
    */
-  start(name: string, config: StartConfig, opts?: OpOptions): Promise<void>;
+  start(name: string, config: StartConfig, opts?: OpOptions): Promise<StartReport>;
 
   /** Destroys the session and its whole process tree. Idempotent: resolves if missing. */
   stop(name: string, opts?: OpOptions): Promise<void>;

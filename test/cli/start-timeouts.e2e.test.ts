@@ -2,7 +2,9 @@
  * End-to-end: `session.setup_timeout` bounds each hook of a start. A session whose
  * session_setup hangs fails its own start (GC_HOOK_FAILED naming setup_timeout, nothing
  * left running) while the other sessions of the same pass start normally.
- * `session.startup_timeout` bounds a whole start the same way (GC_TIMEOUT).
+ * `session.startup_timeout` bounds a whole start the same way (GC_TIMEOUT). A ready prompt
+ * that never appears ends its wait (within the start's deadline) and the start goes on, and
+ * says so: in gc start's output and as a `session.ready-unconfirmed` event.
  */
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
@@ -77,5 +79,39 @@ agents:
     const running = Object.fromEntries(st.sessions.map((s) => [s.name, s.running]));
     expect(running).toEqual({ slow: false, ok1: true });
     expect(city.tmux("has-session", "-t", "=slow").code).not.toBe(0);
+  });
+
+  it("a ready prompt that never appears: the start goes on when its wait runs out, and says so", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+  startup_timeout: 4s
+daemon:
+  interval: 1h
+agents:
+  - name: quiet
+    start_command: "printf 'loading...'; exec sleep 100000"
+    ready_prompt_prefix: "NEVER> "
+  - name: prompt
+    start_command: "printf 'READY> '; exec sleep 100000"
+    ready_prompt_prefix: "READY> "
+`);
+    const r = await city.gc(["start", "--once"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      / quiet ok \(new session; ready prompt "NEVER> " not seen within \d+ s; went on\)$/m,
+    );
+    expect(r.stdout).toMatch(/ prompt ok \(new session\)$/m);
+    const events = async (name: string) =>
+      (
+        JSON.parse((await city.gc(["session", "logs", name, "--events", "--json"])).stdout) as {
+          events: { type: string; payload: Record<string, unknown> }[];
+        }
+      ).events.filter((e) => e.type === "session.ready-unconfirmed");
+    expect((await events("quiet")).map((e) => e.payload)).toEqual([
+      { detail: expect.stringMatching(/^ready prompt "NEVER> " not seen within \d+ s; went on$/) },
+    ]);
+    expect(await events("prompt")).toEqual([]);
   });
 });

@@ -19,6 +19,7 @@ import {
   screenNeedsOperator,
   screenShowsPrompt,
 } from "../../internal/runtime/dialogs.js";
+import { notSeen } from "../../internal/runtime/lifecycle/start.js";
 
 const DIR = new URL("../fixtures/screens/", import.meta.url);
 
@@ -196,4 +197,21 @@ describe("recorded agent screens", () => {
       });
     }
   }
+});
+
+describe("readiness that went on without the prompt (notSeen)", () => {
+  it("names a startup dialog left on screen with text below it, and quotes no screen text", () => {
+    const trust = screen("gemini-trust-80x24.ansi");
+    // A program that printed under its own live dialog: the frame reads as an old one.
+    const below = `${trust.trimEnd()}\nFailed to check for updates: offline\n`;
+    expect(notSeen("> ", 60_000, below)).toBe(
+      `ready prompt "> " not seen within 60 s; went on; the screen shows the ${EXPECTED["gemini-trust"]!.dialog} dialog with text below it (taken for an old frame, not answered)`,
+    );
+    expect(notSeen("> ", 2_400, screen("gemini-busy-80x24.ansi"))).toBe(
+      'ready prompt "> " not seen within 2 s; went on',
+    );
+    expect(notSeen("> ", 60_000, undefined)).toBe(
+      'ready prompt "> " not seen within 60 s; went on (no screen to look at)',
+    );
+  });
 });

@@ -40,6 +40,7 @@ import type {
   SessionSnapshot,
   SnapshotProvider,
   StartConfig,
+  StartReport,
   StyledPeekProvider,
 } from "../provider.js";
 import {
@@ -238,7 +239,7 @@ export class RoutingProvider
    * @throws InvalidNameError when `name` is not a valid session name.
    * @throws SessionExistsError when `name` runs on this or another backend.
    */
-  async start(name: string, config: StartConfig, opts?: OpOptions): Promise<void> {
+  async start(name: string, config: StartConfig, opts?: OpOptions): Promise<StartReport> {
     opts?.signal?.throwIfAborted();
     validateSessionName(name);
     const backend = config.backend ?? routeSession(this.rules, name).backend;
@@ -253,7 +254,7 @@ export class RoutingProvider
     await this.writeRoute(name, backend);
     this.routes.set(name, backend);
     try {
-      await p.start(name, config, opts);
+      return await p.start(name, config, opts);
     } catch (e) {
       if (!isGcError(e, "GC_SESSION_EXISTS")) await this.dropRoute(name);
       throw e;

@@ -47,6 +47,7 @@ import {
   type Provider,
   type ProviderCapabilities,
   type StartConfig,
+  type StartReport,
 } from "../provider.js";
 import { Engine, type ExecResult, statusOf } from "./engine.js";
 import {
@@ -157,13 +158,17 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
    * @throws ProviderError when no image is configured or the engine refuses (e.g. no such image).
    * Every rejection (including an abort) removes what was created.
    */
-  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<StartReport> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
+    return this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
-  private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
+  private async doStart(
+    name: string,
+    cfg: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<StartReport> {
     const image = this.settings.image;
     if (!image) throw new ProviderError("docker", "no image configured (session.docker.image)");
     for (const k of Object.keys(cfg.env)) {
@@ -186,7 +191,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
       readyTimeoutMs: this.settings.readyTimeoutMs,
       setupTimeoutMs: config.setupTimeoutMs ?? this.settings.hookTimeoutMs,
     });
-    await runStart(this.startBackend(image, plan), plan, limits, signal);
+    return runStart(this.startBackend(image, plan), plan, limits, signal);
   }
 
   /**

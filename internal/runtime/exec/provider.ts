@@ -38,6 +38,7 @@ import {
   type Provider,
   type ProviderCapabilities,
   type StartConfig,
+  type StartReport,
 } from "../provider.js";
 import type { ExecProbeResult } from "./probe.js";
 import {
@@ -172,7 +173,7 @@ export class ExecProvider implements Provider {
    * `startupTimeoutMs`; copy sources are checked before the script runs.
    * @throws as {@link startScript}, and OperationTimeoutError past the start deadline.
    */
-  async start(name: string, config: StartConfig, opts?: OpOptions): Promise<void> {
+  async start(name: string, config: StartConfig, opts?: OpOptions): Promise<StartReport> {
     validateSessionName(name);
     opts?.signal?.throwIfAborted();
     if (!this.supports("start")) throw this.unsupported("start");
@@ -202,7 +203,7 @@ export class ExecProvider implements Provider {
         if (made) await this.cleanupFailedStart(name);
       },
     };
-    await runStart(backend, planStart(name, this.city, config), limitsFor(config), opts?.signal);
+    return runStart(backend, planStart(name, this.city, config), limitsFor(config), opts?.signal);
   }
 
   /**

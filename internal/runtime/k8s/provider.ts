@@ -60,6 +60,7 @@ import {
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
+  type StartReport,
 } from "../provider.js";
 import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
@@ -570,13 +571,17 @@ export class K8sProvider
    * @throws SessionExistsError when the pod runs or boots, or another start of it runs here.
    * Any rejection deletes the pod and Secret it made.
    */
-  async start(name: string, cfg: StartConfig, opts: OpOptions = {}): Promise<void> {
+  async start(name: string, cfg: StartConfig, opts: OpOptions = {}): Promise<StartReport> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    await this.starts.run(name, () => this.doStart(name, cfg, opts.signal));
+    return this.starts.run(name, () => this.doStart(name, cfg, opts.signal));
   }
 
-  private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
+  private async doStart(
+    name: string,
+    cfg: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<StartReport> {
     const existing = await this.getPod(name, signal);
     if (existing) {
       const st = podState(existing as PodView);
@@ -584,7 +589,7 @@ export class K8sProvider
       await this.deletePod(name, existing.metadata?.uid, signal); // ended: its exit status has had its day
     }
     const { plan, limits, localHookDir } = this.planFor(name, cfg);
-    await runStart(this.startBackend(plan, limits, localHookDir), plan, limits, signal);
+    return runStart(this.startBackend(plan, limits, localHookDir), plan, limits, signal);
   }
 
   /**

@@ -12,17 +12,19 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type RunResult, run } from "../../proc/run.js";
 import {
   acceptStartupDialogs,
+  DIALOG_CATALOGUE,
   DialogRefusedError,
   type DialogStep,
   dismissStartupDialog,
   looksLikePrompt,
+  matchDialog,
   type ScreenIO,
   screenNeedsOperator,
   screenShowsPrompt,
 } from "../dialogs.js";
 import { describeError, HookFailedError, OperationTimeoutError } from "../errors.js";
 import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
-import type { StartConfig } from "../provider.js";
+import type { StartConfig, StartReport } from "../provider.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
 import { checkStageSources } from "./stage.js";
 
@@ -81,14 +83,15 @@ export function planStart(
  * @throws SessionDiedDuringStartupError (from `backend.died()`) when the program exits.
  * @throws DialogRefusedError when a startup dialog cannot be answered safely.
  * @throws the caller's `signal.reason` when it aborts.
- * Whatever the rejection, the target `create` made is destroyed first.
+ * Whatever the rejection, the target `create` made is destroyed first. Resolves with what
+ * the start could not confirm (readiness that went on without the prompt).
  */
 export async function runStart(
   backend: StartBackend,
   plan: StartPlan,
   limits: StartLimits,
   callerSignal?: AbortSignal,
-): Promise<void> {
+): Promise<StartReport> {
   callerSignal?.throwIfAborted();
   const deadline = new AbortController();
   const timeout = new OperationTimeoutError(`start of ${JSON.stringify(plan.name)}`, limits.startupTimeoutMs);
@@ -96,7 +99,7 @@ export async function runStart(
   const signal = callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal;
   const steps = new Sequence(backend, plan, limits, signal, Date.now() + limits.startupTimeoutMs);
   try {
-    await steps.run();
+    return await steps.run();
   } catch (e) {
     if (steps.created) await backend.destroy().catch(() => undefined);
     if (callerSignal?.aborted) throw callerSignal.reason;
@@ -135,6 +138,8 @@ class Sequence {
   private readonly signal: AbortSignal;
   private readonly deadlineAt: number;
   private readonly hookEnv: Readonly<Record<string, string>>;
+  /** Why readiness went on without the prompt ({@link StartReport.unconfirmed}). */
+  private unconfirmed: string | undefined;
 
   constructor(
     b: StartBackend,
@@ -155,7 +160,7 @@ class Sequence {
     return !this.b.delegates?.has(step);
   }
 
-  async run(): Promise<void> {
+  async run(): Promise<StartReport> {
     const cfg = this.plan.config;
     // A missing copy source fails every start alike, before anything runs.
     await checkStageSources(this.b.provider, this.plan);
@@ -179,6 +184,7 @@ class Sequence {
     }
     if (this.does("session_live")) await this.hooks("session_live", cfg.sessionLive);
     await this.requireAlive();
+    return this.unconfirmed === undefined ? {} : { unconfirmed: this.unconfirmed };
   }
 
   /**
@@ -235,7 +241,8 @@ class Sequence {
   /**
    * Readiness: `readyPromptPrefix` on screen (waited for at most `readyTimeoutMs`, and never
    * past the start's own deadline), else `readyDelayMs`; startup dialogs are answered on the
-   * way, and watched for a while after when `emitsPermissionWarning` is set.
+   * way, and watched for a while after when `emitsPermissionWarning` is set. A wait for the
+   * prompt that runs out goes on, and says so in {@link Sequence.unconfirmed}.
    */
   private async awaitReady(): Promise<void> {
     const cfg = this.plan.config;
@@ -250,13 +257,16 @@ class Sequence {
     // The wait restarts after each answered dialog (the program moved on; Gemini CLI even
     // restarts itself after its trust dialog), never past the start's own deadline.
     let until = Math.min(cap, Date.now() + readyWait);
+    let window = until - Date.now();
     let last: DialogStep = { status: "none" };
+    let screen = "";
+    let seen = false;
     const answered = new Map<string, number>();
     for (let first = true; ; first = false) {
       // Right after create the program is looked at first (create has just made it); a
       // failure to read or answer it then is reported as its death when it died.
       if (!first) await this.requireAlive();
-      const screen = io ? await this.orDied(first, () => io.screen()) : "";
+      screen = io ? await this.orDied(first, () => io.screen()) : "";
       // What is decided from this screen must be confirmed by a look after it: the program
       // may have printed its prompt and exited since the check above.
       this.confirmedAlive = false;
@@ -270,11 +280,18 @@ class Sequence {
           if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
           answered.set(last.dialog, n);
           until = Math.min(cap, Date.now() + readyWait);
+          window = until - Date.now();
           continue;
         }
-        if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) break;
+        if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) {
+          seen = true;
+          break;
+        }
         // A sign-in choice or approval prompt: only an operator gets past it (gc status shows it).
-        if (last.status === "none" && screenNeedsOperator(screen)) break;
+        if (last.status === "none" && screenNeedsOperator(screen)) {
+          seen = true;
+          break;
+        }
       }
       const wait = Math.min(POLL_MS * 5, until - Date.now());
       if (wait <= 0) break;
@@ -282,6 +299,7 @@ class Sequence {
       else await sleep(Math.min(POLL_MS, wait), undefined, { signal: this.signal });
     }
     if (last.status === "pending") throw await this.refusal(last.dialog, `unfamiliar layout: ${last.reason}`);
+    if (prefix && !seen) this.unconfirmed = notSeen(prefix, window, io ? screen : undefined);
     if (cfg.emitsPermissionWarning && io) {
       // Some agents show their warning only after the first ready screen.
       const out = await acceptStartupDialogs(io, {
@@ -331,6 +349,21 @@ class Sequence {
       },
     };
   }
+}
+
+/**
+ * Why readiness went on: `prefix` not seen within `waitMs`. A startup dialog on the last
+ * `screen` with text drawn below it was taken for an old frame (never answered again): that
+ * is named, since the program may be waiting on it. No screen text is quoted (it may hold
+ * secrets, and the reason is stored). Pure.
+ */
+export function notSeen(prefix: string, waitMs: number, screen: string | undefined): string {
+  const what = `ready prompt ${JSON.stringify(prefix)} not seen within ${Math.round(waitMs / 1000)} s; went on`;
+  if (screen === undefined) return `${what} (no screen to look at)`;
+  const dialog = matchDialog(screen, DIALOG_CATALOGUE, ["startup"], { textBelow: true });
+  return dialog
+    ? `${what}; the screen shows the ${dialog.spec.id} dialog with text below it (taken for an old frame, not answered)`
+    : what;
 }
 
 /**

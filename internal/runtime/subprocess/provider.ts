@@ -62,6 +62,7 @@ import {
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
+  type StartReport,
 } from "../provider.js";
 import {
   ConnectionPool,
@@ -399,18 +400,18 @@ export class SubprocessProvider
    * @throws SessionDiedDuringStartupError when the program exits before start completes.
    * @throws HookFailedError when a start hook fails (setup and live hooks included).
    */
-  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<StartReport> {
     validateSessionName(name);
     const signal = opts.signal;
     signal?.throwIfAborted();
-    await this.starts.run(name, () => this.startGuarded(name, config, signal));
+    return this.starts.run(name, () => this.startGuarded(name, config, signal));
   }
 
   private async startGuarded(
     name: string,
     config: StartConfig,
     signal: AbortSignal | undefined,
-  ): Promise<void> {
+  ): Promise<StartReport> {
     let release: (() => Promise<void>) | undefined;
     try {
       release = await this.lock(name);
@@ -456,7 +457,7 @@ export class SubprocessProvider
         readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
         dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
       });
-      await runStart(backend, plan, limits, signal);
+      return await runStart(backend, plan, limits, signal);
     } catch (e) {
       // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
       if (signal?.aborted) throw signal.reason;

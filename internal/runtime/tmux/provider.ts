@@ -69,6 +69,7 @@ import {
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
+  type StartReport,
 } from "../provider.js";
 import {
   type CommandOptions,
@@ -235,13 +236,17 @@ export class TmuxProvider
    * @throws DialogRefusedError when a startup dialog's layout is unfamiliar.
    * Any rejection (including an abort) kills what was created.
    */
-  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<void> {
+  async start(name: string, config: StartConfig, opts: OpOptions = {}): Promise<StartReport> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    await this.starts.run(name, () => this.doStart(name, config, opts.signal));
+    return this.starts.run(name, () => this.doStart(name, config, opts.signal));
   }
 
-  private async doStart(name: string, cfg: StartConfig, signal: AbortSignal | undefined): Promise<void> {
+  private async doStart(
+    name: string,
+    cfg: StartConfig,
+    signal: AbortSignal | undefined,
+  ): Promise<StartReport> {
     const existing = await this.lookup(sessionTarget(name), signal);
     if (existing) {
       if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
@@ -284,7 +289,7 @@ export class TmuxProvider
       readyTimeoutMs: this.settings.readyTimeoutMs,
       dialogTimeoutMs: this.settings.dialogTimeoutMs,
     });
-    await runStart(backend, plan, limits, signal);
+    return runStart(backend, plan, limits, signal);
   }
 
   /**
