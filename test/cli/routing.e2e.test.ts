@@ -268,4 +268,59 @@ agents:
     expect(again.stdout).toContain("2 waiting");
     expect((await sessions(city)).find((r) => r.name === "s")?.running).toBe(true);
   });
+
+  it("gc stop with a backend that cannot be listed: what it runs is not recorded stopped", {
+    timeout: 120_000,
+  }, async () => {
+    // x runs on the reference tmux script behind a wrapper whose full listing fails while
+    // ./down exists.
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: auto
+  auto: { default: subprocess }
+daemon:
+  interval: 1h
+agents:
+  - name: s
+    start_command: "exec sleep 100000"
+  - name: x
+    session: "exec:./wrap.sh"
+    start_command: "exec sleep 100000"
+`);
+    const wrap = join(city.dir, "wrap.sh");
+    writeFileSync(
+      wrap,
+      `#!/bin/sh\nif [ "$1" = list-running ] && [ -z "$2" ] && [ -e "$(dirname "$0")/down" ]; then echo "backend down" >&2; exit 1; fi\nexec ${SCRIPT} "$@"\n`,
+    );
+    chmodSync(wrap, 0o755);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    expect((await sessions(city)).map((r) => [r.name, r.running])).toEqual([
+      ["s", true],
+      ["x", true],
+    ]);
+    const state = async (name: string) =>
+      (
+        JSON.parse((await city.gc(["session", "list", "--json"])).stdout) as {
+          sessions: { name: string; state: string }[];
+        }
+      ).sessions.find((r) => r.name === name)?.state;
+    writeFileSync(join(city.dir, "down"), "");
+    const stop = await city.gc(["stop"]);
+    expect(stop.code).toBe(1);
+    expect(stop.stdout).toMatch(/^stopped 1 session: s$/m);
+    expect(stop.stderr).toMatch(/backend down/);
+    expect(stop.stderr).toContain(
+      "not recorded stopped (a backend of auto could not be listed; they may still run): x",
+    );
+    expect(await state("s")).toBe("stopped");
+    expect(await state("x")).toBe("running");
+    // Once the backend answers, gc stop stops it and records it.
+    rmSync(join(city.dir, "down"));
+    const again = await city.gc(["stop"]);
+    expect(again.stderr).toBe("");
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^stopped 1 session: x$/m);
+    expect(await state("x")).toBe("stopped");
+  });
 });

@@ -84,6 +84,7 @@ export const command = defineCommand({
         // Every process of the backend before the stop, tagged or not: followed to the end.
         const before = supportsCensus(provider) ? await provider.census() : [];
         let names: string[];
+        let partial = false;
         try {
           names = await provider.listRunning("", { signal: ctx.signal });
         } catch (e) {
@@ -91,6 +92,7 @@ export const command = defineCommand({
           // A router with a backend down still stops what its healthy backends run.
           if (!(e instanceof PartialObservationError)) continue;
           names = [...e.running];
+          partial = true;
         }
         await Promise.all(
           names.map(async (name) => {
@@ -104,8 +106,20 @@ export const command = defineCommand({
             }
           }),
         );
-        for (const rec of store ? await store.list() : []) {
-          if (store && rec.provider === pName && rec.state !== "stopped" && !names.includes(rec.name)) {
+        // Records of sessions the listing did not show are stopped too, unless part of the
+        // listing failed: such a session may still run on the backend that was not seen.
+        const unseen = (store ? await store.list() : []).filter(
+          (rec) => rec.provider === pName && rec.state !== "stopped" && !names.includes(rec.name),
+        );
+        if (partial && unseen.length > 0) {
+          failures.push(
+            `not recorded stopped (a backend of ${pName} could not be listed; they may still run): ${unseen
+              .map((r) => r.name)
+              .sort()
+              .join(", ")}`,
+          );
+        } else if (store) {
+          for (const rec of unseen) {
             await walkTo(store, rec.name, "stopped", "city stopped (gc stop)", { pending: null }).catch(
               () => undefined,
             );
