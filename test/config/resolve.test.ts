@@ -344,6 +344,17 @@ describe("resolveCity", () => {
       )[0]!;
     expect(fp(k8s(", node_selector: { pool: b }")).core).not.toBe(fp(k8s("")).core);
     expect(fp(k8s(", start_timeout: 5m")).core).toBe(fp(k8s("")).core);
+    // acp: the MCP servers handed to session/new shape the session.
+    const acp = (settings: string) =>
+      resolve(
+        `session:\n  provider: acp\n  acp: {${settings} }\nagents:\n  - name: w\n    start_command: sleep 100\n`,
+      )[0]!;
+    const withMcp = acp(" mcp_servers: [{ name: fs, command: mcp-fs, args: [-v], env: { A: b } }]");
+    expect(withMcp.config.providerSettings).toEqual({
+      mcp_servers: [{ name: "fs", command: "mcp-fs", args: ["-v"], env: { A: "b" } }],
+    });
+    expect(fp(withMcp).core).not.toBe(fp(acp("")).core);
+    expect(Object.keys(fp(withMcp).breakdown)).toContain("providerSettings.mcp_servers");
     // A provider without such settings carries none, so its fingerprints are what they were.
     const [plain] = resolve("agents:\n  - name: w\n    start_command: sleep 100\n");
     expect(plain!.config.providerSettings).toBeUndefined();
