@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type GcErrorCode, isGcError } from "../internal/runtime/errors.js";
 import {
+  type CommandProvider,
   type StartConfig,
   supportsExecCommand,
   supportsExitStatus,
@@ -24,6 +25,15 @@ export const LONG = "exec sleep 300";
 const READER = "exec cat > nudge.out";
 /** Writes its pid, then becomes `sleep` (same pid). */
 const PID_LONG = "echo $$ > pid.out; exec sleep 300";
+/**
+ * `sh -c EXEC_TREE gc-tree FILE [stubborn]`: starts a child `sleep`, writes its own pid and
+ * the child's to FILE, and waits. With `stubborn` both ignore SIGTERM, so only SIGKILL ends them.
+ */
+export const EXEC_TREE = `[ "$2" = stubborn ] && trap '' TERM; sleep 1000 & echo "$$ $!" > "$1"; wait`;
+/** `sh -c EXEC_ALIVE gc-alive PID…`: exit 0 when one of the pids is a live (not zombie) process, else 1. */
+export const EXEC_ALIVE =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
+  'for p; do s=$(cat "/proc/$p/stat" 2>/dev/null) || continue; case "${s##*) }" in Z*) continue;; esac; exit 0; done; exit 1';
 /** Records SIGINTs and keeps running; writes `armed.out` once its trap is set. */
 const INT_TRAP = "trap 'echo INT >> int.out' INT; echo armed > armed.out; while :; do sleep 1; done";
 /** Runs until its first SIGINT, then exits 0 by itself; writes `armed.out` once its trap is set. */
@@ -76,6 +86,23 @@ async function fileEquals(ctx: CaseContext, name: string, cfg: StartConfig, rel:
       message: `${rel}: want ${show(want)}, got ${show(last)} (${String(e)})`,
     });
   }
+}
+
+/** The two pids an {@link EXEC_TREE} command wrote to `file` (read with a second exec), or `undefined`. */
+async function treePids(p: CommandProvider, name: string, file: string): Promise<string[] | undefined> {
+  const r = await p.execCommand(name, ["cat", file]);
+  const pids = r.stdout.trim().split(" ");
+  return r.exitCode === 0 && pids.length === 2 && pids.every((x) => /^[1-9][0-9]*$/.test(x))
+    ? pids
+    : undefined;
+}
+
+/** Polls (with a second exec) until none of `pids` is a live process in the session's environment. */
+async function treeGone(ctx: CaseContext, p: CommandProvider, name: string, pids: readonly string[]) {
+  await ctx.eventually(`the command and its child (${pids.join(" ")}) to be gone`, async () => {
+    const r = await p.execCommand(name, ["sh", "-c", EXEC_ALIVE, "gc-alive", ...pids]);
+    return r.exitCode === 1;
+  });
 }
 
 const BIG_LINE = "0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMNOPQRSTUVWXYZ_αβγδ".repeat(14);
@@ -1130,6 +1157,57 @@ const observation: ConformanceCase[] = [
         "GC_SESSION_NOT_FOUND",
         "execCommand",
       );
+    },
+  },
+  {
+    id: "exec.timeout-kills",
+    title: "execCommand: past timeoutMs it rejects with GC_TIMEOUT and the command and its child are killed",
+    requires: ["executes", "exec"],
+    async run(ctx) {
+      const p = ctx.provider;
+      assert.ok(supportsExecCommand(p));
+      const { name } = await running(ctx);
+      const file = "exec-timeout.pids";
+      await rejectsWith(
+        p.execCommand(name, ["sh", "-c", EXEC_TREE, "gc-tree", file], { timeoutMs: ctx.ms(3_000) }),
+        "GC_TIMEOUT",
+        "execCommand",
+      );
+      const pids = await treePids(p, name, file);
+      assert.ok(pids, `the command wrote no pids to ${file} before its timeout`);
+      await treeGone(ctx, p, name, pids);
+    },
+  },
+  {
+    id: "exec.abort-kills",
+    title:
+      "execCommand: an abort rejects with the signal's reason and kills the command and its child (SIGTERM ignored)",
+    requires: ["executes", "exec"],
+    async run(ctx) {
+      const p = ctx.provider;
+      assert.ok(supportsExecCommand(p));
+      const { name } = await running(ctx);
+      const file = "exec-abort.pids";
+      const ac = new AbortController();
+      const reason = new Error("conformance-abort");
+      const outcome = p
+        .execCommand(name, ["sh", "-c", EXEC_TREE, "gc-tree", file, "stubborn"], {
+          signal: ac.signal,
+          timeoutMs: 600_000,
+        })
+        .then(
+          (r) => ({ resolved: r }),
+          (e: unknown) => ({ rejected: e }),
+        );
+      ctx.defer(() => ac.abort(reason));
+      const pids = await ctx.eventually(`the command to write ${file}`, () => treePids(p, name, file));
+      ac.abort(reason);
+      const o = await outcome;
+      assert.ok(
+        "rejected" in o && o.rejected === reason,
+        `execCommand must reject with the reason: ${String(Object.values(o)[0])}`,
+      );
+      await treeGone(ctx, p, name, pids);
     },
   },
 ];

@@ -62,7 +62,11 @@ export class Engine {
     }
   }
 
-  /** Runs `argv` in the running container `id` and collects its output and exit code. */
+  /**
+   * Runs `argv` in the running container `id` and collects its output and exit code. Past
+   * `timeoutMs` or on abort it stops waiting and closes the stream; the engine does not kill
+   * the command for that (callers that must, see lifecycle/kill-on-cut.ts).
+   */
   async exec(id: string, o: ExecOptions): Promise<ExecResult> {
     const d = await this.docker();
     const container = d.getContainer(id);
@@ -98,6 +102,7 @@ export class Engine {
     });
     const onAbort = () => stream.destroy();
     signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) onAbort(); // aborted while the exec was being created or started
     try {
       if (withStdin) {
         stream.write(o.stdin as string | Buffer);

@@ -23,6 +23,7 @@ import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
 import {
+  execKillable,
   limitsFor,
   planStart,
   runLocalCommand,
@@ -671,7 +672,10 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
   /**
    * Runs `argv` (no shell around it) in the container through the exec API, in the work
    * dir (or `opts.cwd` relative to it) with the session's environment plus `opts.env`.
-   * A missing program yields exit code 127. @throws SessionNotFoundError when missing or not running.
+   * A missing program yields exit code 127. Past `opts.timeoutMs` (else `hook_timeout`) or on
+   * abort, the command and every process it started are killed (see {@link execKillable})
+   * before the call rejects with OperationTimeoutError or the signal's reason.
+   * @throws SessionNotFoundError when missing or not running.
    */
   async execCommand(
     name: string,
@@ -687,23 +691,23 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     const extra = Object.entries(opts.env ?? {});
     for (const [k] of extra)
       if (!validEnvKey(k)) throw new InvalidNameError("environment variable", k, "invalid name");
-    const r = await this.exec(c.Id, {
-      argv: [
-        "/bin/sh",
-        "-c",
-        EXEC_SCRIPT,
-        "gc-exec",
-        cwd,
-        String(extra.length),
-        ...extra.flat(),
-        "--",
-        ...argv,
-      ],
-      stdin: opts.stdin,
+    const command = [
+      "/bin/sh",
+      "-c",
+      EXEC_SCRIPT,
+      "gc-exec",
+      cwd,
+      String(extra.length),
+      ...extra.flat(),
+      "--",
+    ];
+    return execKillable([...command, ...argv], {
+      dir: RUN_DIR,
       signal: opts.signal,
-      timeoutMs: opts.timeoutMs,
+      run: (wrapped) =>
+        this.exec(c.Id, { argv: wrapped, stdin: opts.stdin, signal: opts.signal, timeoutMs: opts.timeoutMs }),
+      runKill: (kill, timeoutMs) => this.exec(c.Id, { argv: kill, timeoutMs }),
     });
-    return r;
   }
 
   /**

@@ -261,6 +261,7 @@ export class KubeApi {
         finish(() => reject(opts.signal?.reason));
       };
       opts.signal?.addEventListener("abort", onAbort, { once: true });
+      if (opts.signal?.aborted) return onAbort(); // aborted while the exec was being opened
       if (opts.timeoutMs !== undefined) {
         timer = setTimeout(() => {
           ws.terminate();

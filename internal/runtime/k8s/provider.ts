@@ -31,6 +31,7 @@ import { hookDirOf, SHELL } from "../launch.js";
 import {
   type CommandOptions,
   DEFAULT_STARTUP_TIMEOUT_MS,
+  execKillable,
   limitsFor,
   planStart,
   runHookCommands,
@@ -999,6 +1000,13 @@ export class K8sProvider
     }
   }
 
+  /**
+   * Runs `argv` (no shell around it) in the session's pod, in its work dir (or `opts.cwd`
+   * relative to it) with the pod's plain env values plus `opts.env`. Past `opts.timeoutMs`
+   * (else `hook_timeout`) or on abort, the command and every process it started are killed
+   * (see {@link execKillable}) before the call rejects with OperationTimeoutError or the
+   * signal's reason. @throws SessionNotFoundError when the pod is missing or not running.
+   */
   async execCommand(
     name: string,
     argv: readonly string[],
@@ -1013,15 +1021,19 @@ export class K8sProvider
     for (const e of p.spec?.containers?.[0]?.env ?? []) {
       if (e.value !== undefined && !e.valueFrom) declared[e.name] = e.value;
     }
-    const r = await this.runInPod(
-      p.metadata!.name!,
-      [...envArgv({ ...declared, ...opts.env }), "/bin/sh", "-c", IN_DIR, "gc-exec", dir, ...argv],
-      {
-        stdin: opts.stdin,
-        signal: opts.signal,
-        timeoutMs: opts.timeoutMs ?? this.settings.hookTimeoutMs,
-      },
-    );
+    const pod = p.metadata!.name!;
+    const command = [...envArgv({ ...declared, ...opts.env }), "/bin/sh", "-c", IN_DIR, "gc-exec", dir];
+    const r = await execKillable([...command, ...argv], {
+      dir: "",
+      signal: opts.signal,
+      run: (wrapped) =>
+        this.runInPod(pod, wrapped, {
+          stdin: opts.stdin,
+          signal: opts.signal,
+          timeoutMs: opts.timeoutMs ?? this.settings.hookTimeoutMs,
+        }),
+      runKill: (kill, timeoutMs) => this.runInPod(pod, kill, { timeoutMs }),
+    });
     return { exitCode: r.exitCode, stdout: r.stdout.toString("utf8"), stderr: r.stderr.toString("utf8") };
   }
 

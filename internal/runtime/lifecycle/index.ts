@@ -12,6 +12,7 @@ export type {
   StartPlan,
 } from "./backend.js";
 export { StartsInProgress } from "./guard.js";
+export { execKillable, type KillableOptions } from "./kill-on-cut.js";
 export { checkStageSources, copyInto, destinationIn, stageLocal } from "./stage.js";
 export {
   DEFAULT_DIALOG_TIMEOUT_MS,

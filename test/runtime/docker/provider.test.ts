@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { EXEC_ALIVE, EXEC_TREE } from "../../../conformance/provider-cases.js";
 import { createProvider, type DockerProvider, LABEL_CITY } from "../../../internal/runtime/docker/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { attachChildArgs } from "../../support/attach.js";
@@ -139,6 +140,55 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       const d = await p.engine.docker();
       const info = await d.getContainer(p.containerName("cp")).inspect();
       expect(info.Mounts.filter((m) => m.Type === "bind")).toEqual([]);
+    });
+
+    /** The pids an EXEC_TREE command wrote to `file` in the work dir of `name` (a second exec). */
+    async function treePids(p: DockerProvider, name: string, file: string): Promise<string[]> {
+      const r = await p.execCommand(name, ["cat", file]);
+      return r.exitCode === 0 ? r.stdout.trim().split(" ") : [];
+    }
+    /** True while one of `pids` is a live process in the container of `name` (a second exec). */
+    async function anyAlive(p: DockerProvider, name: string, pids: readonly string[]): Promise<boolean> {
+      return (await p.execCommand(name, ["sh", "-c", EXEC_ALIVE, "gc-alive", ...pids])).exitCode === 0;
+    }
+    /** The container's run dir, listed by a plain exec (an execCommand would list its own group file). */
+    async function runDir(p: DockerProvider, name: string): Promise<string> {
+      const r = await p.engine.exec(p.containerName(name), {
+        argv: ["ls", "-a", "/run/gc"],
+        timeoutMs: 30_000,
+      });
+      return r.stdout;
+    }
+
+    it("execCommand past timeoutMs: GC_TIMEOUT, and the command and its child are killed in the container", async () => {
+      const p = provider();
+      await p.start("ekt", await config(LONG));
+      const cut = p.execCommand("ekt", ["sh", "-c", EXEC_TREE, "gc-tree", "t.pids"], { timeoutMs: 3_000 });
+      await expect(cut).rejects.toMatchObject({ code: "GC_TIMEOUT" });
+      const pids = await treePids(p, "ekt", "t.pids");
+      expect(pids).toHaveLength(2);
+      await expect.poll(() => anyAlive(p, "ekt", pids)).toBe(false);
+      await expect.poll(() => runDir(p, "ekt")).not.toContain("gc-exec-");
+    });
+
+    it("execCommand aborted: rejects with the reason, and the command and its child (ignoring SIGTERM) are killed", async () => {
+      const p = provider();
+      await p.start("eka", await config(LONG));
+      const ac = new AbortController();
+      onTestFinished(() => ac.abort());
+      const reason = new Error("test-abort");
+      const cut = p.execCommand("eka", ["sh", "-c", EXEC_TREE, "gc-tree", "a.pids", "stubborn"], {
+        signal: ac.signal,
+        timeoutMs: 600_000,
+      });
+      cut.catch(() => undefined);
+      await expect.poll(() => treePids(p, "eka", "a.pids")).toHaveLength(2);
+      const pids = await treePids(p, "eka", "a.pids");
+      expect(await anyAlive(p, "eka", pids)).toBe(true);
+      ac.abort(reason);
+      await expect(cut).rejects.toBe(reason);
+      await expect.poll(() => anyAlive(p, "eka", pids)).toBe(false);
+      await expect.poll(() => runDir(p, "eka")).not.toContain("gc-exec-");
     });
 
     it("start: an image that does not exist is a clear error and leaves no container", async () => {

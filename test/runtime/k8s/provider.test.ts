@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type * as K8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXEC_ALIVE, EXEC_TREE } from "../../../conformance/provider-cases.js";
 import { type DesiredSession, META_CORE, META_LIVE } from "../../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY } from "../../../internal/reconcile/plan.js";
 import { Reconciler } from "../../../internal/reconcile/reconciler.js";
@@ -237,6 +238,63 @@ describe("k8s provider on the loopback API server", { timeout: 120_000 }, () => 
       expect(after).toHaveLength(1);
       expect(after[0]?.metadata?.uid).not.toBe(before?.metadata?.uid);
     } finally {
+      await p.shutdown();
+    }
+  });
+
+  /** The pids an EXEC_TREE command wrote to `file` in the work dir of `name` (a second exec). */
+  async function treePids(p: K8sProvider, name: string, file: string): Promise<string[]> {
+    const r = await p.execCommand(name, ["cat", file]);
+    return r.exitCode === 0 ? r.stdout.trim().split(" ") : [];
+  }
+  /** True while one of `pids` is a live process in the pod of `name` (a second exec). */
+  async function anyAlive(p: K8sProvider, name: string, pids: readonly string[]): Promise<boolean> {
+    return (await p.execCommand(name, ["sh", "-c", EXEC_ALIVE, "gc-alive", ...pids])).exitCode === 0;
+  }
+  /** The pod's temp dir, listed by a plain exec (an execCommand would list its own group file). */
+  async function podTmp(p: K8sProvider, pod: string): Promise<string> {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
+    const r = await p.runInPod(pod, ["/bin/sh", "-c", 'ls -a "${TMPDIR:-/tmp}"']);
+    return r.stdout.toString("utf8");
+  }
+
+  it("execCommand past timeoutMs: GC_TIMEOUT, and the command and its child are killed in the pod", async () => {
+    const city = `exec-timeout-${process.pid}`;
+    const p = provider(city);
+    await p.start("ekt", await config());
+    try {
+      const cut = p.execCommand("ekt", ["sh", "-c", EXEC_TREE, "gc-tree", "t.pids"], { timeoutMs: 3_000 });
+      await expect(cut).rejects.toMatchObject({ code: "GC_TIMEOUT" });
+      const pids = await treePids(p, "ekt", "t.pids");
+      expect(pids).toHaveLength(2);
+      await expect.poll(() => anyAlive(p, "ekt", pids)).toBe(false);
+      await expect.poll(() => podTmp(p, podName(city, "ekt"))).not.toContain("gc-exec-");
+    } finally {
+      await p.shutdown();
+    }
+  });
+
+  it("execCommand aborted: rejects with the reason, and the command and its child (ignoring SIGTERM) are killed", async () => {
+    const city = `exec-abort-${process.pid}`;
+    const p = provider(city);
+    await p.start("eka", await config());
+    const ac = new AbortController();
+    try {
+      const reason = new Error("test-abort");
+      const cut = p.execCommand("eka", ["sh", "-c", EXEC_TREE, "gc-tree", "a.pids", "stubborn"], {
+        signal: ac.signal,
+        timeoutMs: 600_000,
+      });
+      cut.catch(() => undefined);
+      await expect.poll(() => treePids(p, "eka", "a.pids")).toHaveLength(2);
+      const pids = await treePids(p, "eka", "a.pids");
+      expect(await anyAlive(p, "eka", pids)).toBe(true);
+      ac.abort(reason);
+      await expect(cut).rejects.toBe(reason);
+      await expect.poll(() => anyAlive(p, "eka", pids)).toBe(false);
+      await expect.poll(() => podTmp(p, podName(city, "eka"))).not.toContain("gc-exec-");
+    } finally {
+      ac.abort();
       await p.shutdown();
     }
   });
