@@ -1169,7 +1169,7 @@ const observation: ConformanceCase[] = [
       const { name } = await running(ctx);
       const file = "exec-timeout.pids";
       await rejectsWith(
-        p.execCommand(name, ["sh", "-c", EXEC_TREE, "gc-tree", file], { timeoutMs: ctx.ms(3_000) }),
+        p.execCommand(name, ["sh", "-c", EXEC_TREE, "gc-tree", file], { timeoutMs: ctx.ms(5_000) }),
         "GC_TIMEOUT",
         "execCommand",
       );

@@ -64,6 +64,16 @@ describe("RUN_GROUP / KILL_GROUP", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it("RUN_GROUP starts the command with SIGINT and SIGQUIT at their defaults (not as a background job)", async () => {
+    const r = await run(
+      ["/bin/sh", "-c", RUN_GROUP, "gc-exec", dir, "id-int", "sh", "-c", "kill -INT $$; echo survived"],
+      { timeoutMs: 30_000 },
+    );
+    expect(r.stdout).toBe("");
+    expect(r.exitCode).toBe(128 + 2);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it("KILL_GROUP kills the group under setsid (SIGTERM ignored → SIGKILL) and removes the file", async () => {
     const pidFile = join(dir, "tree.pids");
     const w = startWrapped("id-setsid", ["sh", "-c", STUBBORN_TREE, "tree", pidFile]);

@@ -25,19 +25,17 @@ export const RUN_STDIN = [
  * `sh -c RUN_GROUP gc-exec DIR ID ARGV…`: runs ARGV in a process group of its own (a new
  * session, by `setsid`) with this stdin, stdout and stderr, and exits with its status. While
  * it runs, the group's id is in `DIR/gc-exec-ID.pgid` (DIR empty: `${TMPDIR:-/tmp}` of the
- * target), where {@link KILL_GROUP} finds it; the file is removed when ARGV ends. Without a
+ * target), where {@link KILL_GROUP} finds it; the file is removed when ARGV ends. ARGV runs in
+ * the foreground (a background job of a non-interactive shell would start with SIGINT and
+ * SIGQUIT ignored): `setsid`, not a group leader here, makes the new session without forking,
+ * and the shell it runs records its own pid (the group's id) before it execs ARGV. Without a
  * `setsid` program ARGV runs in this shell's group, recorded only when this shell leads it (as
  * an exec started by a container runtime does); otherwise nothing can be killed.
  */
 export const RUN_GROUP = [
   'f="${1:-${TMPDIR:-/tmp}}/gc-exec-$2.pgid"; shift 2',
   "if command -v setsid >/dev/null 2>&1; then",
-  "  exec 3<&0",
-  '  setsid "$@" <&3 3<&- &',
-  "  p=$!",
-  "  exec 3<&-",
-  '  echo "$p" > "$f" 2>/dev/null',
-  '  wait "$p"; r=$?',
+  `  setsid /bin/sh -c 'echo "$$" > "$1" 2>/dev/null; shift; exec "$@"' gc-group "$f" "$@"; r=$?`,
   "else",
   '  read -r l 2>/dev/null < "/proc/$$/stat"; l=${l##*) }; l=${l#* }; l=${l#* }',
   '  [ "${l%% *}" = "$$" ] && echo "$$" > "$f" 2>/dev/null',
