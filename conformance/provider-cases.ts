@@ -36,6 +36,12 @@ export const EXEC_ALIVE =
   'for p; do s=$(cat "/proc/$p/stat" 2>/dev/null) || continue; case "${s##*) }" in Z*) continue;; esac; exit 0; done; exit 1';
 /** Records SIGINTs and keeps running; writes `armed.out` once its trap is set. */
 const INT_TRAP = "trap 'echo INT >> int.out' INT; echo armed > armed.out; while :; do sleep 1; done";
+/**
+ * A full-screen program's way with keys: the terminal in raw mode (no signals from the line
+ * discipline), `armed.out` written, then the first byte typed saved to `key.out`.
+ */
+const RAW_KEYS =
+  "stty raw -echo; echo armed > armed.out; dd bs=1 count=1 2>/dev/null > key.out; exec sleep 300";
 /** Runs until its first SIGINT, then exits 0 by itself; writes `armed.out` once its trap is set. */
 const EXIT_ON_INT = "trap 'exit 0' INT; echo armed > armed.out; while :; do sleep 1; done";
 
@@ -910,6 +916,22 @@ const io: ConformanceCase[] = [
       await armed(ctx, name, cfg);
       await ctx.provider.interrupt(name);
       await ctx.eventually("int.out", async () => (await ctx.read(name, cfg, "int.out"))?.includes("INT"));
+    },
+  },
+  {
+    id: "interrupt.raw-key",
+    title:
+      "interrupt: a program reading raw keys gets Ctrl-C as its key (byte 03), not a signal, and keeps running",
+    requires: ["executes", "attach"],
+    async run(ctx) {
+      const { name, cfg } = await running(ctx, RAW_KEYS);
+      await armed(ctx, name, cfg);
+      await ctx.provider.interrupt(name);
+      await ctx.eventually(
+        "key.out holds Ctrl-C",
+        async () => (await ctx.read(name, cfg, "key.out")) === "\x03",
+      );
+      assert.equal(await ctx.provider.isRunning(name), true, "the program was killed");
     },
   },
   {

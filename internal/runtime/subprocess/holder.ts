@@ -602,7 +602,7 @@ class Session {
       case "interrupt":
         this.requireRunning();
         acp.cancel();
-        return { pgid: 0 };
+        return {};
       case "resize":
         return { cols: this.screen.cols, rows: this.screen.rows };
       case "output":
@@ -729,19 +729,15 @@ class Session {
     });
   }
 
+  /**
+   * Ctrl-C typed into the pty, as a terminal (and tmux's `C-c`) does: a program in cooked mode
+   * gets SIGINT from the line discipline; a full-screen agent reading raw keys (Claude Code,
+   * Gemini CLI) gets its own "cancel" key — a SIGINT signal would make those exit.
+   */
   private async interrupt(): Promise<HolderResults["interrupt"]> {
     this.requireRunning();
-    const pgid = foregroundGroup(this.childPid);
-    if (pgid > 0) {
-      try {
-        process.kill(-pgid, "SIGINT");
-        return { pgid };
-      } catch {
-        // the group vanished between the read and the kill: fall back to the terminal
-      }
-    }
     await this.serialize(() => this.writeInput("\x03"));
-    return { pgid: 0 };
+    return {};
   }
 
   private resize(cols: number, rows: number): HolderResults["resize"] {

@@ -151,7 +151,7 @@ export interface HolderResults {
   /** `turn`: the ACP turn the text became (`acp` mode). */
   nudge: { readonly bytes: number; readonly turn?: number | undefined };
   keys: { readonly bytes: number };
-  interrupt: { readonly pgid: number };
+  interrupt: Record<string, never>;
   resize: { readonly cols: number; readonly rows: number };
   clear: Record<string, never>;
   "meta.get": { readonly value: string | null };
