@@ -37,6 +37,8 @@ import type {
   Provider,
   ProviderCapabilities,
   RouterProvider,
+  SessionEnd,
+  SessionEndProvider,
   SessionSnapshot,
   SnapshotProvider,
   StartConfig,
@@ -48,6 +50,7 @@ import {
   supportsIdleWait,
   supportsInteraction,
   supportsNudgeNow,
+  supportsSessionEnd,
   supportsShutdown,
   supportsSnapshot,
   supportsStyledPeek,
@@ -98,6 +101,7 @@ export class RoutingProvider
     InteractionProvider,
     ImmediateNudgeProvider,
     ExitStatusProvider,
+    SessionEndProvider,
     CommandProvider,
     SnapshotProvider,
     StyledPeekProvider,
@@ -507,6 +511,16 @@ export class RoutingProvider
       name,
       opts,
       async (p) => (supportsExitStatus(p) ? p.lastExit(name, opts) : undefined),
+      () => undefined,
+    );
+  }
+
+  /** The backend's word on how `name` ended; `undefined` when it cannot tell or holds no such session. */
+  sessionEnd(name: string, opts?: OpOptions): Promise<SessionEnd | undefined> {
+    return this.on(
+      name,
+      opts,
+      async (p) => (supportsSessionEnd(p) ? p.sessionEnd(name, opts) : undefined),
       () => undefined,
     );
   }
