@@ -40,10 +40,11 @@ export interface Observation {
   /** Provider of each running session, where known (for sessions with no record). */
   readonly providerOf: ReadonlyMap<string, string>;
   /**
-   * Recorded-running sessions that vanished without a trace: their provider (one that keeps
-   * ended sessions with their exit status) no longer knows them at all — the tmux server, the
-   * holder or the backend went away, not the program. An infrastructure event: restarted at
-   * once, not counted as a crash, never quarantined.
+   * Recorded-running sessions that went away with their infrastructure, not by their
+   * program's end: their provider (one that keeps ended sessions with their exit status) no
+   * longer knows them at all — the tmux server, the holder or the backend went away — or the
+   * provider said so (a docker container killed from outside: engine restart, kill, removal).
+   * An infrastructure event: restarted at once, not counted as a crash, never quarantined.
    */
   readonly vanished?: ReadonlySet<string> | undefined;
 }

@@ -4,7 +4,12 @@
  * Level-triggered and safe to call at any time from any state.
  */
 import { describeError, PartialObservationError } from "../runtime/errors.js";
-import { type Provider, supportsExitStatus, supportsSnapshot } from "../runtime/provider.js";
+import {
+  type Provider,
+  supportsExitStatus,
+  supportsSessionEnd,
+  supportsSnapshot,
+} from "../runtime/provider.js";
 import type { ExitInfo, SessionStore } from "../session/store.js";
 import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
 import {
@@ -82,21 +87,18 @@ export async function observe(
           running.add(s);
           providerOf.set(s, name);
         }
+        const gone = [...expectRunning]
+          .filter(([s, prov]) => prov === name && !running.has(s))
+          .map(([s]) => s);
         if (supportsExitStatus(p)) {
-          const gone = [...expectRunning].filter(([s, prov]) => prov === name && !running.has(s));
           await Promise.all(
-            gone.map(async ([s]) => {
+            gone.map(async (s) => {
               const st = await p.lastExit(s, { signal }).catch(() => undefined);
               if (st) exits.set(s, { code: st.code, signal: st.signal, at: st.at.getTime() });
             }),
           );
-          // A provider that keeps ended sessions (with their exit status) and lists them:
-          // one that is not even listed went away with its infrastructure.
-          if (gone.length > 0 && p.capabilities().exitStatus && supportsSnapshot(p)) {
-            const known = new Set((await p.snapshot("", { signal })).map((x) => x.name));
-            for (const [s] of gone) if (!known.has(s) && !exits.has(s)) vanished.add(s);
-          }
         }
+        for (const s of await lostWithInfrastructure(p, gone, exits, signal)) vanished.add(s);
       } catch (e) {
         if (e instanceof PartialObservationError) {
           // A router with some backends down: what the rest listed is real; the backends
@@ -117,6 +119,37 @@ export async function observe(
     }),
   );
   return { observation: { running, unobservable, exits, providerOf, vanished }, errors };
+}
+
+/**
+ * Which of `gone` (recorded running, not running now) went away with their infrastructure
+ * rather than by their program's end — the one rule behind {@link Observation.vanished}: the
+ * provider says so ({@link SessionEndProvider}: docker tells a container killed from outside
+ * from its program's exit), or a provider that keeps ended sessions with their exit status and
+ * lists them (tmux, subprocess, k8s) knows neither the session nor how it ended.
+ * @throws when that provider's snapshot fails (the provider is then unobservable).
+ */
+async function lostWithInfrastructure(
+  p: Provider,
+  gone: readonly string[],
+  exits: ReadonlyMap<string, ExitInfo>,
+  signal: AbortSignal | undefined,
+): Promise<Set<string>> {
+  const lost = new Set<string>();
+  if (gone.length === 0) return lost;
+  if (supportsSessionEnd(p)) {
+    await Promise.all(
+      gone.map(async (s) => {
+        const end = await p.sessionEnd(s, { signal }).catch(() => undefined);
+        if (end === "infrastructure" && !exits.has(s)) lost.add(s);
+      }),
+    );
+  }
+  if (p.capabilities().exitStatus && supportsExitStatus(p) && supportsSnapshot(p)) {
+    const known = new Set((await p.snapshot("", { signal })).map((x) => x.name));
+    for (const s of gone) if (!known.has(s) && !exits.has(s)) lost.add(s);
+  }
+  return lost;
 }
 
 /** Runs reconcile ticks for one city. Not re-entrant: callers serialise ticks. */

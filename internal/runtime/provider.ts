@@ -317,6 +317,28 @@ export interface ExitStatusProvider {
   lastExit(name: string, opts?: OpOptions): Promise<ExitStatus | undefined>;
 }
 
+/** How a session that stopped running ended, as its provider saw it ({@link SessionEndProvider}). */
+export type SessionEnd = "program" | "infrastructure";
+
+/**
+ * Optional: tells how a session that is no longer running ended, for a provider that cannot
+ * report its program's exit status but can tell the program's own end from a kill from
+ * outside the session (docker: the container's exit code is its console client's, not the
+ * program's). The reconciler restarts a recorded-running session that ended with
+ * `infrastructure` at once — no crash counted, no backoff, never quarantined — exactly like
+ * one whose tmux server, holder or pod went away; `program` and `undefined` are crashes.
+ */
+export interface SessionEndProvider {
+  /**
+   * `program` when the session's own program ended (any exit code, a signal, the OOM
+   * killer); `infrastructure` when the session was ended from outside it (its engine or
+   * backend stopped or restarted, its container killed or removed); `undefined` while it
+   * runs, or when the provider cannot tell. Answer `infrastructure` only when sure: a
+   * program that ends itself must never escape the crash loop's backoff and quarantine.
+   */
+  sessionEnd(name: string, opts?: OpOptions): Promise<SessionEnd | undefined>;
+}
+
 /** Options for {@link CommandProvider.execCommand}. */
 export interface ExecCommandOptions extends OpOptions {
   readonly stdin?: string | undefined;
@@ -419,6 +441,9 @@ export const supportsNudgeNow = (p: Provider): p is Provider & ImmediateNudgePro
 /** Type guard for {@link ExitStatusProvider}. */
 export const supportsExitStatus = (p: Provider): p is Provider & ExitStatusProvider =>
   hasMethods(p, "lastExit");
+/** Type guard for {@link SessionEndProvider}. */
+export const supportsSessionEnd = (p: Provider): p is Provider & SessionEndProvider =>
+  hasMethods(p, "sessionEnd");
 /** Type guard for {@link CommandProvider}. */
 export const supportsExecCommand = (p: Provider): p is Provider & CommandProvider =>
   hasMethods(p, "execCommand");

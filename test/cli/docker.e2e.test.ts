@@ -5,6 +5,8 @@
  * died, and `gc stop` leaves no container with the city's ownership label.
  */
 import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerName, LABEL_CITY } from "../../internal/runtime/docker/index.js";
 import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
@@ -16,6 +18,8 @@ interface StatusRow {
   state: string;
   running: boolean;
   drift: string;
+  restarts: number;
+  infraLosses: number;
 }
 
 async function status(city: TestCity): Promise<StatusRow[]> {
@@ -158,6 +162,119 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       );
       expect(ps.status).toBe(0);
       expect(ps.stdout.trim()).toBe("");
+    });
+
+    it("an engine restart is an infrastructure loss (RESTARTS unchanged, infraLosses counted); a program's own exit is still a crash", async () => {
+      // quarantine threshold 2: one crash more than the engine restart would quarantine.
+      const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: docker
+  docker: { host: ${te.socketPath}, image: ${te.image} }
+daemon:
+  interval: 1h
+  backoff: { min: 0s, max: 1s }
+  quarantine: { threshold: 2, window: 1h }
+agents:
+  - name: i1
+    start_command: "exec sleep 100000"
+    work_dir: ./i1
+  - name: i2
+    start_command: "exec sleep 100000"
+    work_dir: ./i2
+  - name: c
+    start_command: "while [ ! -e end ]; do sleep 0.2; done; rm -f end; exit 3"
+    work_dir: ./c
+`);
+      const names = ["c", "i1", "i2"];
+      const idsOf = async (): Promise<Record<string, string | undefined>> => {
+        const { default: Docker } = await import("dockerode");
+        const d = new Docker({ socketPath: te.socketPath });
+        const out: Record<string, string | undefined> = {};
+        for (const n of names) {
+          const info = await d
+            .getContainer(containerName(owner(city), n))
+            .inspect()
+            .catch(() => undefined);
+          out[n] = info?.State.Running ? info.Id : undefined;
+        }
+        return out;
+      };
+      const rows = async () => Object.fromEntries((await status(city)).map((r) => [r.name, r]));
+      expect((await city.gc(["start"], { timeoutMs: 240_000 })).code).toBe(0);
+      await until(
+        "3 running sessions",
+        async () => {
+          const r = await rows();
+          return names.every((n) => r[n]?.running && r[n]?.state === "running");
+        },
+        120_000,
+      );
+      const before = await idsOf();
+
+      await te.engine.restart();
+      await until(
+        "every session started again in a new container",
+        async () => {
+          await city.gc(["reconcile"]);
+          const now = await idsOf();
+          const r = await rows();
+          return names.every(
+            (n) => now[n] !== undefined && now[n] !== before[n] && r[n]?.state === "running",
+          );
+        },
+        180_000,
+      );
+      for (const r of Object.values(await rows())) {
+        expect(r.restarts, r.name).toBe(0); // not a crash restart
+        expect(r.infraLosses, r.name).toBe(1);
+        expect(r.state, r.name).toBe("running");
+      }
+      for (const n of names) {
+        const ev = await city.gc(["session", "logs", n, "--events", "--json"]);
+        expect(ev.stdout, n).toContain("session.infrastructure-lost");
+      }
+
+      // The program of c exits with status 3 by itself: a crash, counted as always.
+      const afterEngine = await idsOf();
+      writeFileSync(join(city.dir, "c", "end"), "");
+      await until(
+        "c restarted after its crash",
+        async () => {
+          await city.gc(["reconcile"]);
+          const r = await rows();
+          const now = await idsOf();
+          return r.c?.restarts === 1 && r.c.state === "running" && now.c !== afterEngine.c && r;
+        },
+        120_000,
+      );
+      const after = await rows();
+      expect(after.c?.infraLosses).toBe(1);
+      expect(after.i1).toMatchObject({ restarts: 0, infraLosses: 1, state: "running" });
+      expect(after.i2).toMatchObject({ restarts: 0, infraLosses: 1, state: "running" });
+    });
+
+    it("a program that exits at once: gc start reports its death, as on the other providers, and status agrees", async () => {
+      const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: docker
+  docker: { host: ${te.socketPath}, image: ${te.image} }
+daemon:
+  interval: 1h
+  backoff: { min: 1h, max: 1h }
+agents:
+  - name: quick
+    start_command: "sh -c 'exit 3'"
+    work_dir: ./quick
+`);
+      const r = await city.gc(["start", "--once", "--json"], { timeoutMs: 120_000 });
+      expect(r.code).toBe(1); // an action failed
+      const out = JSON.parse(r.stdout) as { summary: { failed: { name: string; error: string }[] } };
+      expect(out.summary.failed.map((f) => f.name)).toEqual(["quick"]);
+      expect(out.summary.failed[0]?.error).toMatch(/died during startup: the program exited/);
+      const row = (await status(city)).find((x) => x.name === "quick");
+      expect(row).toMatchObject({ running: false, state: "backoff" });
     });
   },
 );

@@ -238,6 +238,31 @@ describe("plan", () => {
     expect(b).toMatchObject({ kind: "crashed", name: "b", failure: true }); // no exit known, but listed dead
   });
 
+  it.each([
+    ["tmux", "infrastructure lost (the tmux session vanished with its backend)"],
+    ["docker", "infrastructure lost (the docker session vanished with its backend)"],
+  ])(
+    "plan: a %s fleet one failure short of quarantine, lost with its backend, starts again; a program death among it is quarantined",
+    (provider, reason) => {
+      const failures = Array.from(
+        { length: DEFAULT_POLICY.quarantineThreshold - 1 },
+        (_, i) => NOW - 1000 * (i + 1),
+      );
+      const recs = ["a", "b", "c"].map((n) => record(n, "running", { provider, recentFailures: failures }));
+      const obs = observed([], { vanished: new Set(["a", "b"]) });
+      const actions = run({
+        desired: ["a", "b", "c"].map((n) => desired(n, { provider })),
+        records: recs,
+        observed: obs,
+      });
+      expect(actions).toEqual([
+        { kind: "start", name: "a", reason, infra: true },
+        { kind: "start", name: "b", reason, infra: true },
+        expect.objectContaining({ kind: "crashed", name: "c", failure: true, next: { kind: "quarantine" } }),
+      ]);
+    },
+  );
+
   it("plan: a changed start config lifts quarantine (start, naming the changed fields)", () => {
     const q = record("a", "quarantined", {
       quarantineReason: "x",

@@ -1,11 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { DesiredSession, ProgressEvent } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
-import { Reconciler } from "../../internal/reconcile/reconciler.js";
+import { observe, Reconciler } from "../../internal/reconcile/reconciler.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
-import { FakeBackend, FakeProvider } from "../../internal/runtime/fake.js";
+import { FakeProvider } from "../../internal/runtime/fake.js";
 import { fingerprint } from "../../internal/runtime/fingerprint.js";
-import type { StartConfig } from "../../internal/runtime/provider.js";
+import type {
+  ExitStatus,
+  Provider,
+  ProviderCapabilities,
+  SessionEnd,
+  SessionSnapshot,
+  StartConfig,
+} from "../../internal/runtime/provider.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 
 function want(
@@ -29,11 +36,42 @@ function want(
   };
 }
 
-function setup(initial: DesiredSession[]) {
+/**
+ * A fake that tells how its ended sessions ended (SessionEndProvider), like docker: `ends`
+ * holds the answer (or the rejection) for each session that is no longer running.
+ */
+class EndingFake extends FakeProvider {
+  readonly ends = new Map<string, SessionEnd | Error>();
+  async sessionEnd(name: string): Promise<SessionEnd | undefined> {
+    if (this.session(name)) return undefined;
+    const e = this.ends.get(name);
+    if (e instanceof Error) throw e;
+    return e;
+  }
+}
+
+/**
+ * A fake that keeps ended sessions with their exit status and lists them, like tmux,
+ * subprocess and k8s: `dead` are listed (with `exits` where known), the rest vanished.
+ */
+class KeepingFake extends FakeProvider {
+  readonly dead = new Set<string>();
+  readonly exits = new Map<string, ExitStatus>();
+  override capabilities(): ProviderCapabilities {
+    return { ...super.capabilities(), exitStatus: true };
+  }
+  async lastExit(name: string): Promise<ExitStatus | undefined> {
+    return this.exits.get(name);
+  }
+  override async snapshot(prefix: string): Promise<SessionSnapshot[]> {
+    return [...(await super.snapshot(prefix)), ...[...this.dead].map((name) => ({ name, running: false }))];
+  }
+}
+
+function setup(initial: DesiredSession[], provider: FakeProvider = new FakeProvider({ city: "t" })) {
   let desired = initial;
   let now = 1_000_000;
-  const backend = new FakeBackend();
-  const provider = new FakeProvider({ city: "t", backend });
+  const backend = provider.backend;
   const store = openMemoryStore({ singleTenant: true, now: () => now });
   const progress: ProgressEvent[] = [];
   const reconciler = new Reconciler({
@@ -294,5 +332,69 @@ describe("Reconciler", () => {
     t.advance(1_000);
     await t.reconciler.tick();
     expect(runs()).toBe(2);
+  });
+});
+
+describe("observe: sessions lost with their infrastructure (Observation.vanished)", () => {
+  const expectRunning = (names: string[]) => new Map(names.map((n) => [n, "p"]));
+  async function vanishedOf(p: Provider, names: string[]) {
+    const { observation, errors } = await observe(["p"], async () => p, expectRunning(names));
+    expect(errors).toEqual([]);
+    return [...(observation.vanished ?? [])].sort();
+  }
+
+  it.each<[string, SessionEnd | Error | undefined, boolean]>([
+    ["ended from outside (engine restart, kill, removal): infrastructure lost", "infrastructure", true],
+    ["its own program ended (any code, a signal, OOM): a crash", "program", false],
+    ["the provider cannot tell: a crash", undefined, false],
+    ["the provider's answer failed: a crash", new Error("engine hiccup"), false],
+  ])("a provider that tells how sessions ended (docker): %s", async (_, end, lost) => {
+    const p = new EndingFake({ city: "t" });
+    await p.start("a", { command: "x", workDir: "/w", env: {} });
+    await p.start("up", { command: "x", workDir: "/w", env: {} });
+    p.crash("a");
+    if (end !== undefined) p.ends.set("a", end);
+    p.ends.set("up", "infrastructure"); // still running: never asked about, never vanished
+    expect(await vanishedOf(p, ["a", "up"])).toEqual(lost ? ["a"] : []);
+  });
+
+  it("a provider that keeps ended sessions with their status (tmux, subprocess, k8s): unchanged", async () => {
+    const p = new KeepingFake({ city: "t" });
+    p.dead.add("listed-dead"); // its program died: the provider still lists it
+    p.exits.set("exited", { code: 3, signal: null, at: new Date(5_000) });
+    const r = await observe(["p"], async () => p, expectRunning(["gone", "listed-dead", "exited"]));
+    expect([...(r.observation.vanished ?? [])]).toEqual(["gone"]);
+    expect(r.observation.exits.get("exited")).toEqual({ code: 3, signal: null, at: 5_000 });
+  });
+
+  it("a provider with neither (exec, fake): every session that is gone is a crash", async () => {
+    const p = new FakeProvider({ city: "t" });
+    expect(await vanishedOf(p, ["a", "b"])).toEqual([]);
+  });
+
+  it("tick: a fleet killed with its engine is started again at once, RESTARTS and crash history untouched; a program's exit still counts", async () => {
+    const p = new EndingFake({ city: "t" });
+    const t = setup([want("a"), want("b"), want("c")], p);
+    await t.reconciler.tick();
+    for (const n of ["a", "b", "c"]) p.crash(n);
+    p.ends.set("a", "infrastructure");
+    p.ends.set("b", "infrastructure");
+    p.ends.set("c", "program");
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`).sort()).toEqual([
+      "crashed:c",
+      "start:a",
+      "start:b",
+    ]);
+    for (const n of ["a", "b"]) {
+      expect(await t.store.get(n)).toMatchObject({ state: "running", restarts: 0, recentFailures: [] });
+      expect((await t.store.get(n))?.metadata["gc.infra-losses"]).toBe("1");
+      expect(await t.store.queryEvents({ session: n, types: ["session.infrastructure-lost"] })).toHaveLength(
+        1,
+      );
+    }
+    expect(await t.store.get("c")).toMatchObject({ state: "backoff" });
+    expect((await t.store.get("c"))?.recentFailures).toHaveLength(1);
+    expect(t.starts().sort()).toEqual(["a", "a", "b", "b", "c"]);
   });
 });

@@ -15,7 +15,7 @@ import { RoutingProvider, routeSession } from "../../internal/runtime/auto/index
 import { PartialObservationError, SessionExistsError } from "../../internal/runtime/errors.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
 import { diffBreakdown, fingerprint } from "../../internal/runtime/fingerprint.js";
-import type { StartConfig } from "../../internal/runtime/provider.js";
+import type { SessionEnd, StartConfig } from "../../internal/runtime/provider.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 
 const dirs: string[] = [];
@@ -135,6 +135,39 @@ describe("RoutingProvider", () => {
     plain.peekOutput.set("on-plain", "world");
     expect(await p.peekStyled("on-styled", 5)).toBe("\x1b[1mhello\x1b[0m");
     expect(await p.peekStyled("on-plain", 5)).toBe("world");
+  });
+
+  it("sessionEnd: the routed backend's word on how a session ended; undefined where it cannot tell", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gc-route-"));
+    dirs.push(dir);
+    class Ending extends FakeProvider {
+      async sessionEnd(name: string): Promise<SessionEnd | undefined> {
+        return this.session(name) ? undefined : "infrastructure";
+      }
+    }
+    const ending = new Ending({ city: "c" });
+    const plain = new FakeProvider({ city: "c" });
+    const p = new RoutingProvider({
+      name: "auto",
+      rules: { kind: "auto", default: "e" },
+      backends: new Map<string, FakeProvider>([
+        ["e", ending],
+        ["p", plain],
+      ]),
+      open: async (spec) => {
+        throw new Error(`no backend ${spec}`);
+      },
+      stateDir: dir,
+      ownsBackends: false,
+    });
+    await p.start("on-ending", cfg());
+    await p.start("on-plain", cfg("p"));
+    expect(await p.sessionEnd("on-ending")).toBeUndefined(); // running
+    ending.crash("on-ending");
+    plain.crash("on-plain");
+    expect(await p.sessionEnd("on-ending")).toBe("infrastructure"); // the route is remembered
+    expect(await p.sessionEnd("on-plain")).toBeUndefined();
+    expect(await p.sessionEnd("never-started")).toBeUndefined();
   });
 
   it("capabilities: the whole's are the backends' intersection, a session's are its backend's", async () => {

@@ -37,6 +37,8 @@ import type {
   Provider,
   ProviderCapabilities,
   RouterProvider,
+  SessionEnd,
+  SessionEndProvider,
   SessionSnapshot,
   SnapshotProvider,
   StartConfig,
@@ -49,6 +51,7 @@ import {
   supportsIdleWait,
   supportsInteraction,
   supportsNudgeNow,
+  supportsSessionEnd,
   supportsShutdown,
   supportsSnapshot,
   supportsStyledPeek,
@@ -99,6 +102,7 @@ export class RoutingProvider
     InteractionProvider,
     ImmediateNudgeProvider,
     ExitStatusProvider,
+    SessionEndProvider,
     CommandProvider,
     SnapshotProvider,
     StyledPeekProvider,
@@ -508,6 +512,16 @@ export class RoutingProvider
       name,
       opts,
       async (p) => (supportsExitStatus(p) ? p.lastExit(name, opts) : undefined),
+      () => undefined,
+    );
+  }
+
+  /** The backend's word on how `name` ended; `undefined` when it cannot tell or holds no such session. */
+  sessionEnd(name: string, opts?: OpOptions): Promise<SessionEnd | undefined> {
+    return this.on(
+      name,
+      opts,
+      async (p) => (supportsSessionEnd(p) ? p.sessionEnd(name, opts) : undefined),
       () => undefined,
     );
   }

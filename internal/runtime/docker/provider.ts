@@ -47,6 +47,8 @@ import {
   type OpOptions,
   type Provider,
   type ProviderCapabilities,
+  type SessionEnd,
+  type SessionEndProvider,
   type StartConfig,
   type StartReport,
 } from "../provider.js";
@@ -98,7 +100,9 @@ export interface DockerProviderOptions extends ProviderFactoryOptions {}
  * container up by its exact name and acts only when its labels say this city owns it:
  * containers of other cities (or anybody's else) are never listed, read, written or removed.
  */
-export class DockerProvider implements Provider, IdleWaitProvider, CommandProvider, BackendShutdownProvider {
+export class DockerProvider
+  implements Provider, IdleWaitProvider, CommandProvider, BackendShutdownProvider, SessionEndProvider
+{
   readonly name = "docker";
   readonly settings: DockerSettings;
   readonly engine: Engine;
@@ -129,7 +133,10 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     return containerName(this.owner, name);
   }
 
-  /** What a container with tmux inside can do; no exit status (the container's is tmux's). */
+  /**
+   * What a container with tmux inside can do; no exit status (the container's is tmux's),
+   * but how a session ended, its program or from outside, is told by {@link sessionEnd}.
+   */
   capabilities(): ProviderCapabilities {
     return {
       executes: true,
@@ -269,7 +276,7 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
           throw e;
         }
       },
-      alive: (signal) => this.alive(need(), signal),
+      alive: (signal) => this.programAlive(need(), signal),
       died: () => this.died(plan.name, need()),
       screen: async (signal) => (await this.capture(need(), "screen", signal)) ?? "",
       sendKeys: async (keys, signal) => {
@@ -358,10 +365,15 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
       const text = stripAnsi(logs.toString("utf8"))
         .split(/\r?\n/)
         .map((l) => l.trim())
-        .filter((l) => l !== "" && l !== "[exited]")
+        .filter((l) => l !== "" && !TMUX_CLIENT_NOISE.test(l))
         .slice(-4)
         .join(" ⏎ ");
-      detail = `container exit status ${info.State.ExitCode}${text ? `; last output: ${text.slice(0, 300)}` : ""}`;
+      // The container exits 0 when the program ended (see BOOT_SCRIPT), a moment after it.
+      const how =
+        info.State.Running || info.State.ExitCode === 0
+          ? "the program exited"
+          : `container exit status ${info.State.ExitCode}`;
+      detail = `${how}${text ? `; last output: ${text.slice(0, 300)}` : ""}`;
     } catch {
       // keep the generic detail
     }
@@ -825,6 +837,23 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     await Promise.all(mine.map((c) => this.remove(c.Id)));
   }
 
+  /**
+   * How session `name`, no longer running, ended — read from its container (see BOOT_SCRIPT
+   * in scripts.ts): `program` when the container exited 0 (its console client saw the
+   * session end: the program exited, whatever its code or signal) or the OOM killer struck
+   * in it; `infrastructure` when it exited otherwise (its processes were signalled from
+   * outside: an engine stop or restart, `docker stop`/`kill`) or no container of ours is
+   * left (removed from outside); `undefined` while it runs.
+   * @throws when the engine cannot be reached.
+   */
+  async sessionEnd(name: string, opts: OpOptions = {}): Promise<SessionEnd | undefined> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c) return "infrastructure";
+    if (c.State.Running || c.State.Restarting) return undefined;
+    return c.State.OOMKilled || c.State.ExitCode === 0 ? "program" : "infrastructure";
+  }
+
   /** Releases the engine connection (sessions keep running). Idempotent. */
   async close(): Promise<void> {
     // dockerode keeps no persistent connection (one HTTP request per call).
@@ -928,6 +957,17 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     }
   }
 
+  /**
+   * True while the session's program runs: its tmux session exists (it ends with the
+   * program). The container outlives a program that exits at once by a moment (its console
+   * client has yet to notice), so a running container alone proves nothing during start.
+   */
+  private async programAlive(id: string, signal?: AbortSignal): Promise<boolean> {
+    if (!(await this.alive(id, signal))) return false;
+    const r = await this.execQuiet(id, ["tmux", "has-session", "-t", TMUX_SESSION], signal);
+    return r?.exitCode === 0;
+  }
+
   private async alive(id: string, signal?: AbortSignal): Promise<boolean> {
     const d = await this.engine.docker();
     try {
@@ -951,6 +991,10 @@ export class DockerProvider implements Provider, IdleWaitProvider, CommandProvid
     return c && this.owns(c, name) ? c : undefined;
   }
 }
+
+/** What the container's console client (tmux attach) itself prints when it ends or cannot attach. */
+const TMUX_CLIENT_NOISE =
+  /^(\[exited\]|\[server exited\]|\[lost server\]|no sessions|no server running\b.*|can't find session\b.*)$/;
 
 function stripAnsi(s: string): string {
   return s.replace(/\x1b\[[0-9;?>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\r/g, "");

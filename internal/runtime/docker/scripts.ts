@@ -26,11 +26,19 @@ export const BOOT_WAIT_TICKS = 2_400;
  * then attaches to it as the container's console client (`ignore-size`, so it never
  * shrinks the window). It exits when the session ends, so the container lives exactly as
  * long as the session's program.
+ *
+ * Its status is what tells the docker provider's `sessionEnd` a program's end from a kill
+ * from outside: 0 whenever the session ended — its program exited however (any code, a
+ * signal), also when it had already ended before the client could attach (tmux's own status
+ * is then 1, hence no `exec`); non-zero only when the container's processes were signalled
+ * from outside (an engine stop or restart, `docker stop`/`kill`: 128 + signal) or gc's start
+ * never raised the ready flag (125).
  */
 export const BOOT_SCRIPT = [
   "i=0",
   `while [ ! -e ${READY_FILE} ]; do i=$((i+1)); [ "$i" -gt ${BOOT_WAIT_TICKS} ] && exit 125; sleep 0.05; done`,
-  `exec tmux -u attach-session -f ignore-size -t ${TMUX_SESSION}`,
+  `tmux -u attach-session -f ignore-size -t ${TMUX_SESSION}`,
+  "exit 0",
 ].join("\n");
 
 /**

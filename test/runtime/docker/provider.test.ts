@@ -199,6 +199,67 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       expect(await p.isRunning("noimg")).toBe(false);
     });
 
+    it("sessionEnd: the program's own end (exit 0 or 3, a signal, the OOM killer) is `program`; docker stop, kill and rm -f are `infrastructure`", async () => {
+      const p = provider({ memory: "64m" });
+      // Each program ends when told (a file in its bind-mounted work dir), never on a timer.
+      const WAIT = "while [ ! -e end ]; do sleep 0.1; done; ";
+      const programs: Record<string, string> = {
+        exit0: `${WAIT}exit 0`,
+        exit3: `${WAIT}exit 3`,
+        killed: `${WAIT}kill -9 $$`,
+        oom: `${WAIT}dd if=/dev/zero of=/dev/null bs=200M count=1; exit 0`,
+      };
+      const dirs: Record<string, string> = {};
+      await Promise.all(
+        Object.entries(programs).map(async ([n, cmd]) => {
+          const cfg = await config(cmd);
+          dirs[n] = cfg.workDir;
+          await p.start(n, cfg);
+        }),
+      );
+      await Promise.all(["stopped", "dkilled", "removed"].map(async (n) => p.start(n, await config(LONG))));
+      expect(await p.sessionEnd("exit0")).toBeUndefined(); // running
+      await Promise.all(Object.values(dirs).map((dir) => writeFile(join(dir, "end"), "")));
+      const d = await p.engine.docker();
+      await d.getContainer(p.containerName("stopped")).stop({ t: 5 });
+      await d.getContainer(p.containerName("dkilled")).kill();
+      await d.getContainer(p.containerName("removed")).remove({ force: true });
+      await expect.poll(() => p.listRunning(""), { timeout: 30_000 }).toEqual([]);
+      const ends = Object.fromEntries(
+        await Promise.all(
+          [...Object.keys(programs), "stopped", "dkilled", "removed"].map(async (n) => [
+            n,
+            await p.sessionEnd(n),
+          ]),
+        ),
+      );
+      expect(ends).toEqual({
+        exit0: "program",
+        exit3: "program",
+        killed: "program",
+        oom: "program",
+        stopped: "infrastructure",
+        dkilled: "infrastructure",
+        removed: "infrastructure",
+      });
+      expect((await d.getContainer(p.containerName("oom")).inspect()).State.OOMKilled).toBe(true);
+    });
+
+    it("start: a program that exits at once is reported dead (SessionDiedDuringStartupError), and leaves no container", async () => {
+      const p = provider();
+      for (const [n, cmd] of [
+        ["quick0", "true"],
+        ["quick3", "sh -c 'exit 3'"],
+      ] as const) {
+        await expect(p.start(n, await config(cmd))).rejects.toMatchObject({
+          name: "SessionDiedDuringStartupError",
+          message: expect.stringContaining("the program exited"),
+        });
+        expect(await p.isRunning(n)).toBe(false);
+      }
+      expect(await ours(p)).toEqual([]);
+    });
+
     it("ownership: another city's container with the same session name is never listed, read or stopped — even when both cities have the same name", async () => {
       // Two cities named alike in two directories: their ownership keys (<name>-<id>) differ.
       const city = `same-${process.pid}-${++seq}`;
@@ -243,8 +304,12 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       await Promise.all([p.start("r1", await config(LONG)), p.start("r2", await config(LONG))]);
       await p.setMeta("r1", "k", "before");
       expect(await p.listRunning("")).toEqual(["r1", "r2"]);
+      expect(await p.sessionEnd("r1")).toBeUndefined(); // running
       await te.engine.restart();
       expect(await p.listRunning("")).toEqual([]);
+      // Killed with the engine, not by their programs: an infrastructure loss, not a crash.
+      expect(await p.sessionEnd("r1")).toBe("infrastructure");
+      expect(await p.sessionEnd("r2")).toBe("infrastructure");
       expect(await p.isRunning("r1")).toBe(false);
       expect(await p.processAlive("r1", [])).toBe(false);
       expect(await p.getMeta("r1", "k")).toBe("before"); // the dead container is still there
