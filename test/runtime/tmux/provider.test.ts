@@ -421,7 +421,10 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
   });
 
   it("start: a program that exits before start returns is SessionDiedDuringStartupError with its status", async () => {
-    const e = await p.start("quick", await cfg("echo bye; exit 4")).catch((err: unknown) => err);
+    const e = await p.start("quick", await cfg("echo bye; exit 4")).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     // Without readiness hints the exit may land just after start returns; then it is a dead session.
     if (e === undefined) {
       expect((await eventually("an exit status", () => p.lastExit("quick"))).code).toBe(4);
