@@ -334,14 +334,29 @@ async function startSession(
     pending: null,
     restarts,
   });
-  if (report.unconfirmed === undefined) return reason;
-  // Started, but readiness went on without its prompt: the operator should know why.
-  await store.appendEvent({
-    session: d.name,
-    type: "session.ready-unconfirmed",
-    payload: { detail: report.unconfirmed },
-  });
-  return `${reason}; ${report.unconfirmed}`;
+  return `${reason}${await recordStartReport(d.name, report, store)}`;
+}
+
+/**
+ * Records what a start did on the operator's behalf (`session.dialog-answered` per startup
+ * dialog answered) and could not confirm (`session.ready-unconfirmed`); resolves the text
+ * added to the start's progress line ("" when there is nothing to say).
+ */
+async function recordStartReport(name: string, report: StartReport, store: SessionStore): Promise<string> {
+  const notes: string[] = [];
+  for (const a of report.answered ?? []) {
+    await store.appendEvent({ session: name, type: "session.dialog-answered", payload: { ...a } });
+    notes.push(`answered ${a.dialog}: ${JSON.stringify(a.chose)}`);
+  }
+  if (report.unconfirmed !== undefined) {
+    await store.appendEvent({
+      session: name,
+      type: "session.ready-unconfirmed",
+      payload: { detail: report.unconfirmed },
+    });
+    notes.push(report.unconfirmed);
+  }
+  return notes.map((n) => `; ${n}`).join("");
 }
 
 /** Takes a running session into the books, with the fingerprints it was started with. */

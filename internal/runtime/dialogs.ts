@@ -814,14 +814,20 @@ export function screenNeedsOperator(
 }
 
 /** Result of {@link acceptStartupDialogs}. */
+/** A startup dialog gc answered: its catalogue id and the option chosen. */
+export interface AnsweredDialog {
+  readonly dialog: string;
+  readonly chose: string;
+}
+
 export type DialogOutcome =
   | { readonly status: "none" }
-  | { readonly status: "handled"; readonly handled: readonly string[] }
+  | { readonly status: "handled"; readonly handled: readonly AnsweredDialog[] }
   | {
       readonly status: "refused";
       readonly dialog: string;
       readonly reason: string;
-      readonly handled: readonly string[];
+      readonly handled: readonly AnsweredDialog[];
     };
 
 /** Options for {@link acceptStartupDialogs}. */
@@ -840,7 +846,7 @@ export interface AcceptOptions extends DialogTiming {
  */
 export async function acceptStartupDialogs(io: ScreenIO, opts: AcceptOptions): Promise<DialogOutcome> {
   const deadline = Date.now() + opts.timeoutMs;
-  const handled: string[] = [];
+  const handled: AnsweredDialog[] = [];
   let unread: DialogStep | undefined;
   for (;;) {
     opts.signal?.throwIfAborted();
@@ -853,10 +859,10 @@ export async function acceptStartupDialogs(io: ScreenIO, opts: AcceptOptions): P
     if (step.status === "refused")
       return { status: "refused", dialog: step.dialog, reason: step.reason, handled };
     if (step.status === "handled") {
-      if (handled.filter((d) => d === step.dialog).length >= 2) {
+      if (handled.filter((d) => d.dialog === step.dialog).length >= 2) {
         return { status: "refused", dialog: step.dialog, reason: "it keeps coming back", handled };
       }
-      handled.push(step.dialog);
+      handled.push({ dialog: step.dialog, chose: step.chose });
       continue;
     }
     if ((!unread && opts.until?.(screen)) || Date.now() >= deadline) break;

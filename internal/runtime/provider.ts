@@ -154,8 +154,10 @@ export interface ProviderCapabilities {
   readonly exec: boolean;
 }
 
-/** What a start that succeeded could not confirm. */
+/** What a start that succeeded did on the operator's behalf, and could not confirm. */
 export interface StartReport {
+  /** Startup dialogs gc answered (catalogue id and the option chosen), in order. */
+  readonly answered?: readonly { readonly dialog: string; readonly chose: string }[] | undefined;
   /**
    * Why readiness went on without seeing `readyPromptPrefix` (its wait ran out), for
    * humans; absent when the prompt was seen or none was configured.

@@ -4,9 +4,11 @@
  * left running) while the other sessions of the same pass start normally.
  * `session.startup_timeout` bounds a whole start the same way (GC_TIMEOUT). A ready prompt
  * that never appears ends its wait (within the start's deadline) and the start goes on, and
- * says so: in gc start's output and as a `session.ready-unconfirmed` event.
+ * says so: in gc start's output and as a `session.ready-unconfirmed` event. A startup dialog
+ * gc answers is said and recorded the same way (`session.dialog-answered`).
  */
 import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { makeCity } from "../support/city.js";
 
@@ -113,5 +115,34 @@ agents:
       { detail: expect.stringMatching(/^ready prompt "NEVER> " not seen within \d+ s; went on$/) },
     ]);
     expect(await events("prompt")).toEqual([]);
+  });
+
+  it("a startup dialog gc answers is said in the start's line and recorded as an event", async () => {
+    const menu = fileURLToPath(new URL("../fixtures/menu-agent.cjs", import.meta.url));
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+  - name: menu
+    start_command: ${JSON.stringify(`exec ${JSON.stringify(process.execPath)} ${JSON.stringify(menu)}`)}
+    ready_prompt_prefix: "ready> "
+    env:
+      MENU_Q: "Do you trust the files in this folder?"
+      MENU_OPTS: "Yes, proceed|No, exit"
+      MENU_SEL: "1"
+      AFTER: "ready> "
+`);
+    const r = await city.gc(["start", "--once"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/ menu ok \(new session; answered trust-folder: "Yes, proceed"\)$/m);
+    const events = JSON.parse((await city.gc(["session", "logs", "menu", "--events", "--json"])).stdout) as {
+      events: { type: string; payload: Record<string, unknown> }[];
+    };
+    expect(events.events.filter((e) => e.type === "session.dialog-answered").map((e) => e.payload)).toEqual([
+      { dialog: "trust-folder", chose: "Yes, proceed" },
+    ]);
   });
 });

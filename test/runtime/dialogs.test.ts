@@ -423,7 +423,13 @@ describe("acceptStartupDialogs", () => {
       sendKeys: async (k) => (first.chosen === undefined ? first.sendKeys(k) : second.sendKeys(k)),
     };
     const out = await acceptStartupDialogs(io, { timeoutMs: 2_000, ...fast, until: looksLikePrompt });
-    expect(out).toEqual({ status: "handled", handled: ["trust-folder", "bypass-permissions"] });
+    expect(out).toEqual({
+      status: "handled",
+      handled: [
+        { dialog: "trust-folder", chose: "Yes, proceed" },
+        { dialog: "bypass-permissions", chose: "Yes, I accept" },
+      ],
+    });
     expect(second.chosen).toBe("Yes, I accept");
   });
 

@@ -11,6 +11,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type RunResult, run } from "../../proc/run.js";
 import {
+  type AnsweredDialog,
   acceptStartupDialogs,
   DIALOG_CATALOGUE,
   DialogRefusedError,
@@ -140,6 +141,8 @@ class Sequence {
   private readonly hookEnv: Readonly<Record<string, string>>;
   /** Why readiness went on without the prompt ({@link StartReport.unconfirmed}). */
   private unconfirmed: string | undefined;
+  /** Startup dialogs answered ({@link StartReport.answered}). */
+  private readonly answered: AnsweredDialog[] = [];
 
   constructor(
     b: StartBackend,
@@ -184,7 +187,10 @@ class Sequence {
     }
     if (this.does("session_live")) await this.hooks("session_live", cfg.sessionLive);
     await this.requireAlive();
-    return this.unconfirmed === undefined ? {} : { unconfirmed: this.unconfirmed };
+    return {
+      ...(this.answered.length > 0 ? { answered: this.answered } : {}),
+      ...(this.unconfirmed === undefined ? {} : { unconfirmed: this.unconfirmed }),
+    };
   }
 
   /**
@@ -279,6 +285,7 @@ class Sequence {
           const n = (answered.get(last.dialog) ?? 0) + 1;
           if (n > 2) throw new DialogRefusedError(last.dialog, "it keeps coming back after being answered");
           answered.set(last.dialog, n);
+          this.answered.push({ dialog: last.dialog, chose: last.chose });
           until = Math.min(cap, Date.now() + readyWait);
           window = until - Date.now();
           continue;
@@ -308,6 +315,7 @@ class Sequence {
         signal: this.signal,
         until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
       });
+      if (out.status !== "none") this.answered.push(...out.handled);
       if (out.status === "refused") throw await this.refusal(out.dialog, out.reason);
     }
     await this.requireAlive();

@@ -1,41 +1,13 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGcError } from "../../../internal/runtime/errors.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { makeCity, type TestCity, until } from "./helpers.js";
 
-/**
- * A menu like an agent CLI's: raw mode, a question, numbered options with a `❯` cursor
- * moved by the arrow keys, Enter chooses (written to chose.out), then `AFTER` is shown and
- * every later byte goes to after.out. Anything else typed at the menu goes to typed.out.
- * With `EXIT_AFTER_DRAW` it exits (status 3) 1 s after drawing its first menu (while gc still
- * looks at a layout it does not know).
- */
-const MENU = `
-const fs = require("node:fs");
-const opts = process.env.MENU_OPTS.split("|");
-let sel = Number(process.env.MENU_SEL || 0);
-process.stdin.setRawMode(true);
-const draw = () => process.stdout.write("\\x1b[2J\\x1b[H" + process.env.MENU_Q + "\\r\\n\\r\\n" +
-  opts.map((o, i) => (i === sel ? "\\u276f " : "  ") + (i + 1) + ". " + o).join("\\r\\n") + "\\r\\n");
-draw();
-if (process.env.EXIT_AFTER_DRAW) setTimeout(() => process.exit(3), 1000);
-const onMenu = (d) => {
-  const k = d.toString();
-  if (k === "\\x1b[B") sel = Math.min(opts.length - 1, sel + 1);
-  else if (k === "\\x1b[A") sel = Math.max(0, sel - 1);
-  else if (k === "\\r") {
-    fs.writeFileSync("chose.out", opts[sel]);
-    process.stdout.write("\\x1b[2J\\x1b[H" + process.env.AFTER);
-    process.stdin.off("data", onMenu);
-    process.stdin.on("data", (x) => fs.appendFileSync("after.out", x));
-    return;
-  } else fs.appendFileSync("typed.out", k);
-  draw();
-};
-process.stdin.on("data", onMenu);
-`;
+/** A menu like an agent CLI's (test/fixtures/menu-agent.cjs). */
+const MENU = fileURLToPath(new URL("../../fixtures/menu-agent.cjs", import.meta.url));
 
 describe("subprocess interactions", () => {
   let city: TestCity;
@@ -51,8 +23,12 @@ describe("subprocess interactions", () => {
     extra: Partial<StartConfig> = {},
   ): Promise<StartConfig> {
     const cfg = await city.config("");
-    await writeFile(join(cfg.workDir, "menu.cjs"), MENU);
-    return { ...cfg, command: `exec ${JSON.stringify(process.execPath)} menu.cjs`, env, ...extra };
+    return {
+      ...cfg,
+      command: `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(MENU)}`,
+      env,
+      ...extra,
+    };
   }
   /** The trust question as a startup dialog with these options, then a `ready> ` prompt. */
   const trustConfig = (env: { MENU_OPTS: string } & Record<string, string>) =>
@@ -86,7 +62,10 @@ describe("subprocess interactions", () => {
   it("start: a startup dialog with the unsafe option preselected is answered safely before readiness", async () => {
     const p = city.provider;
     const cfg = await trustConfig({ MENU_OPTS: "Yes, proceed|No, exit", MENU_SEL: "1" });
-    await p.start("trust", cfg);
+    // The start says what it answered on the operator's behalf.
+    expect(await p.start("trust", cfg)).toEqual({
+      answered: [{ dialog: "trust-folder", chose: "Yes, proceed" }],
+    });
     expect(await read(cfg, "chose.out")).toBe("Yes, proceed");
     expect(await p.peek("trust", 1)).toBe("ready>");
     await p.stop("trust");
