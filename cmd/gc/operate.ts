@@ -77,6 +77,9 @@ export function startHint(t: Pick<Target, "name" | "session">): string {
   if (record?.metadata[HOLD_KEY] !== undefined)
     return `it is held down (\`gc stop ${n}\`): \`gc session reset ${n}\` or \`gc session restart ${n}\` starts it`;
   if (record?.state === "quarantined") return `\`gc session reset ${n}\` lifts the quarantine`;
+  // Recorded running, found not running: it ended since the last pass looked.
+  if (record?.state === "running")
+    return `its program ended since the last pass; the next pass (the controller's, or \`gc start\`) restarts it, \`gc session restart ${n}\` does now`;
   return `\`gc start\` or \`gc session restart ${n}\` starts it`;
 }
 

@@ -464,3 +464,32 @@ agents:
     });
   });
 });
+
+describe.skipIf(!hasTmux)("gc peek of a session whose program ended", { timeout: 60_000 }, () => {
+  it("prints the last screen tmux kept, exits 1 and says the next pass restarts it", async () => {
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+  - name: brief
+    start_command: "echo last-words; sleep 1; exit 3"
+`);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const r = await until("the program to end", async () => {
+      const p = await city.gc(["peek", "brief"]);
+      return p.code !== 0 && p;
+    });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("last-words");
+    expect(r.stderr).toContain(
+      'session "brief" is not running (state: running); its last screen is above; its program ended since the last pass',
+    );
+    const j = await city.gc(["peek", "brief", "--json"]);
+    expect(j.code).toBe(1);
+    expect(j.stdout).toBe("");
+    expect(JSON.parse(j.stderr)).toMatchObject({ error: { code: "GC_NOT_RUNNING" } });
+  });
+});

@@ -38,6 +38,11 @@ describe("startHint", () => {
       target({ suspended: true }, rec("suspended")),
       "it is suspended in the city file (`suspended: true`)",
     ],
+    [
+      "recorded running, found ended (a crash the next pass has not seen)",
+      target({ suspended: false }, rec("running")),
+      "its program ended since the last pass; the next pass (the controller's, or `gc start`) restarts it, `gc session restart sh1` does now",
+    ],
     ["not in the file", target(undefined, rec("stopped")), "it is not in the city file"],
   ])("%s", (_, t, want) => {
     expect(startHint(t)).toBe(want);

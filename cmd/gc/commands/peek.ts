@@ -9,7 +9,8 @@ import { printJson, startHint, withTarget } from "../operate.js";
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 
 Prints the last LINES lines (default 50; 0 = all scrollback) of the session's screen.
-Observing never types into, pauses or restarts the session.`;
+Observing never types into, pauses or restarts the session. Exits 1 when the session is
+not running (after printing its last screen when the provider kept it).`;
 
 export const command = defineCommand({
   usage: USAGE,
@@ -28,8 +29,19 @@ export const command = defineCommand({
           throw new SessionNotRunningError(t.name, t.session.record?.state, { hint: startHint(t), cause: e });
         throw e;
       }
-      if (ctx.json) printJson(ctx, { session: t.name, lines, text });
-      else ctx.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+      // A provider may keep an ended session's last screen (tmux's dead pane, a holder's):
+      // it is shown, and the exit status still says the session is not running.
+      const running = await t.provider.isRunning(t.name, { signal: ctx.signal });
+      const notRunning = running
+        ? undefined
+        : new SessionNotRunningError(t.name, t.session.record?.state, {
+            hint: `${ctx.json ? "" : "its last screen is above; "}${startHint(t)}`,
+          });
+      if (ctx.json) {
+        if (notRunning) throw notRunning;
+        printJson(ctx, { session: t.name, lines, text });
+      } else ctx.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+      if (notRunning) throw notRunning;
       return EXIT.ok;
     });
   },
