@@ -246,11 +246,12 @@ export function crashAction(
     ? rec.recentFailures.filter((t) => t > now - policy.quarantineWindowMs)
     : [...rec.recentFailures.filter((t) => t > now - policy.quarantineWindowMs), now];
   const how =
-    exit === null
+    (exit === null
       ? "exit status unknown"
       : exit.code !== null
         ? `exit code ${exit.code}`
-        : `killed by ${exit.signal ?? "a signal"}`;
+        : `killed by ${exit.signal ?? "a signal"}`) +
+    (exit?.lastOutput ? `; last output: ${exit.lastOutput}` : "");
   if (clean) {
     return {
       kind: "crashed",

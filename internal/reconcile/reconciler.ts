@@ -4,6 +4,7 @@
  * Level-triggered and safe to call at any time from any state.
  */
 import { describeError, PartialObservationError } from "../runtime/errors.js";
+import { outputTail } from "../runtime/pane-text.js";
 import {
   type Provider,
   supportsExitStatus,
@@ -94,7 +95,16 @@ export async function observe(
           await Promise.all(
             gone.map(async (s) => {
               const st = await p.lastExit(s, { signal }).catch(() => undefined);
-              if (st) exits.set(s, { code: st.code, signal: st.signal, at: st.at.getTime() });
+              if (!st) return;
+              // Its last words, while the provider still has its screen (a crash-looping
+              // session's output is gone once it is restarted or quarantined).
+              const tail = outputTail(await p.peek(s, 200, { signal }).catch(() => ""));
+              exits.set(s, {
+                code: st.code,
+                signal: st.signal,
+                at: st.at.getTime(),
+                ...(tail ? { lastOutput: tail } : {}),
+              });
             }),
           );
         }

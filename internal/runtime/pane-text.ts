@@ -21,3 +21,17 @@ export function paneText(stdout: string, lines: number): string {
   while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
   return (lines > 0 ? rows.slice(-Math.floor(lines)) : rows).join("\n");
 }
+
+/**
+ * The last words of a program for a one-line report: the last `max` non-blank lines of
+ * `screen` (tmux's own "Pane is dead …" line left out) joined by ` ⏎ `, at most 400
+ * characters; "" when nothing is left. Pure.
+ */
+export function outputTail(screen: string, max = 6): string {
+  return screen
+    .split("\n")
+    .filter((l) => l.trim() !== "" && !/^Pane is dead/.test(l))
+    .slice(-max)
+    .join(" ⏎ ")
+    .slice(0, 400);
+}

@@ -25,6 +25,8 @@ export interface ExitInfo {
   readonly signal: string | null;
   /** When it ended, epoch ms. */
   readonly at: number;
+  /** Its last lines of output (`outputTail`), when the provider kept its screen. */
+  readonly lastOutput?: string | undefined;
 }
 
 /**

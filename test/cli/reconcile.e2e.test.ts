@@ -243,7 +243,7 @@ agents:
   - name: good
     start_command: "exec sleep 100000"
   - name: crashy
-    start_command: "exit 3"
+    start_command: "echo missing-config-file; exit 3"
     ready_delay_ms: 200
 `);
     // The first pass failed to start crashy: gc start says so with exit 1 (the controller runs on).
@@ -265,6 +265,13 @@ agents:
     expect(crashy.reason).not.toContain("exit status unknown"); // one consistent account
     const text = await city.gc(["status"]);
     expect(text.stdout).toMatch(/crashy: quarantined — .*failures/);
+    // Its last words survive it: the restarted or quarantined session's screen is gone.
+    expect(text.stdout).toMatch(/crashy: quarantined — .*last output: missing-config-file/);
+    const logs = await city.gc(["session", "logs", "crashy"]);
+    expect(logs.code).toBe(1);
+    expect(logs.stderr).toMatch(
+      /its output is gone with it; it last ended: .*last output: missing-config-file/,
+    );
     expect(text.stdout).toContain("gc session reset crashy");
     // reset clears the quarantine
     const reset = await city.gc(["session", "reset", "crashy"]);

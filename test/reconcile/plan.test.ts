@@ -289,6 +289,18 @@ describe("plan", () => {
     );
   });
 
+  it("plan: a crash's reason carries the program's last output when the provider kept it", () => {
+    const rec = record("a", "running");
+    const opts = { now: NOW, policy: DEFAULT_POLICY, random: () => 0.5 };
+    const exit = { code: 3, signal: null, at: NOW, lastOutput: "boom ⏎ config missing" };
+    expect(crashAction("a", rec, exit, opts, "died").reason).toBe(
+      "died (exit code 3; last output: boom ⏎ config missing)",
+    );
+    expect(crashAction("a", rec, { code: null, signal: "SIGKILL", at: NOW }, opts, "died").reason).toBe(
+      "died (killed by SIGKILL)",
+    );
+  });
+
   it("plan: suspended in the file → suspend (stopping the runtime when up)", () => {
     expect(
       run({

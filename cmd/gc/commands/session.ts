@@ -305,7 +305,11 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
   };
   let screen = await read();
   if (screen === undefined) {
-    throw new SessionNotRunningError(t.name, t.session.record?.state, { hint: "its output is gone with it" });
+    // How it last ended (with its last output, when the provider kept it) is on record.
+    const ended = t.session.record?.lastError;
+    throw new SessionNotRunningError(t.name, t.session.record?.state, {
+      hint: `its output is gone with it${ended ? `; it last ended: ${ended}` : ""}`,
+    });
   }
   const first = lines > 0 ? screen.slice(-lines) : screen;
   if (!follow) {

@@ -43,7 +43,7 @@ import {
 } from "../lifecycle/index.js";
 import { RUN_STDIN } from "../lifecycle/target-scripts.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
-import { captureFlags, paneText } from "../pane-text.js";
+import { captureFlags, outputTail, paneText } from "../pane-text.js";
 import {
   type BackendShutdownProvider,
   type CommandProvider,
@@ -715,15 +715,9 @@ export class K8sProvider
 
   private async died(name: string, pod: string): Promise<SessionDiedDuringStartupError> {
     const st = await this.readScreen(pod).catch(() => undefined);
-    const tail = (st?.rows ?? [])
-      .filter((l) => l.trim() !== "" && !/^Pane is dead/.test(l))
-      .slice(-6)
-      .join(" ⏎ ");
+    const tail = outputTail((st?.rows ?? []).join("\n"));
     const how = st?.exitStatus !== undefined ? `exit status ${st.exitStatus}` : "the session is gone";
-    return new SessionDiedDuringStartupError(
-      name,
-      `${how}${tail ? `; last output: ${tail.slice(0, 400)}` : ""}`,
-    );
+    return new SessionDiedDuringStartupError(name, `${how}${tail ? `; last output: ${tail}` : ""}`);
   }
 
   async stop(name: string, opts: OpOptions = {}): Promise<void> {

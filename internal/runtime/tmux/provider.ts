@@ -45,6 +45,7 @@ import {
   stageLocal,
 } from "../lifecycle/index.js";
 import { validateMetaKey, validateSessionName } from "../names.js";
+import { outputTail } from "../pane-text.js";
 import {
   type BackendShutdownProvider,
   type BackendWatchProvider,
@@ -379,12 +380,8 @@ export class TmuxProvider
             : pane.exitSignal !== undefined
               ? `signal ${pane.exitSignal}`
               : "killed";
-        const screen = (await this.capture(id, 0))
-          .split("\n")
-          .filter((l) => l.trim() !== "")
-          .slice(-6);
-        const tail = screen.filter((l) => !/^Pane is dead/.test(l)).join(" ⏎ ");
-        detail = `${how}${tail ? `; last output: ${tail.slice(0, 400)}` : ""}`;
+        const tail = outputTail(await this.capture(id, 0));
+        detail = `${how}${tail ? `; last output: ${tail}` : ""}`;
       }
     } catch {
       // keep the generic detail
