@@ -82,6 +82,8 @@ export function reportSummary(
     if (s.massStop) ctx.err(massStopText(s.massStop));
     for (const o of s.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
     for (const f of s.failed) ctx.err(`${f.action} ${f.name} failed: ${f.error}`);
+    // What is waiting, and for what (backoff, held, a provider not observed…).
+    for (const l of s.lines) if (l.startsWith("wait ")) ctx.out(`wait     ${l.slice(5)}`);
     ctx.out(summaryLine(s));
   }
   // A pass in which an action failed, that did not apply the file, or that could not observe

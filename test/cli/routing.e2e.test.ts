@@ -250,6 +250,8 @@ agents:
     const first = await city.gc(["start", "--once"]);
     expect(first.code).toBe(1);
     expect(first.stdout).toMatch(/2 desired: 1 start, 1 waiting; 1 provider not observed/);
+    // What waits is named, with why.
+    expect(first.stdout).toMatch(/^wait {5}x: provider exec:.*flaky.sh could not be observed$/m);
     const down = `auto backend exec:${script}`;
     const st = await city.gc(["status", "--json"]);
     const doc = JSON.parse(st.stdout) as {
