@@ -19,6 +19,7 @@ export interface EffectivePreset {
   readonly readyDelayMs: number | undefined;
   readonly processNames: readonly string[];
   readonly emitsPermissionWarning: boolean;
+  readonly clearInputKeys: readonly string[] | undefined;
   readonly env: Readonly<Record<string, string>>;
 }
 
@@ -37,6 +38,8 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "❯ ",
     ready_delay_ms: 10_000,
     process_names: ["claude", "claude.exe", "node"],
+    // An interrupted turn's prompt comes back into the input box; Ctrl-U empties it.
+    clear_input_keys: ["C-u"],
   },
   codex: {
     command: "codex",

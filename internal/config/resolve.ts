@@ -101,6 +101,7 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
     readyDelayMs: p.ready_delay_ms,
     processNames: p.process_names ?? [],
     emitsPermissionWarning: p.emits_permission_warning ?? false,
+    clearInputKeys: p.clear_input_keys,
     env: p.env ?? {},
   };
 }
@@ -227,6 +228,7 @@ function resolveSession(
     readyDelayMs: agent.ready_delay_ms ?? preset?.readyDelayMs,
     processNames: agent.process_names ?? preset?.processNames,
     emitsPermissionWarning: (agent.emits_permission_warning ?? preset?.emitsPermissionWarning) || undefined,
+    clearInputKeys: agent.clear_input_keys ?? preset?.clearInputKeys,
     nudge,
     prompt,
     promptFlag:

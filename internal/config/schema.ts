@@ -70,6 +70,12 @@ const LAUNCH_FIELDS = {
     .bool()
     .optional()
     .describe("The program shows a bypass-permissions warning at startup."),
+  clear_input_keys: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe(
+      "Keys that empty the program's input box (key names, e.g. C-u). gc run sends them after interrupting a turn: some agents put the interrupted prompt back there.",
+    ),
   env: env().optional().describe("Environment variables; merged over the preset's (agent wins)."),
 } as const;
 

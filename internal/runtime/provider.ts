@@ -49,6 +49,11 @@ export interface StartConfig {
   readonly processNames?: readonly string[] | undefined;
   /** The agent shows a bypass-permissions warning dialog at startup. */
   readonly emitsPermissionWarning?: boolean | undefined;
+  /**
+   * Keys that empty the program's input box; `gc run` sends them after interrupting a turn
+   * (an agent may put the interrupted prompt back there). Not fingerprinted.
+   */
+  readonly clearInputKeys?: readonly string[] | undefined;
   /** Text delivered as a nudge once the program is ready. */
   readonly nudge?: string | undefined;
   /** Initial prompt passed on the command line (as an argument, never through a shell string). */

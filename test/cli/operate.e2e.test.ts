@@ -6,6 +6,8 @@
  * interactions with the approval policy. On tmux and on subprocess where the provider can.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { GC_BIN, type GcResult, makeCity, type TestCity, until } from "../support/city.js";
@@ -493,3 +495,33 @@ agents:
     expect(JSON.parse(j.stderr)).toMatchObject({ error: { code: "GC_NOT_RUNNING" } });
   });
 });
+
+describe.skipIf(!hasTmux)(
+  "gc run interrupting an agent that puts the prompt back",
+  { timeout: 90_000 },
+  () => {
+    it("clear_input_keys empties the input box after the interrupt: the next nudge is not typed after the old prompt", async () => {
+      const agent = fileURLToPath(new URL("../fixtures/input-box-agent.cjs", import.meta.url));
+      const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+  - name: box
+    start_command: ${JSON.stringify(`exec ${JSON.stringify(process.execPath)} ${JSON.stringify(agent)}`)}
+    ready_prompt_prefix: "❯ "
+    clear_input_keys: [C-u]
+`);
+      expect((await city.gc(["start", "--once"])).code).toBe(0);
+      const run = await city.gc(["run", "box", "alpha", "--timeout", "3s"]);
+      expect(run.code, run.stderr).toBe(4);
+      expect(run.stderr).toContain("the agent was interrupted");
+      expect((await city.gc(["nudge", "box", "beta"])).code).toBe(0);
+      const submitted = () => readFileSync(join(city.dir, "submitted.out"), "utf8");
+      await until("the nudge submitted", async () => submitted().split("\n").length > 2);
+      expect(submitted()).toBe("alpha\nbeta\n");
+    });
+  },
+);

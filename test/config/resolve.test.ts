@@ -361,6 +361,20 @@ describe("resolveCity", () => {
     expect(Object.keys(fp(plain!).breakdown).some((k) => k.startsWith("providerSettings"))).toBe(false);
   });
 
+  it("resolveCity: clear_input_keys comes from the preset (claude: C-u), an agent overrides it, and it is not fingerprinted", () => {
+    const [c, n] = resolve("agents:\n  - name: c\n    provider: claude\n  - name: n\n    provider: codex\n");
+    const [o] = resolve("agents:\n  - name: c\n    provider: claude\n    clear_input_keys: [Escape, C-u]\n");
+    expect(c!.config.clearInputKeys).toEqual(["C-u"]);
+    expect(n!.config.clearInputKeys).toBeUndefined();
+    expect(o!.config.clearInputKeys).toEqual(["Escape", "C-u"]);
+    expect(fingerprint(o!.config).core).toBe(fingerprint(c!.config).core);
+    // A preset of the city's own sets it too.
+    const [p] = resolve(
+      "providers:\n  mine: { command: mine, clear_input_keys: [C-u] }\nagents:\n  - name: p\n    provider: mine\n",
+    );
+    expect(p!.config.clearInputKeys).toEqual(["C-u"]);
+  });
+
   it("resolveCity: is deterministic, and the beacon time never reaches the fingerprint", () => {
     const yaml =
       "agents:\n  - name: c\n    provider: claude\n    prompt: hi\n  - name: n\n    provider: claude\n    prompt_mode: nudge\n    prompt: hi\n";

@@ -357,6 +357,13 @@ async function locked(
       boundMs: SETTLE_AFTER_INTERRUPT_MS,
       accept: progressed,
     }).catch(() => undefined);
+    // An agent that put the interrupted prompt back into its input box: empty it, or the
+    // next nudge is typed after it.
+    const clear = t.config?.clearInputKeys ?? [];
+    if (clear.length > 0)
+      await t.provider
+        .sendKeys(t.name, clear, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
+        .catch(() => undefined);
     return {
       session: t.name,
       status,
