@@ -36,9 +36,18 @@ describe.skipIf(!CHROMIUM || !hasTmux)("gc dashboard in Chromium", { timeout: 18
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
-    for (const f of ["dashboard-grid.png", "dashboard-session.png", "dashboard-acp.png", "dashboard-200.png"])
-      expect(existsSync(join(shots, f)), f).toBe(true);
-    if (!keepShots) rmSync(shots, { recursive: true, force: true });
+    try {
+      for (const f of [
+        "dashboard-grid.png",
+        "dashboard-session.png",
+        "dashboard-acp.png",
+        "dashboard-200.png",
+      ])
+        expect(existsSync(join(shots, f)), f).toBe(true);
+    } finally {
+      // Removed even when a filtered run (-t) took no screenshot.
+      if (!keepShots) rmSync(shots, { recursive: true, force: true });
+    }
   });
 
   it("5 agents: grid, nudge a python agent, answer an interaction, see a kill without reload", async () => {
@@ -166,6 +175,35 @@ agents:
     await expect.poll(() => page.locator("#interaction").isHidden(), { timeout: 20_000 }).toBe(true);
     await expect.poll(() => page.locator("#events").textContent()).toContain("interaction.responded");
     await page.screenshot({ path: join(shots, "dashboard-acp.png"), fullPage: true });
+  });
+
+  it("a city file refused by the mass-stop guard shows as a banner with gc status's sentence", async () => {
+    const file = (names: string[]) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+${names.map((n) => `  - name: ${n}\n    start_command: sleep 100000\n`).join("")}`;
+    const city = makeCity(file(["alpha", "beta", "gamma"]));
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(url);
+    await expect.poll(() => page.locator('.card[data-running="true"]').count(), { timeout: 30_000 }).toBe(3);
+    await expect(page.locator("#banner").isHidden()).resolves.toBe(true);
+    // Two of three removed: the controller refuses the file; the page says so without a reload.
+    city.write(file(["alpha"]));
+    await expect
+      .poll(() => page.locator("#banner").textContent(), { timeout: 30_000 })
+      .toContain("city file NOT applied: it would stop 2 of 3 running sessions (beta, gamma)");
+    const refusal = (await city.gc(["status"])).stdout.split("\n").find((l) => l.includes("NOT applied"));
+    expect(refusal).toBeTruthy();
+    await expect(page.locator("#banner").textContent()).resolves.toContain(refusal!);
+    await expect(page.locator("#banner").isVisible()).resolves.toBe(true);
   });
 
   it("200 sessions render as 200 cards; with the controller down the view is read-only", async () => {

@@ -77,6 +77,8 @@ function onStatus(s) {
   const problems = [];
   if (!s.controller.running)
     problems.push("The controller is not running: this view is read-only (gc start runs it).");
+  // The mass-stop guard refused the city file: the same sentence as gc status and controller.log.
+  if (s.massStop) problems.push(s.massStop.text);
   if (s.configError) problems.push(`Config error (last good config kept): ${s.configError.split("\n")[0]}`);
   for (const o of s.observeErrors) problems.push(`Cannot observe provider ${o.provider}: ${o.error}`);
   banner.hidden = problems.length === 0;
