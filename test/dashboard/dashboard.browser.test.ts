@@ -3,7 +3,7 @@
  * (system executable, no browser download) against the built `gc` and real tmux sessions.
  * Screenshots go to $GC_DASHBOARD_SCREENSHOTS (kept) or to a temp dir removed afterwards.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,6 +23,13 @@ const shots = keepShots ?? mkdtempSync(join(tmpdir(), "gc-dashboard-shots-"));
 /** Starts `gc dashboard` for the city; resolves its URL (token included). Stopped after the test. */
 async function dashboard(city: TestCity): Promise<string> {
   return (await startDashboard(city)).url;
+}
+
+/** What the tests read of xterm.js's Terminal (window.gcTerm). */
+interface XtermLike {
+  cols: number;
+  rows: number;
+  buffer: { active: { getLine(y: number): { translateToString(trim: boolean): string } | undefined } };
 }
 
 /** The text xterm.js rendered (its DOM rows, one line each), not a text dump. */
@@ -204,6 +211,59 @@ ${names.map((n) => `  - name: ${n}\n    start_command: sleep 100000\n`).join("")
     expect(refusal).toBeTruthy();
     await expect(page.locator("#banner").textContent()).resolves.toContain(refusal!);
     await expect(page.locator("#banner").isVisible()).resolves.toBe(true);
+  });
+
+  it("a subprocess session's screen is drawn at the session's terminal size, not a fixed 120×30", async () => {
+    const city = makeCity("workspace:\n  name: @NAME@\n");
+    // A full-screen-style program: clears the screen and puts marks by absolute cursor moves.
+    const draw = join(city.dir, "draw.py");
+    writeFileSync(
+      draw,
+      [
+        "import os, sys, time",
+        "c, r = os.get_terminal_size()",
+        "sys.stdout.write(f'\\x1b[2J\\x1b[1;1Hsize {c}x{r}\\x1b[{r};{c - 2}HEND')",
+        "sys.stdout.flush()",
+        "time.sleep(100000)",
+      ].join("\n"),
+    );
+    city.write(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: full
+    start_command: ${JSON.stringify(`python3 -u ${draw}`)}
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(`${url}#/s/full`);
+    await expect
+      .poll(() => page.locator("#term").getAttribute("data-source"), { timeout: 20_000 })
+      .toBe("stream");
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("size 160x50");
+    // The mark sits where the program put it: last row, columns 158-160 of a 160×50 terminal.
+    await expect
+      .poll(() =>
+        page.evaluate(() => {
+          const t = (globalThis as unknown as { gcTerm: XtermLike }).gcTerm;
+          return {
+            cols: t.cols,
+            rows: t.rows,
+            last: t.buffer.active.getLine(t.rows - 1)?.translateToString(false),
+          };
+        }),
+      )
+      .toEqual({ cols: 160, rows: 50, last: `${" ".repeat(157)}END` });
+    // And rendered so: 50 DOM rows, the last holding the mark.
+    const rows = page.locator("#term .xterm-rows > div");
+    await expect.poll(() => rows.count()).toBe(50);
+    await expect.poll(async () => (await rows.nth(49).textContent())?.trim()).toBe("END");
   });
 
   it("200 sessions render as 200 cards; with the controller down the view is read-only", async () => {

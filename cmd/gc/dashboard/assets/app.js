@@ -204,6 +204,7 @@ function loadXterm() {
   return xterm;
 }
 
+/** The terminal before the first frame; a stream frame's cols×rows (the pty's size) replaces it. */
 function openTerm() {
   const term = new Terminal({ cols: 120, rows: 30, scrollback: 2000, disableStdin: true, convertEol: false });
   term.open($("#term"));
@@ -309,6 +310,8 @@ async function loadDetail() {
 function onScreen(f) {
   if (view?.kind !== "session" || !view.term) return;
   const term = view.term;
+  // The raw stream's cursor movements assume the session's terminal size: take it first.
+  if (f.cols && f.rows && (term.cols !== f.cols || term.rows !== f.rows)) term.resize(f.cols, f.rows);
   if (f.kind === "reset") {
     term.reset();
     if (f.error) term.write(`\x1b[2m(${f.error})\x1b[0m`);
