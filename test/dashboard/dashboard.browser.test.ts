@@ -266,6 +266,49 @@ agents:
     await expect.poll(async () => (await rows.nth(49).textContent())?.trim()).toBe("END");
   });
 
+  it("a session removed from the city file while its page is open: the page says it is gone and disables its actions", async () => {
+    const file = (names: string[]) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+${names.map((n) => `  - name: ${n}\n    start_command: sleep 100000\n`).join("")}`;
+    const city = makeCity(file(["keep", "extra"]));
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(`${url}#/s/extra`);
+    await expect
+      .poll(() => page.locator("#meta").textContent(), { timeout: 30_000 })
+      .toContain(" · running · ");
+    const actions = page.locator(
+      ".detail form#nudge button, .detail form#nudge input, .detail form#nudge select",
+    );
+    await expect.poll(() => actions.count()).toBe(6);
+    await expect
+      .poll(async () =>
+        (
+          await actions.evaluateAll((els) => els.map((e) => (e as unknown as { disabled: boolean }).disabled))
+        ).every((d) => !d),
+      )
+      .toBe(true);
+    city.write(file(["keep"]));
+    await expect
+      .poll(() => page.locator("#state").textContent(), { timeout: 30_000 })
+      .toBe("(not in the city)");
+    await expect(page.locator("#meta").textContent()).resolves.toBe(
+      "gone: not declared in the city file, no record, not running",
+    );
+    expect(
+      await actions.evaluateAll((els) => els.map((e) => (e as unknown as { disabled: boolean }).disabled)),
+    ).toEqual(Array(6).fill(true));
+    await expect(page.locator("#interaction").isHidden()).resolves.toBe(true);
+  });
+
   it("200 sessions render as 200 cards; with the controller down the view is read-only", async () => {
     const agents = Array.from(
       { length: 200 },

@@ -235,7 +235,21 @@ function renderSession() {
   for (const el of document.querySelectorAll(".detail button, .detail input, .detail select"))
     el.disabled = ro;
   if (!x) {
+    // Gone from the city (the snapshot lists every declared, recorded or running session):
+    // nothing on this page applies to it any more, so no stale line and no live buttons.
     $("#state").textContent = "(not in the city)";
+    $("#state").dataset.state = "gone";
+    $("#meta").textContent = "gone: not declared in the city file, no record, not running";
+    for (const el of document.querySelectorAll(".detail button, .detail input, .detail select"))
+      el.disabled = true;
+    const box = $("#interaction");
+    box.hidden = true;
+    box.dataset.key = "";
+    box.innerHTML = "";
+    // Its drift compared a record that is gone; events and peek history stay (they happened).
+    detailSeq++;
+    $("#drift").innerHTML = "<p>(no such session)</p>";
+    view.lastStatus = undefined;
     return;
   }
   $("#state").textContent = x.state;
