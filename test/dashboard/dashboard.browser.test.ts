@@ -134,6 +134,14 @@ agents:
         timeout: 20_000,
       })
       .toBe("false");
+    // Worded as gc status's STATE and RUNNING columns: the recorded state, then running no —
+    // not "running — process gone" in the state.
+    const victim = page.locator('.card[data-session="victim"]');
+    await expect.poll(() => victim.locator("dd.running").textContent()).toMatch(/^no( — process gone)?$/);
+    const recorded = await victim.getAttribute("data-state");
+    await expect(victim.locator("dd.state").textContent()).resolves.toBe(recorded);
+    if (["starting", "running", "draining", "waiting-for-input"].includes(recorded ?? ""))
+      await expect(victim.locator("dd.running").textContent()).resolves.toBe("no — process gone");
     expect(await page.evaluate(() => (globalThis as unknown as { noReload?: boolean }).noReload)).toBe(true);
   });
 
@@ -284,7 +292,7 @@ ${names.map((n) => `  - name: ${n}\n    start_command: sleep 100000\n`).join("")
     await page.goto(`${url}#/s/extra`);
     await expect
       .poll(() => page.locator("#meta").textContent(), { timeout: 30_000 })
-      .toContain(" · running · ");
+      .toContain(" · running yes · ");
     const actions = page.locator(
       ".detail form#nudge button, .detail form#nudge input, .detail form#nudge select",
     );

@@ -87,6 +87,14 @@ function onStatus(s) {
   if (view?.kind === "session") renderSession();
 }
 
+/**
+ * The RUNNING column of gc status: `yes`/`no`. A state that should have a runtime but none
+ * (killed or crashed, until the controller's next pass records it) says why the two differ.
+ */
+function runningText(x) {
+  return x.running ? "yes" : LIVE.has(x.state) ? "no — process gone" : "no";
+}
+
 function cardHtml(x) {
   const q = x.interaction
     ? `<div class="question">❓ ${esc(x.interaction.question || x.interaction.kind)}</div>`
@@ -96,7 +104,8 @@ function cardHtml(x) {
   return `<div class="title">${esc(x.name)}</div><dl>
 <dt>agent</dt><dd>${esc(x.agent)}</dd>
 <dt>backend</dt><dd>${esc(x.backend ?? x.provider)}</dd>
-<dt>state</dt><dd class="state">${esc(x.state)}${x.running || !LIVE.has(x.state) ? "" : " — process gone"}</dd>
+<dt>state</dt><dd class="state">${esc(x.state)}</dd>
+<dt>running</dt><dd class="running">${esc(runningText(x))}</dd>
 <dt>drift</dt><dd>${esc(x.drift)}</dd>
 <dt>restarts</dt><dd>${esc(x.restarts)}</dd>
 <dt>activity</dt><dd>${esc(ago(x.lastActivity))}</dd>
@@ -255,7 +264,7 @@ function renderSession() {
   $("#state").textContent = x.state;
   $("#state").dataset.state = x.state;
   $("#meta").textContent =
-    `agent ${x.agent} · backend ${x.backend ?? x.provider} · ${x.running ? "running" : "not running"} · drift ${x.drift} · ` +
+    `agent ${x.agent} · backend ${x.backend ?? x.provider} · running ${runningText(x)} · drift ${x.drift} · ` +
     `${x.restarts} restarts · activity ${ago(x.lastActivity)} · ${x.attached ? "attached" : "not attached"}` +
     (x.state !== "running" && x.reason ? ` · ${x.reason}` : "");
   const box = $("#interaction");
