@@ -5,6 +5,8 @@
  * caller ({@link observeStatus}) or, beside a running controller, by the controller itself
  * ({@link controllerSnapshot}, control op `snapshot`) with its warm config, providers and store.
  */
+import type { MassStop } from "../reconcile/plan.js";
+import { massStopText } from "../reconcile/summary.js";
 import type { PendingInteraction } from "../runtime/provider.js";
 import type { City } from "./city.js";
 import { type ControllerStatus, MAX_REQUEST_BYTES, requestControl } from "./control.js";
@@ -94,9 +96,17 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
       ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
     })),
     configError: view.configError ?? ctl.status?.lastError ?? null,
-    massStop: ctl.status?.last?.massStop ?? null,
+    massStop: massStopJson(ctl.status?.last?.massStop),
     observeErrors: view.observeErrors,
   };
+}
+
+/**
+ * The mass-stop guard's refusal with the sentence operators read (`text`, the one `gc status`,
+ * `gc drift`, controller.log and the dashboard's banner show), or null. Pure.
+ */
+function massStopJson(m: MassStop | undefined) {
+  return m ? { stops: [...m.stops], running: m.running, percent: m.percent, text: massStopText(m) } : null;
 }
 
 /** The shape of `gc status --json`. */

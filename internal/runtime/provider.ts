@@ -421,17 +421,23 @@ export interface StyledPeekProvider {
   peekStyled(name: string, lines: number, opts?: OpOptions): Promise<string>;
 }
 
+/** A piece of a session's raw output stream ({@link OutputStreamProvider.output}). */
+export interface OutputChunk {
+  readonly data: string;
+  readonly next: number;
+  readonly truncated: boolean;
+  readonly cols: number;
+  readonly rows: number;
+}
+
 /** A provider that exposes a session's raw output stream (offsets into a bounded ring). */
 export interface OutputStreamProvider {
   /**
    * Raw output since byte offset `since`, with the next offset; `truncated` when older
-   * output was already dropped. `undefined` when the session is missing.
+   * output was already dropped; `cols`×`rows`, the terminal size the output is laid out for
+   * (its cursor movements assume it). `undefined` when the session is missing.
    */
-  output(
-    name: string,
-    since: number,
-    opts?: OpOptions,
-  ): Promise<{ data: string; next: number; truncated: boolean } | undefined>;
+  output(name: string, since: number, opts?: OpOptions): Promise<OutputChunk | undefined>;
 }
 
 export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider =>

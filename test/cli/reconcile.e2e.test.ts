@@ -482,6 +482,42 @@ ${names.map((n) => `  - name: ${n}\n    start_command: "exec sleep 100000"\n`).j
     const text = (await city.gc(["status"])).stdout;
     expect(text).toContain("city file NOT applied");
   });
+
+  it("gc drift says the city file is not applied while the controller's mass-stop guard refuses it, and exits 1", async () => {
+    const file = (names: string[]) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+${names.map((n) => `  - name: ${n}\n    start_command: "exec sleep 100000"\n`).join("")}`;
+    const city = makeCity(file(["alpha", "beta", "gamma"]));
+    expect((await city.gc(["start"])).code).toBe(0);
+    await until("all running", async () => {
+      const st = await status(city);
+      return st.controller.running && st.sessions.filter((s) => s.running).length === 3;
+    });
+    const before = await city.gc(["drift"]);
+    expect(before.code, before.stderr).toBe(0);
+    expect(before.stdout).not.toContain("NOT applied");
+    city.write(file(["alpha"]));
+    await until("mass stop refused", async () => {
+      const r = await city.gc(["status", "--json"]);
+      return JSON.parse(r.stdout).massStop !== null;
+    });
+    // The sentence gc status prints (massStopText), word for word.
+    const refusal = (await city.gc(["status"])).stdout.split("\n").find((l) => l.includes("NOT applied"));
+    expect(refusal).toContain("city file NOT applied: it would stop 2 of 3 running sessions (beta, gamma)");
+    const text = await city.gc(["drift"]);
+    expect(text.code).toBe(1);
+    expect(text.stdout.split("\n")[0]).toBe(refusal);
+    expect(text.stdout).toContain("alpha: in sync");
+    const json = await city.gc(["drift", "--json"]);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).map((d: { session: string }) => d.session)).toEqual(["alpha"]);
+    expect(json.stderr).toContain(refusal!);
+  });
 });
 
 describe.skipIf(!hasTmux)("gc scale on tmux", { timeout: 120_000 }, () => {

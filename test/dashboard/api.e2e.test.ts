@@ -190,6 +190,11 @@ agents:
     const crashy = await getJson<DetailDoc>(d, "/api/sessions/crashy");
     expect(crashy.events.find((e) => e.type === "session.reset")?.payload).toEqual({ from: "quarantined" });
 
+    // An answer to a session that waits on nothing: refused with 409 GC_FAILED (docs/dashboard.md).
+    const unasked = await post(d, "/api/sessions/good/respond", { action: "approve" });
+    expect(unasked.status, JSON.stringify(unasked.json)).toBe(409);
+    expect(unasked.json.error).toEqual({ code: "GC_FAILED", message: "good is not waiting for input" });
+
     // The controller dies: the dashboard says so and refuses every action; nothing changes.
     const pid = Number(readFileSync(join(city.dir, ".gc", "controller.pid"), "utf8").trim());
     process.kill(pid, "SIGKILL");

@@ -3,7 +3,7 @@
  * (system executable, no browser download) against the built `gc` and real tmux sessions.
  * Screenshots go to $GC_DASHBOARD_SCREENSHOTS (kept) or to a temp dir removed afterwards.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,13 @@ async function dashboard(city: TestCity): Promise<string> {
   return (await startDashboard(city)).url;
 }
 
+/** What the tests read of xterm.js's Terminal (window.gcTerm). */
+interface XtermLike {
+  cols: number;
+  rows: number;
+  buffer: { active: { getLine(y: number): { translateToString(trim: boolean): string } | undefined } };
+}
+
 /** The text xterm.js rendered (its DOM rows, one line each), not a text dump. */
 // biome-ignore lint/performance/useDomNodeTextContent: playwright's innerText keeps the row breaks
 const screenText = (page: Page) => page.locator("#term .xterm-rows").innerText();
@@ -36,9 +43,18 @@ describe.skipIf(!CHROMIUM || !hasTmux)("gc dashboard in Chromium", { timeout: 18
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
-    for (const f of ["dashboard-grid.png", "dashboard-session.png", "dashboard-acp.png", "dashboard-200.png"])
-      expect(existsSync(join(shots, f)), f).toBe(true);
-    if (!keepShots) rmSync(shots, { recursive: true, force: true });
+    try {
+      for (const f of [
+        "dashboard-grid.png",
+        "dashboard-session.png",
+        "dashboard-acp.png",
+        "dashboard-200.png",
+      ])
+        expect(existsSync(join(shots, f)), f).toBe(true);
+    } finally {
+      // Removed even when a filtered run (-t) took no screenshot.
+      if (!keepShots) rmSync(shots, { recursive: true, force: true });
+    }
   });
 
   it("5 agents: grid, nudge a python agent, answer an interaction, see a kill without reload", async () => {
@@ -118,6 +134,14 @@ agents:
         timeout: 20_000,
       })
       .toBe("false");
+    // Worded as gc status's STATE and RUNNING columns: the recorded state, then running no —
+    // not "running — process gone" in the state.
+    const victim = page.locator('.card[data-session="victim"]');
+    await expect.poll(() => victim.locator("dd.running").textContent()).toMatch(/^no( — process gone)?$/);
+    const recorded = await victim.getAttribute("data-state");
+    await expect(victim.locator("dd.state").textContent()).resolves.toBe(recorded);
+    if (["starting", "running", "draining", "waiting-for-input"].includes(recorded ?? ""))
+      await expect(victim.locator("dd.running").textContent()).resolves.toBe("no — process gone");
     expect(await page.evaluate(() => (globalThis as unknown as { noReload?: boolean }).noReload)).toBe(true);
   });
 
@@ -166,6 +190,131 @@ agents:
     await expect.poll(() => page.locator("#interaction").isHidden(), { timeout: 20_000 }).toBe(true);
     await expect.poll(() => page.locator("#events").textContent()).toContain("interaction.responded");
     await page.screenshot({ path: join(shots, "dashboard-acp.png"), fullPage: true });
+  });
+
+  it("a city file refused by the mass-stop guard shows as a banner with gc status's sentence", async () => {
+    const file = (names: string[]) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+${names.map((n) => `  - name: ${n}\n    start_command: sleep 100000\n`).join("")}`;
+    const city = makeCity(file(["alpha", "beta", "gamma"]));
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(url);
+    await expect.poll(() => page.locator('.card[data-running="true"]').count(), { timeout: 30_000 }).toBe(3);
+    await expect(page.locator("#banner").isHidden()).resolves.toBe(true);
+    // Two of three removed: the controller refuses the file; the page says so without a reload.
+    city.write(file(["alpha"]));
+    await expect
+      .poll(() => page.locator("#banner").textContent(), { timeout: 30_000 })
+      .toContain("city file NOT applied: it would stop 2 of 3 running sessions (beta, gamma)");
+    const refusal = (await city.gc(["status"])).stdout.split("\n").find((l) => l.includes("NOT applied"));
+    expect(refusal).toBeTruthy();
+    await expect(page.locator("#banner").textContent()).resolves.toContain(refusal!);
+    await expect(page.locator("#banner").isVisible()).resolves.toBe(true);
+  });
+
+  it("a subprocess session's screen is drawn at the session's terminal size, not a fixed 120×30", async () => {
+    const city = makeCity("workspace:\n  name: @NAME@\n");
+    // A full-screen-style program: clears the screen and puts marks by absolute cursor moves.
+    const draw = join(city.dir, "draw.py");
+    writeFileSync(
+      draw,
+      [
+        "import os, sys, time",
+        "c, r = os.get_terminal_size()",
+        "sys.stdout.write(f'\\x1b[2J\\x1b[1;1Hsize {c}x{r}\\x1b[{r};{c - 2}HEND')",
+        "sys.stdout.flush()",
+        "time.sleep(100000)",
+      ].join("\n"),
+    );
+    city.write(`workspace:
+  name: @NAME@
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: full
+    start_command: ${JSON.stringify(`python3 -u ${draw}`)}
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(`${url}#/s/full`);
+    await expect
+      .poll(() => page.locator("#term").getAttribute("data-source"), { timeout: 20_000 })
+      .toBe("stream");
+    await expect.poll(() => screenText(page), { timeout: 20_000 }).toContain("size 160x50");
+    // The mark sits where the program put it: last row, columns 158-160 of a 160×50 terminal.
+    await expect
+      .poll(() =>
+        page.evaluate(() => {
+          const t = (globalThis as unknown as { gcTerm: XtermLike }).gcTerm;
+          return {
+            cols: t.cols,
+            rows: t.rows,
+            last: t.buffer.active.getLine(t.rows - 1)?.translateToString(false),
+          };
+        }),
+      )
+      .toEqual({ cols: 160, rows: 50, last: `${" ".repeat(157)}END` });
+    // And rendered so: 50 DOM rows, the last holding the mark.
+    const rows = page.locator("#term .xterm-rows > div");
+    await expect.poll(() => rows.count()).toBe(50);
+    await expect.poll(async () => (await rows.nth(49).textContent())?.trim()).toBe("END");
+  });
+
+  it("a session removed from the city file while its page is open: the page says it is gone and disables its actions", async () => {
+    const file = (names: string[]) => `workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+agents:
+${names.map((n) => `  - name: ${n}\n    start_command: sleep 100000\n`).join("")}`;
+    const city = makeCity(file(["keep", "extra"]));
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(`${url}#/s/extra`);
+    await expect
+      .poll(() => page.locator("#meta").textContent(), { timeout: 30_000 })
+      .toContain(" · running yes · ");
+    const actions = page.locator(
+      ".detail form#nudge button, .detail form#nudge input, .detail form#nudge select",
+    );
+    await expect.poll(() => actions.count()).toBe(6);
+    await expect
+      .poll(async () =>
+        (
+          await actions.evaluateAll((els) => els.map((e) => (e as unknown as { disabled: boolean }).disabled))
+        ).every((d) => !d),
+      )
+      .toBe(true);
+    city.write(file(["keep"]));
+    await expect
+      .poll(() => page.locator("#state").textContent(), { timeout: 30_000 })
+      .toBe("(not in the city)");
+    await expect(page.locator("#meta").textContent()).resolves.toBe(
+      "gone: not declared in the city file, no record, not running",
+    );
+    expect(
+      await actions.evaluateAll((els) => els.map((e) => (e as unknown as { disabled: boolean }).disabled)),
+    ).toEqual(Array(6).fill(true));
+    await expect(page.locator("#interaction").isHidden()).resolves.toBe(true);
   });
 
   it("200 sessions render as 200 cards; with the controller down the view is read-only", async () => {

@@ -3,8 +3,10 @@
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
 
+import { findController } from "../../../internal/controller/controller.js";
 import { sessionDrift } from "../../../internal/controller/drift-report.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
+import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
@@ -13,7 +15,10 @@ const USAGE = `Usage: gc drift [SESSION] [--json]
 
 Shows the fields whose declared value differs from what each running session was started
 with: core fields (restart) and session_live (re-applied without restart). A changed map
-shows each changed key: env.GREETING: hello → bonjour.`;
+shows each changed key: env.GREETING: hello → bonjour.
+
+While the running controller refuses the city file (the mass-stop guard), drift compares
+against a file that is not applied: it says so first (on stderr with --json) and exits 1.`;
 
 export const command = defineCommand({
   usage: USAGE,
@@ -44,10 +49,16 @@ export const command = defineCommand({
             : drift,
         );
       }
+      // The fields above compare the file with what each session runs; whether the file is
+      // applied at all is the controller's call: its last pass says when the guard refused it.
+      const massStop = (await findController(city.stateDir)).status?.last?.massStop;
+      const refused = massStop ? massStopText(massStop) : undefined;
       if (ctx.json) {
         ctx.out(JSON.stringify(out, null, 2));
-        return EXIT.ok;
+        if (refused) ctx.err(refused);
+        return refused ? EXIT.failed : EXIT.ok;
       }
+      if (refused) ctx.out(refused);
       for (const s of out) {
         if (s.drift === "none") ctx.out(`${s.session}: in sync`);
         else if (s.drift === "unknown") ctx.out(`${s.session}: ${"reason" in s ? s.reason : "unknown"}`);
@@ -61,7 +72,7 @@ export const command = defineCommand({
           }
         }
       }
-      return EXIT.ok;
+      return refused ? EXIT.failed : EXIT.ok;
     } finally {
       await city.close();
     }

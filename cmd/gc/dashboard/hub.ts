@@ -128,6 +128,12 @@ export interface ScreenFrame {
   readonly source: ScreenSource;
   /** Set when the screen cannot be read (e.g. the session is not running). */
   readonly error?: string;
+  /**
+   * `stream`: the session's terminal size, which the raw output's cursor movements assume;
+   * the viewer's terminal takes it (set on every stream frame, changed by e.g. `gc attach`).
+   */
+  readonly cols?: number;
+  readonly rows?: number;
 }
 
 /** Screen lines read for a styled or text frame. */
@@ -204,9 +210,12 @@ export class ScreenFeed {
       const r = await p.output(name, this.cursor, { signal: this.signal });
       if (!r) throw new Error(`${name} is not running`);
       const fresh = this.cursor === 0 || r.truncated;
+      const resized = this.last?.cols !== r.cols || this.last?.rows !== r.rows;
       this.cursor = r.next;
-      if (fresh) this.emit({ kind: "reset", data: r.data, source: "stream" });
-      else if (r.data !== "") this.emit({ kind: "append", data: r.data, source: "stream" });
+      const size = { cols: r.cols, rows: r.rows };
+      if (fresh) this.emit({ kind: "reset", data: r.data, source: "stream", ...size });
+      else if (r.data !== "" || resized)
+        this.emit({ kind: "append", data: r.data, source: "stream", ...size });
       return;
     }
     const text =

@@ -530,7 +530,13 @@ class Session {
         const r = this.ring.since(int(req.since, "since"), max);
         let start = 0;
         while (start < r.data.length && (r.data[start]! & 0xc0) === 0x80) start++;
-        return { data: r.data.subarray(start).toString("utf8"), next: r.next, truncated: r.truncated };
+        return {
+          data: r.data.subarray(start).toString("utf8"),
+          next: r.next,
+          truncated: r.truncated,
+          cols: this.screen.cols,
+          rows: this.screen.rows,
+        };
       }
       case "attach":
         return this.attach(conn, req.cols, req.rows);

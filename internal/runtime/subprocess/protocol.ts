@@ -160,7 +160,17 @@ export interface HolderResults {
   "meta.list": { readonly meta: Record<string, string> };
   waitReady: { readonly result: "ready" | "timeout" | "exited" };
   waitIdle: { readonly result: "idle" | "timeout" | "gone" };
-  output: { readonly data: string; readonly next: number; readonly truncated: boolean };
+  /**
+   * `cols`/`rows`: the pty's size now, which the raw output's cursor movements assume (absent
+   * from holders older than this field).
+   */
+  output: {
+    readonly data: string;
+    readonly next: number;
+    readonly truncated: boolean;
+    readonly cols?: number | undefined;
+    readonly rows?: number | undefined;
+  };
   attach: { readonly cols: number; readonly rows: number };
   shutdown: Record<string, never>;
   "acp.handshake": { readonly state: AcpState | "timeout" };

@@ -56,6 +56,7 @@ import {
   type InteractionResponse,
   type NudgeContent,
   type OpOptions,
+  type OutputChunk,
   type PendingInteraction,
   type Provider,
   type ProviderCapabilities,
@@ -927,11 +928,7 @@ export class SubprocessProvider
    * offset; `truncated` when older output was already dropped. `undefined` when missing.
    * @experimental for `gc wait`/`gc run` ("output since the previous observation").
    */
-  async output(
-    name: string,
-    since: number,
-    opts: OpOptions = {},
-  ): Promise<{ data: string; next: number; truncated: boolean } | undefined> {
+  async output(name: string, since: number, opts: OpOptions = {}): Promise<OutputChunk | undefined> {
     validateSessionName(name);
     const r = await this.call(
       name,
@@ -939,7 +936,14 @@ export class SubprocessProvider
       OP_TIMEOUT_MS,
       opts.signal,
     );
-    return r.ok ? r.value : undefined;
+    if (!r.ok) return undefined;
+    const { data, next, truncated } = r.value;
+    if (r.value.cols !== undefined && r.value.rows !== undefined)
+      return { data, next, truncated, cols: r.value.cols, rows: r.value.rows };
+    // A holder started by an older gc: its status says the size.
+    const st = await this.statusOf(name, opts.signal);
+    if (!st.ok) return undefined;
+    return { data, next, truncated, cols: st.value.cols, rows: st.value.rows };
   }
 
   /**

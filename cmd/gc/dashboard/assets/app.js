@@ -77,12 +77,22 @@ function onStatus(s) {
   const problems = [];
   if (!s.controller.running)
     problems.push("The controller is not running: this view is read-only (gc start runs it).");
+  // The mass-stop guard refused the city file: the same sentence as gc status and controller.log.
+  if (s.massStop) problems.push(s.massStop.text);
   if (s.configError) problems.push(`Config error (last good config kept): ${s.configError.split("\n")[0]}`);
   for (const o of s.observeErrors) problems.push(`Cannot observe provider ${o.provider}: ${o.error}`);
   banner.hidden = problems.length === 0;
   banner.textContent = problems.join(" · ");
   if (view?.kind === "grid") renderGrid();
   if (view?.kind === "session") renderSession();
+}
+
+/**
+ * The RUNNING column of gc status: `yes`/`no`. A state that should have a runtime but none
+ * (killed or crashed, until the controller's next pass records it) says why the two differ.
+ */
+function runningText(x) {
+  return x.running ? "yes" : LIVE.has(x.state) ? "no — process gone" : "no";
 }
 
 function cardHtml(x) {
@@ -94,7 +104,8 @@ function cardHtml(x) {
   return `<div class="title">${esc(x.name)}</div><dl>
 <dt>agent</dt><dd>${esc(x.agent)}</dd>
 <dt>backend</dt><dd>${esc(x.backend ?? x.provider)}</dd>
-<dt>state</dt><dd class="state">${esc(x.state)}${x.running || !LIVE.has(x.state) ? "" : " — process gone"}</dd>
+<dt>state</dt><dd class="state">${esc(x.state)}</dd>
+<dt>running</dt><dd class="running">${esc(runningText(x))}</dd>
 <dt>drift</dt><dd>${esc(x.drift)}</dd>
 <dt>restarts</dt><dd>${esc(x.restarts)}</dd>
 <dt>activity</dt><dd>${esc(ago(x.lastActivity))}</dd>
@@ -202,6 +213,7 @@ function loadXterm() {
   return xterm;
 }
 
+/** The terminal before the first frame; a stream frame's cols×rows (the pty's size) replaces it. */
 function openTerm() {
   const term = new Terminal({ cols: 120, rows: 30, scrollback: 2000, disableStdin: true, convertEol: false });
   term.open($("#term"));
@@ -232,13 +244,27 @@ function renderSession() {
   for (const el of document.querySelectorAll(".detail button, .detail input, .detail select"))
     el.disabled = ro;
   if (!x) {
+    // Gone from the city (the snapshot lists every declared, recorded or running session):
+    // nothing on this page applies to it any more, so no stale line and no live buttons.
     $("#state").textContent = "(not in the city)";
+    $("#state").dataset.state = "gone";
+    $("#meta").textContent = "gone: not declared in the city file, no record, not running";
+    for (const el of document.querySelectorAll(".detail button, .detail input, .detail select"))
+      el.disabled = true;
+    const box = $("#interaction");
+    box.hidden = true;
+    box.dataset.key = "";
+    box.innerHTML = "";
+    // Its drift compared a record that is gone; events and peek history stay (they happened).
+    detailSeq++;
+    $("#drift").innerHTML = "<p>(no such session)</p>";
+    view.lastStatus = undefined;
     return;
   }
   $("#state").textContent = x.state;
   $("#state").dataset.state = x.state;
   $("#meta").textContent =
-    `agent ${x.agent} · backend ${x.backend ?? x.provider} · ${x.running ? "running" : "not running"} · drift ${x.drift} · ` +
+    `agent ${x.agent} · backend ${x.backend ?? x.provider} · running ${runningText(x)} · drift ${x.drift} · ` +
     `${x.restarts} restarts · activity ${ago(x.lastActivity)} · ${x.attached ? "attached" : "not attached"}` +
     (x.state !== "running" && x.reason ? ` · ${x.reason}` : "");
   const box = $("#interaction");
@@ -307,6 +333,8 @@ async function loadDetail() {
 function onScreen(f) {
   if (view?.kind !== "session" || !view.term) return;
   const term = view.term;
+  // The raw stream's cursor movements assume the session's terminal size: take it first.
+  if (f.cols && f.rows && (term.cols !== f.cols || term.rows !== f.rows)) term.resize(f.cols, f.rows);
   if (f.kind === "reset") {
     term.reset();
     if (f.error) term.write(`\x1b[2m(${f.error})\x1b[0m`);
