@@ -5,7 +5,7 @@
  * caller ({@link observeStatus}) or, beside a running controller, by the controller itself
  * ({@link controllerSnapshot}, control op `snapshot`) with its warm config, providers and store.
  */
-import type { PendingInteraction } from "../runtime/provider.js";
+import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider.js";
 import type { City } from "./city.js";
 import { type ControllerStatus, MAX_REQUEST_BYTES, requestControl } from "./control.js";
 import { type ControllerInfo, controllerPaths, findController } from "./controller.js";
@@ -102,13 +102,20 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
 /** The shape of `gc status --json`. */
 export type StatusJson = ReturnType<typeof statusJson>;
 
-/** The interaction a session waits on, as `gc status --json` shows it: its question and options. Pure. */
+/**
+ * The interaction a session waits on, as `gc status --json` shows it: its question and
+ * options; `approval` says whether it is an approve/deny question ({@link isApprovalQuestion}:
+ * only then do `approve`/`deny` answer it), `input` that it is a field a person types into
+ * (no options: `gc attach` answers it). Pure.
+ */
 export function interactionJson(p: PendingInteraction): Record<string, unknown> {
   return {
     requestId: p.requestId,
     kind: p.kind,
     question: p.prompt ?? "",
     options: p.options ?? [],
+    approval: isApprovalQuestion(p),
+    ...(p.metadata?.input ? { input: true } : {}),
     ...(p.metadata?.dialog ? { dialog: p.metadata.dialog } : {}),
   };
 }
