@@ -54,6 +54,19 @@ const SCENARIOS = [
     steps: [{ wait: /Choose how you want to use Codex/, save: "sign-in" }],
   },
   {
+    // Signed out, no key in the environment: "Sign in another way" (option 3), then its
+    // "Use an OpenAI API key" (option 1), the way an operator reaches the key field with
+    // `gc session respond codex 3` and `1`. Nothing is typed into the field.
+    name: "codex-api-key",
+    cli: "codex",
+    env: {},
+    steps: [
+      { wait: /Choose how you want to use Codex/, keys: ["Down", "Down", "Enter"] },
+      { wait: /Use an OpenAI API key/, quiet: true, save: "sign-in-other", keys: ["Enter"] },
+      { wait: /Press enter to save/, quiet: true, save: "api-key-field" },
+    ],
+  },
+  {
     name: "codex",
     cli: "codex",
     login: true,

@@ -129,10 +129,11 @@ async function notIdleReason(t: Target, state: string, waitMs: number, signal: A
       const p = supportsInteraction(t.provider)
         ? await t.provider.pending(t.name, { signal }).catch(() => undefined)
         : undefined;
-      return (
-        `session ${t.name} is waiting for input${p?.prompt ? `: ${p.prompt}` : ""} ` +
-        `(answer it with \`gc session respond ${t.name} ACTION\`)`
-      );
+      // A field a person types into (an API key) takes no option: only attaching answers it.
+      const how = p?.metadata?.input
+        ? `enter it with \`gc attach ${t.name}\``
+        : `answer it with \`gc session respond ${t.name} ACTION\``;
+      return `session ${t.name} is waiting for input${p?.prompt ? `: ${p.prompt}` : ""} (${how})`;
     }
     default:
       return (

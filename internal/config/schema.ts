@@ -176,7 +176,7 @@ const APPROVAL_SCHEMA = s.union(
             .string({ nonEmpty: true })
             .optional()
             .describe(
-              "Interaction kind to match (approval, dialog, menu, permission); default: any. Authentication choices are never answered by the policy.",
+              "Interaction kind to match (approval, or permission on acp); default: any. Only approval prompts are the policy's: sign-in and authentication choices, API-key fields and other dialogs or menus are never answered by it.",
             ),
           match: s
             .string({ nonEmpty: true, check: regexProblem })

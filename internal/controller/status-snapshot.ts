@@ -7,7 +7,7 @@
  */
 import type { MassStop } from "../reconcile/plan.js";
 import { massStopText } from "../reconcile/summary.js";
-import type { PendingInteraction } from "../runtime/provider.js";
+import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider.js";
 import type { City } from "./city.js";
 import { type ControllerStatus, MAX_REQUEST_BYTES, requestControl } from "./control.js";
 import { type ControllerInfo, controllerPaths, findController } from "./controller.js";
@@ -112,13 +112,20 @@ function massStopJson(m: MassStop | undefined) {
 /** The shape of `gc status --json`. */
 export type StatusJson = ReturnType<typeof statusJson>;
 
-/** The interaction a session waits on, as `gc status --json` shows it: its question and options. Pure. */
+/**
+ * The interaction a session waits on, as `gc status --json` shows it: its question and
+ * options; `approval` says whether it is an approve/deny question ({@link isApprovalQuestion}:
+ * only then do `approve`/`deny` answer it), `input` that it is a field a person types into
+ * (no options: `gc attach` answers it). Pure.
+ */
 export function interactionJson(p: PendingInteraction): Record<string, unknown> {
   return {
     requestId: p.requestId,
     kind: p.kind,
     question: p.prompt ?? "",
     options: p.options ?? [],
+    approval: isApprovalQuestion(p),
+    ...(p.metadata?.input ? { input: true } : {}),
     ...(p.metadata?.dialog ? { dialog: p.metadata.dialog } : {}),
   };
 }

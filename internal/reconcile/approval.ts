@@ -81,9 +81,11 @@ export function approvalPolicyOf(value: unknown): ApprovalPolicy {
 }
 
 /**
- * Decides what to do with `interaction` under `policy`. An interaction that is not an
- * approve/deny question ({@link isApprovalQuestion}: an authentication choice) is always left
- * to a human (`by: "not-an-approval"`), whatever the policy or its rules say. Pure.
+ * Decides what to do with `interaction` under `policy`. Only approve/deny questions about a
+ * tool, command or edit ({@link isApprovalQuestion}: kinds `approval` and `permission`) are
+ * the policy's to answer; anything else — a sign-in or authentication choice, an API-key
+ * field, a model choice, any other dialog or menu — is always left to a human
+ * (`by: "not-an-approval"`), whatever the policy or its rules say. Pure.
  */
 export function decideApproval(policy: ApprovalPolicy, interaction: PendingInteraction): ApprovalDecision {
   if (!isApprovalQuestion(interaction)) return { action: "ask", by: "not-an-approval" };
@@ -111,8 +113,11 @@ export interface ApprovalDeps {
   /** Sessions to check (running ones; missing sessions are skipped quietly). */
   readonly sessions: readonly ApprovalTarget[];
   /**
-   * Request ids already recorded as left to a human, per session, kept by the caller across
-   * passes so `interaction.pending` is recorded once per interaction.
+   * What was last recorded per session ({@link recordKey}: the interaction's request id and
+   * the action decided), kept by the caller across passes: an interaction left to a human is
+   * recorded as `interaction.pending` once, and an answer that failed is recorded once and not
+   * tried again while the same interaction stays on screen with the same decision (a new
+   * interaction, or a policy edit that changes the decision, is tried once more).
    */
   readonly announced: Map<string, string>;
   readonly signal?: AbortSignal | undefined;
@@ -126,11 +131,22 @@ export interface ApprovalOutcome {
   readonly decision: ApprovalDecision;
   /** Set when answering failed. */
   readonly error?: string | undefined;
+  /**
+   * Nothing was done or recorded: this decision on this interaction was recorded on an
+   * earlier pass (left to a human, or an answer that failed).
+   */
+  readonly unchanged?: true | undefined;
+}
+
+/** The key {@link ApprovalDeps.announced} keeps for a decision on an interaction. Pure. */
+export function recordKey(interaction: PendingInteraction, decision: ApprovalDecision): string {
+  return `${decision.action}:${interaction.requestId}`;
 }
 
 /**
  * Checks each session for a pending interaction and applies the policy: `approve`/`deny`
- * answers through the provider and records `interaction.responded` (`by: "policy"`), `ask`
+ * answers through the provider and records `interaction.responded` (`by: "policy"`), or
+ * `interaction.respond-failed` once (not again while the same interaction stays); `ask`
  * records `interaction.pending` once and leaves it for `gc session respond`. Providers
  * without interaction support are skipped. Never rejects for one session's failure.
  */
@@ -167,12 +183,17 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
       by: "policy",
       rule: decision.by,
     };
+    const key = recordKey(interaction, decision);
+    if (deps.announced.get(t.name) === key) {
+      // Recorded already: still waiting for a human, or an answer that failed — trying the
+      // same answer on the same screen every pass would only fail and log again.
+      outcomes.push({ session: t.name, interaction, decision, unchanged: true });
+      continue;
+    }
     if (decision.action === "ask") {
-      if (deps.announced.get(t.name) !== interaction.requestId) {
-        deps.announced.set(t.name, interaction.requestId);
-        log(`${t.name} is waiting for input: ${interaction.prompt ?? interaction.kind}`);
-        await deps.store.appendEvent({ session: t.name, type: "interaction.pending", payload: base });
-      }
+      deps.announced.set(t.name, key);
+      log(`${t.name} is waiting for input: ${interaction.prompt || interaction.kind}`);
+      await deps.store.appendEvent({ session: t.name, type: "interaction.pending", payload: base });
       outcomes.push({ session: t.name, interaction, decision });
       continue;
     }
@@ -188,10 +209,11 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
       if (deps.signal?.aborted) throw e;
       error = describeError(e);
     }
-    deps.announced.delete(t.name);
+    if (error) deps.announced.set(t.name, key);
+    else deps.announced.delete(t.name);
     log(
       error
-        ? `approval: could not ${decision.action} ${t.name} (${interaction.kind}): ${error}`
+        ? `approval: could not ${decision.action} ${t.name} (${interaction.kind}): ${error}; not tried again until the prompt changes`
         : `approval: ${decision.action === "approve" ? "approved" : "denied"} ${t.name} (${interaction.kind}, ${decision.by})`,
     );
     await deps.store.appendEvent({

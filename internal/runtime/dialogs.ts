@@ -62,10 +62,14 @@ export interface DialogSpec {
   /** Startup dialogs: the role gc chooses. */
   readonly safeRole?: string | undefined;
   /**
-   * A dialog without options: a prefilled input field (e.g. an API key taken from the
-   * environment) that the confirm key submits as shown.
+   * A dialog without options, an input field: a `startup` one is prefilled (e.g. an API key
+   * taken from the environment) and the confirm key submits it as shown; an `operator` one
+   * waits for a person to type into it (gc never types a secret), and is reported as a
+   * pending interaction with no options and `metadata.input` set.
    */
   readonly input?: boolean | undefined;
+  /** An `operator` input field's pending prompt (its own text is a placeholder). */
+  readonly prompt?: string | undefined;
   /** Key names; default `Up`, `Down`, `Enter`. */
   readonly keys?: { readonly up?: string; readonly down?: string; readonly confirm?: string } | undefined;
 }
@@ -75,7 +79,8 @@ export interface DialogSpec {
  * (Claude Code 2.1, Codex 0.171, Gemini CLI 0.61, Copilot CLI 1.0). Startup: folder trust (all four),
  * Claude's custom-API-key and bypass-permissions notices, Gemini's auth choice and API-key
  * field when the key is in the environment, usage-limit notices. Operator: sign-in choices
- * that need a person (Codex, Gemini without a key). Approval: tool/edit prompts.
+ * that need a person (Codex, Gemini without a key) and Codex's API-key field. Approval:
+ * tool/edit prompts.
  */
 export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
   {
@@ -167,6 +172,28 @@ export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
       { role: "device-code", label: /^Sign in with Device Code\b/i },
       { role: "other-way", label: /^(?:Sign in another way|Provide your own API key)\b/i },
     ],
+  },
+  {
+    id: "codex-sign-in-other",
+    kind: "operator",
+    description: 'Codex\'s "Sign in another way" choice (needs an operator)',
+    question: /Sign in another way/i,
+    // Its options, not the first menu's "3. Sign in another way / Use an API key or another…".
+    detect: [/Use an OpenAI API key|Use Amazon Bedrock/i],
+    options: [
+      { role: "api-key", label: /^Use an OpenAI API key\b/i },
+      { role: "bedrock", label: /^Use Amazon Bedrock\b/i },
+    ],
+  },
+  {
+    id: "codex-api-key-field",
+    kind: "operator",
+    description: "Codex API-key field (needs an operator: gc never types a key)",
+    question: /Paste or type your API key\b/i,
+    detect: [/Press enter to save/i],
+    options: [],
+    input: true,
+    prompt: "Codex needs an API key typed into its key field (attach to the session to enter it)",
   },
   {
     id: "gemini-auth",
@@ -801,8 +828,8 @@ export async function dismissStartupDialog(
 }
 
 /**
- * True when a catalogued dialog that gc never answers itself (a sign-in choice, an approval
- * prompt) is on screen: start stops waiting for the ready prompt, since only an operator
+ * True when a catalogued dialog that gc never answers itself (a sign-in choice, an API-key
+ * field a person must type into, an approval prompt) is on screen: start stops waiting for the ready prompt, since only an operator
  * (`gc session respond`) can get past it, and the session is reported waiting for input. Pure.
  */
 export function screenNeedsOperator(
@@ -810,7 +837,10 @@ export function screenNeedsOperator(
   catalogue: readonly DialogSpec[] = DIALOG_CATALOGUE,
 ): boolean {
   const m = matchDialog(screen, catalogue);
-  return m !== undefined && m.spec.kind !== "startup" && m.menu !== undefined && m.menu.options.length > 0;
+  if (m === undefined || m.spec.kind === "startup") return false;
+  return (
+    (m.status === "match" && m.spec.input === true) || (m.menu !== undefined && m.menu.options.length > 0)
+  );
 }
 
 /** Result of {@link acceptStartupDialogs}. */
@@ -897,7 +927,14 @@ function findDetailed(screen: string, catalogue: readonly DialogSpec[]): FoundIn
   let kind: string;
   let read: MenuReader;
   const metadata: Record<string, string> = { source: "screen" };
-  if (m && (m.status === "match" || m.menu) && !m.spec.input) {
+  if (m?.status === "match" && m.spec.input && m.spec.kind === "operator") {
+    // A field a person types into: pending with no options; only `gc attach` answers it.
+    menu = { ...m.menu, context: m.spec.prompt ? [m.spec.prompt] : m.menu.context };
+    kind = "dialog";
+    metadata.dialog = m.spec.id;
+    metadata.input = "true";
+    read = readerFor(m.spec);
+  } else if (m && (m.status === "match" || m.menu) && !m.spec.input) {
     menu = m.menu;
     if (m.status === "match") roles = [...m.roles];
     else metadata.unfamiliar = m.reason;
@@ -973,6 +1010,12 @@ export async function respondToInteraction(
     throw new ProviderError(
       "dialogs",
       `the pending interaction changed (expected ${response.requestId}, found ${found.pending.requestId})`,
+    );
+  }
+  if (found.pending.metadata?.input) {
+    throw new ProviderError(
+      "dialogs",
+      `${found.spec?.description ?? "an input field"} takes typed text, not an option; attach to the session to enter it`,
     );
   }
   const action = response.action.trim();

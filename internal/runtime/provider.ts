@@ -114,15 +114,22 @@ export interface PendingInteraction {
 }
 
 /**
- * Interaction kinds that are not approve/deny questions: an authentication choice (which way
- * to sign in, kind `authentication`) needs one of its own options, so an approval policy never
- * answers it and leaves it to the operator (`gc session respond`).
+ * The interaction kinds that are approve/deny questions about a tool, a command or an edit:
+ * an approval prompt read off the screen (`approval`) and an ACP agent's
+ * `session/request_permission` (`permission`). An approval policy answers only these.
+ * Everything else — a sign-in or authentication choice (`authentication` on acp), a
+ * catalogued dialog (`dialog`: Codex's or Gemini's sign-in menu, an API-key field, a startup
+ * dialog left on screen), any other menu (`menu`: a model choice, an unfamiliar layout) and
+ * kinds a provider may invent — is an operator's interaction, left to `gc session respond`.
  */
-export const NON_APPROVAL_KINDS: readonly string[] = ["authentication"];
+export const APPROVAL_KINDS: readonly string[] = ["approval", "permission"];
 
-/** Whether `interaction` is a question an approval policy may answer with approve/deny. Pure. */
+/**
+ * Whether `interaction` is a question an approval policy may answer with approve/deny
+ * ({@link APPROVAL_KINDS}). Pure.
+ */
 export function isApprovalQuestion(interaction: PendingInteraction): boolean {
-  return !NON_APPROVAL_KINDS.includes(interaction.kind);
+  return APPROVAL_KINDS.includes(interaction.kind);
 }
 
 /** An answer to a {@link PendingInteraction}. */

@@ -224,6 +224,21 @@ agents:
       },
       30_000,
     );
+    // …then its API-key field: waiting for input (only a person types a key), not `running`.
+    const keyField = await city.gc(["session", "respond", "codex", "1"]);
+    expect(keyField.code, keyField.stderr).toBe(0);
+    await until(
+      "Codex's API-key field as a pending interaction",
+      async () => {
+        const c = (await status(city)).sessions.find((s) => s.name === "codex");
+        return c?.state === "waiting-for-input" && c.interaction?.dialog === "codex-api-key-field";
+      },
+      30_000,
+    );
+    expect((await city.gc(["status"])).stdout).toContain("enter it: gc attach codex");
+    // The default policy (allow-all) never tried to "approve" any of Codex's sign-in screens.
+    const codexEvents = await city.gc(["session", "logs", "codex", "--events", "--json"]);
+    expect(codexEvents.stdout).not.toContain("interaction.respond-failed");
     console.log(`${provider}: three agent CLIs checked in ${Date.now() - t0} ms`);
   }, 600_000);
 });

@@ -17,6 +17,28 @@ const EDIT: PendingInteraction = {
 };
 const RM: PendingInteraction = { requestId: "r2", kind: "approval", prompt: "Bash command: rm -rf build" };
 const MENU: PendingInteraction = { requestId: "r3", kind: "menu", prompt: "Pick a model" };
+const PERMISSION: PendingInteraction = { requestId: "r5", kind: "permission", prompt: "Run tests?" };
+const SIGN_IN: PendingInteraction = {
+  requestId: "r6",
+  kind: "dialog",
+  prompt: "Choose how you want to use Codex.",
+  options: ["Sign in with ChatGPT", "Sign in with Device Code", "Sign in another way"],
+  metadata: { source: "screen", dialog: "codex-sign-in" },
+};
+const KEY_FIELD: PendingInteraction = {
+  requestId: "r7",
+  kind: "dialog",
+  prompt: "Codex needs an API key typed into its key field (attach to the session to enter it)",
+  options: [],
+  metadata: { source: "screen", dialog: "codex-api-key-field", input: "true" },
+};
+const OTHER_WAY: PendingInteraction = {
+  requestId: "r8",
+  kind: "menu",
+  prompt: "Sign in another way",
+  options: ["Use an OpenAI API key", "Use Amazon Bedrock"],
+};
+const INVENTED: PendingInteraction = { requestId: "r9", kind: "elicitation", prompt: "Your name?" };
 const AUTH: PendingInteraction = {
   requestId: "r4",
   kind: "authentication",
@@ -34,11 +56,25 @@ describe("approval policy", () => {
   };
 
   it.each([
-    ["allow-all approves anything", "allow-all", MENU, "approve", "allow-all"],
+    ["allow-all approves a screen approval prompt", "allow-all", EDIT, "approve", "allow-all"],
+    ["allow-all approves an ACP permission request", "allow-all", PERMISSION, "approve", "allow-all"],
+    ["allow-all never answers a sign-in dialog", "allow-all", SIGN_IN, "ask", "not-an-approval"],
+    ["allow-all never answers an API-key field", "allow-all", KEY_FIELD, "ask", "not-an-approval"],
+    ["allow-all never answers a sign-in menu", "allow-all", OTHER_WAY, "ask", "not-an-approval"],
+    ["allow-all never answers a model menu", "allow-all", MENU, "ask", "not-an-approval"],
+    ["allow-all never answers a kind it does not know", "allow-all", INVENTED, "ask", "not-an-approval"],
+    [
+      "a rule naming the dialog kind never answers a sign-in dialog",
+      { rules: [{ kind: "dialog", action: "approve" }], default: "approve" },
+      SIGN_IN,
+      "ask",
+      "not-an-approval",
+    ],
+    ["deny rules never answer a menu either", { rules: [], default: "deny" }, MENU, "ask", "not-an-approval"],
     ["ask leaves anything", "ask", EDIT, "ask", "ask"],
     ["the first matching rule wins (pattern)", rules, RM, "deny", "rules[0]"],
     ["the first matching rule wins (kind)", rules, EDIT, "approve", "rules[1]"],
-    ["no rule matches: the default", rules, MENU, "ask", "default"],
+    ["no rule matches: the default", rules, PERMISSION, "ask", "default"],
     ["allow-all never answers an authentication choice", "allow-all", AUTH, "ask", "not-an-approval"],
     [
       "a catch-all rule never answers an authentication choice",
@@ -139,6 +175,46 @@ describe("applyApprovalPolicy", () => {
       expect.objectContaining({ requestId: "r4", kind: "authentication", rule: "not-an-approval" }),
     ]);
     expect(lines).toEqual(["a is waiting for input: the agent needs authentication"]);
+  });
+
+  it("a failed answer is recorded once while the same prompt stays; a new prompt is tried again", async () => {
+    const broken: Provider = Object.assign(Object.create(p) as FakeProvider, {
+      respond: async () => {
+        throw new Error("dialog changed");
+      },
+    });
+    const announced = new Map<string, string>();
+    const lines: string[] = [];
+    const pass = (policy: ApprovalPolicy = "allow-all") =>
+      applyApprovalPolicy({
+        store,
+        providerFor: async () => broken,
+        policy,
+        sessions: [{ name: "a", provider: "fake" }],
+        announced,
+        log: (l) => lines.push(l),
+      });
+    p.setPending("a", RM);
+    const outs = [await pass(), await pass(), await pass()];
+    expect(outs.map((o) => [o[0]?.error !== undefined, o[0]?.unchanged])).toEqual([
+      [true, undefined],
+      [false, true],
+      [false, true],
+    ]);
+    const failed = () => store.queryEvents({ session: "a", types: ["interaction.respond-failed"] });
+    expect(await failed()).toHaveLength(1);
+    expect(lines).toEqual([
+      "approval: could not approve a (approval): dialog changed; not tried again until the prompt changes",
+    ]);
+    // A policy edit that changes the decision is tried once.
+    await pass({ rules: [], default: "deny" });
+    await pass({ rules: [], default: "deny" });
+    expect((await failed()).map((e) => e.payload.action)).toEqual(["approve", "deny"]);
+    // So is a different prompt.
+    p.setPending("a", { ...RM, requestId: "r2b" });
+    await pass();
+    await pass();
+    expect(await failed()).toHaveLength(3);
   });
 
   it("a failed answer is recorded as such and does not stop the step", async () => {

@@ -145,6 +145,45 @@ agents:
     expect(await page.evaluate(() => (globalThis as unknown as { noReload?: boolean }).noReload)).toBe(true);
   });
 
+  it("a sign-in dialog under the default allow-all: its own options on the page, no approve/deny, pending once", async () => {
+    // Codex 0.171's recorded sign-in screen, drawn by a program that then just waits.
+    const SIGN_IN = fileURLToPath(new URL("../fixtures/screens/codex-sign-in-80x24.ansi", import.meta.url));
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: tmux
+daemon:
+  interval: 1s
+agents:
+  - name: codex
+    start_command: ${JSON.stringify(`cat ${SIGN_IN}; exec sleep 100000`)}
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(`${url}#/s/codex`);
+    await expect
+      .poll(() => page.locator("#interaction button[data-answer]").allInnerTexts(), { timeout: 20_000 })
+      .toEqual(["1. Sign in with ChatGPT", "2. Sign in with Device Code", "3. Sign in another way"]);
+    // Several controller passes (1 s apart) later: one pending record, no failed answer.
+    await expect
+      .poll(
+        async () => {
+          const r = await city.gc(["session", "logs", "codex", "--events", "--json"]);
+          return (r.stdout.match(/"interaction\.pending"/g) ?? []).length;
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(1);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const events = await city.gc(["session", "logs", "codex", "--events", "--json"]);
+    expect(events.stdout).not.toContain("interaction.respond-failed");
+    expect((events.stdout.match(/"interaction\.pending"/g) ?? []).length).toBe(1);
+    expect(events.stdout).toContain("not-an-approval");
+  });
+
   it("an ACP agent: its transcript on the page, a permission request on its card, answered from the page", async () => {
     const city = makeCity(`workspace:
   name: "@NAME@"

@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
+import { decideApproval } from "../../internal/reconcile/approval.js";
 import {
   dismissStartupDialog,
   findInteraction,
@@ -20,6 +21,7 @@ import {
   screenShowsPrompt,
 } from "../../internal/runtime/dialogs.js";
 import { notSeen } from "../../internal/runtime/lifecycle/start.js";
+import { isApprovalQuestion } from "../../internal/runtime/provider.js";
 
 const DIR = new URL("../fixtures/screens/", import.meta.url);
 
@@ -69,6 +71,20 @@ const EXPECTED: Record<
     roles: ["chatgpt", "device-code", "other-way"],
     operator: true,
     question: /^Choose how you want to use Codex\.$/,
+  },
+  // `gc session respond codex 3`: the sign-in menu's "Sign in another way".
+  "codex-sign-in-other": {
+    dialog: "codex-sign-in-other",
+    roles: ["api-key", "bedrock"],
+    operator: true,
+    question: /^Sign in another way$/,
+  },
+  // …then `1`: the key field. Only a person types a key: pending, no options.
+  "codex-api-key-field": {
+    dialog: "codex-api-key-field",
+    roles: [],
+    operator: true,
+    question: /^Codex needs an API key\b/,
   },
   "codex-idle": { turn: "idle" },
   "codex-busy": { turn: "busy" },
@@ -181,6 +197,14 @@ describe("recorded agent screens", () => {
         expect(screenNeedsOperator(text)).toBe(want.operator === true);
         const pending = findInteraction(text);
         if (want.question) expect(pending?.prompt).toMatch(want.question);
+        // None of the recorded dialogs is a tool/command approval: an approval policy (even
+        // the default allow-all) must leave each to the operator, never "approve" it.
+        if (pending) {
+          expect(isApprovalQuestion(pending)).toBe(false);
+          expect(decideApproval("allow-all", pending)).toEqual({ action: "ask", by: "not-an-approval" });
+        }
+        // A dialog that needs an operator is a pending interaction gc status shows.
+        if (want.operator) expect(pending).toBeDefined();
         // The summary is the question, never the logo or tips above it.
         expect(pending?.prompt ?? "").not.toMatch(
           /OpenAI Codex|Tips for getting started|▐▛███▛█|GEMINI\.md|Copilot v/,

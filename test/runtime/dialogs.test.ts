@@ -11,8 +11,10 @@ import {
   type ScreenIO,
   screenAwaitsChoice,
   screenLooksBusy,
+  screenNeedsOperator,
   screenShowsPrompt,
 } from "../../internal/runtime/dialogs.js";
+import { isApprovalQuestion } from "../../internal/runtime/provider.js";
 
 // Screens as captured from agent CLIs (trailing blanks trimmed, as capture-pane gives them).
 const TRUST_OLD = `╭──────────────────────────────────────────────────────────────────╮
@@ -502,6 +504,84 @@ describe("interactions", () => {
       DialogRefusedError,
     );
     expect(term.keys).not.toContain("Enter");
+  });
+});
+
+// Codex 0.171 signed out, as the operator saw it (test/fixtures/screens/codex-*-80x24.ansi).
+const CODEX_SIGN_IN = `  Welcome to Codex, OpenAI's command-line coding agent
+
+  Choose how you want to use Codex.
+
+> 1. Sign in with ChatGPT
+     Usage included with Plus, Pro, Business, and Enterprise plans
+
+  2. Sign in with Device Code
+     Sign in from another device with a one-time code
+
+  3. Sign in another way
+     Use an API key or another provider
+
+  Press enter to continue
+`;
+const CODEX_OTHER_WAY = `  Welcome to Codex, OpenAI's command-line coding agent
+
+  Sign in another way
+
+> 1. Use an OpenAI API key
+     Pay for what you use
+
+  2. Use Amazon Bedrock
+     Connect using your AWS credentials
+
+  Press enter to continue
+  Press esc to go back
+`;
+const CODEX_KEY_FIELD = `  Welcome to Codex, OpenAI's command-line coding agent
+
+> Use your own OpenAI API key for usage-based billing
+
+  Paste or type your API key below.
+
+
+
+╭API key───────────────────────────────────────────────────────────────────────╮
+│Paste or type your API key                                                    │
+╰──────────────────────────────────────────────────────────────────────────────╯
+  Press enter to save
+  Press esc to go back
+`;
+const MODEL_MENU = "Select a model:\n❯ 1. gpt-5\n  2. gpt-5-mini\n";
+
+describe("which interactions are approvals", () => {
+  it.each([
+    ["a tool approval prompt", APPROVAL, "approval", "tool-approval", true],
+    ["Codex's sign-in choice", CODEX_SIGN_IN, "dialog", "codex-sign-in", false],
+    ["Codex's 'Sign in another way' menu", CODEX_OTHER_WAY, "dialog", "codex-sign-in-other", false],
+    ["Codex's API-key field", CODEX_KEY_FIELD, "dialog", "codex-api-key-field", false],
+    ["a model choice", MODEL_MENU, "menu", undefined, false],
+    ["an unfamiliar menu", GENERIC_MENU, "menu", undefined, false],
+  ] as const)("%s", (_what, screen, kind, dialog, approval) => {
+    const p = findInteraction(screen);
+    expect(p?.kind).toBe(kind);
+    expect(p?.metadata?.dialog).toBe(dialog);
+    expect(isApprovalQuestion(p!)).toBe(approval);
+    // Start stops waiting for the ready prompt on these: only a person gets past them.
+    expect(screenNeedsOperator(screen)).toBe(dialog !== undefined);
+  });
+
+  it("the API-key field is pending with no options; answering it is refused without a key", async () => {
+    expect(findInteraction(CODEX_KEY_FIELD)).toMatchObject({
+      options: [],
+      prompt: expect.stringMatching(/^Codex needs an API key/),
+      metadata: { input: "true" },
+    });
+    expect(screenAwaitsChoice(CODEX_KEY_FIELD)).toBe(true);
+    const keys: string[] = [];
+    const io: ScreenIO = { screen: async () => CODEX_KEY_FIELD, sendKeys: async (k) => void keys.push(...k) };
+    await expect(respondToInteraction(io, { action: "approve" }, fast)).rejects.toThrow(
+      /takes typed text, not an option; attach to the session/,
+    );
+    expect(keys).toEqual([]);
   });
 });
 

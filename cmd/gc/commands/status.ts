@@ -127,6 +127,9 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
       if (opts.length > 0) {
         ctx.out(`    options: ${opts.map((o, i) => `${i + 1}. ${o}`).join(" · ")}`);
         ctx.out(`    answer: gc session respond ${s.name} <number|label>`);
+      } else if (s.interaction?.input === true) {
+        // A field a person types into (an API key): gc never types it.
+        ctx.out(`    enter it: gc attach ${s.name}`);
       }
     }
   }

@@ -273,17 +273,25 @@ function renderSession() {
   const key = it ? `${it.requestId}` : "";
   if (box.dataset.key !== key) {
     box.dataset.key = key;
+    // approve/deny only for an approve/deny question (a tool or command approval); a sign-in
+    // choice or any other menu is answered with one of its own options, and a field a person
+    // types into (an API key) only by attaching.
+    const options = it?.options ?? [];
+    const hint =
+      options.length === 0 && !it?.approval
+        ? `<div class="hint">Type the answer in the session: <code>gc attach ${esc(x.name)}</code></div>`
+        : "";
     box.innerHTML = it
-      ? `<div><b>Waiting for input:</b> ${esc(it.question || it.kind)}</div><div class="actions">${(
-          it.options ?? []
-        )
+      ? `<div><b>Waiting for input:</b> ${esc(it.question || it.kind)}</div>${hint}<div class="actions">${options
           .map(
             (o, i) =>
               `<button type="button" data-option="${i + 1}" data-answer="${esc(o)}">${i + 1}. ${esc(o)}</button>`,
           )
-          .join(
-            "",
-          )}<button type="button" data-answer="approve">approve</button><button type="button" data-answer="deny">deny</button></div>`
+          .join("")}${
+          it.approval
+            ? '<button type="button" data-answer="approve">approve</button><button type="button" data-answer="deny">deny</button>'
+            : ""
+        }</div>`
       : "";
     for (const b of box.querySelectorAll("[data-answer]"))
       b.addEventListener("click", () =>
