@@ -3,6 +3,7 @@
  * control socket beside it. Runs the reconcile loop (interval, config-file changes debounced,
  * pokes, backoff requeues), serves status/watch/poke/shutdown, and logs every pass.
  */
+
 import { spawn } from "node:child_process";
 import { setMaxListeners } from "node:events";
 import { type FSWatcher, watch as watchFs } from "node:fs";
@@ -17,6 +18,7 @@ import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { describeError } from "../runtime/errors.js";
+import { withoutOwnerTag } from "../runtime/launch.js";
 import { supportsBackendWatch } from "../runtime/provider.js";
 import { type City, type DesiredDigest, newReconciler, policyOf } from "./city.js";
 import {
@@ -406,7 +408,12 @@ export async function spawnController(
   const child = spawn(command[0], command.slice(1), {
     detached: true,
     stdio: ["ignore", log.fd, log.fd],
-    env: { ...process.env, GC_CONTROLLER_CHILD: "1", [START_ORIGIN_ENV]: String(startOriginMs()) },
+    // Started from inside a session, the controller must not carry its owner tag (census.ts).
+    env: {
+      ...withoutOwnerTag(process.env),
+      GC_CONTROLLER_CHILD: "1",
+      [START_ORIGIN_ENV]: String(startOriginMs()),
+    },
   });
   await log.close();
   const pid = child.pid;

@@ -90,6 +90,29 @@ export async function readArgv(pid: number): Promise<string[] | undefined> {
   }
 }
 
+/** Parses the contents of `/proc/<pid>/environ` (NUL-separated `KEY=value`). Pure. */
+export function parseEnviron(text: string): Map<string, string> {
+  const env = new Map<string, string>();
+  for (const entry of text.split("\0")) {
+    const eq = entry.indexOf("=");
+    if (eq > 0 && !env.has(entry.slice(0, eq))) env.set(entry.slice(0, eq), entry.slice(eq + 1));
+  }
+  return env;
+}
+
+/**
+ * The environment `pid` was started with (`/proc/<pid>/environ`); `undefined` when it is
+ * gone, a zombie or not readable by us (another user's process without root). Asynchronous
+ * for the same reason as {@link readArgv}.
+ */
+export async function readEnviron(pid: number): Promise<Map<string, string> | undefined> {
+  try {
+    return parseEnviron(await readFile(`/proc/${pid}/environ`, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
 let inflight: Promise<ProcEntry[]> | undefined;
 
 /**

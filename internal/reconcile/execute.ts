@@ -10,6 +10,7 @@ import {
   type StartReport,
   sessionCapabilities,
   supportsIdleWait,
+  supportsOrphanKill,
 } from "../runtime/provider.js";
 import { casUpdate, type SessionRecord, type SessionStore } from "../session/store.js";
 import {
@@ -395,17 +396,37 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
 }
 
 /**
- * Counts an infrastructure loss (record metadata {@link INFRA_LOSSES_KEY}) and logs a
- * `session.infrastructure-lost` event; crash history and RESTARTS are left alone.
+ * Counts an infrastructure loss (record metadata {@link INFRA_LOSSES_KEY}), kills what is
+ * left of the lost incarnation on providers whose sessions are local processes (its orphans:
+ * processes re-parented to init still carrying the city's owner tag and the session's name —
+ * `OrphanKillProvider`), and logs a `session.infrastructure-lost` event saying how many were
+ * killed (`orphansKilled`, with their pids). Runs before the session is started again, so the
+ * new incarnation is never among them. Crash history and RESTARTS are left alone.
  */
 async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
+  const provider = await deps.providerFor(d.provider);
+  let killed: number[] = [];
+  let killProblem: string | undefined;
+  if (supportsOrphanKill(provider)) {
+    try {
+      killed = (await provider.killOrphans(d.name)).map((e) => e.pid);
+    } catch (e) {
+      killProblem = describeError(e); // the restart goes on: an orphan must not keep the session down
+    }
+  }
   const rec = await ensureRecord(d, deps);
   const n = Number(rec.metadata[INFRA_LOSSES_KEY] ?? "0") + 1;
   await casUpdate(deps.store, d.name, () => ({ metadata: { [INFRA_LOSSES_KEY]: String(n) } }));
   await deps.store.appendEvent({
     session: d.name,
     type: "session.infrastructure-lost",
-    payload: { reason, provider: d.provider, count: n },
+    payload: {
+      reason,
+      provider: d.provider,
+      count: n,
+      ...(supportsOrphanKill(provider) ? { orphansKilled: killed.length, orphanPids: killed } : {}),
+      ...(killProblem ? { orphanKillError: killProblem } : {}),
+    },
   });
 }
 

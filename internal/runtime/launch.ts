@@ -3,6 +3,7 @@
  * the argv (the declared command run by `/bin/sh -c`, the prompt passed as an argument,
  * never spliced into the shell text) and the environment (GC_* identity variables).
  */
+import { OWNER_ENV } from "../proc/census.js";
 import type { StartConfig } from "./provider.js";
 
 /** Shell used for the declared command and hooks. */
@@ -131,22 +132,53 @@ export function inheritedEnv(base: NodeJS.ProcessEnv, extra: readonly string[] =
 }
 
 /**
+ * {@link OWNER_ENV} (`GC_OWNER`) carries a local session's ownership tag: the city's owner
+ * key (`<name>-<id>`, `ownerKey` in identity.ts — unlike `GC_CITY`, two cities never share
+ * it). Every process of a session inherits it, so processes that outlived their tmux server
+ * or holder (re-parented to init) are still found as this city's (proc/census.ts). Not part
+ * of any fingerprint (only declared config is).
+ */
+export { OWNER_ENV };
+
+/** The city as {@link sessionEnv} tags it: its name, plus the owner key for local sessions. */
+export type SessionCity = string | { readonly name: string; readonly owner: string };
+
+/**
+ * `env` without {@link OWNER_ENV}: for gc's own long-lived processes (controller, tmux
+ * server, holders), which may be started from inside a session and must never look like
+ * one of its processes. Pure.
+ */
+export function withoutOwnerTag(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  delete out[OWNER_ENV];
+  return out;
+}
+
+/**
  * The environment a session's program and hooks see: the allow-listed part of the caller's
  * base env ({@link inheritedEnv}), then the declared env, then identity variables
- * (`GC_SESSION`, `GC_CITY`, `GC_DIR`); the provider's own terminal variables (`terminal`, e.g.
- * the pty's `TERM`) go after the inherited part. Never gc's whole environment. Pure.
+ * (`GC_SESSION`, `GC_CITY`, `GC_DIR`, and {@link OWNER_ENV} when `city` carries an owner
+ * key — local providers do; docker/k8s/exec pass the name alone); the provider's own
+ * terminal variables (`terminal`, e.g. the pty's `TERM`) go after the inherited part. Never
+ * gc's whole environment. Pure.
  */
 export function sessionEnv(
   base: NodeJS.ProcessEnv,
   name: string,
   cfg: Pick<StartConfig, "env" | "workDir" | "inheritEnv">,
-  city: string,
+  city: SessionCity,
   terminal: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   const env: Record<string, string> = inheritedEnv(base, cfg.inheritEnv);
   Object.assign(env, terminal, cfg.env);
   env.GC_SESSION = name;
-  env.GC_CITY = city;
+  if (typeof city === "string") {
+    env.GC_CITY = city;
+    delete env[OWNER_ENV]; // a declared value must not claim another city's ownership
+  } else {
+    env.GC_CITY = city.name;
+    env[OWNER_ENV] = city.owner;
+  }
   env.GC_DIR = cfg.workDir;
   return env;
 }

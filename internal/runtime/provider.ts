@@ -408,6 +408,17 @@ export interface CensusProvider {
 }
 
 /**
+ * Optional, for providers whose sessions are local processes: kills the orphans of session
+ * `name` — processes of a previous incarnation still carrying this city's owner tag and that
+ * session's name, outside every live backend tree (re-parented to init when their tmux
+ * server or holder was lost). Never touches a live session's processes, another city's, a
+ * controller or gc itself. Resolves what was killed (empty when nothing was found).
+ */
+export interface OrphanKillProvider {
+  killOrphans(name: string): Promise<CensusEntry[]>;
+}
+
+/**
  * Optional: tells when the backend under this city's sessions went away (the tmux server
  * exited), so the controller can recover at once instead of at its next interval.
  */
@@ -515,6 +526,10 @@ export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchP
 
 /** Type guard for {@link CensusProvider}. */
 export const supportsCensus = (p: Provider): p is Provider & CensusProvider => hasMethods(p, "census");
+
+/** Type guard for {@link OrphanKillProvider}. */
+export const supportsOrphanKill = (p: Provider): p is Provider & OrphanKillProvider =>
+  hasMethods(p, "killOrphans");
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

@@ -7,6 +7,7 @@ import {
   inheritedEnv,
   launchArgv,
   sessionEnv,
+  withoutOwnerTag,
 } from "../../internal/runtime/launch.js";
 
 describe("session environment", () => {
@@ -51,6 +52,25 @@ describe("session environment", () => {
       GC_DIR: "/w",
     });
     expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+  });
+
+  it("sessionEnv: a local city tags the session with its owner key; a name alone (docker/k8s/exec) does not", () => {
+    const local = sessionEnv(gcEnv, "s1", { env: {}, workDir: "/w" }, { name: "c", owner: "c-0123456789" });
+    expect(local).toMatchObject({ GC_CITY: "c", GC_OWNER: "c-0123456789", GC_SESSION: "s1" });
+    // A declared GC_OWNER never claims another city's ownership.
+    const declared = { env: { GC_OWNER: "other-1" }, workDir: "/w" };
+    expect(sessionEnv(gcEnv, "s1", declared, { name: "c", owner: "c-1" }).GC_OWNER).toBe("c-1");
+    expect(sessionEnv(gcEnv, "s1", declared, "c").GC_OWNER).toBeUndefined();
+    expect(
+      sessionEnv({ ...gcEnv, GC_OWNER: "x" }, "s1", { env: {}, workDir: "/w" }, "c").GC_OWNER,
+    ).toBeUndefined();
+  });
+
+  it("withoutOwnerTag: gc's own processes started inside a session drop its owner tag only", () => {
+    expect(withoutOwnerTag({ GC_OWNER: "c-1", GC_SESSION: "s", PATH: "/bin" })).toEqual({
+      GC_SESSION: "s",
+      PATH: "/bin",
+    });
   });
 });
 

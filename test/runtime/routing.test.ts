@@ -88,6 +88,26 @@ describe("a changed route is core drift", () => {
 });
 
 describe("RoutingProvider", () => {
+  it("killOrphans asks every local backend (the session may have moved) and returns what they killed", async () => {
+    const { a, b, p } = await router();
+    const asked: string[] = [];
+    const orphan = (pid: number) => ({ pid, comm: "sleep", startTime: "1", orphan: true as const });
+    Object.assign(a, {
+      killOrphans: async (n: string) => {
+        asked.push(`a:${n}`);
+        return [orphan(11)];
+      },
+    });
+    Object.assign(b, {
+      killOrphans: async (n: string) => {
+        asked.push(`b:${n}`);
+        return [orphan(22)];
+      },
+    });
+    expect((await p.killOrphans("s")).map((e) => e.pid)).toEqual([11, 22]);
+    expect(asked.sort()).toEqual(["a:s", "b:s"]);
+  });
+
   it("routes by the start config, remembers routes across instances, re-learns a lost record", async () => {
     const { dir, a, b, p, again } = await router();
     await p.start("one", cfg());

@@ -79,6 +79,7 @@ export const command = defineCommand({
       }
       const stopped: string[] = [];
       const failures: string[] = [];
+      const killedOrphans: string[] = [];
       for (const pName of await providersInUse(city, store)) {
         const provider = await city.providerFor(pName);
         // Every process of the backend before the stop, tagged or not: followed to the end.
@@ -133,7 +134,19 @@ export const command = defineCommand({
         if (supportsCensus(provider)) {
           // The census reads the process table, so a backend that is still exiting is waited
           // for (and killed if it lingers), never mistaken for a failure or for "clean".
-          const left = await awaitEmptyCensus(() => provider.census(), { before, signal: ctx.signal });
+          // Orphans (processes that outlived their backend, found by the city's tag too) are
+          // killed and said so; the census is "nothing left" only once they are gone.
+          const left = await awaitEmptyCensus(() => provider.census(), {
+            before,
+            signal: ctx.signal,
+            onKill: (k) => {
+              killedOrphans.push(...k.map((e) => `pid ${e.pid} (${e.comm})`));
+              if (!json)
+                ctx.out(
+                  `census: killing ${k.length} leftover process${k.length === 1 ? "" : "es"} of ${pName}: ${k.map((e) => `pid ${e.pid} (${e.comm})`).join(", ")}`,
+                );
+            },
+          });
           if (left.length > 0)
             failures.push(`${pName} still runs: ${left.map((e) => `pid ${e.pid} (${e.comm})`).join(", ")}`);
         } else {
@@ -146,7 +159,13 @@ export const command = defineCommand({
       if (json) {
         ctx.out(
           JSON.stringify(
-            { city: city.name, controllerStopped: ctl.running, stopped: stopped.sort(), problems: failures },
+            {
+              city: city.name,
+              controllerStopped: ctl.running,
+              stopped: stopped.sort(),
+              killedLeftovers: killedOrphans,
+              problems: failures,
+            },
             null,
             2,
           ),

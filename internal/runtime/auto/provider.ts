@@ -8,6 +8,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { CensusEntry } from "../../proc/census.js";
 import {
   describeError,
   type FailedBackend,
@@ -33,6 +34,7 @@ import type {
   InteractionResponse,
   NudgeContent,
   OpOptions,
+  OrphanKillProvider,
   PendingInteraction,
   Provider,
   ProviderCapabilities,
@@ -51,6 +53,7 @@ import {
   supportsIdleWait,
   supportsInteraction,
   supportsNudgeNow,
+  supportsOrphanKill,
   supportsSessionEnd,
   supportsShutdown,
   supportsSnapshot,
@@ -106,7 +109,8 @@ export class RoutingProvider
     CommandProvider,
     SnapshotProvider,
     StyledPeekProvider,
-    BackendShutdownProvider
+    BackendShutdownProvider,
+    OrphanKillProvider
 {
   readonly name: string;
   private readonly rules: RouteRules;
@@ -563,6 +567,17 @@ export class RoutingProvider
       if (r.status === "fulfilled") for (const s of r.value) if (!out.has(s.name)) out.set(s.name, s);
     }
     return [...out.values()];
+  }
+
+  /**
+   * Kills the orphans of `name` on every backend that can ({@link OrphanKillProvider}: the
+   * local ones). Every such backend is asked, not only the session's route: a session lost
+   * with its infrastructure may have been moved. Safe because an orphan is one whose parent
+   * is init — a live session's processes on another backend have theirs.
+   */
+  async killOrphans(name: string): Promise<CensusEntry[]> {
+    const local = [...this.backends.values()].filter(supportsOrphanKill);
+    return (await Promise.all(local.map((p) => p.killOrphans(name)))).flat();
   }
 
   /**

@@ -24,7 +24,7 @@ import {
   screenShowsPrompt,
 } from "../dialogs.js";
 import { describeError, HookFailedError, OperationTimeoutError } from "../errors.js";
-import { hookDirOf, launchArgv, SHELL, sessionEnv } from "../launch.js";
+import { hookDirOf, launchArgv, type SessionCity, SHELL, sessionEnv } from "../launch.js";
 import type { StartConfig, StartReport } from "../provider.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
 import { checkStageSources } from "./stage.js";
@@ -56,7 +56,7 @@ export function limitsFor(config: StartConfig, defaults: Partial<StartLimits> = 
  */
 export function planStart(
   name: string,
-  city: string,
+  city: SessionCity,
   config: StartConfig,
   opts: {
     baseEnv?: NodeJS.ProcessEnv;
@@ -67,7 +67,7 @@ export function planStart(
 ): StartPlan {
   return {
     name,
-    city,
+    city: typeof city === "string" ? city : city.name,
     config,
     workDir: config.workDir,
     hookDir: hookDirOf(config),

@@ -13,7 +13,7 @@ import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { type CensusEntry, processCensus } from "../../proc/census.js";
+import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.js";
 import { pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -28,7 +28,7 @@ import {
   SessionNotFoundError,
 } from "../errors.js";
 import { ownerKey } from "../identity.js";
-import { commandViaEnv, hookDirOf, launchArgv, sessionEnv } from "../launch.js";
+import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
 import {
   limitsFor,
   planStart,
@@ -56,6 +56,7 @@ import {
   type InteractionResponse,
   type NudgeContent,
   type OpOptions,
+  type OrphanKillProvider,
   type OutputChunk,
   type PendingInteraction,
   type Provider,
@@ -224,6 +225,7 @@ export class SubprocessProvider
     CommandProvider,
     SnapshotProvider,
     CensusProvider,
+    OrphanKillProvider,
     BackendWatchProvider,
     BackendShutdownProvider
 {
@@ -323,13 +325,24 @@ export class SubprocessProvider
 
   /**
    * The live holder process of this provider root (whether or not it still answers) and all
-   * its descendants (every session's program), from /proc.
+   * its descendants (every session's program), from /proc, plus the city's orphans
+   * (programs that outlived a lost holder, found by their `GC_OWNER` tag; flagged `orphan`).
    */
   census(): Promise<CensusEntry[]> {
+    return this.scan(undefined);
+  }
+
+  /** Kills the orphans of session `name` (see {@link OrphanKillProvider}). */
+  killOrphans(name: string): Promise<CensusEntry[]> {
+    return killOrphans(() => this.scan(name));
+  }
+
+  private scan(session: string | undefined): Promise<CensusEntry[]> {
     const node = basename(this.opts.nodePath ?? process.execPath);
     return processCensus(
       (p) => p.pid !== process.pid && (p.argv0 === node || p.argv0.startsWith("node")),
       (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.includes(this.root),
+      { owner: this.owner, session },
     );
   }
 
@@ -418,7 +431,7 @@ export class SubprocessProvider
       release = await this.lock(name);
       await this.clearPrevious(name);
       signal?.throwIfAborted();
-      const plan = planStart(name, this.city, config, {
+      const plan = planStart(name, { name: this.city, owner: this.owner }, config, {
         baseEnv: this.opts.baseEnv ?? process.env,
         terminal: PTY_ENV,
       });
@@ -481,7 +494,13 @@ export class SubprocessProvider
 
   /** The program's environment: base env without gc's terminal, the pty's TERM, then the session's. */
   private programEnv(name: string, config: StartConfig): Record<string, string> {
-    return sessionEnv(this.opts.baseEnv ?? process.env, name, config, this.city, PTY_ENV);
+    return sessionEnv(
+      this.opts.baseEnv ?? process.env,
+      name,
+      config,
+      { name: this.city, owner: this.owner },
+      PTY_ENV,
+    );
   }
 
   /**
@@ -643,7 +662,8 @@ export class SubprocessProvider
     if (dirname(sock) !== this.root) ensurePrivateDir(dirname(sock));
     const logPath = holderLogPath(this.root);
     ensurePrivateDir(dirname(logPath));
-    const holderEnv: NodeJS.ProcessEnv = { ...process.env };
+    // gc may run inside a session: the holder must not carry that session's owner tag.
+    const holderEnv: NodeJS.ProcessEnv = withoutOwnerTag(process.env);
     delete holderEnv.NODE_OPTIONS; // an inspector or loader flag of the controller must not follow
     const logFd = openSync(logPath, "a", 0o600);
     let child: ReturnType<typeof spawn>;

@@ -10,7 +10,7 @@ import { mkdir, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type CensusEntry, hasOption, processCensus } from "../../proc/census.js";
+import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
@@ -64,6 +64,7 @@ import {
   type InteractionResponse,
   type NudgeContent,
   type OpOptions,
+  type OrphanKillProvider,
   type PendingInteraction,
   type Provider,
   type ProviderCapabilities,
@@ -140,6 +141,7 @@ export class TmuxProvider
     SnapshotProvider,
     BackendShutdownProvider,
     CensusProvider,
+    OrphanKillProvider,
     BackendWatchProvider,
     BatchInteractionProvider
 {
@@ -150,6 +152,8 @@ export class TmuxProvider
   private readonly city: string;
   private readonly cityDir: string;
   private readonly tag: string;
+  /** The city as session env tags it: name and owner key (`GC_OWNER`). */
+  private readonly envCity: { readonly name: string; readonly owner: string };
   private readonly client: ControlClient;
   private readonly starts = new StartsInProgress();
   private readonly nudgeChains = new Map<string, Promise<void>>();
@@ -171,6 +175,7 @@ export class TmuxProvider
     this.city = opts.city;
     this.cityDir = opts.cityDir;
     this.tag = ownerTag(ownerKey(opts.city, opts.cityId));
+    this.envCity = { name: opts.city, owner: ownerKey(opts.city, opts.cityId) };
     this.settings = resolveSettings(opts.city, opts.settings, opts.cityId);
     const env: NodeJS.ProcessEnv = {};
     for (const k of CLIENT_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
@@ -258,7 +263,7 @@ export class TmuxProvider
       workDir: resolve(this.cityDir, cfg.workDir),
       hookDir: resolve(this.cityDir, hookDirOf(cfg)),
     };
-    const plan = planStart(name, this.city, config, { sourceDir: this.cityDir });
+    const plan = planStart(name, this.envCity, config, { sourceDir: this.cityDir });
     await mkdir(plan.hookDir, { recursive: true });
     let id: string | undefined;
     const live = async (sig: AbortSignal) => {
@@ -914,7 +919,7 @@ export class TmuxProvider
     }
     const workDir = s.workDir ?? this.cityDir;
     const env = {
-      ...sessionEnv(process.env, name, { env: declared, workDir }, this.city),
+      ...sessionEnv(process.env, name, { env: declared, workDir }, this.envCity),
       ...opts.env,
     };
     try {
@@ -1111,14 +1116,26 @@ export class TmuxProvider
 
   /**
    * Every live process on the city's socket from /proc: each tmux process started with this
-   * socket (the server and any client) and all its descendants (every pane, tagged or not).
-   * Never talks to tmux, so a server that is exiting is counted, not an error.
+   * socket (the server and any client) and all its descendants (every pane, tagged or not),
+   * plus the city's orphans (panes' processes that outlived a lost server, found by their
+   * `GC_OWNER` tag; flagged `orphan`). Never talks to tmux, so a server that is exiting is
+   * counted, not an error.
    */
   census(): Promise<CensusEntry[]> {
+    return this.scan(undefined);
+  }
+
+  /** Kills the orphans of session `name` (see {@link OrphanKillProvider}). */
+  killOrphans(name: string): Promise<CensusEntry[]> {
+    return killOrphans(() => this.scan(name));
+  }
+
+  private scan(session: string | undefined): Promise<CensusEntry[]> {
     const [flag, value] = socketArgs(this.settings.socket) as [string, string];
     return processCensus(
       (p) => p.comm.startsWith("tmux") || p.argv0 === "tmux",
       (argv) => hasOption(argv, flag, value),
+      { owner: this.envCity.owner, session },
     );
   }
 
@@ -1249,7 +1266,7 @@ export class TmuxProvider
 
   private hookEnv(name: string, cfg: StartConfig, workDir: string): NodeJS.ProcessEnv {
     return {
-      ...sessionEnv(process.env, name, { env: cfg.env, workDir }, this.city),
+      ...sessionEnv(process.env, name, { env: cfg.env, workDir }, this.envCity),
       GC_TMUX_SOCKET: this.settings.socketLabel,
     };
   }

@@ -1,0 +1,183 @@
+/**
+ * End-to-end: processes of a session that outlive its infrastructure (a child in its own
+ * session ignoring SIGHUP, re-parented to init when the tmux server or the holder dies) are
+ * found by the city's `GC_OWNER` tag. The controller kills the lost incarnation's orphans
+ * before starting the session again — one incarnation runs, however many losses — and
+ * `gc stop` kills orphans and says "nothing is left" only when that is true.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { killPids } from "../../internal/proc/kill.js";
+import { makeCity, type TestCity, until } from "../support/city.js";
+
+/**
+ * The agent: `sleep 100000` in the pane, and a child in its own session that ignores SIGHUP
+ * (`sleep 100001`) — what a Gemini CLI or a `codex app-server` daemon does to its terminal.
+ */
+const AGENT = `setsid sh -c 'trap "" HUP; exec sleep 100001' & exec sleep 100000`;
+
+interface StatusRow {
+  name: string;
+  running: boolean;
+  infraLosses: number;
+}
+
+async function row(city: TestCity, name: string): Promise<StatusRow | undefined> {
+  const r = await city.gc(["status", "--json"]);
+  if (r.code !== 0) return undefined;
+  return (JSON.parse(r.stdout) as { sessions: StatusRow[] }).sessions.find((s) => s.name === name);
+}
+
+/** Live processes whose environment says they belong to `session` of the city (by name, as a person would look). */
+function tagged(city: TestCity, session?: string): { pid: number; ppid: number; argv: string }[] {
+  const out: { pid: number; ppid: number; argv: string }[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const env = readFileSync(`/proc/${e}/environ`, "utf8").split("\0");
+      if (!env.includes(`GC_CITY=${city.name}`)) continue;
+      if (session !== undefined && !env.includes(`GC_SESSION=${session}`)) continue;
+      const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+      const [state = "", ppid = ""] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z") continue;
+      const argv = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").join(" ").trim();
+      out.push({ pid: Number(e), ppid: Number(ppid), argv });
+    } catch {
+      // gone mid-read
+    }
+  }
+  return out;
+}
+
+/** The SIGHUP-immune children (`sleep 100001`) of the city's sessions. */
+const immune = (city: TestCity, session?: string) =>
+  tagged(city, session)
+    .filter((p) => p.argv === "sleep 100001")
+    .map((p) => p.pid);
+
+/** A city with one agent running AGENT; every tagged process is killed after the test, even on failure. */
+function orphanCity(provider: "tmux" | "subprocess"): TestCity {
+  const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: ${provider}
+daemon:
+  interval: 1h
+agents:
+  - name: a
+    start_command: ${JSON.stringify(AGENT)}
+`);
+  onTestFinished(async () => {
+    await killPids(tagged(city).map((p) => p.pid));
+    // Holders of the city (subprocess): not tagged, found by their argv.
+    const holders: number[] = [];
+    for (const e of readdirSync("/proc")) {
+      try {
+        const argv = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0");
+        if (argv.some((a) => a.endsWith("holder.js")) && argv.some((a) => a.startsWith(city.dir)))
+          holders.push(Number(e));
+      } catch {
+        // not a process, or gone
+      }
+    }
+    await killPids(holders);
+  });
+  return city;
+}
+
+async function lossEvents(city: TestCity): Promise<{ orphansKilled?: number }[]> {
+  const r = await city.gc(["session", "logs", "a", "--events", "--json"]);
+  const { events } = JSON.parse(r.stdout) as {
+    events: { type: string; payload: { orphansKilled?: number } }[];
+  };
+  return events.filter((e) => e.type === "session.infrastructure-lost").map((e) => e.payload);
+}
+
+describe("orphans of lost infrastructure (e2e)", { timeout: 180_000 }, () => {
+  it("tmux: each kill-server under a running controller → the session is back, the old incarnation's orphan is killed, one incarnation runs", async () => {
+    const city = orphanCity("tmux");
+    expect((await city.gc(["start"])).code).toBe(0);
+    let current = await until("a and its immune child run", async () => {
+      const r = await row(city, "a");
+      const kids = immune(city, "a");
+      return r?.running && kids.length === 1 && kids;
+    });
+    for (let loss = 1; loss <= 2; loss++) {
+      const old = current[0]!;
+      city.tmux("kill-server");
+      current = await until(
+        `back after loss ${loss}, with a new immune child`,
+        async () => {
+          const r = await row(city, "a");
+          const kids = immune(city, "a");
+          return r?.running && r.infraLosses === loss && kids.length === 1 && kids[0] !== old && kids;
+        },
+        60_000,
+      );
+      // The old child is dead (not merely re-parented), and exactly one incarnation runs.
+      expect(tagged(city).some((p) => p.pid === old)).toBe(false);
+      expect(tagged(city, "a").filter((p) => p.argv.startsWith("sleep")).length).toBe(2);
+    }
+    const events = await lossEvents(city);
+    expect(events).toHaveLength(2);
+    for (const e of events) expect(e.orphansKilled).toBeGreaterThanOrEqual(1);
+
+    const stop = await city.gc(["stop"]);
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
+    expect(tagged(city)).toEqual([]);
+  });
+
+  it("tmux: gc stop with an orphan of a lost server (no controller) kills it, says so, and only then reports nothing left", async () => {
+    const city = orphanCity("tmux");
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const kid = (
+      await until("immune child runs", () => immune(city, "a").length === 1 && immune(city, "a"))
+    )[0]!;
+    city.tmux("kill-server");
+    // The pane is gone; its child lives on, re-parented to init, with nothing owning it.
+    await until("the pane's program is gone", () => tagged(city, "a").length === 1);
+    expect(tagged(city, "a")).toEqual([expect.objectContaining({ pid: kid, ppid: 1 })]);
+
+    const stop = await city.gc(["stop"]);
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(stop.stdout).toContain(`killing 1 leftover process of tmux: pid ${kid} (sleep)`);
+    expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
+    expect(tagged(city)).toEqual([]);
+  });
+
+  it("subprocess: a holder killed with SIGKILL → the session is back on a new holder, the old orphan is killed", async () => {
+    const city = orphanCity("subprocess");
+    expect((await city.gc(["start"])).code).toBe(0);
+    const old = (
+      await until("a and its immune child run", async () => {
+        const r = await row(city, "a");
+        const kids = immune(city, "a");
+        return r?.running && kids.length === 1 && kids;
+      })
+    )[0]!;
+    const holderPid = (
+      JSON.parse(readFileSync(`${city.dir}/.gc/subprocess/sessions/a/session.json`, "utf8")) as {
+        holderPid: number;
+      }
+    ).holderPid;
+    process.kill(holderPid, "SIGKILL");
+    await until(
+      "back on a new holder with a new immune child, the old one dead",
+      async () => {
+        const r = await row(city, "a");
+        const kids = immune(city, "a");
+        return r?.running && r.infraLosses === 1 && kids.length === 1 && kids[0] !== old;
+      },
+      60_000,
+    );
+    expect(tagged(city).some((p) => p.pid === old)).toBe(false);
+    const events = await lossEvents(city);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.orphansKilled).toBeGreaterThanOrEqual(1);
+
+    const stop = await city.gc(["stop"]);
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(tagged(city)).toEqual([]);
+  });
+});
