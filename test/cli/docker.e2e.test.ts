@@ -267,6 +267,9 @@ agents:
   - name: quick
     start_command: "sh -c 'exit 3'"
     work_dir: ./quick
+    # Readiness looks after 1 s: by then the program has surely exited (without a wait, a
+    # start's last look can come before the exit on a loaded machine, and it is a crash later).
+    ready_delay_ms: 1000
 `);
       const r = await city.gc(["start", "--once", "--json"], { timeoutMs: 120_000 });
       expect(r.code).toBe(1); // an action failed

@@ -934,7 +934,7 @@ export class DockerProvider
     }
   }
 
-  /** An exec that yields `undefined` when the container is gone or not running (404/409). */
+  /** An exec that yields `undefined` when the container is gone or not running (404/409, or a refusal once it stopped). */
   private async execQuiet(
     id: string,
     argv: readonly string[],
@@ -953,6 +953,9 @@ export class DockerProvider
       const st = statusOf(e) ?? statusOf((e as { cause?: unknown }).cause);
       if (st === 404 || st === 409) return undefined;
       if (signal?.aborted) throw signal.reason;
+      // A container that stopped between the exec's create and start is refused with a 500
+      // ("container … is not running"): that is the container's end, not an engine failure.
+      if (!(await this.alive(id, signal).catch(() => true))) return undefined;
       throw this.engine.wrap(`exec in ${id.slice(0, 12)}`, e);
     }
   }
