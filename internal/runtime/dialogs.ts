@@ -626,6 +626,13 @@ export interface DialogTiming {
    * answer to its next screen. The start's own deadline still bounds the wait. Default 60 000 ms.
    */
   readonly confirmMs?: number | undefined;
+  /**
+   * A marker already on the chosen option is confirmed at once (default: startup dialogs,
+   * which a program may print over soon after drawing). `false`: only once it has stood still
+   * for `steadyMs` — an operator's answer to a menu the program may have drawn a moment ago,
+   * before it reads keys (Codex's second sign-in menu lost an Enter sent at once).
+   */
+  readonly confirmAtOnce?: boolean | undefined;
 }
 
 async function pollScreen<T>(
@@ -735,7 +742,8 @@ export async function selectOption(
       // its own dialog soon after drawing it). Otherwise keys reach the program in order, so
       // the confirm key lands after every cursor key sent: it waits until those have had
       // time to land, as seen on this read.
-      if (lastKeyAt < 0 || (standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency))) break;
+      const atOnce = lastKeyAt < 0 && (t.confirmAtOnce ?? true);
+      if (atOnce || (standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency))) break;
     } else if (standing && readAt - Math.max(lastKeyAt, lastMoveAt) >= Math.max(settleMs, 2 * latency)) {
       // No key sent yet, or the screen has not answered for `settleMs` (and twice the slowest
       // response seen): what was sent is taken as lost. Press for the distance left.
@@ -1042,7 +1050,7 @@ export async function respondToInteraction(
     found.read,
     found.menu,
     index,
-    opts,
+    { confirmAtOnce: false, ...opts },
   );
 }
 

@@ -150,9 +150,12 @@ class MenuTerminal implements ScreenIO {
   latencyMs = 0;
   /** This many keys are lost (sent before the program listened). */
   drop = 0;
+  /** Keys sent before this time (epoch ms) are lost: a menu drawn before its program reads keys. */
+  deafUntil = 0;
   async sendKeys(keys: readonly string[]): Promise<void> {
     for (const k of keys) {
       this.keys.push(k);
+      if (Date.now() < this.deafUntil) continue;
       if (this.drop > 0) {
         this.drop--;
         continue;
@@ -484,6 +487,15 @@ describe("interactions", () => {
       respondToInteraction(term, { requestId: "scr-0000", action: "approve" }, fast),
     ).rejects.toThrow(/changed/);
     expect(term.keys).toEqual([]);
+  });
+
+  it("respondToInteraction: a menu drawn a moment ago with the marker already on the option is confirmed once it stood still, not at once", async () => {
+    const term = new MenuTerminal("Sign in another way", ["Use an OpenAI API key", "Use Amazon Bedrock"], 0);
+    // The program draws its menu before it reads keys: an Enter sent at once is lost.
+    term.deafUntil = Date.now() + 150;
+    await respondToInteraction(term, { action: "1" }, { ...fast, steadyMs: 250 });
+    expect(term.chosen).toBe("Use an OpenAI API key");
+    expect(term.keys).toEqual(["Enter"]);
   });
 
   it("respondToInteraction: an option label or number works for a generic menu", async () => {
