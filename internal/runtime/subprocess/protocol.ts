@@ -105,6 +105,7 @@ export type HolderRequest =
   | { readonly op: "screen" }
   | { readonly op: "nudge"; readonly text: string }
   | { readonly op: "keys"; readonly keys: readonly string[] }
+  /** Ctrl-C typed (ACP: cancel). Served for clients of an earlier gc; this gc sends `keys [C-c]`. */
   | { readonly op: "interrupt" }
   | { readonly op: "resize"; readonly cols: number; readonly rows: number }
   | { readonly op: "clear" }

@@ -1028,10 +1028,15 @@ export class SubprocessProvider
     await this.call(name, { op: "keys", keys: [...keys] }, OP_TIMEOUT_MS, opts.signal);
   }
 
-  /** SIGINT to the pty's foreground process group. Best-effort: resolves when missing. */
+  /**
+   * Ctrl-C typed into the pty, as a terminal does (an ACP holder cancels the turn). Sent as
+   * the `keys` op, not `interrupt`: a holder started by an earlier gc keeps running after an
+   * upgrade, and its `interrupt` signalled the foreground group (which ends Claude Code and
+   * Gemini CLI). Best-effort: resolves when missing.
+   */
   async interrupt(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
-    await this.call(name, { op: "interrupt" }, OP_TIMEOUT_MS, opts.signal);
+    await this.call(name, { op: "keys", keys: ["C-c"] }, OP_TIMEOUT_MS, opts.signal);
   }
 
   /** Drops the screen model's scrollback. Best-effort: resolves when missing. */
