@@ -71,13 +71,12 @@ export function selectOrphans(
   query: TagQuery,
   exclude: ReadonlySet<number>,
 ): ProcEntry[] {
-  const pids = new Set(table.map((p) => p.pid));
   const out = new Map<number, ProcEntry>();
+  // Candidates have no live parent but init: a tagged process a live parent owns is never one.
   for (const p of orphanCandidates(table, exclude)) {
     const env = envOf.get(p.pid);
     if (!env || env.get(OWNER_ENV) !== query.owner || env.has(CONTROLLER_ENV)) continue;
     if (query.session !== undefined && env.get(SESSION_ENV) !== query.session) continue;
-    if (p.ppid > 1 && pids.has(p.ppid)) continue; // still owned (candidates guarantee not, but be exact)
     for (const q of processTree(table, p.pid)) {
       if (!exclude.has(q.pid) && !ended(q)) out.set(q.pid, q);
     }

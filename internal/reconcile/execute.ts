@@ -405,9 +405,10 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
  */
 async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
   const provider = await deps.providerFor(d.provider);
+  const local = supportsOrphanKill(provider);
   let killed: number[] = [];
   let killProblem: string | undefined;
-  if (supportsOrphanKill(provider)) {
+  if (local) {
     try {
       killed = (await provider.killOrphans(d.name)).map((e) => e.pid);
     } catch (e) {
@@ -424,7 +425,7 @@ async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteD
       reason,
       provider: d.provider,
       count: n,
-      ...(supportsOrphanKill(provider) ? { orphansKilled: killed.length, orphanPids: killed } : {}),
+      ...(local ? { orphansKilled: killed.length, orphanPids: killed } : {}),
       ...(killProblem ? { orphanKillError: killProblem } : {}),
     },
   });

@@ -140,10 +140,11 @@ export const command = defineCommand({
             before,
             signal: ctx.signal,
             onKill: (k) => {
-              killedOrphans.push(...k.map((e) => `pid ${e.pid} (${e.comm})`));
+              const procs = k.map((e) => `pid ${e.pid} (${e.comm})`);
+              killedOrphans.push(...procs);
               if (!json)
                 ctx.out(
-                  `census: killing ${k.length} leftover process${k.length === 1 ? "" : "es"} of ${pName}: ${k.map((e) => `pid ${e.pid} (${e.comm})`).join(", ")}`,
+                  `census: killing ${k.length} leftover process${k.length === 1 ? "" : "es"} of ${pName}: ${procs.join(", ")}`,
                 );
             },
           });
