@@ -368,6 +368,34 @@ agents:
     expect(existsSync(`/tmp/tmux-${process.getuid?.() ?? 0}/${city.socket}`)).toBe(false);
   });
 
+  it("restarting only the controller (SIGTERM, then gc start): sessions keep running and the new controller adopts them unchanged", async () => {
+    const city = makeCity(twoAgents());
+    expect((await city.gc(["start"])).code).toBe(0);
+    const pids = await until(
+      "both pids",
+      () =>
+        existsSync(join(city.dir, "alpha", "pid")) &&
+        existsSync(join(city.dir, "beta", "pid")) && [pidOf(city, "alpha"), pidOf(city, "beta")],
+    );
+    const old = (await status(city)).controller.pid!;
+    process.kill(old, "SIGTERM");
+    await until("the old controller gone", async () => !(await pidAlive(old)));
+    expect((await status(city)).sessions.map((x) => [x.name, x.running])).toEqual([
+      ["alpha", true],
+      ["beta", true],
+    ]);
+    const again = await city.gc(["start"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("controller started");
+    const st = await status(city);
+    expect(st.controller.pid).not.toBe(old);
+    expect(st.sessions.map((x) => [x.name, x.running, x.restarts, x.drift])).toEqual([
+      ["alpha", true, 0, "none"],
+      ["beta", true, 0, "none"],
+    ]);
+    expect([pidOf(city, "alpha"), pidOf(city, "beta")]).toEqual(pids);
+  });
+
   it("a second gc start reports the running controller; an invalid edit keeps sessions running", async () => {
     const city = makeCity(twoAgents());
     const first = await city.gc(["start"]);
