@@ -72,6 +72,12 @@ export interface DialogSpec {
   readonly prompt?: string | undefined;
   /** Key names; default `Up`, `Down`, `Enter`. */
   readonly keys?: { readonly up?: string; readonly down?: string; readonly confirm?: string } | undefined;
+  /**
+   * The program drops the confirm key pressed this soon after its menu appeared (Codex's
+   * "Sign in another way" ignores an Enter within ~1 s of the Enter that opened it): the
+   * confirm key waits until gc has seen the menu on screen this long. Default: no wait.
+   */
+  readonly confirmAfterMs?: number | undefined;
 }
 
 /**
@@ -184,6 +190,9 @@ export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
       { role: "api-key", label: /^Use an OpenAI API key\b/i },
       { role: "bedrock", label: /^Use Amazon Bedrock\b/i },
     ],
+    // Codex 0.171 drops an Enter pressed under 1 s after the Enter that opened this menu
+    // (measured: 0.95 s lost, 1.0 s taken); a key field reached by Enter has no such delay.
+    confirmAfterMs: 1_500,
   },
   {
     id: "codex-api-key-field",
@@ -683,7 +692,7 @@ const MAX_ROUNDS = 4;
  */
 export async function selectOption(
   io: ScreenIO,
-  dialog: { readonly id: string; readonly keys?: DialogSpec["keys"] },
+  dialog: Pick<DialogSpec, "id" | "keys" | "confirmAfterMs">,
   read: MenuReader,
   menu: ParsedMenu,
   index: number,
@@ -722,7 +731,10 @@ export async function selectOption(
   for (;;) {
     const readAt = Date.now();
     // A marker that never settles (it moves by itself) is refused, never confirmed.
-    if (readAt - startedAt > (MAX_ROUNDS + 2) * Math.max(settleMs, 2 * latency))
+    if (
+      readAt - startedAt >
+      (MAX_ROUNDS + 2) * Math.max(settleMs, 2 * latency) + (dialog.confirmAfterMs ?? 0)
+    )
       throw new DialogRefusedError(dialog.id, "the cursor did not settle on the chosen option");
     const m = await readMenu();
     if (m.selected !== current) {
@@ -742,8 +754,12 @@ export async function selectOption(
       // its own dialog soon after drawing it). Otherwise keys reach the program in order, so
       // the confirm key lands after every cursor key sent: it waits until those have had
       // time to land, as seen on this read.
+      // A program that drops a confirm pressed too soon after its menu appeared
+      // (`confirmAfterMs`) is given that long since this answer first read the menu.
+      const shownLongEnough = readAt - startedAt >= (dialog.confirmAfterMs ?? 0);
       const atOnce = lastKeyAt < 0 && (t.confirmAtOnce ?? true);
-      if (atOnce || (standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency))) break;
+      const landed = standing && readAt >= lastKeyAt + Math.max(steadyMs, 2 * latency);
+      if (shownLongEnough && (atOnce || landed)) break;
     } else if (standing && readAt - Math.max(lastKeyAt, lastMoveAt) >= Math.max(settleMs, 2 * latency)) {
       // No key sent yet, or the screen has not answered for `settleMs` (and twice the slowest
       // response seen): what was sent is taken as lost. Press for the distance left.
@@ -1046,7 +1062,7 @@ export async function respondToInteraction(
   }
   await selectOption(
     io,
-    { id: found.spec?.id ?? "menu", keys: found.spec?.keys },
+    { id: found.spec?.id ?? "menu", keys: found.spec?.keys, confirmAfterMs: found.spec?.confirmAfterMs },
     found.read,
     found.menu,
     index,

@@ -152,10 +152,13 @@ class MenuTerminal implements ScreenIO {
   drop = 0;
   /** Keys sent before this time (epoch ms) are lost: a menu drawn before its program reads keys. */
   deafUntil = 0;
+  /** Enter pressed before this time (epoch ms) is dropped; other keys are read. */
+  confirmDeafUntil = 0;
   async sendKeys(keys: readonly string[]): Promise<void> {
     for (const k of keys) {
       this.keys.push(k);
       if (Date.now() < this.deafUntil) continue;
+      if (k === "Enter" && Date.now() < this.confirmDeafUntil) continue;
       if (this.drop > 0) {
         this.drop--;
         continue;
@@ -490,10 +493,18 @@ describe("interactions", () => {
   });
 
   it("respondToInteraction: a menu drawn a moment ago with the marker already on the option is confirmed once it stood still, not at once", async () => {
-    const term = new MenuTerminal("Sign in another way", ["Use an OpenAI API key", "Use Amazon Bedrock"], 0);
+    const term = new MenuTerminal("Select a model:", ["opus", "sonnet"], 0);
     // The program draws its menu before it reads keys: an Enter sent at once is lost.
     term.deafUntil = Date.now() + 150;
     await respondToInteraction(term, { action: "1" }, { ...fast, steadyMs: 250 });
+    expect(term.chosen).toBe("opus");
+    expect(term.keys).toEqual(["Enter"]);
+  });
+
+  it("respondToInteraction: Codex's 'Sign in another way' gets its Enter only once shown 1.5 s (it drops one within ~1 s of appearing)", async () => {
+    const term = new MenuTerminal("Sign in another way", ["Use an OpenAI API key", "Use Amazon Bedrock"], 0);
+    term.confirmDeafUntil = Date.now() + 1_000;
+    await respondToInteraction(term, { action: "1" }, fast);
     expect(term.chosen).toBe("Use an OpenAI API key");
     expect(term.keys).toEqual(["Enter"]);
   });
