@@ -6,6 +6,7 @@
  */
 import { basename, resolve as resolvePath } from "node:path";
 import { type RouteRules, routeSession } from "../runtime/auto/route.js";
+import type { StartText } from "../runtime/fingerprint.js";
 import type { CopyEntry, StartConfig } from "../runtime/provider.js";
 import { sessionShapingSettings } from "../runtime/registry.js";
 import { type EffectivePreset, lookupPreset } from "./builtins.js";
@@ -39,6 +40,11 @@ export interface DesiredSession {
    * declared `GC_*`-prefixed key counts as identity like any other user key.
    */
   readonly declaredEnvKeys: readonly string[];
+  /**
+   * What the program is first told, as declared: the prompt without its beacon (unless its
+   * mode is `none`) and the agent's own nudge. Pass to `fingerprint()` (reported, not hashed).
+   */
+  readonly startText: StartText;
 }
 
 /** What resolution needs from a loaded city. */
@@ -204,8 +210,9 @@ function resolveSession(
   );
   let prompt: string | undefined;
   let nudge = agent.nudge;
+  let body: string | undefined;
   if (promptText !== undefined && mode !== "none") {
-    const body = expandPlaceholders(promptText, { ...vars, work_dir: workDir });
+    body = expandPlaceholders(promptText, { ...vars, work_dir: workDir });
     const initial = `${formatBeacon(cityName, name, opts.now)}\n\n${body}`;
     if (mode === "nudge")
       nudge = nudge === undefined ? initial : `${initial}${PROMPT_NUDGE_SEPARATOR}${nudge}`;
@@ -253,6 +260,7 @@ function resolveSession(
     dependsOn: agent.depends_on,
     suspended: agent.suspended || config.workspace.suspended,
     declaredEnvKeys: Object.keys(declared).sort(),
+    startText: compact({ prompt: body, nudge: agent.nudge }),
   };
   return pool === undefined ? desired : { ...desired, pool };
 }

@@ -269,7 +269,7 @@ export async function desiredFrom(
       const filesKey = JSON.stringify(files);
       const hit = memo?.sessions.get(d);
       if (hit && hit.files === filesKey) return hit.session;
-      const fp = fingerprint(d.config, files, d.declaredEnvKeys, loaded.secrets);
+      const fp = fingerprint(d.config, files, d.declaredEnvKeys, loaded.secrets, d.startText);
       const session: DesiredSession = {
         name: d.name,
         agent: d.agent,

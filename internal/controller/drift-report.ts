@@ -8,8 +8,11 @@ import type { DesiredSession } from "../reconcile/execute.js";
 import { type FieldDrift, LIVE_FIELD } from "../runtime/fingerprint.js";
 import type { SessionRecord } from "../session/store.js";
 
-/** A drifted field with what applying it takes. */
-export type FieldChange = FieldDrift & { readonly effect: "live" | "restart" };
+/**
+ * A drifted field with what applying it takes: `restart`, `live` (re-applied without a
+ * restart), or `next-start` (a start-only field: waits for the session's next start).
+ */
+export type FieldChange = FieldDrift & { readonly effect: "live" | "restart" | "next-start" };
 
 /** The drift report of one session. */
 export type SessionDrift =
@@ -38,5 +41,6 @@ export function sessionDrift(
       effect: f.field === LIVE_FIELD && decided.kind === "live" ? "live" : "restart",
     }),
   );
-  return { session: name, drift: decided.kind, fields };
+  const waiting = decided.nextStart.map((f): FieldChange => ({ ...f, effect: "next-start" }));
+  return { session: name, drift: decided.kind, fields: [...fields, ...waiting] };
 }

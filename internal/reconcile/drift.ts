@@ -3,7 +3,13 @@
  * the city file wants now, and how. The planner restarts on `core` and re-applies
  * session_live on `live`; `gc status` and `gc drift` report exactly the same answer.
  */
-import { diffBreakdown, type FieldDrift, type FieldFingerprint, LIVE_FIELD } from "../runtime/fingerprint.js";
+import {
+  diffBreakdown,
+  type FieldDrift,
+  type FieldFingerprint,
+  isNextStartField,
+  LIVE_FIELD,
+} from "../runtime/fingerprint.js";
 
 /** What a record keeps of its last start. */
 export interface StartedAs {
@@ -25,8 +31,16 @@ export interface WantedAs {
 export interface Drift {
   /** `core`: restart; `live`: re-apply session_live; `none`: in sync. */
   readonly kind: "none" | "core" | "live";
-  /** Changed fields, old → new (`provider` included when the provider changed). */
+  /**
+   * Changed fields, old → new (`provider` included when the provider changed). Under `core`
+   * also the start-only fields (the restart applies them).
+   */
   readonly fields: readonly FieldDrift[];
+  /**
+   * Changed start-only fields (work dir, prompt, nudge) that nothing applies until the
+   * session next starts; empty under `core`, whose restart applies them.
+   */
+  readonly nextStart: readonly FieldDrift[];
   /** One line for logs and plans (`provider changed: tmux → subprocess`, `config drift: command`). */
   readonly reason: string;
 }
@@ -38,18 +52,25 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
     return {
       kind: "core",
       fields: [{ field: "provider", from: rec.provider, to: d.provider }, ...changed],
+      nextStart: [],
       reason: `provider changed: ${rec.provider} → ${d.provider}`,
     };
   }
   if (rec.coreHash !== d.core) {
     // Every changed field is reported (session_live too: the restart applies it as well), but
     // only the core fields name the restart's cause.
-    const core = changed.filter((f) => f.field !== LIVE_FIELD);
+    const core = changed.filter((f) => f.field !== LIVE_FIELD && !isNextStartField(f.field));
     const names = core.length > 0 ? core.map((f) => f.field) : ["(fingerprint)"];
-    return { kind: "core", fields: changed, reason: `config drift: ${names.join(", ")}` };
+    return { kind: "core", fields: changed, nextStart: [], reason: `config drift: ${names.join(", ")}` };
   }
+  const nextStart = changed.filter((f) => isNextStartField(f.field));
   if (rec.liveHash !== d.live) {
-    return { kind: "live", fields: changed, reason: "session_live changed" };
+    return {
+      kind: "live",
+      fields: changed.filter((f) => !isNextStartField(f.field)),
+      nextStart,
+      reason: "session_live changed",
+    };
   }
-  return { kind: "none", fields: [], reason: "in sync" };
+  return { kind: "none", fields: [], nextStart, reason: "in sync" };
 }

@@ -4,6 +4,7 @@
  * place (with the observer) where the store and providers meet.
  */
 import { describeError, isGcError } from "../runtime/errors.js";
+import { keepStartedFields } from "../runtime/fingerprint.js";
 import {
   type Provider,
   type StartConfig,
@@ -201,7 +202,12 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
       });
       await provider.runLive(d!.name, d!.config, { signal: deps.signal });
       await provider.setMeta(d!.name, META_LIVE, d!.live).catch(() => undefined);
-      await walkTo(store, d!.name, "running", action.reason, { liveHash: d!.live, breakdown: d!.breakdown });
+      // The session keeps running: its start-only fields stay what it started with.
+      const was = (await store.get(d!.name))?.breakdown ?? {};
+      await walkTo(store, d!.name, "running", action.reason, {
+        liveHash: d!.live,
+        breakdown: keepStartedFields(was, d!.breakdown),
+      });
       return "session_live re-applied without restart";
     }
     case "adopt":
@@ -373,7 +379,8 @@ async function adopt(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
     // Without a recorded fingerprint we cannot tell drift: treat it as drifted (restart is safe).
     coreHash: core ?? "unknown",
     liveHash: live ?? "unknown",
-    breakdown: sameCore ? d.breakdown : {},
+    // What it started with beyond the fingerprints (work dir, prompt) is not known.
+    breakdown: sameCore ? keepStartedFields({}, d.breakdown) : {},
     pending: null,
   });
   return `adopted (${sameCore ? "in sync" : "fingerprint differs: restart follows"})`;

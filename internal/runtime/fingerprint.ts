@@ -72,6 +72,20 @@ export const CORE_FIELDS = [
 export const LIVE_FIELD = "sessionLive";
 
 /**
+ * Fields a session takes only when it starts, never hashed (changing them restarts nothing,
+ * as in the reference): the breakdown keeps them so drift can say a change is waiting for
+ * the next start. A stored breakdown without them (an older build, an adopted session) is
+ * unknown there, not drifted.
+ */
+export const NEXT_START_FIELDS = ["workDir", "prompt", "nudge"] as const;
+
+/** What the program is first told, as declared (the prompt without its beacon). */
+export interface StartText {
+  readonly prompt?: string | undefined;
+  readonly nudge?: string | undefined;
+}
+
+/**
  * Core fields that are maps. Besides the whole map (which the core hash uses), the breakdown
  * holds one `<field>.<key>` entry per key, so drift names the keys that changed
  * (`env.GREETING: hello → bonjour`) instead of printing the whole map twice.
@@ -155,13 +169,16 @@ export function secretValuesOf(
 /**
  * Core and live fingerprints of `cfg`. Map order is irrelevant, list order significant;
  * an absent map equals an empty one. Work dir, readiness, process names, nudge, prompt
- * (and its beacon) are excluded: they are volatile or do not change what runs. Pure.
+ * (and its beacon) are excluded from both: they are volatile or do not change what runs.
+ * Work dir, `startText`'s prompt and nudge are in the breakdown, display only
+ * ({@link NEXT_START_FIELDS}). Pure.
  */
 export function fingerprint(
   cfg: StartConfig,
   files: FingerprintFiles = {},
   declaredEnvKeys: readonly string[] = [],
   interpolatedSecrets: readonly string[] = [],
+  startText: StartText = {},
 ): Fingerprints {
   const env = identityEnv(cfg.env, declaredEnvKeys);
   const copy = (cfg.copyFiles ?? []).map((c) => ({
@@ -235,7 +252,20 @@ export function fingerprint(
   const live = hash(canonicalJson(liveInput));
   // Shown by `gc drift` beside the core fields; not an input of `core`.
   breakdown[LIVE_FIELD] = { ...field(liveInput, liveInput.join(" ; ")), hash: live };
+  const next = { workDir: cfg.workDir, prompt: startText.prompt ?? "", nudge: startText.nudge ?? "" };
+  // A preview of the redacted text: its short hash must not be a check value for a secret.
+  const shown = (text: string) => redactAssignments(redactValues(text, secrets));
+  for (const f of NEXT_START_FIELDS)
+    breakdown[f] = field(next[f], f === "workDir" ? next[f] : preview(shown(next[f])));
   return { core, live, breakdown };
+}
+
+/** A long text for display: its first 48 characters on one line, its length and a short hash of it. */
+function preview(text: string): string {
+  if (text === "") return "";
+  const line = text.replace(/\s+/g, " ").trim();
+  const head = line.length > 48 ? `${line.slice(0, 48)}…` : line;
+  return `${JSON.stringify(head)} (${text.length} chars, #${hash(text).slice(-6)})`;
 }
 
 /** A setting's display value: strings as they are, anything else as canonical JSON. */
@@ -258,6 +288,28 @@ export interface FieldDrift {
   readonly to: string;
   /** A secret-derived value changed: `from`/`to` are "changed", never values. */
   readonly masked?: boolean;
+}
+
+/** True for a {@link NEXT_START_FIELDS} key. Pure. */
+export function isNextStartField(field: string): boolean {
+  return (NEXT_START_FIELDS as readonly string[]).includes(field);
+}
+
+/**
+ * The breakdown to record for a session that keeps running (re-applied session_live): the
+ * current one, but with the start-only fields it really started with (absent: unknown). Pure.
+ */
+export function keepStartedFields(
+  stored: Readonly<Record<string, FieldFingerprint>>,
+  current: Readonly<Record<string, FieldFingerprint>>,
+): Record<string, FieldFingerprint> {
+  const out: Record<string, FieldFingerprint> = { ...current };
+  for (const f of NEXT_START_FIELDS) {
+    const was = stored[f];
+    if (was === undefined) delete out[f];
+    else out[f] = was;
+  }
+  return out;
 }
 
 /** The map field a `<field>.<key>` breakdown entry belongs to, if it is one. Pure. */
@@ -301,6 +353,8 @@ export function diffBreakdown(
     const a = stored[field];
     const b = current[field];
     if (a?.hash === b?.hash) continue;
+    // Not recorded (an older build, an adopted session): unknown, not drifted.
+    if (a === undefined && isNextStartField(field)) continue;
     if (MAP_FIELDS.includes(field) && hasKeys(stored, field) && hasKeys(current, field)) {
       const prefix = `${field}.`;
       const keys = [...new Set([...Object.keys(stored), ...Object.keys(current)])]

@@ -102,6 +102,62 @@ describe.skipIf(!hasTmux)("gc start/stop/status/drift on tmux", { timeout: 120_0
     expect((await status(city)).sessions.every((s) => s.drift === "none" && s.running)).toBe(true);
   });
 
+  it("drift: a prompt edit restarts nothing and says it waits for the next start; gc session restart applies it", async () => {
+    const agent = (prompt: string, live: string) => `workspace: { name: '@NAME@' }
+session: { provider: tmux }
+daemon: { interval: 1h }
+agents:
+  - name: writer
+    start_command: "sh ../agent.sh"
+    prompt_mode: argument
+    prompt: ${JSON.stringify(prompt)}
+    session_live: [${JSON.stringify(live)}]
+    work_dir: ./writer
+    pre_start: ["mkdir -p ./writer"]
+`;
+    const city = makeCity(agent("Review the parser.", "true"));
+    // The prompt arrives as the last argument, after the beacon line.
+    writeFileSync(
+      join(city.dir, "agent.sh"),
+      'echo $$ > pid; printf "%s" "$1" > prompt.txt; exec sleep 100000\n',
+    );
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const prompt = () => readFileSync(join(city.dir, "writer", "prompt.txt"), "utf8");
+    const pid1 = await until(
+      "the first start",
+      () => existsSync(join(city.dir, "writer", "pid")) && pidOf(city, "writer"),
+    );
+    expect(prompt()).toContain("Review the parser.");
+    const longer =
+      "Review the lexer, then the parser; report what you find in both, with $(hostile) `input`.";
+    // A prompt edit together with a session_live edit: run-live keeps the prompt pending.
+    city.write(agent(longer, "true 2"));
+    const text = await city.gc(["drift", "writer"]);
+    expect(text.stdout).toContain("live drift (re-apply, no restart)");
+    expect(text.stdout).toContain(
+      "applied only when it next starts (gc session restart writer applies it now)",
+    );
+    expect(text.stdout).toMatch(
+      /prompt: "Review the parser\." \(18 chars, #\w+\) → "Review the lexer, then the parser; report what y…" \(\d+ chars, #\w+\)/,
+    );
+    expect((await city.gc(["reconcile"])).code).toBe(0);
+    expect(pidOf(city, "writer")).toBe(pid1);
+    const json = JSON.parse((await city.gc(["drift", "writer", "--json"])).stdout)[0];
+    expect(json).toMatchObject({ drift: "none", fields: [{ field: "prompt", effect: "next-start" }] });
+    expect((await city.gc(["drift"])).stdout).toContain("writer: in sync (but see below)");
+    // The operator applies it now.
+    const restarted = await city.gc(["session", "restart", "writer"]);
+    expect(restarted.code, restarted.stderr).toBe(0);
+    await until(
+      "the restart",
+      () => existsSync(join(city.dir, "writer", "pid")) && pidOf(city, "writer") !== pid1,
+    );
+    await until("the new prompt", () => prompt().includes(longer));
+    const after = JSON.parse((await city.gc(["drift", "writer", "--json"])).stdout)[0];
+    expect(after).toEqual({ session: "writer", drift: "none", fields: [] });
+    expect((await city.gc(["drift", "writer"])).stdout.trim()).toBe("writer: in sync");
+  });
+
   it("a killed session and a killed tmux server are brought back", async () => {
     const city = makeCity(twoAgents());
     await city.gc(["start", "--once"]);

@@ -82,6 +82,13 @@ const CASES: [string, SessionRecord, DesiredSession, "none" | "core" | "live", s
     "restart",
   ],
   ["session_live changed", rec(), want({ live: "v1:live2" }), "live", "run-live"],
+  [
+    "only the prompt changed (a start-only field)",
+    rec({ breakdown: { ...BREAKDOWN, prompt: { hash: "p1", value: "old" } } }),
+    want({ breakdown: { ...BREAKDOWN, prompt: { hash: "p2", value: "new" } } }),
+    "none",
+    "none",
+  ],
 ];
 
 describe("drift is decided in one place", () => {
@@ -115,6 +122,34 @@ describe("drift is decided in one place", () => {
       ["sessionLive", "restart"],
     ]);
     expect(sessionDrift("a", rec(), want({ live: "v1:live2" })).drift).toBe("live");
+  });
+
+  it("a start-only field (work dir, prompt, nudge) waits for the next start: next-start under none and live, part of the restart under core", () => {
+    const started = {
+      ...BREAKDOWN,
+      workDir: { hash: "w1", value: "/a" },
+      sessionLive: { hash: "l1", value: "y" },
+    };
+    const moved = {
+      ...BREAKDOWN,
+      workDir: { hash: "w2", value: "/b" },
+      sessionLive: { hash: "l2", value: "x" },
+    };
+    const effects = (r: SessionRecord, d: DesiredSession) =>
+      sessionDrift("a", r, d).fields.map((f) => [f.field, f.effect]);
+    const r = rec({ breakdown: started });
+    expect(driftOf(r, want({ breakdown: moved })).nextStart.map((f) => f.field)).toEqual(["workDir"]);
+    expect(effects(r, want({ breakdown: moved }))).toEqual([["workDir", "next-start"]]);
+    expect(effects(r, want({ live: "v1:live2", breakdown: moved }))).toEqual([
+      ["sessionLive", "live"],
+      ["workDir", "next-start"],
+    ]);
+    const core = driftOf(r, want({ core: "v1:other", breakdown: moved }));
+    expect([core.kind, core.reason, core.nextStart]).toEqual(["core", "config drift: (fingerprint)", []]);
+    expect(effects(r, want({ core: "v1:other", breakdown: moved }))).toEqual([
+      ["sessionLive", "restart"],
+      ["workDir", "restart"],
+    ]);
   });
 
   it("a provider change names the provider as the changed field", () => {

@@ -5,6 +5,7 @@ import {
   diffBreakdown,
   fingerprint,
   identityEnv,
+  keepStartedFields,
 } from "../../internal/runtime/fingerprint.js";
 import type { StartConfig } from "../../internal/runtime/provider.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
@@ -119,6 +120,54 @@ describe("fingerprint", () => {
     const b = fingerprint(volatile);
     expect(b.core).toBe(a.core);
     expect(b.live).toBe(a.live);
+  });
+
+  it("fingerprint: work dir, prompt and nudge are in the breakdown only (start-only fields), never in a hash", () => {
+    const a = fingerprint(base, {}, [], [], { prompt: "review the parser" });
+    const b = fingerprint({ ...base, workDir: "/city/other" }, {}, [], [], {
+      prompt: "review the lexer",
+      nudge: "go",
+    });
+    expect([b.core, b.live]).toEqual([a.core, a.live]);
+    expect(a.breakdown.workDir?.value).toBe("/city/mayor");
+    expect(a.breakdown.nudge?.value).toBe("");
+    expect(diffBreakdown(a.breakdown, b.breakdown)).toEqual([
+      { field: "workDir", from: "/city/mayor", to: "/city/other" },
+      {
+        field: "prompt",
+        from: expect.stringMatching(/^"review the parser" \(17 chars, #\w{6}\)$/),
+        to: expect.stringMatching(/^"review the lexer" \(16 chars, #\w{6}\)$/),
+      },
+      { field: "nudge", from: "", to: expect.stringMatching(/^"go" \(2 chars/) },
+    ]);
+    // A secret in the prompt is redacted; a change of the secret alone shows only "changed",
+    // and no shown hash is computed over the secret.
+    const withSecret = (prompt: string) =>
+      fingerprint(base, {}, [], ["hunter2-secret", "other-secret"], { prompt }).breakdown;
+    const s1 = withSecret("token hunter2-secret");
+    expect(JSON.stringify(s1)).not.toContain("hunter2");
+    expect(s1.prompt?.value).toBe(withSecret("token other-secret").prompt?.value);
+    expect(diffBreakdown(s1, withSecret("token other-secret"))).toEqual([
+      { field: "prompt", from: "(secret)", to: "changed", masked: true },
+    ]);
+    expect(diffBreakdown(s1, withSecret("token hunter2-secret!"))).toEqual([
+      {
+        field: "prompt",
+        from: expect.stringContaining("token [redacted]"),
+        to: expect.stringContaining("[redacted]!"),
+      },
+    ]);
+  });
+
+  it("diffBreakdown: a record without start-only fields (older build, adopted) is unknown there, not drifted; keepStartedFields keeps what it started with", () => {
+    const now = fingerprint(base, {}, [], [], { prompt: "new" });
+    const { workDir: _w, prompt: _p, nudge: _n, ...old } = now.breakdown;
+    expect(diffBreakdown(old, now.breakdown)).toEqual([]);
+    const started = fingerprint(base, {}, [], [], { prompt: "old" }).breakdown;
+    const kept = keepStartedFields(started, now.breakdown);
+    expect(kept.prompt).toEqual(started.prompt);
+    expect(keepStartedFields(old, now.breakdown).prompt).toBeUndefined();
+    expect(diffBreakdown(kept, now.breakdown).map((f) => f.field)).toEqual(["prompt"]);
   });
 
   it("fingerprint: user env keys and allow-listed GC_ keys are identity", () => {

@@ -4,7 +4,7 @@
  */
 
 import { findController } from "../../../internal/controller/controller.js";
-import { sessionDrift } from "../../../internal/controller/drift-report.js";
+import { type FieldChange, sessionDrift } from "../../../internal/controller/drift-report.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
 import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
@@ -15,10 +15,20 @@ const USAGE = `Usage: gc drift [SESSION] [--json]
 
 Shows the fields whose declared value differs from what each running session was started
 with: core fields (restart) and session_live (re-applied without restart). A changed map
-shows each changed key: env.GREETING: hello → bonjour.
+shows each changed key: env.GREETING: hello → bonjour. The work dir, prompt and nudge
+restart nothing (as sessions run for hours, editing a prompt should not kill them): a
+change to them is listed as waiting for the session's next start (effect "next-start" in
+--json); gc session restart SESSION applies it now.
 
 While the running controller refuses the city file (the mass-stop guard), drift compares
 against a file that is not applied: it says so first (on stderr with --json) and exits 1.`;
+
+/** One changed field as `gc drift` prints it. */
+function fieldLine(f: FieldChange): string {
+  return f.masked
+    ? `${f.field}: changed (derived from a secret; values not shown)`
+    : `${f.field}: ${f.from} → ${f.to}`;
+}
 
 export const command = defineCommand({
   usage: USAGE,
@@ -60,16 +70,23 @@ export const command = defineCommand({
       }
       if (refused) ctx.out(refused);
       for (const s of out) {
-        if (s.drift === "none") ctx.out(`${s.session}: in sync`);
-        else if (s.drift === "unknown") ctx.out(`${s.session}: ${"reason" in s ? s.reason : "unknown"}`);
-        else {
+        if (s.drift === "unknown") {
+          ctx.out(`${s.session}: ${"reason" in s ? s.reason : "unknown"}`);
+          continue;
+        }
+        const now = s.fields.filter((f) => f.effect !== "next-start");
+        const later = s.fields.filter((f) => f.effect === "next-start");
+        if (s.drift === "none") ctx.out(`${s.session}: in sync${later.length > 0 ? " (but see below)" : ""}`);
+        else
           ctx.out(
             `${s.session}: ${s.drift === "core" ? "core drift (restart)" : "live drift (re-apply, no restart)"}`,
           );
-          for (const f of s.fields) {
-            if (f.masked) ctx.out(`  ${f.field}: changed (derived from a secret; values not shown)`);
-            else ctx.out(`  ${f.field}: ${f.from} → ${f.to}`);
-          }
+        for (const f of now) ctx.out(`  ${fieldLine(f)}`);
+        if (later.length > 0) {
+          ctx.out(
+            `  changed, applied only when it next starts (gc session restart ${s.session} applies it now):`,
+          );
+          for (const f of later) ctx.out(`    ${fieldLine(f)}`);
         }
       }
       return refused ? EXIT.failed : EXIT.ok;
