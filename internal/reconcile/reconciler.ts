@@ -307,7 +307,23 @@ export class Reconciler {
       .filter((r) => !observation.unobservable.has(r.provider))
       .map((r) => (r.state === "crashed" ? soon : Math.max(r.backoffUntil ?? soon, now() + 50)));
     const retryDues = [...this.retries.values()].map((r) => r.until);
-    const dues = [...backoffs, ...retryDues, ...(p.requeueAt === undefined ? [] : [p.requeueAt])];
+    // A session adopted without its fingerprint (a controller killed mid-start, before it
+    // recorded one) is drifted: its restart is due at once, not an interval later.
+    const adoptedDrifted = await Promise.all(
+      outcomes
+        .filter((o) => o.ok && o.action.kind === "adopt")
+        .map(
+          async (o) =>
+            (await deps.store.get(o.action.name))?.coreHash !== desiredMap.get(o.action.name)?.core,
+        ),
+    );
+    const restartDue = adoptedDrifted.includes(true) ? [now()] : [];
+    const dues = [
+      ...backoffs,
+      ...retryDues,
+      ...restartDue,
+      ...(p.requeueAt === undefined ? [] : [p.requeueAt]),
+    ];
     const requeueAt = dues.length > 0 ? Math.min(...dues) : undefined;
     return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt, massStop };
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DesiredSession, ProgressEvent } from "../../internal/reconcile/execute.js";
+import { type DesiredSession, META_CORE, type ProgressEvent } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
 import { observe, Reconciler } from "../../internal/reconcile/reconciler.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
@@ -252,6 +252,30 @@ describe("Reconciler", () => {
     expect(t.starts().length).toBe(2);
     expect(await fresh.get("a")).toMatchObject({ state: "running", coreHash: want("a").core });
     expect((await r2.tick()).plan.actions).toEqual([]);
+  });
+
+  it("tick: a session adopted without its fingerprint (controller killed mid-start) is restarted at the next pass, due at once", async () => {
+    const t = setup([want("a"), want("b")]);
+    await t.reconciler.tick();
+    // "b" was started, but the controller died before recording its fingerprint.
+    await t.provider.setMeta("b", META_CORE, "");
+    const fresh = openMemoryStore({ singleTenant: true, now: () => 1_000_000 });
+    const r2 = new Reconciler({
+      store: fresh,
+      providerFor: async () => t.provider,
+      loadDesired: async () => [want("a"), want("b")],
+      baseProviders: ["fake"],
+      policy: DEFAULT_POLICY,
+      concurrency: 4,
+      drainTimeoutMs: 100,
+      now: () => 1_000_000,
+    });
+    const r = await r2.tick();
+    expect(r.plan.actions.map((a) => a.kind)).toEqual(["adopt", "adopt"]);
+    expect(r.requeueAt).toBe(1_000_000);
+    expect((await r2.tick()).plan.actions.map((a) => [a.kind, a.name])).toEqual([["restart", "b"]]);
+    // In sync: no pass is due early.
+    expect((await r2.tick()).requeueAt).toBeUndefined();
   });
 
   it("tick: an invalid config keeps the last good one and touches nothing", async () => {
