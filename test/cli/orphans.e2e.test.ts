@@ -56,11 +56,12 @@ const immune = (city: TestCity, session?: string) =>
     .map((p) => p.pid);
 
 /** A city with one agent running AGENT; every tagged process is killed after the test, even on failure. */
-function orphanCity(provider: "tmux" | "subprocess"): TestCity {
+function orphanCity(provider: "tmux" | "subprocess" | "auto"): TestCity {
   const city = makeCity(`workspace:
   name: @NAME@
 session:
   provider: ${provider}
+  auto: { default: tmux }
 daemon:
   interval: 1h
 agents:
@@ -146,6 +147,21 @@ describe("orphans of lost infrastructure (e2e)", { timeout: 180_000 }, () => {
     expect(tagged(city)).toEqual([]);
   });
 
+  it("auto (router over tmux): gc stop finds and kills an orphan of a lost server through the router's census", async () => {
+    const city = orphanCity("auto");
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const kid = (
+      await until("immune child runs", () => immune(city, "a").length === 1 && immune(city, "a"))
+    )[0]!;
+    city.tmux("kill-server");
+    await until("the pane's program is gone", () => tagged(city, "a").length === 1);
+    const stop = await city.gc(["stop"]);
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(stop.stdout).toContain(`killing 1 leftover process of auto: pid ${kid} (sleep)`);
+    expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
+    expect(tagged(city)).toEqual([]);
+  });
+
   it("subprocess: a holder killed with SIGKILL → the session is back on a new holder, the old orphan is killed", async () => {
     const city = orphanCity("subprocess");
     expect((await city.gc(["start"])).code).toBe(0);
@@ -174,7 +190,11 @@ describe("orphans of lost infrastructure (e2e)", { timeout: 180_000 }, () => {
     expect(tagged(city).some((p) => p.pid === old)).toBe(false);
     const events = await lossEvents(city);
     expect(events).toHaveLength(1);
-    expect(events[0]!.orphansKilled).toBeGreaterThanOrEqual(1);
+    // The old child is dead (above), but who killed it is a race: the observation that finds
+    // the holder dead tears the session down (its tree, while the old program still lives),
+    // or, once the old program has died of the hangup, the restart kills it as an orphan and
+    // counts it. Measured 2 of 6 under load with 0 counted. The event always says how many.
+    expect(events[0]!.orphansKilled).toBeTypeOf("number");
 
     const stop = await city.gc(["stop"]);
     expect(stop.code, stop.stderr).toBe(0);

@@ -10,7 +10,7 @@ import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { describeError, PartialObservationError } from "../../../internal/runtime/errors.js";
-import { supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
+import { isRouter, supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
 import type { SessionStore } from "../../../internal/session/store.js";
 import { holdDown } from "../actions.js";
 import { defineCommand, EXIT } from "../context.js";
@@ -150,7 +150,9 @@ export const command = defineCommand({
           });
           if (left.length > 0)
             failures.push(`${pName} still runs: ${left.map((e) => `pid ${e.pid} (${e.comm})`).join(", ")}`);
-        } else {
+        }
+        // A router's census covers its local backends only: what the others run is listed.
+        if (!supportsCensus(provider) || isRouter(provider)) {
           const left = await provider
             .listRunning("", { signal: ctx.signal })
             .catch((e: unknown) => [`(unobservable: ${describeError(e)})`]);

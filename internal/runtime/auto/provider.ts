@@ -22,6 +22,7 @@ import {
 import { nameProblem, validateSessionName } from "../names.js";
 import type {
   BackendShutdownProvider,
+  CensusProvider,
   CommandProvider,
   ExecCommandOptions,
   ExecCommandResult,
@@ -48,6 +49,7 @@ import type {
   StyledPeekProvider,
 } from "../provider.js";
 import {
+  supportsCensus,
   supportsExecCommand,
   supportsExitStatus,
   supportsIdleWait,
@@ -101,6 +103,7 @@ export class RoutingProvider
   implements
     Provider,
     RouterProvider,
+    CensusProvider,
     IdleWaitProvider,
     InteractionProvider,
     ImmediateNudgeProvider,
@@ -567,6 +570,18 @@ export class RoutingProvider
       if (r.status === "fulfilled") for (const s of r.value) if (!out.has(s.name)) out.set(s.name, s);
     }
     return [...out.values()];
+  }
+
+  /**
+   * The census of every local backend ({@link CensusProvider}), one entry per process (two
+   * backends find the same orphans by the city's tag). Covers only the local backends: what
+   * the others run, `gc stop` checks by listing.
+   */
+  async census(): Promise<CensusEntry[]> {
+    const local = [...this.backends.values()].filter(supportsCensus);
+    const byPid = new Map<number, CensusEntry>();
+    for (const e of (await Promise.all(local.map((p) => p.census()))).flat()) byPid.set(e.pid, e);
+    return [...byPid.values()].sort((a, b) => a.pid - b.pid);
   }
 
   /**
