@@ -129,38 +129,27 @@ describe("orphans of lost infrastructure (e2e)", { timeout: 180_000 }, () => {
     expect(tagged(city)).toEqual([]);
   });
 
-  it("tmux: gc stop with an orphan of a lost server (no controller) kills it, says so, and only then reports nothing left", async () => {
-    const city = orphanCity("tmux");
-    expect((await city.gc(["start", "--once"])).code).toBe(0);
-    const kid = (
-      await until("immune child runs", () => immune(city, "a").length === 1 && immune(city, "a"))
-    )[0]!;
-    city.tmux("kill-server");
-    // The pane is gone; its child lives on, re-parented to init, with nothing owning it.
-    await until("the pane's program is gone", () => tagged(city, "a").length === 1);
-    expect(tagged(city, "a")).toEqual([expect.objectContaining({ pid: kid, ppid: 1 })]);
+  // Under a router (auto over tmux) the orphan is found through the router's census.
+  it.each(["tmux", "auto"] as const)(
+    "%s: gc stop with an orphan of a lost tmux server (no controller) kills it, says so, and only then reports nothing left",
+    async (provider) => {
+      const city = orphanCity(provider);
+      expect((await city.gc(["start", "--once"])).code).toBe(0);
+      const kid = (
+        await until("immune child runs", () => immune(city, "a").length === 1 && immune(city, "a"))
+      )[0]!;
+      city.tmux("kill-server");
+      // The pane is gone; its child lives on, re-parented to init, with nothing owning it.
+      await until("the pane's program is gone", () => tagged(city, "a").length === 1);
+      expect(tagged(city, "a")).toEqual([expect.objectContaining({ pid: kid, ppid: 1 })]);
 
-    const stop = await city.gc(["stop"]);
-    expect(stop.code, stop.stderr).toBe(0);
-    expect(stop.stdout).toContain(`killing 1 leftover process of tmux: pid ${kid} (sleep)`);
-    expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
-    expect(tagged(city)).toEqual([]);
-  });
-
-  it("auto (router over tmux): gc stop finds and kills an orphan of a lost server through the router's census", async () => {
-    const city = orphanCity("auto");
-    expect((await city.gc(["start", "--once"])).code).toBe(0);
-    const kid = (
-      await until("immune child runs", () => immune(city, "a").length === 1 && immune(city, "a"))
-    )[0]!;
-    city.tmux("kill-server");
-    await until("the pane's program is gone", () => tagged(city, "a").length === 1);
-    const stop = await city.gc(["stop"]);
-    expect(stop.code, stop.stderr).toBe(0);
-    expect(stop.stdout).toContain(`killing 1 leftover process of auto: pid ${kid} (sleep)`);
-    expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
-    expect(tagged(city)).toEqual([]);
-  });
+      const stop = await city.gc(["stop"]);
+      expect(stop.code, stop.stderr).toBe(0);
+      expect(stop.stdout).toContain(`killing 1 leftover process of ${provider}: pid ${kid} (sleep)`);
+      expect(stop.stdout).toContain(`census: nothing of city ${city.name} is left running`);
+      expect(tagged(city)).toEqual([]);
+    },
+  );
 
   it("subprocess: a holder killed with SIGKILL → the session is back on a new holder, the old orphan is killed", async () => {
     const city = orphanCity("subprocess");

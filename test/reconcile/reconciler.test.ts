@@ -68,6 +68,22 @@ class KeepingFake extends FakeProvider {
   }
 }
 
+/** A new controller (fresh store, clock at 1 000 000) over the sessions `provider` runs. */
+function restartedController(provider: Provider, desired: DesiredSession[]) {
+  const fresh = openMemoryStore({ singleTenant: true, now: () => 1_000_000 });
+  const r2 = new Reconciler({
+    store: fresh,
+    providerFor: async () => provider,
+    loadDesired: async () => desired,
+    baseProviders: ["fake"],
+    policy: DEFAULT_POLICY,
+    concurrency: 4,
+    drainTimeoutMs: 100,
+    now: () => 1_000_000,
+  });
+  return { fresh, r2 };
+}
+
 function setup(initial: DesiredSession[], provider: FakeProvider = new FakeProvider({ city: "t" })) {
   let desired = initial;
   let now = 1_000_000;
@@ -237,16 +253,7 @@ describe("Reconciler", () => {
   it("tick: adopts sessions that survived a lost store without duplicates", async () => {
     const t = setup([want("a"), want("b")]);
     await t.reconciler.tick();
-    const fresh = openMemoryStore({ singleTenant: true });
-    const r2 = new Reconciler({
-      store: fresh,
-      providerFor: async () => t.provider,
-      loadDesired: async () => [want("a"), want("b")],
-      baseProviders: ["fake"],
-      policy: DEFAULT_POLICY,
-      concurrency: 4,
-      drainTimeoutMs: 100,
-    });
+    const { fresh, r2 } = restartedController(t.provider, [want("a"), want("b")]);
     const r = await r2.tick();
     expect(r.plan.actions.map((a) => a.kind)).toEqual(["adopt", "adopt"]);
     expect(t.starts().length).toBe(2);
@@ -259,17 +266,7 @@ describe("Reconciler", () => {
     await t.reconciler.tick();
     // "b" was started, but the controller died before recording its fingerprint.
     await t.provider.setMeta("b", META_CORE, "");
-    const fresh = openMemoryStore({ singleTenant: true, now: () => 1_000_000 });
-    const r2 = new Reconciler({
-      store: fresh,
-      providerFor: async () => t.provider,
-      loadDesired: async () => [want("a"), want("b")],
-      baseProviders: ["fake"],
-      policy: DEFAULT_POLICY,
-      concurrency: 4,
-      drainTimeoutMs: 100,
-      now: () => 1_000_000,
-    });
+    const { r2 } = restartedController(t.provider, [want("a"), want("b")]);
     const r = await r2.tick();
     expect(r.plan.actions.map((a) => a.kind)).toEqual(["adopt", "adopt"]);
     expect(r.requeueAt).toBe(1_000_000);
