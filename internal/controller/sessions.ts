@@ -35,6 +35,11 @@ export interface SessionView {
   readonly reason: string;
   readonly running: boolean;
   readonly drift: "none" | "core" | "live";
+  /**
+   * Start-only fields (work dir, prompt, nudge) changed since it started, which nothing
+   * applies until it next starts (see `gc drift`); absent when none.
+   */
+  readonly nextStart?: readonly string[] | undefined;
   readonly restarts: number;
   /** Times the session was lost with its infrastructure (not crashes; plan.ts INFRA_LOSSES_KEY). */
   readonly infraLosses: number;
@@ -58,8 +63,18 @@ export interface CityView {
 
 /** Drift of a record against its desired session. Pure. */
 export function driftOf(rec: SessionRecord | undefined, d: WantedSession | undefined): SessionView["drift"] {
-  if (!rec || !d || rec.coreHash === null) return "none";
-  return decideDrift(rec, d).kind;
+  return driftView(rec, d).drift;
+}
+
+/** {@link SessionView}'s drift fields of a record against its desired session. Pure. */
+function driftView(
+  rec: SessionRecord | undefined,
+  d: WantedSession | undefined,
+): Pick<SessionView, "drift" | "nextStart"> {
+  if (!rec || !d || rec.coreHash === null) return { drift: "none" };
+  const decided = decideDrift(rec, d);
+  const waiting = decided.nextStart.map((f) => f.field);
+  return waiting.length > 0 ? { drift: decided.kind, nextStart: waiting } : { drift: decided.kind };
 }
 
 /** The remembered route of every session of the city's routers, by session name. */
@@ -145,7 +160,7 @@ export async function collectCity(
             ? "running without a record"
             : "not started yet",
       running,
-      drift: driftOf(r, d),
+      ...driftView(r, d),
       restarts: r?.restarts ?? 0,
       infraLosses: Number(r?.metadata[INFRA_LOSSES_KEY] ?? 0) || 0,
       lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,

@@ -87,6 +87,7 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
       state: s.state,
       running: s.running,
       drift: s.drift,
+      ...(s.nextStart ? { nextStart: s.nextStart } : {}),
       restarts: s.restarts,
       infraLosses: s.infraLosses,
       lastActivity: s.lastActivity,

@@ -17,6 +17,7 @@ interface StatusRow {
   state: string;
   running: boolean;
   drift: string;
+  nextStart?: string[];
   restarts: number;
   reason: string;
 }
@@ -145,6 +146,10 @@ agents:
     const json = JSON.parse((await city.gc(["drift", "writer", "--json"])).stdout)[0];
     expect(json).toMatchObject({ drift: "none", fields: [{ field: "prompt", effect: "next-start" }] });
     expect((await city.gc(["drift"])).stdout).toContain("writer: in sync (but see below)");
+    expect((await city.gc(["status"])).stdout).toContain(
+      "writer: prompt changed — applies at its next start (gc drift writer; gc session restart writer applies it now)",
+    );
+    expect((await status(city)).sessions[0]).toMatchObject({ drift: "none", nextStart: ["prompt"] });
     // The operator applies it now.
     const restarted = await city.gc(["session", "restart", "writer"]);
     expect(restarted.code, restarted.stderr).toBe(0);
@@ -156,6 +161,7 @@ agents:
     const after = JSON.parse((await city.gc(["drift", "writer", "--json"])).stdout)[0];
     expect(after).toEqual({ session: "writer", drift: "none", fields: [] });
     expect((await city.gc(["drift", "writer"])).stdout.trim()).toBe("writer: in sync");
+    expect((await status(city)).sessions[0]?.nextStart).toBeUndefined();
   });
 
   it("a killed session and a killed tmux server are brought back", async () => {

@@ -133,6 +133,13 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
       }
     }
   }
+  for (const s of snap.sessions) {
+    if (!s.nextStart) continue;
+    const what = s.nextStart.map((f) => (f === "workDir" ? "work_dir" : f)).join(", ");
+    ctx.out(
+      `  ${s.name}: ${what} changed — applies at its next start (gc drift ${s.name}; gc session restart ${s.name} applies it now)`,
+    );
+  }
   if (snap.sessions.length === 0) ctx.out("(no sessions)");
 }
 
