@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command as Cli, CommanderError, Option } from "commander";
+import { gcBuildId } from "../../internal/build/build-id.js";
 import { closest } from "../../internal/config/suggest.js";
 import { ConfigError, describeError, isGcError } from "../../internal/runtime/errors.js";
 import { type Command, type CommandContext, EXIT } from "./context.js";
@@ -21,7 +22,7 @@ const GLOBAL_FLAGS = `Global flags (before or after the command):
   --config FILE   city file (default: <city>/city.yaml)
   --json          machine-readable output; errors as {"error":{"code","message"}} on stderr
   -h, --help      help for gc or a command
-  -v, --version   print gc's version`;
+  -v, --version   print gc's version and build (the content hash of the built program)`;
 
 /** The top-level help text. Pure. */
 function programHelp(): string {
@@ -59,6 +60,17 @@ function gcVersion(): string {
     dir = dirname(dir);
   }
   return "unknown";
+}
+
+/**
+ * What `gc --version` prints: `0.1.0 (build 3f2a9c41d0be)`, or with `--json`
+ * `{"version":"0.1.0","build":"3f2a9c41d0be"}` (build `unknown`/null without dist/build-id).
+ */
+function versionText(json: boolean): string {
+  const build = gcBuildId();
+  return json
+    ? JSON.stringify({ version: gcVersion(), build: build ?? null })
+    : `${gcVersion()} (build ${build ?? "unknown"})`;
 }
 
 /** Options with a value among the global flags (their value is never the command name). */
@@ -129,7 +141,7 @@ function buildProgram(
     .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError(true)
-    .version(json ? JSON.stringify({ version: gcVersion() }) : gcVersion(), "-v, --version")
+    .version(versionText(json), "-v, --version")
     .helpOption("-h, --help")
     .helpCommand("help [command]")
     .configureOutput({ writeOut: write.out, writeErr: write.err, outputError: () => undefined })
