@@ -11,7 +11,6 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command as Cli, CommanderError, Option } from "commander";
-import { gcBuildId } from "../../internal/build/build-id.js";
 import { closest } from "../../internal/config/suggest.js";
 import { ConfigError, describeError, isGcError } from "../../internal/runtime/errors.js";
 import { type Command, type CommandContext, EXIT } from "./context.js";
@@ -65,12 +64,20 @@ function gcVersion(): string {
 /**
  * What `gc --version` prints: `0.1.0 (build 3f2a9c41d0be)`, or with `--json`
  * `{"version":"0.1.0","build":"3f2a9c41d0be"}` (build `unknown`/null without dist/build-id).
+ * Read only when asked for (see {@link asksVersion}): every other command starts without it.
  */
-function versionText(json: boolean): string {
+async function versionText(json: boolean): Promise<string> {
+  const { gcBuildId } = await import("../../internal/build/build-id.js");
   const build = gcBuildId();
   return json
     ? JSON.stringify({ version: gcVersion(), build: build ?? null })
     : `${gcVersion()} (build ${build ?? "unknown"})`;
+}
+
+/** True when `-v`/`--version` appears among gc's own arguments (before any `--`). Pure. */
+function asksVersion(argv: readonly string[]): boolean {
+  const dash = argv.indexOf("--");
+  return (dash < 0 ? argv : argv.slice(0, dash)).some((a) => a === "-v" || a === "--version");
 }
 
 /** Options with a value among the global flags (their value is never the command name). */
@@ -135,13 +142,13 @@ function buildProgram(
   loaded: Partial<Record<CommandName, Command>>,
   onInvoke: (inv: Invocation) => void,
   write: { out: (s: string) => void; err: (s: string) => void },
-  json = false,
+  version: string,
 ): Cli {
   const program = addGlobalOptions(new Cli("gc"))
     .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError(true)
-    .version(versionText(json), "-v, --version")
+    .version(version, "-v, --version")
     .helpOption("-h, --help")
     .helpCommand("help [command]")
     .configureOutput({ writeOut: write.out, writeErr: write.err, outputError: () => undefined })
@@ -230,7 +237,7 @@ async function main(argv: readonly string[]): Promise<number> {
       invocation = inv;
     },
     { out: (s) => write(process.stdout, s), err: (s) => write(process.stderr, s) },
-    wantsJson(argv),
+    asksVersion(argv) ? await versionText(wantsJson(argv)) : "",
   );
   try {
     await program.parseAsync([...argv], { from: "user" });

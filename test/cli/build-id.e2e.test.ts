@@ -83,6 +83,13 @@ describe("gc status: the controller's build", () => {
       `the controller runs build ${theirs}, this gc is build ${ours}: restart the controller to run this build ` +
         `(kill -TERM ${pid}, then gc start; sessions keep running — docs/operating.md "Upgrading gc under a running city")`,
     );
+    // The same when gc status observes the city itself (--config: no snapshot from the controller).
+    const self = await city.gc(["--config", join(city.dir, "city.yaml"), "status", "--json"]);
+    expect(self.code, self.stderr).toBe(0);
+    expect(JSON.parse(self.stdout)).toMatchObject({
+      build: ours,
+      controller: { running: true, pid, build: theirs, buildMismatch: true },
+    });
     // gc start beside it keeps it (operating.md) and says it is another build.
     const again = await city.gc(["start"]);
     expect(again.code, again.stderr).toBe(0);
