@@ -21,7 +21,7 @@ const GLOBAL_FLAGS = `Global flags (before or after the command):
   --config FILE   city file (default: <city>/city.yaml)
   --json          machine-readable output; errors as {"error":{"code","message"}} on stderr
   -h, --help      help for gc or a command
-  -v, --version   print gc's version`;
+  -v, --version   print gc's version and build (the content hash of the built program)`;
 
 /** The top-level help text. Pure. */
 function programHelp(): string {
@@ -59,6 +59,25 @@ function gcVersion(): string {
     dir = dirname(dir);
   }
   return "unknown";
+}
+
+/**
+ * What `gc --version` prints: `0.1.0 (build 3f2a9c41d0be)`, or with `--json`
+ * `{"version":"0.1.0","build":"3f2a9c41d0be"}` (build `unknown`/null without dist/build-id).
+ * Read only when asked for (see {@link asksVersion}): every other command starts without it.
+ */
+async function versionText(json: boolean): Promise<string> {
+  const { gcBuildId } = await import("../../internal/build/build-id.js");
+  const build = gcBuildId();
+  return json
+    ? JSON.stringify({ version: gcVersion(), build: build ?? null })
+    : `${gcVersion()} (build ${build ?? "unknown"})`;
+}
+
+/** True when `-v`/`--version` appears among gc's own arguments (before any `--`). Pure. */
+function asksVersion(argv: readonly string[]): boolean {
+  const dash = argv.indexOf("--");
+  return (dash < 0 ? argv : argv.slice(0, dash)).some((a) => a === "-v" || a === "--version");
 }
 
 /** Options with a value among the global flags (their value is never the command name). */
@@ -123,13 +142,13 @@ function buildProgram(
   loaded: Partial<Record<CommandName, Command>>,
   onInvoke: (inv: Invocation) => void,
   write: { out: (s: string) => void; err: (s: string) => void },
-  json = false,
+  version: string,
 ): Cli {
   const program = addGlobalOptions(new Cli("gc"))
     .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError(true)
-    .version(json ? JSON.stringify({ version: gcVersion() }) : gcVersion(), "-v, --version")
+    .version(version, "-v, --version")
     .helpOption("-h, --help")
     .helpCommand("help [command]")
     .configureOutput({ writeOut: write.out, writeErr: write.err, outputError: () => undefined })
@@ -218,7 +237,7 @@ async function main(argv: readonly string[]): Promise<number> {
       invocation = inv;
     },
     { out: (s) => write(process.stdout, s), err: (s) => write(process.stderr, s) },
-    wantsJson(argv),
+    asksVersion(argv) ? await versionText(wantsJson(argv)) : "",
   );
   try {
     await program.parseAsync([...argv], { from: "user" });

@@ -38,6 +38,12 @@ export interface ControllerStatus {
   readonly busy: boolean;
   /** Cost and result of the last completed pass (reconcile + operator step). */
   readonly lastPass?: PassStats | undefined;
+  /**
+   * The build id of the gc this controller was started from (internal/build/build-id.ts),
+   * read when it started. Absent from controllers built before build ids, and from builds
+   * without dist/build-id.
+   */
+  readonly build?: string | undefined;
 }
 
 /** What one controller pass cost and did (`gc status --json` shows it as `controller.lastPass`). */

@@ -10,6 +10,7 @@ import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { gcBuildId } from "../build/build-id.js";
 import { daemonSettings } from "../config/resolve.js";
 import { pidAlive } from "../proc/kill.js";
 import { readArgv } from "../proc/process-table.js";
@@ -118,6 +119,8 @@ export async function runController(
   },
 ): Promise<void> {
   const paths = controllerPaths(city.stateDir);
+  // Read now: an `npm run build` in place later changes the file, not the code running here.
+  const build = gcBuildId();
   await claimPidFile(paths.pid);
   // Claimed first, checked second: a `gc stop` writes its intent before looking for the pid
   // file, so either it finds this controller or this controller finds its intent.
@@ -257,6 +260,7 @@ export async function runController(
     lastError,
     busy: current !== undefined,
     lastPass,
+    build,
   });
   const server = await serveControl(paths.socket, {
     status: statusNow,
@@ -329,7 +333,9 @@ export async function runController(
   } catch (e) {
     opts.log(`cannot watch the city file (interval passes go on): ${describeError(e)}`);
   }
-  opts.log(`controller ${process.pid} running for city ${city.name} (${city.cityDir})`);
+  opts.log(
+    `controller ${process.pid} running for city ${city.name} (${city.cityDir}), build ${build ?? "unknown"}`,
+  );
   try {
     await loop.done;
   } finally {

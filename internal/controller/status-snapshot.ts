@@ -5,6 +5,7 @@
  * caller ({@link observeStatus}) or, beside a running controller, by the controller itself
  * ({@link controllerSnapshot}, control op `snapshot`) with its warm config, providers and store.
  */
+import { buildDiffers } from "../build/build-id.js";
 import type { MassStop } from "../reconcile/plan.js";
 import { massStopText } from "../reconcile/summary.js";
 import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider.js";
@@ -49,7 +50,9 @@ export async function controllerSnapshot(city: City, status: ControllerStatus, s
   const view = await collectCity(city, signal, { controllerDesired: Promise.resolve(city.desiredDigest()) });
   if (view.configError !== undefined)
     throw new Error(`city file invalid: ${view.configError.split("\n")[0]}`);
-  return statusJson(city.name, { view, ctl: { running: true, pid: status.pid, status } });
+  // Built by the controller for an asker of another build maybe: the asker checks the build
+  // again with its own id (withBuildCheck).
+  return statusJson(city.name, { view, ctl: { running: true, pid: status.pid, status } }, status.build);
 }
 
 /**
@@ -74,11 +77,26 @@ async function askPending(
   }
 }
 
-/** The JSON document of `gc status --json` (and `/api/status`) for an observation. Pure. */
-export function statusJson(cityName: string, { view, ctl }: StatusObservation) {
+/**
+ * The JSON document of `gc status --json` (and `/api/status`) for an observation, made by the
+ * gc of build `gcBuild` (internal/build/build-id.ts). Pure.
+ */
+export function statusJson(cityName: string, { view, ctl }: StatusObservation, gcBuild: string | undefined) {
+  // A controller that did not answer says nothing of its build: no mismatch is claimed.
+  const build = ctl.running ? (ctl.status?.build ?? null) : null;
   return {
     city: cityName,
-    controller: { running: ctl.running, pid: ctl.pid ?? null, lastPass: ctl.status?.lastPass ?? null },
+    /** The build of the gc that made this document. */
+    build: gcBuild ?? null,
+    controller: {
+      running: ctl.running,
+      pid: ctl.pid ?? null,
+      /** The running controller's build; null when not running or it records none (an older build). */
+      build,
+      /** True when a controller runs (and answered) another build than {@link build}'s gc. */
+      buildMismatch: ctl.running && ctl.status !== undefined && buildDiffers(build, gcBuild),
+      lastPass: ctl.status?.lastPass ?? null,
+    },
     sessions: view.sessions.map((s) => ({
       name: s.name,
       agent: s.agent,

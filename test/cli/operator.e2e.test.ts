@@ -10,8 +10,10 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import pty from "@lydell/node-pty";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { readBuildId } from "../../internal/build/build-id.js";
 import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
 import { GC_BIN, type GcResult, makeCity, runGc, type TestCity, until } from "../support/city.js";
 
@@ -222,15 +224,17 @@ describe("CLI usage, help and errors", () => {
     expect(JSON.parse(missing.stderr).error.code).toBe("GC_CONFIG");
   });
 
-  it("cli: help, help CMD, -h, -v/--version from package.json", async () => {
+  it("cli: help, help CMD, -h, -v/--version from package.json with the build id of dist/", async () => {
     const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
       version: string;
     };
+    const build = readBuildId(fileURLToPath(new URL("../../dist/", import.meta.url)));
+    expect(build).toMatch(/^[0-9a-f]{12}$/);
     for (const flag of ["-v", "--version"]) {
       const v = await runGc([flag]);
-      expect(v).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+      expect(v).toMatchObject({ code: 0, stdout: `${pkg.version} (build ${build})\n` });
       const j = await runGc(["--json", flag]);
-      expect(j).toMatchObject({ code: 0, stdout: `${JSON.stringify({ version: pkg.version })}\n` });
+      expect(j).toMatchObject({ code: 0, stdout: `${JSON.stringify({ version: pkg.version, build })}\n` });
     }
     const help = await runGc(["help"]);
     expect(help.code).toBe(0);

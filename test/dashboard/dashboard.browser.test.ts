@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { testAgentPath } from "../../conformance/targets/acp.js";
+import { readBuildId } from "../../internal/build/build-id.js";
 import { makeCity, type TestCity } from "../support/city.js";
 import { startDashboard } from "./support.js";
 
@@ -88,7 +89,12 @@ agents:
     await page.goto(url);
     await expect.poll(() => page.locator(".card").count(), { timeout: 20_000 }).toBe(5);
     await expect.poll(() => page.locator('.card[data-running="true"]').count(), { timeout: 30_000 }).toBe(5);
-    await expect(page.locator("#ctl").textContent()).resolves.toContain("controller running");
+    // The controller's build in the header: this build's (no mismatch in the banner).
+    const build = readBuildId(fileURLToPath(new URL("../../dist/", import.meta.url)));
+    await expect(page.locator("#ctl").textContent()).resolves.toMatch(
+      new RegExp(`^controller running \\(pid \\d+, build ${build}\\)$`),
+    );
+    await expect(page.locator("#banner").textContent()).resolves.not.toContain("restart the controller");
     await page.screenshot({ path: join(shots, "dashboard-grid.png") });
     // The token left the address bar.
     expect(page.url()).not.toContain("token=");

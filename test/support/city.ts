@@ -91,13 +91,16 @@ export function makeCity(yaml: string, onFinished: typeof onTestFinished = onTes
   return city;
 }
 
-/** Runs the built gc with `args`; never rejects for a non-zero exit. */
+/**
+ * Runs the built gc with `args` (`gcBin`: another build's CLI, default {@link GC_BIN}); never
+ * rejects for a non-zero exit.
+ */
 export function runGc(
   args: string[],
-  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
+  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string; gcBin?: string } = {},
 ): Promise<GcResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [GC_BIN, ...args], {
+    const child = spawn(process.execPath, [opts.gcBin ?? GC_BIN, ...args], {
       cwd: opts.cwd,
       env: { ...process.env, NO_COLOR: "1", ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],

@@ -3,6 +3,7 @@
  * background controller (or reports the running one), shows progress of the first pass and
  * returns with its summary.
  */
+import { buildMismatchText, gcBuildId } from "../../../internal/build/build-id.js";
 import {
   controllerPaths,
   findController,
@@ -52,7 +53,12 @@ export const command = defineCommand({
         return EXIT.ok;
       }
       if (info.running) {
-        if (!ctx.json) ctx.out(`controller already running (pid ${info.pid}); reconciling now`);
+        if (!ctx.json) {
+          ctx.out(`controller already running (pid ${info.pid}); reconciling now`);
+          // It keeps running its own code: after an upgrade, that is not this gc's.
+          const mismatch = info.status && buildMismatchText(info.status.build, gcBuildId(), info.pid);
+          if (mismatch) ctx.out(mismatch);
+        }
         return reportSummary(ctx, await watchControllerPass(ctx, city, true), {
           controller: { pid: info.pid },
         });

@@ -10,6 +10,7 @@
  * Either way the same {@link printStatus} formats the same snapshot document.
  */
 import { join, resolve } from "node:path";
+import { buildDiffers, buildMismatchText, gcBuildId } from "../../../internal/build/build-id.js";
 import { CITY_FILE_NAME, findCityDir } from "../../../internal/config/locate.js";
 import { controlSocketPath, requestControl } from "../../../internal/controller/control.js";
 import type { StatusJson } from "../../../internal/controller/status-snapshot.js";
@@ -22,7 +23,8 @@ import { formatTable } from "../table.js";
 const USAGE = `Usage: gc status [--json]
 
 One row per session of the city: name, agent, provider, state, running, drift, restarts,
-last activity, attached — and whether the controller runs.`;
+last activity, attached — and whether the controller runs, and which build (a build other
+than this gc's is pointed out, with how to restart the controller on this one).`;
 
 /** How long status waits for the running controller's snapshot before building its own. */
 const CONTROLLER_ANSWER_MS = 2_000;
@@ -62,11 +64,29 @@ async function askController(
     const m = msgs.find((x) => x.type === "snapshot");
     if (m?.type !== "snapshot") return undefined;
     announceRecovery(ctx, stateDir);
-    return { snap: m.snapshot, cityDir };
+    return { snap: withBuildCheck(m.snapshot, gcBuildId()), cityDir };
   } catch {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     return undefined;
   }
+}
+
+/**
+ * A snapshot the running controller built, checked against this gc's build: the controller
+ * filled in its own. One from before build ids sends neither `build` field: its build reads
+ * as null, a mismatch. Pure.
+ */
+function withBuildCheck(snap: StatusJson, gcBuild: string | undefined): StatusJson {
+  const build = snap.controller.build ?? null;
+  return {
+    ...snap,
+    build: gcBuild ?? null,
+    controller: {
+      ...snap.controller,
+      build,
+      buildMismatch: snap.controller.running && buildDiffers(build, gcBuild),
+    },
+  };
 }
 
 /**
@@ -80,8 +100,12 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
   }
   const ctl = snap.controller;
   ctx.out(
-    `city ${snap.city} (${cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid})` : "not running"}`,
+    `city ${snap.city} (${cityDir}) — controller ${ctl.running ? `running (pid ${ctl.pid}, build ${ctl.build ?? "unknown"})` : "not running"}`,
   );
+  const mismatch = ctl.buildMismatch
+    ? buildMismatchText(ctl.build, snap.build ?? undefined, ctl.pid)
+    : undefined;
+  if (mismatch) ctx.out(mismatch);
   if (newConfigError)
     ctx.err(`gc: config error (sessions keep their last good config): ${newConfigError.split("\n")[0]}`);
   for (const o of snap.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
@@ -164,7 +188,7 @@ export const command = defineCommand({
       const { configError } = observed.view;
       printStatus(
         ctx,
-        statusJson(city.name, observed),
+        statusJson(city.name, observed, gcBuildId()),
         city.cityDir,
         configError !== city.configError ? configError : undefined,
       );

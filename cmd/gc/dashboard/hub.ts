@@ -4,6 +4,7 @@
  * Each loop runs only while someone listens.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { gcBuildId } from "../../../internal/build/build-id.js";
 import type { City } from "../../../internal/controller/city.js";
 import { observeStatus, type StatusJson, statusJson } from "../../../internal/controller/status-snapshot.js";
 import { supportsTurns } from "../../../internal/runtime/acp/provider.js";
@@ -72,7 +73,7 @@ export class StatusHub {
     this.inflight ??= observeStatus(this.city, this.signal)
       .then((o) => {
         this.taken++;
-        const json = statusJson(this.city.name, o);
+        const json = statusJson(this.city.name, o, gcBuildId());
         const snap = { at: Date.now(), json, text: JSON.stringify(json) };
         const changed = snap.text !== this.latest?.text;
         this.latest = snap;

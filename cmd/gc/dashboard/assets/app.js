@@ -69,7 +69,9 @@ function onStatus(s) {
   status = s;
   $("#city").textContent = `city ${s.city}`;
   const ctl = $("#ctl");
-  ctl.textContent = s.controller.running ? `controller running (pid ${s.controller.pid})` : "controller down";
+  ctl.textContent = s.controller.running
+    ? `controller running (pid ${s.controller.pid}, build ${s.controller.build ?? "unknown"})`
+    : "controller down";
   ctl.className = `pill ${s.controller.running ? "ok" : "bad"}`;
   const running = s.sessions.filter((x) => x.running).length;
   $("#counts").textContent = `${s.sessions.length} sessions · ${running} running`;
@@ -77,6 +79,12 @@ function onStatus(s) {
   const problems = [];
   if (!s.controller.running)
     problems.push("The controller is not running: this view is read-only (gc start runs it).");
+  // The controller keeps running the code it started with: after an upgrade, say it is not this gc's.
+  if (s.controller.buildMismatch)
+    problems.push(
+      `The controller runs ${s.controller.build === null ? "an older build (unknown)" : `build ${s.controller.build}`}, ` +
+        `this gc is build ${s.build}: restart the controller to run this build (docs/operating.md "Upgrading gc under a running city").`,
+    );
   // The mass-stop guard refused the city file: the same sentence as gc status and controller.log.
   if (s.massStop) problems.push(s.massStop.text);
   if (s.configError) problems.push(`Config error (last good config kept): ${s.configError.split("\n")[0]}`);
