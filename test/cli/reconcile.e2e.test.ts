@@ -279,12 +279,20 @@ agents:
     await until("controller dead", async () => !(await pidAlive(ctl)));
     const again = await city.gc(["start"]);
     expect(again.code).toBe(0);
-    const st = await status(city);
+    // Sessions the killed controller started but had not recorded are adopted as drifted and
+    // restarted by the pass right after: poll until that settles.
+    const st = await until(
+      "all 20 running and recorded",
+      async () => {
+        const s = await status(city);
+        return s.sessions.every((x) => x.running && x.state === "running" && x.drift === "none") && s;
+      },
+      60_000,
+    );
     expect(st.controller.running).toBe(true);
     const names = st.sessions.map((s) => s.name);
     expect(names).toHaveLength(20);
     expect(new Set(names).size).toBe(20);
-    expect(st.sessions.every((s) => s.running && s.state === "running")).toBe(true);
     const listed = city
       .tmux("list-sessions", "-F", "#{session_name}")
       .stdout.split("\n")
