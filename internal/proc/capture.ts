@@ -8,6 +8,19 @@ import { attachCapturedOutput, type CapturedOutput } from "../runtime/errors.js"
 /** Default cap on the captured bytes of each stream. */
 export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
+/** Options of {@link OutputCapture}. */
+export interface CaptureOptions {
+  /** Cap on the captured bytes of each stream (default {@link MAX_OUTPUT_BYTES}). */
+  readonly maxBytes?: number | undefined;
+  /**
+   * Whether {@link OutputCapture.cut} hangs the output on the error. Only for commands whose
+   * output the caller shows (`execCommand`): an abort reason is shared by every operation
+   * under one signal, and must not pick up what gc's own commands (a tmux listing, a
+   * session's environment) printed.
+   */
+  readonly keepOnCut?: boolean | undefined;
+}
+
 /**
  * Collects stdout and stderr chunks. A stream keeps chunks while fewer than `maxBytes` have
  * arrived (the rest is counted and dropped), so each holds at most `maxBytes` plus one chunk.
@@ -18,9 +31,11 @@ export class OutputCapture {
   private outLen = 0;
   private errLen = 0;
   private readonly maxBytes: number;
+  private readonly keepOnCut: boolean;
 
-  constructor(maxBytes = MAX_OUTPUT_BYTES) {
-    this.maxBytes = maxBytes;
+  constructor(opts: CaptureOptions = {}) {
+    this.maxBytes = opts.maxBytes ?? MAX_OUTPUT_BYTES;
+    this.keepOnCut = opts.keepOnCut === true;
   }
 
   /** Adds a stdout chunk (copied: a sink may reuse its buffer). */
@@ -48,9 +63,10 @@ export class OutputCapture {
 
   /**
    * The error a command cut short rejects with (an OperationTimeoutError or the abort reason),
-   * carrying what was captured so far ({@link attachCapturedOutput}).
+   * carrying what was captured so far ({@link attachCapturedOutput}) when `keepOnCut` was set;
+   * otherwise `e` untouched.
    */
   cut<E>(e: E): E {
-    return attachCapturedOutput(e, this.text());
+    return this.keepOnCut ? attachCapturedOutput(e, this.text()) : e;
   }
 }

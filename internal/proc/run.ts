@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { HookFailedError, OperationTimeoutError } from "../runtime/errors.js";
-import { MAX_OUTPUT_BYTES, OutputCapture } from "./capture.js";
+import { OutputCapture } from "./capture.js";
 import { KILL_GRACE_MS } from "./kill.js";
 
 /** Default deadline for one operation. */
@@ -23,8 +23,10 @@ export interface RunOptions {
   readonly signal?: AbortSignal | undefined;
   /** Grace between SIGTERM and SIGKILL of the group. */
   readonly killGraceMs?: number | undefined;
-  /** Cap on captured stdout/stderr bytes each (default {@link MAX_OUTPUT_BYTES}, 16 MiB). */
+  /** Cap on captured stdout/stderr bytes each (default 16 MiB, proc/capture.ts). */
   readonly maxOutputBytes?: number | undefined;
+  /** On a deadline or abort, hang what the child printed on the error (`capturedOutputOf`). */
+  readonly keepOutputOnCut?: boolean | undefined;
 }
 
 /** What a finished child did. */
@@ -39,8 +41,8 @@ export interface RunResult {
  * Runs `argv[0]` with `argv[1..]` (no shell) in its own process group and collects output.
  * Resolves with the exit status whatever it is. Rejects with {@link OperationTimeoutError}
  * on the deadline and with `signal.reason` on abort — in both cases after the whole group
- * is dead, carrying what the child printed until then (`capturedOutputOf`). Rejects with the
- * spawn error when the program cannot be started.
+ * is dead, carrying what the child printed until then with `keepOutputOnCut`. Rejects with
+ * the spawn error when the program cannot be started.
  */
 export function run(argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   const [file, ...args] = argv;
@@ -53,7 +55,7 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
       stdio: ["pipe", "pipe", "pipe"],
       detached: true,
     });
-    const capture = new OutputCapture(opts.maxOutputBytes ?? MAX_OUTPUT_BYTES);
+    const capture = new OutputCapture({ maxBytes: opts.maxOutputBytes, keepOnCut: opts.keepOutputOnCut });
     child.stdout.on("data", capture.stdout);
     child.stderr.on("data", capture.stderr);
     let failure: unknown;

@@ -24,6 +24,8 @@ export interface ExecOptions {
   readonly workDir?: string | undefined;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal | undefined;
+  /** On a deadline or abort, hang the output received on the error (`capturedOutputOf`). */
+  readonly keepOutputOnCut?: boolean | undefined;
 }
 
 /** What an exec did. */
@@ -66,8 +68,8 @@ export class Engine {
   /**
    * Runs `argv` in the running container `id` and collects its output (each stream capped,
    * proc/capture.ts) and exit code. Past `timeoutMs` or on abort it stops waiting and closes
-   * the stream, rejecting with OperationTimeoutError or the abort reason carrying the output
-   * received until then (`capturedOutputOf`); the engine does not kill the command for that
+   * the stream, rejecting with OperationTimeoutError or the abort reason (with
+   * `keepOutputOnCut`, carrying the output received until then); the engine does not kill the command for that
    * (callers that must, see lifecycle/kill-on-cut.ts).
    */
   async exec(id: string, o: ExecOptions): Promise<ExecResult> {
@@ -91,7 +93,7 @@ export class Engine {
       hijack: true,
       stdin: withStdin,
     })) as unknown as NodeJS.ReadWriteStream & Readable;
-    const capture = new OutputCapture();
+    const capture = new OutputCapture({ keepOnCut: o.keepOutputOnCut });
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     stdout.on("data", capture.stdout);

@@ -145,6 +145,8 @@ export interface ExecOptions {
   readonly stdin?: string | Buffer | Readable | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly timeoutMs?: number | undefined;
+  /** On a deadline or abort, hang the output received on the error (`capturedOutputOf`). */
+  readonly keepOutputOnCut?: boolean | undefined;
 }
 
 /** Exit code from an exec status frame: `Success` → 0, `NonZeroExitCode` → its code. */
@@ -198,7 +200,7 @@ export class KubeApi {
    * refused) is retried: the command never ran.
    * @throws ProviderError when the exec cannot start or ends without a status;
    * OperationTimeoutError past `timeoutMs`; the abort reason when `signal` aborts — both
-   * carrying the output received until then (`capturedOutputOf`).
+   * carrying the output received until then with `keepOutputOnCut`.
    */
   async exec(
     namespace: string,
@@ -219,7 +221,7 @@ export class KubeApi {
     opts: ExecOptions,
   ): Promise<ExecResult> {
     opts.signal?.throwIfAborted();
-    const capture = new OutputCapture();
+    const capture = new OutputCapture({ keepOnCut: opts.keepOutputOnCut });
     const sink = (into: (b: Buffer) => void) =>
       new Writable({
         write(chunk: Buffer, _enc, cb) {
