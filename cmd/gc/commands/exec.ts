@@ -19,7 +19,7 @@ import {
   unwrapOutput,
   wrapArgv,
 } from "../../../internal/controller/exec-state.js";
-import { capturedOutputOf, isGcError, UsageError } from "../../../internal/runtime/errors.js";
+import { capturedOutputOf, UsageError } from "../../../internal/runtime/errors.js";
 import { sessionCapabilities, supportsExecCommand } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
@@ -124,21 +124,22 @@ export const command = defineCommand({
           ...(stdin !== undefined ? { stdin } : {}),
         });
       } catch (e) {
+        // Cut short (timeout, Ctrl-C) once the command ran: print what it printed first (never
+        // the wrapper's markers or snapshots) and keep no shell state from it.
+        const partial = capturedOutputOf(e);
         const interrupted = ctx.signal.aborted;
-        if (!interrupted && !isGcError(e, "GC_TIMEOUT")) throw e;
-        // Cut short: print what the command printed first (never the wrapper's markers or
-        // snapshots) and keep no shell state from it.
-        const partial = capturedOutputOf(e) ?? { stdout: "", stderr: "" };
-        const stdout = wrapped ? unwrapCutOutput(partial.stdout, nonce) : partial.stdout;
-        const cut = interrupted ? "interrupted" : "timeout";
-        if (json) {
-          printJson(ctx, { session: t.name, exitCode: null, cut, stdout, stderr: partial.stderr, wrapped });
-        } else {
-          ctx.stdout.write(stdout);
-          // The reason follows on a line of its own.
-          ctx.stderr.write(
-            partial.stderr && !partial.stderr.endsWith("\n") ? `${partial.stderr}\n` : partial.stderr,
-          );
+        if (partial) {
+          const stdout = wrapped ? unwrapCutOutput(partial.stdout, nonce) : partial.stdout;
+          const cut = interrupted ? "interrupted" : "timeout";
+          if (json) {
+            printJson(ctx, { session: t.name, exitCode: null, cut, stdout, stderr: partial.stderr, wrapped });
+          } else {
+            ctx.stdout.write(stdout);
+            // The reason follows on a line of its own.
+            ctx.stderr.write(
+              partial.stderr && !partial.stderr.endsWith("\n") ? `${partial.stderr}\n` : partial.stderr,
+            );
+          }
         }
         if (!interrupted) throw e;
         ctx.err("gc exec: interrupted");
