@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type GcErrorCode, isGcError } from "../internal/runtime/errors.js";
+import { capturedOutputOf, type GcErrorCode, isGcError } from "../internal/runtime/errors.js";
 import {
   type CommandProvider,
   type StartConfig,
@@ -30,6 +30,14 @@ const PID_LONG = "echo $$ > pid.out; exec sleep 300";
  * the child's to FILE, and waits. With `stubborn` both ignore SIGTERM, so only SIGKILL ends them.
  */
 export const EXEC_TREE = `[ "$2" = stubborn ] && trap '' TERM; sleep 1000 & echo "$$ $!" > "$1"; wait`;
+/**
+ * `sh -c EXEC_PRINT gc-print OUT ERR FILE`: prints OUT on stdout and ERR on stderr, then
+ * creates FILE and runs until killed.
+ */
+export const EXEC_PRINT = `printf '%s' "$1"; printf '%s' "$2" >&2; : > "$3"; exec sleep 1000`;
+/** What {@link EXEC_PRINT} prints before it is cut: quotes, `$(…)`, backquotes, unicode, lines. */
+const CUT_OUT = "out: a'b\"c $(touch pwned) `id` ; | & ü ✓ 日本\nsecond line\n";
+const CUT_ERR = "err: $HOME \\ 🙂 no newline";
 /** `sh -c EXEC_ALIVE gc-alive PID…`: exit 0 when one of the pids is a live (not zombie) process, else 1. */
 export const EXEC_ALIVE =
   // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
@@ -1230,6 +1238,65 @@ const observation: ConformanceCase[] = [
         `execCommand must reject with the reason: ${String(Object.values(o)[0])}`,
       );
       await treeGone(ctx, p, name, pids);
+    },
+  },
+  {
+    id: "exec.timeout-keeps-output",
+    title:
+      "execCommand: the GC_TIMEOUT error carries the stdout and stderr printed before the timeout, verbatim",
+    requires: ["executes", "exec"],
+    async run(ctx) {
+      const p = ctx.provider;
+      assert.ok(supportsExecCommand(p));
+      const { name } = await running(ctx);
+      const file = "exec-cut-timeout.ready";
+      let err: unknown;
+      try {
+        await p.execCommand(name, ["sh", "-c", EXEC_PRINT, "gc-print", CUT_OUT, CUT_ERR, file], {
+          timeoutMs: ctx.ms(5_000),
+        });
+      } catch (e) {
+        err = e;
+      }
+      assert.ok(isGcError(err, "GC_TIMEOUT"), `execCommand: expected GC_TIMEOUT, got ${String(err)}`);
+      const printed = await p.execCommand(name, ["test", "-e", file]);
+      assert.equal(printed.exitCode, 0, `the command had not printed (no ${file}) before its timeout`);
+      assert.deepEqual(capturedOutputOf(err), { stdout: CUT_OUT, stderr: CUT_ERR });
+    },
+  },
+  {
+    id: "exec.abort-keeps-output",
+    title:
+      "execCommand: the abort reason it rejects with carries the stdout and stderr printed before the abort",
+    requires: ["executes", "exec"],
+    async run(ctx) {
+      const p = ctx.provider;
+      assert.ok(supportsExecCommand(p));
+      const { name } = await running(ctx);
+      const file = "exec-cut-abort.ready";
+      const ac = new AbortController();
+      const reason = new Error("conformance-abort");
+      const outcome = p
+        .execCommand(name, ["sh", "-c", EXEC_PRINT, "gc-print", CUT_OUT, CUT_ERR, file], {
+          signal: ac.signal,
+          timeoutMs: 600_000,
+        })
+        .then(
+          (r) => ({ resolved: r }),
+          (e: unknown) => ({ rejected: e }),
+        );
+      ctx.defer(() => ac.abort(reason));
+      await ctx.eventually(
+        `the command to print and create ${file}`,
+        async () => (await p.execCommand(name, ["test", "-e", file])).exitCode === 0,
+      );
+      ac.abort(reason);
+      const o = await outcome;
+      assert.ok(
+        "rejected" in o && o.rejected === reason,
+        `execCommand must reject with the reason: ${String(Object.values(o)[0])}`,
+      );
+      assert.deepEqual(capturedOutputOf(reason), { stdout: CUT_OUT, stderr: CUT_ERR });
     },
   },
 ];

@@ -154,6 +154,27 @@ export function unwrapOutput(stdout: string, nonce: string): Unwrapped {
 }
 
 /**
+ * The command's own stdout in the wrapper's stdout of a call cut short (deadline, abort),
+ * which has no end marker, or only a piece of one: "" until the begin marker (what precedes
+ * it is the session's cwd and environment, never the command's), then everything up to the
+ * end marker — or to a piece of it at the very end. The snapshots are not read: a cut call
+ * changes no state. Pure.
+ */
+export function unwrapCutOutput(stdout: string, nonce: string): string {
+  const begin = `\n${nonce}:B\n`;
+  const end = `\n${nonce}:E\n`;
+  const b = stdout.indexOf(begin);
+  if (b < 0) return "";
+  const rest = stdout.slice(b + begin.length);
+  const e = rest.indexOf(end);
+  if (e >= 0) return rest.slice(0, e);
+  for (let k = Math.min(end.length - 1, rest.length); k >= 2; k--) {
+    if (rest.endsWith(end.slice(0, k))) return rest.slice(0, rest.length - k);
+  }
+  return rest;
+}
+
+/**
  * The state after a wrapped call: the cwd when it differs from where the session's shell
  * starts, and the environment difference between the session's own environment (`before`)
  * and the end of the command. Keeps `prev` when nothing was captured. Pure.

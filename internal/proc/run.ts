@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { HookFailedError, OperationTimeoutError } from "../runtime/errors.js";
+import { OutputCapture } from "./capture.js";
 import { KILL_GRACE_MS } from "./kill.js";
 
 /** Default deadline for one operation. */
@@ -22,8 +23,10 @@ export interface RunOptions {
   readonly signal?: AbortSignal | undefined;
   /** Grace between SIGTERM and SIGKILL of the group. */
   readonly killGraceMs?: number | undefined;
-  /** Cap on captured stdout/stderr bytes each (default 16 MiB). */
+  /** Cap on captured stdout/stderr bytes each (default 16 MiB, proc/capture.ts). */
   readonly maxOutputBytes?: number | undefined;
+  /** On a deadline or abort, hang what the child printed on the error (`capturedOutputOf`). */
+  readonly keepOutputOnCut?: boolean | undefined;
 }
 
 /** What a finished child did. */
@@ -38,7 +41,8 @@ export interface RunResult {
  * Runs `argv[0]` with `argv[1..]` (no shell) in its own process group and collects output.
  * Resolves with the exit status whatever it is. Rejects with {@link OperationTimeoutError}
  * on the deadline and with `signal.reason` on abort — in both cases after the whole group
- * is dead. Rejects with the spawn error when the program cannot be started.
+ * is dead, carrying what the child printed until then with `keepOutputOnCut`. Rejects with
+ * the spawn error when the program cannot be started.
  */
 export function run(argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   const [file, ...args] = argv;
@@ -51,19 +55,9 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
       stdio: ["pipe", "pipe", "pipe"],
       detached: true,
     });
-    const max = opts.maxOutputBytes ?? 16 * 1024 * 1024;
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let outLen = 0;
-    let errLen = 0;
-    child.stdout.on("data", (b: Buffer) => {
-      if (outLen < max) out.push(b);
-      outLen += b.length;
-    });
-    child.stderr.on("data", (b: Buffer) => {
-      if (errLen < max) err.push(b);
-      errLen += b.length;
-    });
+    const capture = new OutputCapture({ maxBytes: opts.maxOutputBytes, keepOnCut: opts.keepOutputOnCut });
+    child.stdout.on("data", capture.stdout);
+    child.stderr.on("data", capture.stderr);
     let failure: unknown;
     let timer: NodeJS.Timeout | undefined;
     let settled = false;
@@ -82,7 +76,7 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
         if (!settled) {
           settled = true;
           cleanup();
-          reject(failure);
+          reject(capture.cut(failure));
         }
       }, grace + 500);
     };
@@ -109,15 +103,10 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<Run
       settled = true;
       cleanup();
       if (failure !== undefined) {
-        reject(failure);
+        reject(capture.cut(failure));
         return;
       }
-      resolve({
-        exitCode: code,
-        signal: sig,
-        stdout: Buffer.concat(out).toString("utf8"),
-        stderr: Buffer.concat(err).toString("utf8"),
-      });
+      resolve({ exitCode: code, signal: sig, ...capture.text() });
     });
     function cleanup() {
       if (timer) clearTimeout(timer);

@@ -85,7 +85,10 @@ export class UnsupportedError extends GcError {
   }
 }
 
-/** An operation ran past its deadline (as opposed to being cancelled by the caller). */
+/**
+ * An operation ran past its deadline (as opposed to being cancelled by the caller). When the
+ * operation was a command, the error carries what it printed first ({@link capturedOutputOf}).
+ */
 export class OperationTimeoutError extends GcError {
   override readonly name = "OperationTimeoutError";
   readonly code = "GC_TIMEOUT";
@@ -94,6 +97,42 @@ export class OperationTimeoutError extends GcError {
     super(`${what}: timed out after ${timeoutMs} ms`, options);
     this.timeoutMs = timeoutMs;
   }
+}
+
+/**
+ * What a command printed before it was cut short (deadline or abort), bounded like its
+ * normal output: the error such a command rejects with carries it (see {@link capturedOutputOf}).
+ */
+export interface CapturedOutput {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Where the captured output hangs on an error; `Symbol.for` so duplicate module copies agree. */
+const CAPTURED_OUTPUT = Symbol.for("gc.capturedOutput");
+
+/**
+ * Hangs `output` on `e` — the {@link OperationTimeoutError} or the abort reason a cut command
+ * rejects with — as a non-enumerable property, and returns `e`. A value that cannot carry it
+ * (a primitive reason, a frozen object) is returned unchanged. An abort reason shared by
+ * several commands keeps the output of the last one cut.
+ */
+export function attachCapturedOutput<E>(e: E, output: CapturedOutput): E {
+  if ((typeof e === "object" && e !== null) || typeof e === "function") {
+    if (Object.isExtensible(e)) {
+      Object.defineProperty(e, CAPTURED_OUTPUT, { value: output, configurable: true, writable: true });
+    }
+  }
+  return e;
+}
+
+/** The output a cut command printed before it was killed, when `e` carries it. */
+export function capturedOutputOf(e: unknown): CapturedOutput | undefined {
+  if ((typeof e !== "object" || e === null) && typeof e !== "function") return undefined;
+  const v = (e as { [CAPTURED_OUTPUT]?: unknown })[CAPTURED_OUTPUT];
+  if (typeof v !== "object" || v === null) return undefined;
+  const { stdout, stderr } = v as { stdout?: unknown; stderr?: unknown };
+  return typeof stdout === "string" && typeof stderr === "string" ? { stdout, stderr } : undefined;
 }
 
 /** Where in a file a config problem is. Lines and columns are 1-based. */

@@ -11,6 +11,7 @@ import {
   type ShellState,
   saveShellState,
   shellStatePath,
+  unwrapCutOutput,
   unwrapOutput,
   wrapArgv,
 } from "../../internal/controller/exec-state.js";
@@ -96,6 +97,27 @@ describe("exec shell state", () => {
     const sh = shell();
     expect(sh.run(["source", file]).code).toBe(0);
     expect(sh.run(["sh", "-c", 'echo "$FROM_FILE $(pwd)"']).stdout).toBe("yes /tmp\n");
+  });
+
+  it("unwrapCutOutput: a wrapper's stdout cut anywhere yields a prefix of the command's stdout, never the snapshots or markers", () => {
+    const nonce = newNonce();
+    const cmdOut = "line 1\n$(x) 'q' ü 日本\nlast\n";
+    const w = wrapArgv(
+      ["printf", "%s", cmdOut],
+      { cwd: "/tmp", env: { A: "secret-ish" }, unset: [], incarnation: "i", updatedAt: 1 },
+      nonce,
+    );
+    const full = spawnSync(w[0]!, w.slice(1), { encoding: "utf8", cwd: scratch }).stdout;
+    expect(unwrapOutput(full, nonce).stdout).toBe(cmdOut);
+    expect(unwrapCutOutput(full, nonce)).toBe(cmdOut);
+    for (let i = 0; i <= full.length; i++) {
+      const got = unwrapCutOutput(full.slice(0, i), nonce);
+      // A cut right after the end marker's leading newline cannot be told from one more newline.
+      expect(`${cmdOut}\n`.startsWith(got), `cut at ${i}: ${JSON.stringify(got)}`).toBe(true);
+      expect(got).not.toContain("secret-ish");
+      expect(got).not.toContain("gc-exec");
+    }
+    expect(unwrapCutOutput("/tmp\0A=b\0", nonce)).toBe("");
   });
 
   it("needsShell: state builtins and builtins with no program of their own need the shell", () => {

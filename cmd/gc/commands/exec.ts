@@ -15,10 +15,11 @@ import {
   nextShellState,
   saveShellState,
   shellStatePath,
+  unwrapCutOutput,
   unwrapOutput,
   wrapArgv,
 } from "../../../internal/controller/exec-state.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { capturedOutputOf, UsageError } from "../../../internal/runtime/errors.js";
 import { sessionCapabilities, supportsExecCommand } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
@@ -36,7 +37,13 @@ with no state to restore passes straight through (shell builtins such as exit ne
 
 stdout and stderr are kept apart; stdin is passed on when it is a pipe or a file. The exit
 code of CMD becomes gc's; when gc itself fails (usage error, unknown session, provider error)
-it exits 125 with the reason on stderr. --timeout (default 5m) bounds the command.`;
+it exits 125 with the reason on stderr. --timeout (default 5m) bounds the command.
+
+A command cut short — past --timeout, or by Ctrl-C — is killed with everything it started;
+what it printed until then is still printed (stdout to stdout, stderr to stderr), then the
+reason on stderr, and gc exits 125 (timeout) or 130 (interrupted). Its cd/export are not
+kept. With --json the report has "exitCode": null, "cut": "timeout" or "interrupted", and the
+partial "stdout" and "stderr".`;
 
 /** Default bound on one command. */
 const DEFAULT_TIMEOUT_MS = 5 * 60_000;
@@ -117,11 +124,26 @@ export const command = defineCommand({
           ...(stdin !== undefined ? { stdin } : {}),
         });
       } catch (e) {
-        if (ctx.signal.aborted) {
-          ctx.err("gc exec: interrupted");
-          return REPORT_EXIT.cancelled;
+        // Cut short (timeout, Ctrl-C) once the command ran: print what it printed first (never
+        // the wrapper's markers or snapshots) and keep no shell state from it.
+        const partial = capturedOutputOf(e);
+        const interrupted = ctx.signal.aborted;
+        if (partial) {
+          const stdout = wrapped ? unwrapCutOutput(partial.stdout, nonce) : partial.stdout;
+          const cut = interrupted ? "interrupted" : "timeout";
+          if (json) {
+            printJson(ctx, { session: t.name, exitCode: null, cut, stdout, stderr: partial.stderr, wrapped });
+          } else {
+            ctx.stdout.write(stdout);
+            // The reason follows on a line of its own.
+            ctx.stderr.write(
+              partial.stderr && !partial.stderr.endsWith("\n") ? `${partial.stderr}\n` : partial.stderr,
+            );
+          }
         }
-        throw e;
+        if (!interrupted) throw e;
+        ctx.err("gc exec: interrupted");
+        return REPORT_EXIT.cancelled;
       }
       let stdout = r.stdout;
       if (wrapped) {

@@ -6,6 +6,7 @@
  */
 import { PassThrough, type Readable } from "node:stream";
 import type Dockerode from "dockerode";
+import { OutputCapture } from "../../proc/capture.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
 
 /** The engine answered with an HTTP status (404 missing, 409 conflict/not running, …). */
@@ -23,6 +24,8 @@ export interface ExecOptions {
   readonly workDir?: string | undefined;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal | undefined;
+  /** On a deadline or abort, hang the output received on the error (`capturedOutputOf`). */
+  readonly keepOutputOnCut?: boolean | undefined;
 }
 
 /** What an exec did. */
@@ -63,9 +66,11 @@ export class Engine {
   }
 
   /**
-   * Runs `argv` in the running container `id` and collects its output and exit code. Past
-   * `timeoutMs` or on abort it stops waiting and closes the stream; the engine does not kill
-   * the command for that (callers that must, see lifecycle/kill-on-cut.ts).
+   * Runs `argv` in the running container `id` and collects its output (each stream capped,
+   * proc/capture.ts) and exit code. Past `timeoutMs` or on abort it stops waiting and closes
+   * the stream, rejecting with OperationTimeoutError or the abort reason (with
+   * `keepOutputOnCut`, carrying the output received until then); the engine does not kill the command for that
+   * (callers that must, see lifecycle/kill-on-cut.ts).
    */
   async exec(id: string, o: ExecOptions): Promise<ExecResult> {
     const d = await this.docker();
@@ -88,12 +93,11 @@ export class Engine {
       hijack: true,
       stdin: withStdin,
     })) as unknown as NodeJS.ReadWriteStream & Readable;
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
+    const capture = new OutputCapture({ keepOnCut: o.keepOutputOnCut });
     const stdout = new PassThrough();
     const stderr = new PassThrough();
-    stdout.on("data", (b: Buffer) => out.push(b));
-    stderr.on("data", (b: Buffer) => err.push(b));
+    stdout.on("data", capture.stdout);
+    stderr.on("data", capture.stderr);
     d.modem.demuxStream(stream, stdout, stderr);
     const done = new Promise<void>((resolve, reject) => {
       stream.on("end", resolve);
@@ -113,20 +117,16 @@ export class Engine {
       for (let i = 0; ; i++) {
         const info = await exec.inspect();
         if (!info.Running) {
-          return {
-            exitCode: info.ExitCode ?? -1,
-            stdout: Buffer.concat(out).toString("utf8"),
-            stderr: Buffer.concat(err).toString("utf8"),
-          };
+          return { exitCode: info.ExitCode ?? -1, ...capture.text() };
         }
         if (i > 200)
           throw new ProviderError("docker", `exec ${o.argv[0]}: still running after its output ended`);
         await new Promise((r) => setTimeout(r, 10));
       }
     } catch (e) {
-      if (o.signal?.aborted) throw o.signal.reason;
+      if (o.signal?.aborted) throw capture.cut(o.signal.reason);
       if (timeout.aborted)
-        throw new OperationTimeoutError(`docker exec ${o.argv[0]}`, o.timeoutMs, { cause: e });
+        throw capture.cut(new OperationTimeoutError(`docker exec ${o.argv[0]}`, o.timeoutMs, { cause: e }));
       throw e;
     } finally {
       signal.removeEventListener("abort", onAbort);

@@ -717,7 +717,13 @@ export class DockerProvider
       dir: RUN_DIR,
       signal: opts.signal,
       run: (wrapped) =>
-        this.exec(c.Id, { argv: wrapped, stdin: opts.stdin, signal: opts.signal, timeoutMs: opts.timeoutMs }),
+        this.exec(c.Id, {
+          argv: wrapped,
+          stdin: opts.stdin,
+          signal: opts.signal,
+          timeoutMs: opts.timeoutMs,
+          keepOutputOnCut: true,
+        }),
       runKill: (kill, timeoutMs) => this.exec(c.Id, { argv: kill, timeoutMs }),
     });
   }
@@ -918,6 +924,7 @@ export class DockerProvider
       stdin?: string | undefined;
       signal?: AbortSignal | undefined;
       timeoutMs?: number | undefined;
+      keepOutputOnCut?: boolean | undefined;
     },
   ): Promise<ExecResult> {
     try {
@@ -927,6 +934,7 @@ export class DockerProvider
         user: this.settings.user,
         timeoutMs: o.timeoutMs ?? this.settings.hookTimeoutMs,
         signal: o.signal,
+        keepOutputOnCut: o.keepOutputOnCut,
       });
     } catch (e) {
       if (o.signal?.aborted) throw o.signal.reason;

@@ -7,6 +7,7 @@
 import { PassThrough, Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
+import { OutputCapture } from "../../proc/capture.js";
 import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { CONTAINER } from "./spec.js";
 
@@ -144,6 +145,8 @@ export interface ExecOptions {
   readonly stdin?: string | Buffer | Readable | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly timeoutMs?: number | undefined;
+  /** On a deadline or abort, hang the output received on the error (`capturedOutputOf`). */
+  readonly keepOutputOnCut?: boolean | undefined;
 }
 
 /** Exit code from an exec status frame: `Success` → 0, `NonZeroExitCode` → its code. */
@@ -192,10 +195,12 @@ export class KubeApi {
   }
 
   /**
-   * Runs `argv` (no shell) in the pod's `agent` container and collects its output. A refused
-   * upgrade that is transient (429/5xx, connection refused) is retried: the command never ran.
+   * Runs `argv` (no shell) in the pod's `agent` container and collects its output (each
+   * stream capped, proc/capture.ts). A refused upgrade that is transient (429/5xx, connection
+   * refused) is retried: the command never ran.
    * @throws ProviderError when the exec cannot start or ends without a status;
-   * OperationTimeoutError past `timeoutMs`; the abort reason when `signal` aborts.
+   * OperationTimeoutError past `timeoutMs`; the abort reason when `signal` aborts — both
+   * carrying the output received until then with `keepOutputOnCut`.
    */
   async exec(
     namespace: string,
@@ -216,12 +221,11 @@ export class KubeApi {
     opts: ExecOptions,
   ): Promise<ExecResult> {
     opts.signal?.throwIfAborted();
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    const sink = (into: Buffer[]) =>
+    const capture = new OutputCapture({ keepOnCut: opts.keepOutputOnCut });
+    const sink = (into: (b: Buffer) => void) =>
       new Writable({
         write(chunk: Buffer, _enc, cb) {
-          into.push(Buffer.from(chunk));
+          into(chunk);
           cb();
         },
       });
@@ -241,8 +245,8 @@ export class KubeApi {
       pod,
       CONTAINER,
       [...argv],
-      sink(out),
-      sink(err),
+      sink(capture.stdout),
+      sink(capture.stderr),
       stdin,
       false,
       (s) => {
@@ -258,20 +262,22 @@ export class KubeApi {
       };
       const onAbort = () => {
         ws.terminate();
-        finish(() => reject(opts.signal?.reason));
+        finish(() => reject(capture.cut(opts.signal?.reason)));
       };
       opts.signal?.addEventListener("abort", onAbort, { once: true });
       if (opts.signal?.aborted) return onAbort(); // aborted while the exec was being opened
       if (opts.timeoutMs !== undefined) {
         timer = setTimeout(() => {
           ws.terminate();
-          finish(() => reject(new OperationTimeoutError(`exec ${argv[0]} in pod ${pod}`, opts.timeoutMs!)));
+          finish(() =>
+            reject(capture.cut(new OperationTimeoutError(`exec ${argv[0]} in pod ${pod}`, opts.timeoutMs!))),
+          );
         }, opts.timeoutMs);
       }
       ws.on("close", () => {
         const code = exitCodeOf(status);
         if (code !== undefined) {
-          finish(() => resolve({ exitCode: code, stdout: Buffer.concat(out), stderr: Buffer.concat(err) }));
+          finish(() => resolve({ exitCode: code, ...capture.bytes() }));
         } else {
           const why = status?.message ?? "the exec stream closed without a status";
           finish(() => reject(new ProviderError("k8s", `exec in pod ${pod}: ${why}`)));

@@ -385,6 +385,8 @@ export class K8sProvider
       stdin?: string | Buffer | NodeJS.ReadableStream | undefined;
       signal?: AbortSignal | undefined;
       timeoutMs?: number | undefined;
+      /** On a deadline or abort, hang the output received on the error (`capturedOutputOf`). */
+      keepOutputOnCut?: boolean | undefined;
     } = {},
   ): Promise<ExecResult> {
     const api = await this.api();
@@ -393,6 +395,7 @@ export class K8sProvider
         stdin: opts.stdin as never,
         signal: opts.signal,
         timeoutMs: opts.timeoutMs ?? EXEC_TIMEOUT_MS,
+        keepOutputOnCut: opts.keepOutputOnCut,
       });
     } catch (e) {
       if (e instanceof ProviderError || e instanceof OperationTimeoutError || opts.signal?.aborted) throw e;
@@ -1025,6 +1028,7 @@ export class K8sProvider
           stdin: opts.stdin,
           signal: opts.signal,
           timeoutMs: opts.timeoutMs ?? this.settings.hookTimeoutMs,
+          keepOutputOnCut: true,
         }),
       runKill: (kill, timeoutMs) => this.runInPod(pod, kill, { timeoutMs }),
     });

@@ -1167,6 +1167,7 @@ export class SubprocessProvider
         stdin: opts.stdin,
         timeoutMs: opts.timeoutMs ?? OP_TIMEOUT_MS,
         signal: opts.signal,
+        keepOutputOnCut: true,
       });
       return {
         exitCode: res.exitCode ?? 128 + signalNumber(res.signal),

@@ -929,6 +929,7 @@ export class TmuxProvider
         stdin: opts.stdin,
         signal: opts.signal,
         timeoutMs: opts.timeoutMs ?? OP_TIMEOUT_MS,
+        keepOutputOnCut: true,
       });
       const code = r.exitCode ?? 128 + (r.signal ? (osConstants.signals[r.signal] ?? 0) : 0);
       return { exitCode: code, stdout: r.stdout, stderr: r.stderr };
