@@ -157,8 +157,9 @@ export function unwrapOutput(stdout: string, nonce: string): Unwrapped {
  * The command's own stdout in the wrapper's stdout of a call cut short (deadline, abort),
  * which has no end marker, or only a piece of one: "" until the begin marker (what precedes
  * it is the session's cwd and environment, never the command's), then everything up to the
- * end marker — or to a piece of it at the very end. The snapshots are not read: a cut call
- * changes no state. Pure.
+ * end marker — or to a piece of it at the very end that reaches into the nonce's random part
+ * (a shorter piece cannot be told from the command's own output and is kept). The snapshots
+ * are not read: a cut call changes no state. Pure.
  */
 export function unwrapCutOutput(stdout: string, nonce: string): string {
   const begin = `\n${nonce}:B\n`;
@@ -168,7 +169,10 @@ export function unwrapCutOutput(stdout: string, nonce: string): string {
   const rest = stdout.slice(b + begin.length);
   const e = rest.indexOf(end);
   if (e >= 0) return rest.slice(0, e);
-  for (let k = Math.min(end.length - 1, rest.length); k >= 2; k--) {
+  // A piece of the end marker is stripped only once it reaches into the random part of the
+  // nonce: output that merely ends like its fixed start ("\ngc") is the command's.
+  const fixed = "\ngc-exec-".length;
+  for (let k = Math.min(end.length - 1, rest.length); k > fixed; k--) {
     if (rest.endsWith(end.slice(0, k))) return rest.slice(0, rest.length - k);
   }
   return rest;

@@ -307,8 +307,9 @@ export class Reconciler {
       .filter((r) => !observation.unobservable.has(r.provider))
       .map((r) => (r.state === "crashed" ? soon : Math.max(r.backoffUntil ?? soon, now() + 50)));
     const retryDues = [...this.retries.values()].map((r) => r.until);
-    // A session adopted without its fingerprint (a controller killed mid-start, before it
-    // recorded one) is drifted: its restart is due at once, not an interval later.
+    // A session adopted with a fingerprint other than the desired one — none recorded (a
+    // controller killed mid-start) or an edit while no controller ran — is drifted: its
+    // restart is due at once, not an interval later. Once per adoption: it cannot spin.
     const adoptedDrifted = await Promise.all(
       outcomes
         .filter((o) => o.ok && o.action.kind === "adopt")

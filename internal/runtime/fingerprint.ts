@@ -253,10 +253,13 @@ export function fingerprint(
   // Shown by `gc drift` beside the core fields; not an input of `core`.
   breakdown[LIVE_FIELD] = { ...field(liveInput, liveInput.join(" ; ")), hash: live };
   const next = { workDir: cfg.workDir, prompt: startText.prompt ?? "", nudge: startText.nudge ?? "" };
-  // A preview of the redacted text: its short hash must not be a check value for a secret.
+  // Hashed as redacted, like their preview: display-only fields must not store a check value
+  // for a secret (a change of a secret alone in a prompt is therefore not reported).
   const shown = (text: string) => redactAssignments(redactValues(text, secrets));
-  for (const f of NEXT_START_FIELDS)
-    breakdown[f] = field(next[f], f === "workDir" ? next[f] : preview(shown(next[f])));
+  for (const f of NEXT_START_FIELDS) {
+    const text = shown(next[f]);
+    breakdown[f] = field(text, f === "workDir" ? text : preview(text));
+  }
   return { core, live, breakdown };
 }
 

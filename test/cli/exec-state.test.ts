@@ -112,12 +112,17 @@ describe("exec shell state", () => {
     expect(unwrapCutOutput(full, nonce)).toBe(cmdOut);
     for (let i = 0; i <= full.length; i++) {
       const got = unwrapCutOutput(full.slice(0, i), nonce);
-      // A cut right after the end marker's leading newline cannot be told from one more newline.
-      expect(`${cmdOut}\n`.startsWith(got), `cut at ${i}: ${JSON.stringify(got)}`).toBe(true);
+      // A cut inside the end marker's fixed start ("\ngc-exec-") cannot be told from the
+      // command's own output: at most that much of it is kept, never the random part.
+      expect(`${cmdOut}\n${nonce}`.startsWith(got), `cut at ${i}: ${JSON.stringify(got)}`).toBe(true);
+      expect(got.length).toBeLessThanOrEqual(cmdOut.length + "\ngc-exec-".length);
       expect(got).not.toContain("secret-ish");
-      expect(got).not.toContain("gc-exec");
     }
     expect(unwrapCutOutput("/tmp\0A=b\0", nonce)).toBe("");
+    // Output that ends like the marker's fixed start is the command's own.
+    for (const tail of ["\ng", "\ngc", "\ngc-exec-"]) {
+      expect(unwrapCutOutput(`x\n${nonce}:B\nresult: ok${tail}`, nonce)).toBe(`result: ok${tail}`);
+    }
   });
 
   it("needsShell: state builtins and builtins with no program of their own need the shell", () => {

@@ -86,10 +86,10 @@ agents:
   return city;
 }
 
-async function lossEvents(city: TestCity): Promise<{ orphansKilled?: number }[]> {
+async function lossEvents(city: TestCity): Promise<{ orphansKilled?: number; orphanPids?: number[] }[]> {
   const r = await city.gc(["session", "logs", "a", "--events", "--json"]);
   const { events } = JSON.parse(r.stdout) as {
-    events: { type: string; payload: { orphansKilled?: number } }[];
+    events: { type: string; payload: { orphansKilled?: number; orphanPids?: number[] } }[];
   };
   return events.filter((e) => e.type === "session.infrastructure-lost").map((e) => e.payload);
 }
@@ -167,23 +167,29 @@ describe("orphans of lost infrastructure (e2e)", { timeout: 180_000 }, () => {
       }
     ).holderPid;
     process.kill(holderPid, "SIGKILL");
-    await until(
-      "back on a new holder with a new immune child, the old one dead",
-      async () => {
-        const r = await row(city, "a");
-        const kids = immune(city, "a");
-        return r?.running && r.infraLosses === 1 && kids.length === 1 && kids[0] !== old;
-      },
-      60_000,
-    );
+    const current = (
+      await until(
+        "back on a new holder with a new immune child, the old one dead",
+        async () => {
+          const r = await row(city, "a");
+          const kids = immune(city, "a");
+          return r?.running && r.infraLosses === 1 && kids.length === 1 && kids[0] !== old && kids;
+        },
+        60_000,
+      )
+    )[0]!;
     expect(tagged(city).some((p) => p.pid === old)).toBe(false);
     const events = await lossEvents(city);
     expect(events).toHaveLength(1);
     // The old child is dead (above), but who killed it is a race: the observation that finds
     // the holder dead tears the session down (its tree, while the old program still lives),
     // or, once the old program has died of the hangup, the restart kills it as an orphan and
-    // counts it. Measured 2 of 6 under load with 0 counted. The event always says how many.
-    expect(events[0]!.orphansKilled).toBeTypeOf("number");
+    // counts it. Measured 2 of 6 under load with 0 counted. The event says how many, and which.
+    const loss = events[0]!;
+    expect(loss.orphanPids).toHaveLength(loss.orphansKilled ?? -1);
+    // Whatever it killed was of the old incarnation, never the new one.
+    expect(loss.orphanPids).not.toContain(current);
+    expect(loss.orphanPids?.filter((pid) => tagged(city).some((p) => p.pid === pid))).toEqual([]);
 
     const stop = await city.gc(["stop"]);
     expect(stop.code, stop.stderr).toBe(0);

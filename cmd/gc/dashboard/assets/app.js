@@ -16,6 +16,9 @@ const esc = (s) =>
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c],
   );
 
+/** A drifted value as shown: quoted, but a start-only field's preview is already quoted. */
+const shownValue = (f, v) => (f.effect === "next-start" ? v : JSON.stringify(v));
+
 let status;
 let source;
 let view; // { kind: "grid" } | { kind: "session", name, term, ... }
@@ -335,7 +338,7 @@ async function loadDetail() {
             .map((f) =>
               f.masked
                 ? `<tr><td>${esc(f.field)}</td><td colspan="2">changed (derived from a secret)</td><td>${esc(f.effect)}</td></tr>`
-                : `<tr><td>${esc(f.field)}</td><td>${esc(JSON.stringify(f.from))}</td><td>${esc(JSON.stringify(f.to))}</td><td>${esc(f.effect)}</td></tr>`,
+                : `<tr><td>${esc(f.field)}</td><td>${esc(shownValue(f, f.from))}</td><td>${esc(shownValue(f, f.to))}</td><td>${esc(f.effect)}</td></tr>`,
             )
             .join("")}</table>`;
   $("#events").innerHTML = d.events
