@@ -32,14 +32,21 @@ describe("readProcessTable", () => {
 
 describe("readArgv", () => {
   it("reads a process's whole command line; undefined once it is gone", async () => {
-    const child = spawn("sh", ["-c", "sleep 1000; :", "a b"], { stdio: "ignore" });
-    onTestFinished(() => {
-      child.kill("SIGKILL");
-    });
+    // Its own group: `sh` forks the sleep (`; :` keeps it from exec'ing), and killing only
+    // the shell would leave the sleep running, re-parented to init (seen after a CI run).
+    const child = spawn("sh", ["-c", "sleep 1000; :", "a b"], { stdio: "ignore", detached: true });
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    };
+    onTestFinished(killGroup);
     await new Promise((r) => child.once("spawn", r));
     expect((await readArgv(child.pid!))?.slice(0, 4)).toEqual(["sh", "-c", "sleep 1000; :", "a b"]);
     const gone = new Promise((r) => child.once("exit", r));
-    child.kill("SIGKILL");
+    killGroup();
     await gone;
     expect(await readArgv(child.pid!)).toBeUndefined();
   });
