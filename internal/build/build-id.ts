@@ -90,6 +90,20 @@ export function buildDiffers(
 }
 
 /**
+ * The controller's build fields of a status document (internal/controller/status-snapshot.ts) made by the gc of build `gcBuild`:
+ * `build`, the running controller's (null when it did not answer, or records none: an older
+ * build), and `buildMismatch`, true when a controller answered with another build. Pure.
+ */
+export function controllerBuild(
+  answered: boolean,
+  build: string | null | undefined,
+  gcBuild: string | undefined,
+) {
+  const theirs = answered ? (build ?? null) : null;
+  return { build: theirs, buildMismatch: answered && buildDiffers(theirs, gcBuild) };
+}
+
+/**
  * What `gc status` (and `gc start` beside a running controller) says when the controller with
  * pid `pid` runs build `controllerBuild` (null/undefined: it records none, a build from before
  * build ids) and this gc is `gcBuild`; undefined when they are the same (or this gc's build is

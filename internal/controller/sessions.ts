@@ -61,13 +61,8 @@ export interface CityView {
   readonly observeErrors: readonly { provider: string; error: string }[];
 }
 
-/** Drift of a record against its desired session. Pure. */
-export function driftOf(rec: SessionRecord | undefined, d: WantedSession | undefined): SessionView["drift"] {
-  return driftView(rec, d).drift;
-}
-
 /** {@link SessionView}'s drift fields of a record against its desired session. Pure. */
-function driftView(
+export function driftView(
   rec: SessionRecord | undefined,
   d: WantedSession | undefined,
 ): Pick<SessionView, "drift" | "nextStart"> {

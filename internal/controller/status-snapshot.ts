@@ -5,7 +5,7 @@
  * caller ({@link observeStatus}) or, beside a running controller, by the controller itself
  * ({@link controllerSnapshot}, control op `snapshot`) with its warm config, providers and store.
  */
-import { buildDiffers } from "../build/build-id.js";
+import { controllerBuild } from "../build/build-id.js";
 import type { MassStop } from "../reconcile/plan.js";
 import { massStopText } from "../reconcile/summary.js";
 import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider.js";
@@ -83,7 +83,7 @@ async function askPending(
  */
 export function statusJson(cityName: string, { view, ctl }: StatusObservation, gcBuild: string | undefined) {
   // A controller that did not answer says nothing of its build: no mismatch is claimed.
-  const build = ctl.running ? (ctl.status?.build ?? null) : null;
+  const answered = ctl.running && ctl.status !== undefined;
   return {
     city: cityName,
     /** The build of the gc that made this document. */
@@ -91,10 +91,7 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation, g
     controller: {
       running: ctl.running,
       pid: ctl.pid ?? null,
-      /** The running controller's build; null when not running or it records none (an older build). */
-      build,
-      /** True when a controller runs (and answered) another build than {@link build}'s gc. */
-      buildMismatch: ctl.running && ctl.status !== undefined && buildDiffers(build, gcBuild),
+      ...controllerBuild(answered, ctl.status?.build, gcBuild),
       lastPass: ctl.status?.lastPass ?? null,
     },
     sessions: view.sessions.map((s) => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sessionDrift } from "../../internal/controller/drift-report.js";
-import { driftOf as statusDrift } from "../../internal/controller/sessions.js";
+import { driftView } from "../../internal/controller/sessions.js";
 import { driftOf } from "../../internal/reconcile/drift.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY, plan } from "../../internal/reconcile/plan.js";
@@ -94,7 +94,7 @@ const CASES: [string, SessionRecord, DesiredSession, "none" | "core" | "live", s
 describe("drift is decided in one place", () => {
   it.each(CASES)("%s: gc status, gc drift and the planner agree", (_what, r, d, kind, action) => {
     expect(driftOf(r, d).kind).toBe(kind);
-    expect(statusDrift(r, d)).toBe(kind);
+    expect(driftView(r, d).drift).toBe(kind);
     expect(planned(r, d)).toBe(action);
   });
 

@@ -10,7 +10,7 @@
  * Either way the same {@link printStatus} formats the same snapshot document.
  */
 import { join, resolve } from "node:path";
-import { buildDiffers, buildMismatchText, gcBuildId } from "../../../internal/build/build-id.js";
+import { buildMismatchText, controllerBuild, gcBuildId } from "../../../internal/build/build-id.js";
 import { CITY_FILE_NAME, findCityDir } from "../../../internal/config/locate.js";
 import { controlSocketPath, requestControl } from "../../../internal/controller/control.js";
 import type { StatusJson } from "../../../internal/controller/status-snapshot.js";
@@ -77,14 +77,12 @@ async function askController(
  * as null, a mismatch. Pure.
  */
 function withBuildCheck(snap: StatusJson, gcBuild: string | undefined): StatusJson {
-  const build = snap.controller.build ?? null;
   return {
     ...snap,
     build: gcBuild ?? null,
     controller: {
       ...snap.controller,
-      build,
-      buildMismatch: snap.controller.running && buildDiffers(build, gcBuild),
+      ...controllerBuild(snap.controller.running, snap.controller.build, gcBuild),
     },
   };
 }
