@@ -32,8 +32,9 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
       cityDir: ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : undefined,
       configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
       allowInvalid: opts.strict !== true,
-      // Only commands that apply the file (and so the controller) keep its last good copy.
-      keepLastGood: opts.strict === true,
+      // Only commands that apply the file (and so the controller) keep its last good copy and
+      // create the fingerprint key.
+      applies: opts.strict === true,
     },
     {
       createProvider: createProviderFromSpec,

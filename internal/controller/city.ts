@@ -24,12 +24,18 @@ import type { PlanPolicy } from "../reconcile/plan.js";
 import { Reconciler } from "../reconcile/reconciler.js";
 import { ConfigError, describeError } from "../runtime/errors.js";
 import type { ProviderFactoryOptions } from "../runtime/factory.js";
-import { canonicalJson, type FingerprintFiles, fingerprint } from "../runtime/fingerprint.js";
+import {
+  canonicalJson,
+  type FingerprintFiles,
+  type FingerprintKey,
+  fingerprint,
+} from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore } from "../session/store.js";
+import { ensureFingerprintKey, readFingerprintKey } from "./fingerprint-key.js";
 import { extraInstances, readPoolScale } from "./pool-scale.js";
 
 /** A loaded city with lazily opened store and providers. Close it when done. */
@@ -122,10 +128,11 @@ export interface CityLocation {
   /** When the file is invalid, fall back to `.gc/last-good.yaml` (and report the error). */
   readonly allowInvalid?: boolean | undefined;
   /**
-   * Keep `.gc/last-good.yaml` a copy of every valid file loaded: for processes that apply
-   * the file (the controller, `gc start|reconcile|scale`). Read commands never write it.
+   * This process applies the file (the controller, `gc start|reconcile|scale`): it keeps
+   * `.gc/last-good.yaml` a copy of every valid file loaded, and creates the city's
+   * fingerprint key when missing (fingerprint-key.ts). Read commands write neither.
    */
-  readonly keepLastGood?: boolean | undefined;
+  readonly applies?: boolean | undefined;
 }
 
 /** `env` in which every unset variable reads as the empty string. */
@@ -242,6 +249,7 @@ export async function desiredFrom(
   now: Date,
   scale: Readonly<Record<string, number>> = {},
   memo?: DesiredMemo,
+  key?: FingerprintKey,
 ): Promise<DesiredSession[]> {
   const scaleKey = scaleKeyOf(scale);
   let resolved: ConfigDesired[];
@@ -269,7 +277,7 @@ export async function desiredFrom(
       const filesKey = JSON.stringify(files);
       const hit = memo?.sessions.get(d);
       if (hit && hit.files === filesKey) return hit.session;
-      const fp = fingerprint(d.config, files, d.declaredEnvKeys, loaded.secrets, d.startText);
+      const fp = fingerprint(d.config, files, d.declaredEnvKeys, loaded.secrets, d.startText, key);
       const session: DesiredSession = {
         name: d.name,
         agent: d.agent,
@@ -280,6 +288,7 @@ export async function desiredFrom(
         core: fp.core,
         live: fp.live,
         breakdown: fp.breakdown,
+        ...(fp.legacy === undefined ? {} : { legacy: fp.legacy }),
         config: d.config,
       };
       memo?.sessions.set(d, { files: filesKey, hashes: files, session });
@@ -288,7 +297,7 @@ export async function desiredFrom(
   );
   if (memo) {
     const sessions = out.map(
-      ({ name, agent, provider, backend, core, live, breakdown }): WantedSession => ({
+      ({ name, agent, provider, backend, core, live, breakdown, legacy }): WantedSession => ({
         name,
         agent,
         provider,
@@ -296,6 +305,7 @@ export async function desiredFrom(
         core,
         live,
         breakdown,
+        ...(legacy === undefined ? {} : { legacy }),
       }),
     );
     memo.digest = { revision: loaded.revision, scale: scaleKey, files: hashes, sessions };
@@ -343,7 +353,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let env = where.env;
   try {
     loaded = await loadCity({ cityDir, configFile, env, cwd: where.cwd });
-    if (where.keepLastGood) await saveLastGood(loaded);
+    if (where.applies) await saveLastGood(loaded);
   } catch (e) {
     if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
     const dir = cityDir ?? (configFile ? dirname(configFile) : await findCityDir(where.cwd));
@@ -373,6 +383,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const sourceFile = () => lastGood ?? loaded.file;
   let currentKey: string | undefined = lastGood ? undefined : await inputsKey(loaded.file, loaded);
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const key = where.applies ? await ensureFingerprintKey(stateDir) : await readFingerprintKey(stateDir);
   const name = loaded.config.workspace.name;
   let store: Promise<SessionStore> | undefined;
   const providers = new Map<string, Promise<Provider>>();
@@ -421,7 +432,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
         env,
         cwd: where.cwd,
       });
-      if (!lastGood && where.keepLastGood) await saveLastGood(fresh);
+      if (!lastGood && where.applies) await saveLastGood(fresh);
       current = fresh;
       // Keyed by what was on disk before the read: an edit during it is seen next time.
       currentKey = key;
@@ -445,7 +456,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     refresh,
     async loadDesired() {
       const fresh = await refresh();
-      return desiredFrom(fresh, now, await readPoolScale(stateDir), memo);
+      return desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
     },
     desiredDigest: () => memo.digest,
     async close() {

@@ -8,6 +8,7 @@ import {
   type FieldDrift,
   type FieldFingerprint,
   isNextStartField,
+  type LegacyFingerprints,
   LIVE_FIELD,
 } from "../runtime/fingerprint.js";
 
@@ -25,6 +26,8 @@ export interface WantedAs {
   readonly core: string;
   readonly live: string;
   readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+  /** The unkeyed hashes of a config holding secrets ({@link LegacyFingerprints}); never stored. */
+  readonly legacy?: LegacyFingerprints | undefined;
 }
 
 /** The drift of one session. */
@@ -43,6 +46,20 @@ export interface Drift {
   readonly nextStart: readonly FieldDrift[];
   /** One line for logs and plans (`provider changed: tmux → subprocess`, `config drift: command`). */
   readonly reason: string;
+  /**
+   * The record matched only by its unkeyed hashes (started before the city had a fingerprint
+   * key): the same start, to be re-recorded with the keyed hashes so no stored hash is a check
+   * value for a secret. Never set under `core`.
+   */
+  readonly rekey?: true;
+}
+
+/**
+ * Whether recorded core hash `recorded` is the start `d` wants: its keyed hash, or the
+ * unkeyed one of the same config ({@link WantedAs.legacy}). Pure.
+ */
+export function sameCore(recorded: string | null | undefined, d: WantedAs): boolean {
+  return recorded === d.core || (d.legacy !== undefined && recorded === d.legacy.core);
 }
 
 /** Decides the drift of a started session against its desired start. Pure. */
@@ -56,7 +73,7 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
       reason: `provider changed: ${rec.provider} → ${d.provider}`,
     };
   }
-  if (rec.coreHash !== d.core) {
+  if (!sameCore(rec.coreHash, d)) {
     // Every changed field is reported (session_live too: the restart applies it as well), but
     // only the core fields name the restart's cause.
     const core = changed.filter((f) => f.field !== LIVE_FIELD && !isNextStartField(f.field));
@@ -64,13 +81,25 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
     return { kind: "core", fields: changed, nextStart: [], reason: `config drift: ${names.join(", ")}` };
   }
   const nextStart = changed.filter((f) => isNextStartField(f.field));
-  if (rec.liveHash !== d.live) {
+  const legacyLive = d.legacy !== undefined && rec.liveHash === d.legacy.live;
+  if (rec.liveHash !== d.live && !legacyLive) {
     return {
       kind: "live",
-      fields: changed.filter((f) => !isNextStartField(f.field)),
+      // Core is the same, so only session_live changed (a record matched by unkeyed hashes
+      // differs in secret-derived per-field hashes by the key alone).
+      fields: changed.filter((f) => f.field === LIVE_FIELD),
       nextStart,
       reason: "session_live changed",
     };
   }
-  return { kind: "none", fields: [], nextStart, reason: "in sync" };
+  // Matched by unkeyed hashes: per-field hashes of secret-derived fields differ by the key
+  // alone, so only the start-only fields are compared (as in sync).
+  const rekey = rec.coreHash !== d.core || rec.liveHash !== d.live;
+  return {
+    kind: "none",
+    fields: [],
+    nextStart,
+    reason: "in sync",
+    ...(rekey ? { rekey: true as const } : {}),
+  };
 }

@@ -14,6 +14,7 @@ import {
   supportsOrphanKill,
 } from "../runtime/provider.js";
 import { casUpdate, type SessionRecord, type SessionStore } from "../session/store.js";
+import { sameCore } from "./drift.js";
 import {
   type Action,
   crashAction,
@@ -210,6 +211,22 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
       });
       return "session_live re-applied without restart";
     }
+    case "rekey": {
+      // The same start, recorded anew with the keyed hashes: the unkeyed ones (check values
+      // for a secret) leave the session's metadata and the store.
+      const provider = await deps.providerFor(d!.provider);
+      await Promise.all([
+        provider.setMeta(d!.name, META_CORE, d!.core),
+        provider.setMeta(d!.name, META_LIVE, d!.live),
+      ]).catch(() => undefined); // best-effort, as at start: only read to adopt
+      const was = (await store.get(d!.name))?.breakdown ?? {};
+      await walkTo(store, d!.name, "running", action.reason, {
+        coreHash: d!.core,
+        liveHash: d!.live,
+        breakdown: keepStartedFields(was, d!.breakdown),
+      });
+      return "fingerprints re-recorded with the city's key";
+    }
     case "adopt":
       return adopt(d!, action.reason, deps);
     case "stop": {
@@ -374,16 +391,17 @@ async function adopt(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
     provider.getMeta(d.name, META_LIVE).catch(() => undefined),
   ]);
   await ensureRecord(d, deps);
-  const sameCore = core === d.core;
+  const inSync = sameCore(core, d);
   await walkTo(deps.store, d.name, "running", `adopted: ${reason}`, {
     // Without a recorded fingerprint we cannot tell drift: treat it as drifted (restart is safe).
+    // An unkeyed one (recorded before the city had a key) is re-recorded by the next pass.
     coreHash: core ?? "unknown",
     liveHash: live ?? "unknown",
     // What it started with beyond the fingerprints (work dir, prompt) is not known.
-    breakdown: sameCore ? keepStartedFields({}, d.breakdown) : {},
+    breakdown: inSync ? keepStartedFields({}, d.breakdown) : {},
     pending: null,
   });
-  return `adopted (${sameCore ? "in sync" : "fingerprint differs: restart follows"})`;
+  return `adopted (${inSync ? "in sync" : "fingerprint differs: restart follows"})`;
 }
 
 /** Interrupt, bounded wait for idle, stop; the record ends `stopped`. */

@@ -4,9 +4,9 @@
  * only at what is wanted and what is seen now. Table-tested in test/reconcile/plan.test.ts.
  */
 
-import type { FieldFingerprint } from "../runtime/fingerprint.js";
+import type { FieldFingerprint, LegacyFingerprints } from "../runtime/fingerprint.js";
 import type { ExitInfo, SessionRecord } from "../session/store.js";
-import { driftOf } from "./drift.js";
+import { driftOf, sameCore } from "./drift.js";
 
 /** One session the city file wants, with its fingerprints. */
 export interface DesiredEntry {
@@ -24,6 +24,8 @@ export interface DesiredEntry {
   readonly core: string;
   readonly live: string;
   readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+  /** Unkeyed hashes of a config holding secrets (fingerprint.ts `Fingerprints.legacy`); never stored. */
+  readonly legacy?: LegacyFingerprints | undefined;
 }
 
 /** One observation of the runtime, taken once per tick. */
@@ -165,6 +167,8 @@ export type Action =
       readonly fields: readonly string[];
     }
   | { readonly kind: "run-live"; readonly name: string; readonly reason: string }
+  /** Re-record a running session's unchanged start with the keyed fingerprints (drift.ts `Drift.rekey`). */
+  | { readonly kind: "rekey"; readonly name: string; readonly reason: string }
   | { readonly kind: "adopt"; readonly name: string; readonly reason: string }
   | { readonly kind: "stop"; readonly name: string; readonly reason: string; readonly forget: boolean }
   | { readonly kind: "forget"; readonly name: string; readonly reason: string }
@@ -297,7 +301,7 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
     case "quarantined": {
       // A fix of the start config (core drift since the quarantine) is a new try.
       const at = rec.metadata[QUARANTINED_CORE_KEY];
-      if (at !== undefined && at !== d.core) {
+      if (at !== undefined && !sameCore(at, d)) {
         const drift = rec.coreHash === null ? undefined : driftOf(rec, d);
         const fields = drift?.kind === "core" ? drift.fields.map((f) => f.field) : [];
         return {
@@ -338,6 +342,13 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
           };
         }
         if (drift.kind === "live") return { kind: "run-live", name: d.name, reason: drift.reason };
+        if (drift.rekey) {
+          return {
+            kind: "rekey",
+            name: d.name,
+            reason: "recorded before the city had a fingerprint key: re-recorded keyed (nothing restarts)",
+          };
+        }
         return undefined;
       }
     case "starting":

@@ -4,6 +4,7 @@
  * The per-field breakdown is the very input of the core hash, so `gc drift` can say which
  * field changed and from what to what. Pure (file contents are read by the caller).
  */
+import { createHmac } from "node:crypto";
 import xxhash from "xxhash-wasm";
 import type { StartConfig } from "./provider.js";
 import { isSecretKey, REDACTED, redactAssignments, redactValues, secretsLongestFirst } from "./secrets.js";
@@ -44,6 +45,20 @@ export interface FieldFingerprint {
   readonly secret?: boolean;
 }
 
+/**
+ * A city's fingerprint key (`.gc/fingerprint.key`, see controller/fingerprint-key.ts). With
+ * it, a secret value enters hashed text only as its HMAC-SHA256 under the key, so no stored
+ * or published hash (state.db, tmux/container metadata, pod annotations, `gc drift --json`)
+ * is a check value for guessing a secret by someone who lacks the key file.
+ */
+export type FingerprintKey = Uint8Array;
+
+/** The core and live hashes a config had before its city had a key (secret values hashed raw). */
+export interface LegacyFingerprints {
+  readonly core: string;
+  readonly live: string;
+}
+
 /** The result of {@link fingerprint}. */
 export interface Fingerprints {
   /** `v1:<16 hex>` over every core field. */
@@ -52,6 +67,12 @@ export interface Fingerprints {
   readonly live: string;
   /** Per-field hashes and display values; the core hash is computed from exactly these. */
   readonly breakdown: Readonly<Record<string, FieldFingerprint>>;
+  /**
+   * Present only when a key was given and the config holds a secret: the hashes an earlier
+   * build (or this one without a key) recorded. A record holding them is in sync and is
+   * re-recorded with the keyed ones ({@link Drift.rekey} in reconcile/drift.ts). Never stored.
+   */
+  readonly legacy?: LegacyFingerprints;
 }
 
 /** The fields of the core document, in the order `gc drift` shows them. */
@@ -166,12 +187,33 @@ export function secretValuesOf(
   return secretsLongestFirst([...interpolated, ...declared]);
 }
 
+/** What stands for secret value `v` in hashed text under `key`: a keyed digest, never `v`. */
+function sealValue(key: FingerprintKey, v: string): string {
+  return `gc-sealed:${createHmac("sha256", key).update(v, "utf8").digest("hex").slice(0, 32)}`;
+}
+
+/**
+ * `text` (canonical JSON) with every secret of `secrets` (longest first, as JSON string
+ * content) replaced by its sealed form. Shorter secrets than MIN_SECRET_LENGTH are not looked
+ * for inside other text; secret-named env values are sealed whole before (any length).
+ */
+function sealText(key: FingerprintKey, secrets: readonly string[], text: string): string {
+  let out = text;
+  for (const v of secrets) {
+    const inJson = JSON.stringify(v).slice(1, -1);
+    if (out.includes(inJson)) out = out.replaceAll(inJson, sealValue(key, v));
+  }
+  return out;
+}
+
 /**
  * Core and live fingerprints of `cfg`. Map order is irrelevant, list order significant;
  * an absent map equals an empty one. Work dir, readiness, process names, nudge, prompt
  * (and its beacon) are excluded from both: they are volatile or do not change what runs.
  * Work dir, `startText`'s prompt and nudge are in the breakdown, display only
- * ({@link NEXT_START_FIELDS}). Pure.
+ * ({@link NEXT_START_FIELDS}). With `key`, secret values are hashed only sealed
+ * ({@link FingerprintKey}); without, raw (the scheme of cities without a key). A config
+ * without secrets hashes the same either way. Pure.
  */
 export function fingerprint(
   cfg: StartConfig,
@@ -179,16 +221,26 @@ export function fingerprint(
   declaredEnvKeys: readonly string[] = [],
   interpolatedSecrets: readonly string[] = [],
   startText: StartText = {},
+  key?: FingerprintKey,
 ): Fingerprints {
   const env = identityEnv(cfg.env, declaredEnvKeys);
+  // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
+  // a display value, and a field derived from one is flagged so drift shows only "changed".
+  const secrets = secretValuesOf(cfg.env, interpolatedSecrets);
+  const sealKey =
+    key !== undefined && (secrets.length > 0 || Object.keys(env).some(isSecretKey)) ? key : undefined;
+  // Secret-named env values are sealed whole (any length); other text has each secret sealed where it occurs.
+  const hashedEnv = sealKey
+    ? Object.fromEntries(Object.entries(env).map(([k, v]) => [k, isSecretKey(k) ? sealValue(sealKey, v) : v]))
+    : env;
   const copy = (cfg.copyFiles ?? []).map((c) => ({
     src: c.src,
     relDst: c.relDst,
     content: files.copyFiles?.[c.src],
   }));
-  const doc: Record<(typeof CORE_FIELDS)[number], { input: unknown; value: string }> = {
+  const doc: Record<(typeof CORE_FIELDS)[number], { input: unknown; hashed?: unknown; value: string }> = {
     command: { input: cfg.command, value: cfg.command },
-    env: { input: env, value: showEnv(env) },
+    env: { input: env, hashed: hashedEnv, value: showEnv(env) },
     preStart: { input: cfg.preStart ?? [], value: (cfg.preStart ?? []).join(" ; ") },
     sessionSetup: { input: cfg.sessionSetup ?? [], value: (cfg.sessionSetup ?? []).join(" ; ") },
     sessionSetupScript: {
@@ -218,40 +270,45 @@ export function fingerprint(
     // out of the hash like `backend`.
     providerSettings: { input: cfg.providerSettings, value: showSettings(cfg.providerSettings ?? {}) },
   };
-  // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
-  // a display value, and a field derived from one is flagged so drift shows only "changed".
-  const secrets = secretValuesOf(cfg.env, interpolatedSecrets);
-  const field = (input: unknown, raw: string): FieldFingerprint => {
+  /** Unkeyed hashes of the fields whose keyed hash differs (the {@link Fingerprints.legacy} inputs). */
+  const unkeyed: Record<string, string> = {};
+  /** Hash of `input` (as `hashed` when given: its sealed form); `raw` redacted for display. */
+  const field = (input: unknown, raw: string, hashed: unknown = input, name?: string): FieldFingerprint => {
     const text = canonicalJson(input);
     // Redacted as the store redacts what it keeps (`SECRET_KEY=value` too), so a stored value
     // and a fresh one differ only where the config really changed.
     const value = redactAssignments(redactValues(raw, secrets));
     const secret =
       secrets.some((v) => text.includes(JSON.stringify(v).slice(1, -1))) || value.includes(REDACTED);
-    return { hash: hash(text), value, ...(secret ? { secret: true } : {}) };
+    let hashedText = text;
+    if (sealKey) {
+      hashedText = sealText(sealKey, secrets, hashed === input ? text : canonicalJson(hashed));
+      if (name !== undefined && hashedText !== text) unkeyed[name] = hash(text);
+    }
+    return { hash: hash(hashedText), value, ...(secret ? { secret: true } : {}) };
   };
   const breakdown: Record<string, FieldFingerprint> = {};
   for (const f of CORE_FIELDS) {
     if (f === "backend" && cfg.backend === undefined) continue;
     if (f === "providerSettings" && cfg.providerSettings === undefined) continue;
-    breakdown[f] = field(doc[f].input, doc[f].value);
+    breakdown[f] = field(doc[f].input, doc[f].value, doc[f].hashed ?? doc[f].input, f);
   }
   // Per-key entries of the map fields: display only, not inputs of `core`.
-  const maps: Record<string, Readonly<Record<string, string>>> = {
-    env,
-    fingerprintExtra: cfg.fingerprintExtra ?? {},
-  };
-  for (const [f, map] of Object.entries(maps)) {
-    for (const [k, v] of Object.entries(map))
-      breakdown[`${f}.${k}`] = field(v, isSecretKey(k) ? REDACTED : v);
+  for (const [k, v] of Object.entries(env)) {
+    breakdown[`env.${k}`] = field(v, isSecretKey(k) ? REDACTED : v, hashedEnv[k]);
+  }
+  for (const [k, v] of Object.entries(cfg.fingerprintExtra ?? {})) {
+    breakdown[`fingerprintExtra.${k}`] = field(v, isSecretKey(k) ? REDACTED : v);
   }
   for (const [k, v] of Object.entries(cfg.providerSettings ?? {}))
     breakdown[`providerSettings.${k}`] = field(v, settingText(v));
-  const core = hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, breakdown[f]?.hash]))));
+  const coreOf = (hashes: Readonly<Record<string, string | undefined>>) =>
+    hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, hashes[f] ?? breakdown[f]?.hash]))));
+  const core = coreOf({});
   const liveInput = cfg.sessionLive ?? [];
-  const live = hash(canonicalJson(liveInput));
   // Shown by `gc drift` beside the core fields; not an input of `core`.
-  breakdown[LIVE_FIELD] = { ...field(liveInput, liveInput.join(" ; ")), hash: live };
+  breakdown[LIVE_FIELD] = field(liveInput, liveInput.join(" ; "), liveInput, LIVE_FIELD);
+  const live = breakdown[LIVE_FIELD].hash;
   const next = { workDir: cfg.workDir, prompt: startText.prompt ?? "", nudge: startText.nudge ?? "" };
   // Hashed as redacted, like their preview: display-only fields must not store a check value
   // for a secret (a change of a secret alone in a prompt is therefore not reported).
@@ -260,7 +317,8 @@ export function fingerprint(
     const text = shown(next[f]);
     breakdown[f] = field(text, f === "workDir" ? text : preview(text));
   }
-  return { core, live, breakdown };
+  if (Object.keys(unkeyed).length === 0) return { core, live, breakdown };
+  return { core, live, breakdown, legacy: { core: coreOf(unkeyed), live: unkeyed[LIVE_FIELD] ?? live } };
 }
 
 /** A long text for display: its first 48 characters on one line, its length and a short hash of it. */

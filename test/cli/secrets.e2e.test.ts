@@ -8,9 +8,10 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import xxhash from "xxhash-wasm";
 import { makeCity, type TestCity, until } from "../support/city.js";
 
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
@@ -41,23 +42,47 @@ function files(dir: string): string[] {
   return out;
 }
 
-/** Where `secret` shows up: files under .gc/, ps, tmux options. */
+/**
+ * Where `secret` shows up: files under .gc/, ps, tmux options (gc's session metadata is kept
+ * there hex-encoded, so the hex form is looked for too).
+ */
 function leaks(city: TestCity, secret: string): string[] {
   const found: string[] = [];
+  const hex = Buffer.from(secret).toString("hex");
   for (const f of files(join(city.dir, ".gc"))) {
     if (readFileSync(f).includes(secret)) found.push(f);
   }
   const ps = spawnSync("ps", ["-eo", "pid,args", "ww"], { encoding: "utf8" }).stdout;
   for (const line of ps.split("\n")) if (line.includes(secret)) found.push(`ps: ${line}`);
+  // The session's options only while it lives (after `gc stop` there is no server to ask).
+  const live = city.tmux("has-session", "-t", "=a").code === 0;
   for (const args of [
     ["show-options", "-g"],
     ["show-options", "-s"],
-    ["show-options", "-t", "=a"],
-    ["show-options", "-w", "-t", "=a"],
-  ]) {
-    if (city.tmux(...args).stdout.includes(secret)) found.push(`tmux ${args.join(" ")}`);
+    // `=a:` names the session (a bare `=a` is not found, which made these checks empty).
+    ["show-options", "-t", "=a:"],
+    ["show-options", "-w", "-t", "=a:"],
+  ].slice(0, live ? 4 : 0)) {
+    const r = city.tmux(...args);
+    if (r.code !== 0) found.push(`tmux ${args.join(" ")} failed`);
+    if (r.stdout.includes(secret) || r.stdout.includes(hex)) found.push(`tmux ${args.join(" ")}`);
   }
   return found;
+}
+
+/**
+ * The hash an unkeyed fingerprint stores for a secret-named env value: the check value a
+ * guess of the secret could be tested against (`v1:` and xxh64 of its JSON text).
+ */
+async function unkeyedValueHash(secret: string): Promise<string> {
+  return (await xxhash()).h64ToString(JSON.stringify(secret));
+}
+
+/** The core fingerprint recorded in session `a`'s tmux metadata (gc.core, hex-encoded). */
+function metaCore(city: TestCity): string {
+  const opt = `@gc_m_${Buffer.from("gc.core").toString("hex")}`;
+  const stored = city.tmux("display-message", "-p", "-t", "=a:", `#{${opt}}`).stdout.trim();
+  return Buffer.from(stored.slice(1), "hex").toString("utf8");
 }
 
 describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
@@ -111,7 +136,64 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
     expect(text.includes(s2), text).toBe(false);
     expect(leaks(city, s1)).toEqual([]);
     expect(leaks(city, s2)).toEqual([]);
+    // Nor is any stored or printed hash a check value for them: the fingerprints are keyed
+    // by the city's key (made 0600 by the first applying command).
+    expect(statSync(join(city.dir, ".gc", "fingerprint.key")).mode & 0o777).toBe(0o600);
+    for (const s of [s1, s2]) {
+      const h = await unkeyedValueHash(s);
+      expect(leaks(city, h), h).toEqual([]);
+      expect(text.includes(h)).toBe(false);
+    }
     await gc(["stop"], s2);
     expect(leaks(city, s2)).toEqual([]);
+  });
+
+  it("a city recorded before it had a fingerprint key: the next applying pass re-records it keyed — nothing restarts, no unkeyed hash is left — and a secret's change still restarts", async () => {
+    const city = makeCity(FILE);
+    const s1 = `s3cr3t-${randomBytes(8).toString("hex")}`;
+    const gc = (args: string[], secret = s1) => city.gc(args, { env: { GC_TEST_PASSWORD: secret } });
+    const keyFile = join(city.dir, ".gc", "fingerprint.key");
+    const panePid = () => city.tmux("display-message", "-p", "-t", "=a:", "#{pane_pid}").stdout.trim();
+    // A pass run by a command that does not apply the city (gc session restart, no controller)
+    // records what every build before the key recorded: fingerprints over the raw secret.
+    expect((await gc(["session", "restart", "a"])).code).toBe(0);
+    await until("a running", () => city.tmux("has-session", "-t", "=a").code === 0);
+    expect(existsSync(keyFile)).toBe(false);
+    const unkeyed = metaCore(city);
+    expect(unkeyed).toMatch(/^v1:[0-9a-f]{16}$/);
+    const valueHash = await unkeyedValueHash(s1);
+    expect(leaks(city, valueHash).length).toBeGreaterThan(0); // the old scheme's check value
+    const pid = panePid();
+    // Read commands make no key and find the city in sync.
+    expect((await gc(["drift"])).stdout).toContain("a: in sync");
+    expect(existsSync(keyFile)).toBe(false);
+    // The first applying pass makes the key and re-records the session; it keeps running.
+    const once = await gc(["start", "--once"]);
+    expect(once.code, once.stderr).toBe(0);
+    expect(once.stdout).toMatch(/rekey +a ok/);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(panePid()).toBe(pid);
+    expect(metaCore(city)).toMatch(/^v1:[0-9a-f]{16}$/);
+    expect(metaCore(city)).not.toBe(unkeyed);
+    expect(leaks(city, unkeyed.slice(3))).toEqual([]);
+    expect(leaks(city, valueHash)).toEqual([]);
+    const status = JSON.parse((await gc(["status", "--json"])).stdout);
+    expect(status.sessions.find((x: { name: string }) => x.name === "a")).toMatchObject({
+      drift: "none",
+      restarts: 0,
+    });
+    expect((await gc(["start", "--once"])).stdout).toContain("in sync");
+    // The secret changes: still drift (masked), and the restart applies it.
+    const s2 = `s3cr3t-${randomBytes(8).toString("hex")}`;
+    expect((await gc(["drift"], s2)).stdout).toContain(
+      "env.API_TOKEN: changed (derived from a secret; values not shown)",
+    );
+    expect((await gc(["reconcile"], s2)).code).toBe(0);
+    await until(
+      "a restarted with the new secret",
+      () => city.tmux("show-environment", "-t", "=a", "API_TOKEN").stdout.trim() === `API_TOKEN=${s2}`,
+    );
+    expect(leaks(city, await unkeyedValueHash(s2))).toEqual([]);
+    await gc(["stop"], s2);
   });
 });

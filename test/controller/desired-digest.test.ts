@@ -26,7 +26,7 @@ agents:
     max_active_sessions: 3
 `;
 
-async function city(opts: { keepLastGood?: boolean } = {}) {
+async function city(opts: { applies?: boolean } = {}) {
   const dir = await mkdtemp(join(tmpdir(), "gc-digest-"));
   onTestFinished(() => rm(dir, { recursive: true, force: true }));
   await writeFile(join(dir, "city.yaml"), yaml("sleep 1"));
@@ -105,7 +105,7 @@ describe("desired digest", () => {
     await reading.loadDesired();
     expect(existsSync(lastGood)).toBe(false);
     const applying = await openCity(
-      { cwd: dir, env: {}, cityDir: dir, keepLastGood: true },
+      { cwd: dir, env: {}, cityDir: dir, applies: true },
       {
         createProvider: async () => {
           throw new Error("unused");

@@ -8,6 +8,8 @@ import type { SessionRecord } from "../../internal/session/store.js";
 
 const NOW = 1_000_000_000;
 const BREAKDOWN = { command: { hash: "c1", value: "sleep 1" } };
+const SEALED_RAW = { hash: "t-raw", value: "[redacted]", secret: true };
+const SEALED = { hash: "t-keyed", value: "[redacted]", secret: true };
 
 function want(over: Partial<DesiredSession> = {}): DesiredSession {
   return {
@@ -89,6 +91,42 @@ const CASES: [string, SessionRecord, DesiredSession, "none" | "core" | "live", s
     "none",
     "none",
   ],
+  // Recorded before the city had a fingerprint key (its secret hashed raw): the same start.
+  [
+    "recorded unkeyed, same config",
+    rec({
+      coreHash: "v1:raw-core",
+      liveHash: "v1:raw-live",
+      breakdown: { ...BREAKDOWN, "env.API_TOKEN": SEALED_RAW },
+    }),
+    want({
+      legacy: { core: "v1:raw-core", live: "v1:raw-live" },
+      breakdown: { ...BREAKDOWN, "env.API_TOKEN": SEALED },
+    }),
+    "none",
+    "rekey",
+  ],
+  [
+    "recorded unkeyed, session_live changed",
+    rec({ coreHash: "v1:raw-core", liveHash: "v1:raw-live" }),
+    want({ live: "v1:live2", legacy: { core: "v1:raw-core", live: "v1:raw-live2" } }),
+    "live",
+    "run-live",
+  ],
+  [
+    "recorded unkeyed, a secret changed",
+    rec({ coreHash: "v1:raw-core-old", liveHash: "v1:raw-live" }),
+    want({ legacy: { core: "v1:raw-core", live: "v1:raw-live" } }),
+    "core",
+    "restart",
+  ],
+  [
+    "recorded keyed, same config",
+    rec(),
+    want({ legacy: { core: "v1:raw-core", live: "v1:raw-live" } }),
+    "none",
+    "none",
+  ],
 ];
 
 describe("drift is decided in one place", () => {
@@ -150,6 +188,33 @@ describe("drift is decided in one place", () => {
       ["sessionLive", "restart"],
       ["workDir", "restart"],
     ]);
+  });
+
+  it("a record matched by its unkeyed hashes is in sync (rekey) and shows no field: the secret's per-field hash differs by the key alone", () => {
+    const r = rec({
+      coreHash: "v1:raw-core",
+      liveHash: "v1:raw-live",
+      breakdown: { ...BREAKDOWN, "env.API_TOKEN": SEALED_RAW },
+    });
+    const d = want({
+      legacy: { core: "v1:raw-core", live: "v1:raw-live" },
+      breakdown: { ...BREAKDOWN, "env.API_TOKEN": SEALED },
+    });
+    expect(driftOf(r, d)).toEqual({
+      kind: "none",
+      fields: [],
+      nextStart: [],
+      reason: "in sync",
+      rekey: true,
+    });
+    expect(sessionDrift("a", r, d)).toEqual({ session: "a", drift: "none", fields: [] });
+    // session_live changed too: only sessionLive is named (not the secret's field).
+    const live = driftOf(r, {
+      ...d,
+      live: "v1:live2",
+      legacy: { core: "v1:raw-core", live: "v1:raw-live2" },
+    });
+    expect([live.kind, live.fields.map((f) => f.field)]).toEqual(["live", []]);
   });
 
   it("a provider change names the provider as the changed field", () => {

@@ -278,6 +278,34 @@ describe("plan", () => {
     });
   });
 
+  it("plan: a quarantine recorded before the city had a fingerprint key stays (its unkeyed core is the same config)", () => {
+    const q = record("a", "quarantined", {
+      quarantineReason: "x",
+      coreHash: "v1:raw",
+      metadata: { [QUARANTINED_CORE_KEY]: "v1:raw" },
+    });
+    const same = desired("a", { core: "v1:keyed", legacy: { core: "v1:raw", live: "v1:live" } });
+    expect(run({ desired: [same], records: [q] })[0]).toMatchObject({
+      kind: "wait",
+      reason: "quarantined: x",
+    });
+    const changed = desired("a", { core: "v1:keyed2", legacy: { core: "v1:raw2", live: "v1:live" } });
+    expect(run({ desired: [changed], records: [q] })[0]).toMatchObject({ kind: "start" });
+  });
+
+  it("plan: a running session recorded unkeyed is re-recorded (rekey), never restarted", () => {
+    const d = desired("a", {
+      core: "v1:keyed",
+      live: "v1:live-keyed",
+      legacy: { core: "v1:core", live: "v1:live" },
+    });
+    const [a] = run({ desired: [d], observed: observed(["a"]), records: [record("a", "running")] });
+    expect(a).toMatchObject({ kind: "rekey", name: "a" });
+    // Once re-recorded, nothing more to do.
+    const done = record("a", "running", { coreHash: "v1:keyed", liveHash: "v1:live-keyed" });
+    expect(run({ desired: [d], observed: observed(["a"]), records: [done] })).toEqual([]);
+  });
+
   it("plan: a failed start's reason is the start error alone (no 'exit status unknown')", () => {
     const rec = record("a", "starting");
     const policy = DEFAULT_POLICY;

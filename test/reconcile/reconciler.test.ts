@@ -130,6 +130,52 @@ describe("Reconciler", () => {
     expect(again.plan.actions).toEqual([]);
   });
 
+  it("tick: sessions recorded before the city had a fingerprint key are re-recorded keyed — record and metadata — and nothing restarts", async () => {
+    const secretCfg: Partial<StartConfig> = { env: { API_TOKEN: "hunter2-token" }, sessionLive: ["echo l"] };
+    const keyed = (name: string) => {
+      const cfg: StartConfig = { command: "sleep 300", workDir: "/w", env: {}, ...secretCfg };
+      const fp = fingerprint(cfg, {}, [], [], {}, Buffer.alloc(32, 7));
+      return want(name, secretCfg, {
+        core: fp.core,
+        live: fp.live,
+        breakdown: fp.breakdown,
+        legacy: fp.legacy,
+      });
+    };
+    const t = setup([want("a", secretCfg), want("b")]);
+    await t.reconciler.tick();
+    const unkeyed = want("a", secretCfg);
+    expect(keyed("a").legacy).toEqual({ core: unkeyed.core, live: unkeyed.live });
+    t.set([keyed("a"), want("b")]);
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`)).toEqual(["rekey:a"]);
+    expect(t.starts().sort()).toEqual(["a", "b"]);
+    expect(t.provider.session("a")?.liveRuns).toBe(0);
+    expect(await t.store.get("a")).toMatchObject({
+      state: "running",
+      generation: 1,
+      coreHash: keyed("a").core,
+      liveHash: keyed("a").live,
+    });
+    expect((await t.store.get("a"))?.breakdown["env.API_TOKEN"]?.hash).toBe(
+      keyed("a").breakdown["env.API_TOKEN"]?.hash,
+    );
+    expect(await t.provider.getMeta("a", META_CORE)).toBe(keyed("a").core);
+    expect((await t.reconciler.tick()).plan.actions).toEqual([]);
+    // A controller restarted over a session still carrying unkeyed metadata adopts it in sync
+    // and re-records it at once (the adoption requeues), without a restart.
+    await t.provider.setMeta("a", META_CORE, unkeyed.core);
+    await t.provider.setMeta("a", "gc.live", unkeyed.live);
+    const { fresh, r2 } = restartedController(t.provider, [keyed("a"), want("b")]);
+    const adopted = await r2.tick();
+    expect(adopted.plan.actions.map((a) => `${a.kind}:${a.name}`).sort()).toEqual(["adopt:a", "adopt:b"]);
+    // Adopted as in sync: its breakdown is kept (a drifted adoption records none).
+    expect(Object.keys((await fresh.get("a"))?.breakdown ?? {})).toContain("command");
+    expect((await r2.tick()).plan.actions.map((a) => `${a.kind}:${a.name}`)).toEqual(["rekey:a"]);
+    expect(await fresh.get("a")).toMatchObject({ coreHash: keyed("a").core, generation: 1 });
+    expect(t.starts().sort()).toEqual(["a", "b"]);
+  });
+
   it("tick: a core change restarts exactly that session; a live change re-applies without restart", async () => {
     const t = setup([want("a"), want("b")]);
     await t.reconciler.tick();

@@ -332,3 +332,68 @@ describe("fingerprint", () => {
     expect(text).not.toMatch(/hunter2|literal-1234|\[REDACTED\]/);
   });
 });
+
+describe("fingerprint with the city's key (secrets sealed)", () => {
+  const key1 = Buffer.alloc(32, 1);
+  const key2 = Buffer.alloc(32, 2);
+  const withSecret: StartConfig = {
+    ...base,
+    command: "agent --token sekrit-123 --name mayor",
+    env: { ...base.env, API_TOKEN: "sekrit-123", PIN: "x", DB_PASSWORD: "ab" },
+    sessionLive: ["tmux set @t sekrit-123"],
+  };
+  const secrets = ["sekrit-123"];
+  const all = (f: ReturnType<typeof fingerprint>) => [
+    f.core,
+    f.live,
+    ...Object.values(f.breakdown).map((b) => b.hash),
+  ];
+
+  it("a config without secrets hashes the same with or without a key (no legacy): nothing drifts on upgrade", () => {
+    const plain = fingerprint(base, {}, [], [], { prompt: "hi" }, key1);
+    expect(plain).toEqual(fingerprint(base, {}, [], [], { prompt: "hi" }));
+    expect(plain.legacy).toBeUndefined();
+  });
+
+  it("every hash derived from a secret depends on the key; the rest does not; legacy is the unkeyed scheme", () => {
+    const unkeyed = fingerprint(withSecret, {}, [], secrets);
+    const a = fingerprint(withSecret, {}, [], secrets, {}, key1);
+    const b = fingerprint(withSecret, {}, [], secrets, {}, key2);
+    expect(a.legacy).toEqual({ core: unkeyed.core, live: unkeyed.live });
+    expect(a.core).not.toBe(unkeyed.core);
+    expect(a.core).not.toBe(b.core);
+    expect(a.live).not.toBe(unkeyed.live);
+    for (const f of ["command", "env", "env.API_TOKEN", "env.DB_PASSWORD", "sessionLive"]) {
+      expect(a.breakdown[f]?.hash, f).not.toBe(unkeyed.breakdown[f]?.hash);
+      expect(a.breakdown[f]?.hash, f).not.toBe(b.breakdown[f]?.hash);
+      // Display values and flags are the key's business no more than the hashes were.
+      expect({ ...a.breakdown[f], hash: "" }, f).toEqual({ ...unkeyed.breakdown[f], hash: "" });
+    }
+    for (const f of ["preStart", "sessionSetup", "env.LOG_LEVEL", "env.PIN", "workDir"]) {
+      expect(a.breakdown[f], f).toEqual(unkeyed.breakdown[f]);
+    }
+    // No keyed hash equals any unkeyed one of a secret-derived field (no check value survives).
+    const keyed = new Set(all(a));
+    for (const f of ["command", "env", "env.API_TOKEN", "env.DB_PASSWORD", "sessionLive"]) {
+      expect(keyed.has(unkeyed.breakdown[f]!.hash), f).toBe(false);
+    }
+    expect(keyed.has(unkeyed.core)).toBe(false);
+  });
+
+  it("a secret's change is still drift under the key (rotation restarts); the same key and config give the same hashes", () => {
+    const a = fingerprint(withSecret, {}, [], secrets, {}, key1);
+    expect(fingerprint(withSecret, {}, [], secrets, {}, Buffer.from(key1))).toEqual(a);
+    const rotated = fingerprint(
+      { ...withSecret, env: { ...withSecret.env, DB_PASSWORD: "ac" } },
+      {},
+      [],
+      secrets,
+      {},
+      key1,
+    );
+    expect(rotated.core).not.toBe(a.core);
+    expect(diffBreakdown(a.breakdown, rotated.breakdown)).toEqual([
+      { field: "env.DB_PASSWORD", from: "(secret)", to: "changed", masked: true },
+    ]);
+  });
+});
