@@ -46,12 +46,6 @@ export interface Drift {
   readonly nextStart: readonly FieldDrift[];
   /** One line for logs and plans (`provider changed: tmux → subprocess`, `config drift: command`). */
   readonly reason: string;
-  /**
-   * The record matched only by its unkeyed hashes (started before the city had a fingerprint
-   * key): the same start, to be re-recorded with the keyed hashes so no stored hash is a check
-   * value for a secret. Never set under `core`.
-   */
-  readonly rekey?: true;
 }
 
 /**
@@ -92,14 +86,7 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
       reason: "session_live changed",
     };
   }
-  // Matched by unkeyed hashes: per-field hashes of secret-derived fields differ by the key
-  // alone, so only the start-only fields are compared (as in sync).
-  const rekey = rec.coreHash !== d.core || rec.liveHash !== d.live;
-  return {
-    kind: "none",
-    fields: [],
-    nextStart,
-    reason: "in sync",
-    ...(rekey ? { rekey: true as const } : {}),
-  };
+  // Matched by unkeyed hashes (plan.ts `recordedUnkeyed` re-records them), the per-field
+  // hashes of secret-derived fields differ by the key alone: only start-only fields count.
+  return { kind: "none", fields: [], nextStart, reason: "in sync" };
 }

@@ -23,6 +23,7 @@ import {
   INFRA_LOSSES_KEY,
   type PlanPolicy,
   QUARANTINED_CORE_KEY,
+  recordedUnkeyed,
 } from "./plan.js";
 import { walkTo } from "./walk.js";
 
@@ -212,19 +213,28 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
       return "session_live re-applied without restart";
     }
     case "rekey": {
-      // The same start, recorded anew with the keyed hashes: the unkeyed ones (check values
-      // for a secret) leave the session's metadata and the store.
-      const provider = await deps.providerFor(d!.provider);
-      await Promise.all([
-        provider.setMeta(d!.name, META_CORE, d!.core),
-        provider.setMeta(d!.name, META_LIVE, d!.live),
-      ]).catch(() => undefined); // best-effort, as at start: only read to adopt
-      const was = (await store.get(d!.name))?.breakdown ?? {};
-      await walkTo(store, d!.name, "running", action.reason, {
-        coreHash: d!.core,
-        liveHash: d!.live,
-        breakdown: keepStartedFields(was, d!.breakdown),
+      // The same start, recorded anew with the keyed hashes (state unchanged): the unkeyed
+      // ones — check values for a secret — leave the store and the session's metadata.
+      const want = d!;
+      const rec = await casUpdate(store, want.name, (r) => {
+        if (!recordedUnkeyed(r, want)) return undefined; // changed since the plan: nothing to do
+        const quarantinedAt = r.metadata[QUARANTINED_CORE_KEY];
+        return {
+          coreHash: want.core,
+          liveHash: want.live,
+          breakdown: keepStartedFields(r.breakdown, want.breakdown),
+          ...(quarantinedAt !== undefined && sameCore(quarantinedAt, want)
+            ? { metadata: { [QUARANTINED_CORE_KEY]: want.core } }
+            : {}),
+        };
       });
+      if (rec.state === "running") {
+        const provider = await deps.providerFor(want.provider);
+        await Promise.all([
+          provider.setMeta(want.name, META_CORE, want.core),
+          provider.setMeta(want.name, META_LIVE, want.live),
+        ]).catch(() => undefined); // best-effort, as at start: only read to adopt
+      }
       return "fingerprints re-recorded with the city's key";
     }
     case "adopt":

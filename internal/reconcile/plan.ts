@@ -151,6 +151,23 @@ export const DEFAULT_POLICY: PlanPolicy = {
   startBudget: 20,
 };
 
+/**
+ * Whether `rec` records the very start `d` wants (core and live each its keyed or unkeyed
+ * hash) with an unkeyed hash among them, or a quarantine noted under the unkeyed core: a
+ * record from before the city had a fingerprint key, to re-record keyed (`rekey`). Pure.
+ */
+export function recordedUnkeyed(rec: SessionRecord, d: DesiredEntry): boolean {
+  const legacy = d.legacy;
+  if (legacy === undefined) return false;
+  const core = rec.coreHash === d.core || rec.coreHash === legacy.core;
+  const live = rec.liveHash === d.live || rec.liveHash === legacy.live;
+  const unkeyed =
+    (rec.coreHash === legacy.core && legacy.core !== d.core) ||
+    (rec.liveHash === legacy.live && legacy.live !== d.live) ||
+    rec.metadata[QUARANTINED_CORE_KEY] === legacy.core;
+  return core && live && unkeyed;
+}
+
 /** What the reconciler will do to one session this tick. */
 export type Action =
   | {
@@ -342,13 +359,6 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
           };
         }
         if (drift.kind === "live") return { kind: "run-live", name: d.name, reason: drift.reason };
-        if (drift.rekey) {
-          return {
-            kind: "rekey",
-            name: d.name,
-            reason: "recorded before the city had a fingerprint key: re-recorded keyed (nothing restarts)",
-          };
-        }
         return undefined;
       }
     case "starting":
@@ -441,8 +451,17 @@ export function plan(input: PlanInput): Plan {
       actions.push({ kind: "wait", name: d.name, reason: `provider ${down} could not be observed` });
       continue;
     }
-    const a = planDesired(d, recordOf.get(d.name), input);
-    if (a) actions.push(a);
+    const rec = recordOf.get(d.name);
+    const a = planDesired(d, rec, input);
+    // Nothing to do but wait, and the record holds unkeyed hashes of this very config (any
+    // state: a quarantined or suspended record is a check value as much as a running one).
+    if ((a === undefined || a.kind === "wait") && rec && recordedUnkeyed(rec, d)) {
+      actions.push({
+        kind: "rekey",
+        name: d.name,
+        reason: "recorded before the city had a fingerprint key: re-recorded keyed (nothing restarts)",
+      });
+    } else if (a) actions.push(a);
   }
 
   const undesiredRunning = [...observed.running].filter((n) => !desiredNames.has(n)).sort();

@@ -169,6 +169,8 @@ export class Reconciler {
   private lastMassStop: string | undefined;
   /** Stops and run-lives that failed: consecutive failures and when to try again. */
   private readonly retries = new Map<string, { failures: number; until: number }>();
+  /** Set after a pass re-recorded fingerprints (rekey) until the store was compacted once. */
+  private compactDue = false;
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -280,6 +282,15 @@ export class Reconciler {
       onProgress: opts.onProgress,
       planned: new Map(records.map((r) => [r.name, r.version])),
     });
+    // Re-recorded fingerprints replaced unkeyed ones (check values for a secret): rewrite the
+    // store so their old bytes are gone from its files too. Best-effort; a failure (a busy
+    // store) is tried again after the next pass.
+    if (outcomes.some((o) => o.ok && o.action.kind === "rekey")) this.compactDue = true;
+    if (this.compactDue)
+      this.compactDue = !(await deps.store.compact().then(
+        () => true,
+        () => false,
+      ));
     // A failed stop or run-live backs off like a crash (policy backoff, doubling per failure).
     for (const o of outcomes) {
       if (o.action.kind !== "stop" && o.action.kind !== "run-live") continue;

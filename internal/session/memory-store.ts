@@ -299,6 +299,10 @@ export class MemoryStore implements SessionStore {
     }));
   }
 
+  async compact(): Promise<void> {
+    this.#open(); // nothing on disk
+  }
+
   async trimEvents(bounds: EventRetention): Promise<number> {
     this.#open();
     const before = this.#b.events.length;

@@ -312,6 +312,9 @@ function configure(db: Db, path: string): void {
   // power loss can lose the last commits, never consistency.
   db.pragma("synchronous = NORMAL");
   db.pragma("trusted_schema = OFF");
+  // Replaced and deleted content is zeroed, not left in free space (a record's old
+  // fingerprints, pruned events): what gc replaces is gone from the file.
+  db.pragma("secure_delete = ON");
 }
 
 /**
@@ -706,6 +709,15 @@ export class SqliteStore implements SessionStore {
 
   async pruneEvents(throughSeq: number): Promise<number> {
     return this.#run(() => this.#s.pruneEvents.run(this.#actor, throughSeq).changes ?? 0);
+  }
+
+  async compact(): Promise<void> {
+    // VACUUM rewrites the file without free pages or old cells; the truncating checkpoint
+    // then empties the WAL, whose frames held the old page images.
+    return this.#run(() => {
+      this.#db.exec("VACUUM");
+      this.#db.pragma("wal_checkpoint(TRUNCATE)");
+    });
   }
 
   async trimEvents(bounds: EventRetention): Promise<number> {

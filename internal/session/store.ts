@@ -444,6 +444,12 @@ export interface SessionStore {
    * but the newest `keep`; either bound may be omitted. Resolves how many were deleted.
    */
   trimEvents(bounds: EventRetention): Promise<number>;
+  /**
+   * Rewrites the store's files so that no deleted or replaced content lingers in them (free
+   * pages, old row versions, the journal). For content that must not survive its replacement
+   * (fingerprints recorded before the city had a key). A no-op where nothing is on disk.
+   */
+  compact(): Promise<void>;
 
   /** Records a pending wait. */
   createWait(wait: NewWait): Promise<Wait>;

@@ -149,7 +149,13 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
   });
 
   it("a city recorded before it had a fingerprint key: the next applying pass re-records it keyed — nothing restarts, no unkeyed hash is left — and a secret's change still restarts", async () => {
-    const city = makeCity(FILE);
+    // `h` is held down by the operator before the upgrade: a record that is not running holds
+    // the same check value and is re-recorded too.
+    const city = makeCity(`${FILE}  - name: h
+    start_command: "sleep 100000"
+    env:
+      API_TOKEN: "\${GC_TEST_PASSWORD}"
+`);
     const s1 = `s3cr3t-${randomBytes(8).toString("hex")}`;
     const gc = (args: string[], secret = s1) => city.gc(args, { env: { GC_TEST_PASSWORD: secret } });
     const keyFile = join(city.dir, ".gc", "fingerprint.key");
@@ -163,6 +169,7 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
     expect(unkeyed).toMatch(/^v1:[0-9a-f]{16}$/);
     const valueHash = await unkeyedValueHash(s1);
     expect(leaks(city, valueHash).length).toBeGreaterThan(0); // the old scheme's check value
+    expect((await gc(["stop", "h"])).code).toBe(0);
     const pid = panePid();
     // Read commands make no key and find the city in sync.
     expect((await gc(["drift"])).stdout).toContain("a: in sync");
@@ -171,6 +178,7 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
     const once = await gc(["start", "--once"]);
     expect(once.code, once.stderr).toBe(0);
     expect(once.stdout).toMatch(/rekey +a ok/);
+    expect(once.stdout).toMatch(/rekey +h ok/);
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
     expect(panePid()).toBe(pid);
     expect(metaCore(city)).toMatch(/^v1:[0-9a-f]{16}$/);

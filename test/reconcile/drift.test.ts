@@ -190,7 +190,7 @@ describe("drift is decided in one place", () => {
     ]);
   });
 
-  it("a record matched by its unkeyed hashes is in sync (rekey) and shows no field: the secret's per-field hash differs by the key alone", () => {
+  it("a record matched by its unkeyed hashes is in sync (the planner re-records it) and shows no field: the secret's per-field hash differs by the key alone", () => {
     const r = rec({
       coreHash: "v1:raw-core",
       liveHash: "v1:raw-live",
@@ -205,8 +205,8 @@ describe("drift is decided in one place", () => {
       fields: [],
       nextStart: [],
       reason: "in sync",
-      rekey: true,
     });
+    expect(planned(r, d)).toBe("rekey");
     expect(sessionDrift("a", r, d)).toEqual({ session: "a", drift: "none", fields: [] });
     // session_live changed too: only sessionLive is named (not the secret's field).
     const live = driftOf(r, {

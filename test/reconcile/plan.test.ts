@@ -278,14 +278,21 @@ describe("plan", () => {
     });
   });
 
-  it("plan: a quarantine recorded before the city had a fingerprint key stays (its unkeyed core is the same config)", () => {
+  it("plan: a quarantine recorded before the city had a fingerprint key is re-recorded and stays (its unkeyed core is the same config)", () => {
     const q = record("a", "quarantined", {
       quarantineReason: "x",
       coreHash: "v1:raw",
       metadata: { [QUARANTINED_CORE_KEY]: "v1:raw" },
     });
     const same = desired("a", { core: "v1:keyed", legacy: { core: "v1:raw", live: "v1:live" } });
-    expect(run({ desired: [same], records: [q] })[0]).toMatchObject({
+    // First re-recorded keyed (record and the quarantine's note), then it waits as before.
+    expect(run({ desired: [same], records: [q] })[0]).toMatchObject({ kind: "rekey" });
+    const rekeyed = record("a", "quarantined", {
+      quarantineReason: "x",
+      coreHash: "v1:keyed",
+      metadata: { [QUARANTINED_CORE_KEY]: "v1:keyed" },
+    });
+    expect(run({ desired: [same], records: [rekeyed] })[0]).toMatchObject({
       kind: "wait",
       reason: "quarantined: x",
     });
@@ -301,6 +308,17 @@ describe("plan", () => {
     });
     const [a] = run({ desired: [d], observed: observed(["a"]), records: [record("a", "running")] });
     expect(a).toMatchObject({ kind: "rekey", name: "a" });
+    // A real change is drift as ever (no rekey of a record that is not this config).
+    const edited = desired("a", {
+      core: "v1:k2",
+      live: "v1:live-keyed",
+      legacy: { core: "v1:c2", live: "v1:live" },
+    });
+    expect(
+      run({ desired: [edited], observed: observed(["a"]), records: [record("a", "running")] })[0],
+    ).toMatchObject({
+      kind: "restart",
+    });
     // Once re-recorded, nothing more to do.
     const done = record("a", "running", { coreHash: "v1:keyed", liveHash: "v1:live-keyed" });
     expect(run({ desired: [d], observed: observed(["a"]), records: [done] })).toEqual([]);

@@ -259,6 +259,37 @@ describe("sqlite store: migrations and foreign files", () => {
 });
 
 describe("sqlite store: nothing secret or transient on disk", () => {
+  it("replaced content is zeroed (secure_delete) and compact() leaves none of it in state.db or its WAL", async () => {
+    const city = await tempDir();
+    const s = open({ cityDir: city, actor: "a" });
+    const OLD = "v1:0ld0ld0ld0ld0ld";
+    const NEW = "v1:5eed5eed5eed5eed";
+    const files = async () => {
+      const dir = join(city, ".gc");
+      const out: string[] = [];
+      for (const f of await readdir(dir)) if ((await readFile(join(dir, f))).includes(OLD)) out.push(f);
+      return out;
+    };
+    await s.create({
+      name: "x",
+      agent: "w",
+      provider: "fake",
+      breakdown: { command: { hash: OLD, value: "" } },
+    });
+    for (let v = 1; v <= 5; v++) await s.update("x", v, { coreHash: `${OLD}-${v}` });
+    await s.update("x", 6, { coreHash: NEW, breakdown: { command: { hash: NEW, value: "" } } });
+    expect((await s.get("x"))?.coreHash).toBe(NEW);
+    expect(await files()).not.toEqual([]); // the old versions' page images, in the WAL at least
+    await s.compact();
+    expect(await files()).toEqual([]);
+    expect(await s.get("x")).toMatchObject({ coreHash: NEW, version: 7 });
+    const db = new Database(join(city, ".gc", "state.db"), { readonly: true });
+    onTestFinished(() => {
+      db.close();
+    });
+    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+  });
+
   it("state.db and state.db-wal bytes hold no secret values and no transient entries", async () => {
     const city = await tempDir();
     const s = open({ cityDir: city, actor: "a" });
