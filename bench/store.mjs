@@ -71,6 +71,7 @@ async function storeEvents(n) {
 const db = new Database(join(dir, "raw.db"), { timeout: 5000 });
 db.pragma("journal_mode = WAL");
 db.pragma("synchronous = NORMAL");
+db.pragma("secure_delete = ON");
 const getRecord = db.prepare("SELECT record FROM sessions WHERE actor = ? AND name = ?").pluck();
 const updateRecord = db.prepare(
   "UPDATE sessions SET version = ?, record = ? WHERE actor = ? AND name = ? AND version = ?",
