@@ -31,7 +31,7 @@ import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
 import { validateMetaKey } from "../names.js";
 import { keyBytes } from "./keys.js";
-import { holderSocketPath, writeFileAtomicSync } from "./layout.js";
+import { holderSocketPath, rotateIfLarge, writeFileAtomicSync } from "./layout.js";
 import {
   type ExitInfo,
   type HolderErrorCode,
@@ -300,9 +300,10 @@ class Session {
     return this.acp ? this.acp.pid : (this.term?.pid ?? 0);
   }
 
-  /** Appends a diagnostic line to this session's holder log (`logs/<name>.holder.log`). */
+  /** Appends a diagnostic line to this session's holder log (`logs/<name>.holder.log`, rotated at 1 MiB). */
   note(msg: string): void {
     try {
+      rotateIfLarge(this.spec.holderLog);
       appendFileSync(
         this.spec.holderLog,
         `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`,

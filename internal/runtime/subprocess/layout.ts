@@ -6,7 +6,16 @@
  * and the holder process.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { ProviderError } from "../errors.js";
 
@@ -76,6 +85,24 @@ export function holderSocketPath(root: string): string {
 /** The lock taken while spawning the holder process (`<root>/holder.lock`). Pure. */
 export function holderLockPath(root: string): string {
   return join(root, "holder.lock");
+}
+
+/** Size at which a holder diagnostics log moves to `<path>.1` ({@link rotateIfLarge}). */
+export const DIAGNOSTICS_LOG_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Moves the append-only log `path` to `<path>.1` (replacing the previous one) once it has
+ * reached `maxBytes`, so a log appended to across every restart of a session (or of the
+ * holder) stays under about twice that on disk. A missing file is left alone.
+ */
+export function rotateIfLarge(path: string, maxBytes = DIAGNOSTICS_LOG_MAX_BYTES): void {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return;
+  }
+  if (size >= maxBytes) renameSync(path, `${path}.1`);
 }
 
 /** The holder process's own diagnostics (`<root>/logs/holder.log`). Pure. */

@@ -81,6 +81,7 @@ import {
   holderLogPath,
   holderSocketPath,
   providerRoot,
+  rotateIfLarge,
   type SessionPaths,
   sessionPaths,
   sessionsDir,
@@ -665,6 +666,11 @@ export class SubprocessProvider
     // gc may run inside a session: the holder must not carry that session's owner tag.
     const holderEnv: NodeJS.ProcessEnv = withoutOwnerTag(process.env);
     delete holderEnv.NODE_OPTIONS; // an inspector or loader flag of the controller must not follow
+    try {
+      rotateIfLarge(logPath); // no holder writes it now: one is spawned only when none runs
+    } catch {
+      // a log that cannot be rotated is appended to as before
+    }
     const logFd = openSync(logPath, "a", 0o600);
     let child: ReturnType<typeof spawn>;
     try {
