@@ -38,7 +38,8 @@ const USAGE = `Usage: gc run SESSION PROMPT... [--timeout DUR] [--idle-wait DUR]
 
 One turn: waits (at most --idle-wait, default 30s) for the session to be idle, delivers
 PROMPT and submits it, then waits until the session is idle again. Reports
-{status, output, durationMs}; output is what the session printed during the turn.
+{status, output, durationMs}; output is what the session printed during the turn, durationMs
+the turn's time from the prompt's delivery (the idle wait before it is not counted).
   completed   the turn ended (whatever the agent answered, errors included)
   timeout     --timeout passed: the agent was interrupted (Ctrl-C), partial output kept
   cancelled   you pressed Ctrl-C: the agent was interrupted, partial output kept
