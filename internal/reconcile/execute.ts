@@ -23,6 +23,7 @@ import {
   INFRA_LOSSES_KEY,
   type PlanPolicy,
   QUARANTINED_CORE_KEY,
+  REKEYED_KEY,
   recordedUnkeyed,
 } from "./plan.js";
 import { walkTo } from "./walk.js";
@@ -214,27 +215,31 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
     }
     case "rekey": {
       // The same start, recorded anew with the keyed hashes (state unchanged): the unkeyed
-      // ones — check values for a secret — leave the store and the session's metadata.
+      // ones — check values for a secret — leave the session's metadata first (a failure
+      // fails the action: the record stays unkeyed and the next pass tries again), then the
+      // record, marked for the store's compaction (reconciler.ts).
       const want = d!;
-      const rec = await casUpdate(store, want.name, (r) => {
-        if (!recordedUnkeyed(r, want)) return undefined; // changed since the plan: nothing to do
+      const current = await store.get(want.name);
+      if (!current || !recordedUnkeyed(current, want)) return "already re-recorded";
+      if (current.state === "running") {
+        const provider = await deps.providerFor(want.provider);
+        await provider.setMeta(want.name, META_CORE, want.core, { signal: deps.signal });
+        await provider.setMeta(want.name, META_LIVE, want.live, { signal: deps.signal });
+      }
+      await casUpdate(store, want.name, (r) => {
+        if (!recordedUnkeyed(r, want)) return undefined; // changed meanwhile: nothing to do
         const quarantinedAt = r.metadata[QUARANTINED_CORE_KEY];
+        const requarantined =
+          quarantinedAt !== undefined && sameCore(quarantinedAt, want)
+            ? { [QUARANTINED_CORE_KEY]: want.core }
+            : {};
         return {
           coreHash: want.core,
           liveHash: want.live,
           breakdown: keepStartedFields(r.breakdown, want.breakdown),
-          ...(quarantinedAt !== undefined && sameCore(quarantinedAt, want)
-            ? { metadata: { [QUARANTINED_CORE_KEY]: want.core } }
-            : {}),
+          metadata: { ...requarantined, [REKEYED_KEY]: "1" },
         };
       });
-      if (rec.state === "running") {
-        const provider = await deps.providerFor(want.provider);
-        await Promise.all([
-          provider.setMeta(want.name, META_CORE, want.core),
-          provider.setMeta(want.name, META_LIVE, want.live),
-        ]).catch(() => undefined); // best-effort, as at start: only read to adopt
-      }
       return "fingerprints re-recorded with the city's key";
     }
     case "adopt":

@@ -69,6 +69,13 @@ export const INFRA_LOSSES_KEY = "gc.infra-losses";
  */
 export const QUARANTINED_CORE_KEY = "gc.quarantined-core";
 
+/**
+ * Record metadata key set by a `rekey` and cleared once the store was compacted after it:
+ * until then the replaced unkeyed hashes may linger in the store's files, and every pass
+ * compacts (a controller killed in between leaves the mark for the next one).
+ */
+export const REKEYED_KEY = "gc.rekeyed";
+
 /** Knobs of the crash-loop and start policies (city file `daemon:`). */
 export interface PlanPolicy {
   readonly backoffMinMs: number;
@@ -164,7 +171,7 @@ export function recordedUnkeyed(rec: SessionRecord, d: DesiredEntry): boolean {
   const unkeyed =
     (rec.coreHash === legacy.core && legacy.core !== d.core) ||
     (rec.liveHash === legacy.live && legacy.live !== d.live) ||
-    rec.metadata[QUARANTINED_CORE_KEY] === legacy.core;
+    (rec.metadata[QUARANTINED_CORE_KEY] === legacy.core && legacy.core !== d.core);
   return core && live && unkeyed;
 }
 

@@ -11,7 +11,7 @@ import {
   supportsSessionEnd,
   supportsSnapshot,
 } from "../runtime/provider.js";
-import type { ExitInfo, SessionStore } from "../session/store.js";
+import { casUpdate, type ExitInfo, type SessionRecord, type SessionStore } from "../session/store.js";
 import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
 import {
   backoffDelayMs,
@@ -21,6 +21,7 @@ import {
   type Plan,
   type PlanPolicy,
   plan,
+  REKEYED_KEY,
   withoutStops,
 } from "./plan.js";
 
@@ -169,12 +170,35 @@ export class Reconciler {
   private lastMassStop: string | undefined;
   /** Stops and run-lives that failed: consecutive failures and when to try again. */
   private readonly retries = new Map<string, { failures: number; until: number }>();
-  /** Set after a pass re-recorded fingerprints (rekey) until the store was compacted once. */
-  private compactDue = false;
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
+  }
+
+  /**
+   * Compacts the store after fingerprints were re-recorded keyed (records marked
+   * {@link REKEYED_KEY}: by this pass, or by an earlier one whose compaction failed or never
+   * ran), so the replaced unkeyed hashes leave its files; then clears the marks. A failure
+   * (a busy store) leaves them for the next pass.
+   */
+  private async compactAfterRekey(records: readonly SessionRecord[], outcomes: readonly ActionOutcome[]) {
+    const marked = new Set(records.filter((r) => r.metadata[REKEYED_KEY] !== undefined).map((r) => r.name));
+    for (const o of outcomes) if (o.ok && o.action.kind === "rekey") marked.add(o.action.name);
+    if (marked.size === 0) return;
+    const { store } = this.deps;
+    if (
+      !(await store.compact().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
+    for (const name of marked) {
+      await casUpdate(store, name, (r) =>
+        r.metadata[REKEYED_KEY] === undefined ? undefined : { metadata: { [REKEYED_KEY]: null } },
+      ).catch(() => undefined); // gone, or busy: the mark is cleared by a later pass
+    }
   }
 
   /** One full pass. Never throws for a single session's failure; rejects only on abort or store failure. */
@@ -282,15 +306,7 @@ export class Reconciler {
       onProgress: opts.onProgress,
       planned: new Map(records.map((r) => [r.name, r.version])),
     });
-    // Re-recorded fingerprints replaced unkeyed ones (check values for a secret): rewrite the
-    // store so their old bytes are gone from its files too. Best-effort; a failure (a busy
-    // store) is tried again after the next pass.
-    if (outcomes.some((o) => o.ok && o.action.kind === "rekey")) this.compactDue = true;
-    if (this.compactDue)
-      this.compactDue = !(await deps.store.compact().then(
-        () => true,
-        () => false,
-      ));
+    await this.compactAfterRekey(records, outcomes);
     // A failed stop or run-live backs off like a crash (policy backoff, doubling per failure).
     for (const o of outcomes) {
       if (o.action.kind !== "stop" && o.action.kind !== "run-live") continue;

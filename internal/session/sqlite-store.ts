@@ -716,7 +716,24 @@ export class SqliteStore implements SessionStore {
     // then empties the WAL, whose frames held the old page images.
     return this.#run(() => {
       this.#db.exec("VACUUM");
-      this.#db.pragma("wal_checkpoint(TRUNCATE)");
+      // A reader of another process can hold the WAL: wait for it briefly (this blocks the
+      // thread), and say so rather than claim the old pages are gone.
+      const timeout = this.#db.pragma("busy_timeout", { simple: true });
+      this.#db.pragma("busy_timeout = 1000");
+      try {
+        const [r] = this.#db.pragma("wal_checkpoint(TRUNCATE)") as {
+          busy: number;
+          log: number;
+          checkpointed: number;
+        }[];
+        if (!r || r.busy !== 0 || r.log !== r.checkpointed) {
+          throw new StoreError(
+            `${this.path}: compaction: the WAL is in use by another process; try again later`,
+          );
+        }
+      } finally {
+        this.#db.pragma(`busy_timeout = ${Number(timeout)}`);
+      }
     });
   }
 

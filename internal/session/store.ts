@@ -448,6 +448,8 @@ export interface SessionStore {
    * Rewrites the store's files so that no deleted or replaced content lingers in them (free
    * pages, old row versions, the journal). For content that must not survive its replacement
    * (fingerprints recorded before the city had a key). A no-op where nothing is on disk.
+   * @throws StoreError when it could not finish (another process holds the journal): the old
+   * content may still be there; call again later.
    */
   compact(): Promise<void>;
 

@@ -300,6 +300,20 @@ describe("plan", () => {
     expect(run({ desired: [changed], records: [q] })[0]).toMatchObject({ kind: "start" });
   });
 
+  it("plan: a secret only in session_live (keyed and unkeyed core equal): a quarantined record is re-recorded once, not every pass", () => {
+    const d = desired("a", { live: "v1:live-keyed", legacy: { core: "v1:core", live: "v1:live" } });
+    const q = record("a", "quarantined", {
+      quarantineReason: "x",
+      metadata: { [QUARANTINED_CORE_KEY]: "v1:core" },
+    });
+    expect(run({ desired: [d], records: [q] })[0]).toMatchObject({ kind: "rekey" });
+    const rekeyed = { ...q, liveHash: "v1:live-keyed" };
+    expect(run({ desired: [d], records: [rekeyed] })[0]).toMatchObject({
+      kind: "wait",
+      reason: "quarantined: x",
+    });
+  });
+
   it("plan: a running session recorded unkeyed is re-recorded (rekey), never restarted", () => {
     const d = desired("a", {
       core: "v1:keyed",

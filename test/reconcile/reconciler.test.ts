@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type DesiredSession, META_CORE, type ProgressEvent } from "../../internal/reconcile/execute.js";
-import { DEFAULT_POLICY } from "../../internal/reconcile/plan.js";
+import { DEFAULT_POLICY, REKEYED_KEY } from "../../internal/reconcile/plan.js";
 import { observe, Reconciler } from "../../internal/reconcile/reconciler.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
@@ -13,7 +13,7 @@ import type {
   SessionSnapshot,
   StartConfig,
 } from "../../internal/runtime/provider.js";
-import { openMemoryStore } from "../../internal/session/memory-store.js";
+import { MemoryStore, openMemoryStore } from "../../internal/session/memory-store.js";
 
 function want(
   name: string,
@@ -147,6 +147,12 @@ describe("Reconciler", () => {
     const unkeyed = want("a", secretCfg);
     expect(keyed("a").legacy).toEqual({ core: unkeyed.core, live: unkeyed.live });
     t.set([keyed("a"), want("b")]);
+    // The session's metadata is written first: when that fails, the record stays unkeyed and
+    // the next pass tries again (never a keyed record over unkeyed metadata).
+    t.provider.failNext("setMeta", new Error("api down"), "a");
+    const failed = await t.reconciler.tick();
+    expect(failed.outcomes.map((o) => [o.action.kind, o.ok])).toEqual([["rekey", false]]);
+    expect((await t.store.get("a"))?.coreHash).toBe(unkeyed.core);
     const r = await t.reconciler.tick();
     expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`)).toEqual(["rekey:a"]);
     expect(t.starts().sort()).toEqual(["a", "b"]);
@@ -174,6 +180,51 @@ describe("Reconciler", () => {
     expect((await r2.tick()).plan.actions.map((a) => `${a.kind}:${a.name}`)).toEqual(["rekey:a"]);
     expect(await fresh.get("a")).toMatchObject({ coreHash: keyed("a").core, generation: 1 });
     expect(t.starts().sort()).toEqual(["a", "b"]);
+  });
+
+  it("tick: after a rekey the store is compacted once, then the mark is cleared; a failed compaction is tried again next pass", async () => {
+    class CompactingStore extends MemoryStore {
+      compactions = 0;
+      failNext = 0;
+      override async compact(): Promise<void> {
+        this.compactions++;
+        if (this.failNext > 0) {
+          this.failNext--;
+          throw new Error("busy");
+        }
+      }
+    }
+    const store = new CompactingStore({ singleTenant: true, now: () => 1_000_000 });
+    const secretCfg: Partial<StartConfig> = { env: { API_TOKEN: "hunter2-token" } };
+    const cfg: StartConfig = { command: "sleep 300", workDir: "/w", env: {}, ...secretCfg };
+    const fp = fingerprint(cfg, {}, [], [], {}, Buffer.alloc(32, 7));
+    let desired = [want("a", secretCfg), want("b")];
+    const provider = new FakeProvider({ city: "t" });
+    const r = new Reconciler({
+      store,
+      providerFor: async () => provider,
+      loadDesired: async () => desired,
+      baseProviders: ["fake"],
+      policy: DEFAULT_POLICY,
+      concurrency: 4,
+      drainTimeoutMs: 100,
+      now: () => 1_000_000,
+    });
+    await r.tick();
+    expect(store.compactions).toBe(0); // nothing re-recorded, nothing to compact
+    desired = [
+      want("a", secretCfg, { core: fp.core, live: fp.live, breakdown: fp.breakdown, legacy: fp.legacy }),
+      want("b"),
+    ];
+    store.failNext = 1;
+    expect((await r.tick()).plan.actions.map((a) => a.kind)).toEqual(["rekey"]);
+    expect(store.compactions).toBe(1);
+    expect((await store.get("a"))?.metadata[REKEYED_KEY]).toBe("1"); // failed: still due
+    expect((await r.tick()).plan.actions).toEqual([]);
+    expect(store.compactions).toBe(2);
+    expect((await store.get("a"))?.metadata[REKEYED_KEY]).toBeUndefined();
+    await r.tick();
+    expect(store.compactions).toBe(2);
   });
 
   it("tick: a core change restarts exactly that session; a live change re-applies without restart", async () => {

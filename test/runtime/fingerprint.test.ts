@@ -30,7 +30,7 @@ describe("fingerprint", () => {
   it("fingerprint: the same config gives the same hashes as every earlier build (golden values)", () => {
     // A changed value here means every running session drifts and restarts after an upgrade:
     // bump FINGERPRINT_VERSION on purpose or keep the canonical document as it is.
-    const f = fingerprint(
+    const args: Parameters<typeof fingerprint> = [
       {
         command: `claude --dangerously-skip-permissions 'a b' "q"`,
         workDir: "/city/mayor",
@@ -59,9 +59,16 @@ describe("fingerprint", () => {
       { sessionSetupScript: "aaaa", overlayDir: "bbbb", copyFiles: { "/city/a.txt": "cccc" } },
       ["GC_SESSION"],
       ["s3cr3t"],
-    );
+    ];
+    const f = fingerprint(...args);
     expect(f.core).toBe("v1:d66b0c260c5cb61d");
     expect(f.live).toBe("v1:df9d083901155a42");
+    // Under a city's key the same config's `legacy` is exactly what every earlier build
+    // recorded (records from before the key are matched by it, and re-recorded, not restarted).
+    const [cfg, files, declared, interpolated] = args;
+    const keyed = fingerprint(cfg, files, declared, interpolated, {}, Buffer.alloc(32, 9));
+    expect(keyed.legacy).toEqual({ core: "v1:d66b0c260c5cb61d", live: "v1:df9d083901155a42" });
+    expect(keyed.core).not.toBe("v1:d66b0c260c5cb61d");
     expect(f.breakdown.env?.hash).toBe("v1:9c28e60dac2a3f6b");
     expect(f.breakdown["env.API_TOKEN"]).toEqual({
       hash: "v1:45007262e892611e",

@@ -283,6 +283,19 @@ describe("sqlite store: nothing secret or transient on disk", () => {
     await s.compact();
     expect(await files()).toEqual([]);
     expect(await s.get("x")).toMatchObject({ coreHash: NEW, version: 7 });
+    // A reader in another connection holding the WAL: compact says it could not finish (and
+    // is not taken for done); once the reader is gone, it does.
+    await s.update("x", 7, { coreHash: `${NEW}-2` });
+    await s.update("x", 8, { coreHash: OLD });
+    await s.update("x", 9, { coreHash: NEW });
+    const reader = new Database(join(city, ".gc", "state.db"), { readonly: true });
+    reader.exec("BEGIN");
+    reader.prepare("SELECT count(*) FROM sqlite_master").get();
+    await expect(s.compact()).rejects.toMatchObject({ code: "GC_STORE", message: expect.stringContaining("compaction") });
+    reader.exec("COMMIT");
+    reader.close();
+    await s.compact();
+    expect(await files()).toEqual([]);
     const db = new Database(join(city, ".gc", "state.db"), { readonly: true });
     onTestFinished(() => {
       db.close();
