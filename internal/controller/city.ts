@@ -73,6 +73,13 @@ export interface City {
    * read, and resolves it (throws ConfigError when invalid).
    */
   loadDesired(): Promise<DesiredSession[]>;
+  /**
+   * Makes sure the city has its fingerprint key (fingerprint-key.ts), creating it (0600) when
+   * missing; later resolutions are keyed. Called before a pass that applies the file (not a
+   * dry run); read commands only read the key, and take a malformed one for none.
+   * @throws StoreError when the key file holds no key.
+   */
+  ensureFingerprintKey(): Promise<void>;
   /** What the last successful {@link loadDesired} resolved, in checkable form (none before). */
   desiredDigest(): DesiredDigest | undefined;
   /** Releases the store and provider connections (never the sessions). */
@@ -129,8 +136,7 @@ export interface CityLocation {
   readonly allowInvalid?: boolean | undefined;
   /**
    * This process applies the file (the controller, `gc start|reconcile|scale`): it keeps
-   * `.gc/last-good.yaml` a copy of every valid file loaded, and creates the city's
-   * fingerprint key when missing (fingerprint-key.ts). Read commands write neither.
+   * `.gc/last-good.yaml` a copy of every valid file loaded. Read commands never write it.
    */
   readonly applies?: boolean | undefined;
 }
@@ -383,12 +389,14 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const sourceFile = () => lastGood ?? loaded.file;
   let currentKey: string | undefined = lastGood ? undefined : await inputsKey(loaded.file, loaded);
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const key = where.applies ? await ensureFingerprintKey(stateDir) : await readFingerprintKey(stateDir);
+  // A malformed key file is the applying commands' error to report (ensureFingerprintKey):
+  // reading and stopping the city must not depend on it.
+  let key = await readFingerprintKey(stateDir).catch(() => undefined);
   const name = loaded.config.workspace.name;
   let store: Promise<SessionStore> | undefined;
   const providers = new Map<string, Promise<Provider>>();
   const now = new Date(); // captured once per process: the beacon must not change between ticks
-  const memo = desiredMemo();
+  let memo = desiredMemo();
   /** `spec`'s section of the city file as last loaded (an edit of it applies to new instances). */
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
     const kind = specKind(spec);
@@ -457,6 +465,12 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     async loadDesired() {
       const fresh = await refresh();
       return desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
+    },
+    async ensureFingerprintKey() {
+      const made = await ensureFingerprintKey(stateDir);
+      if (key !== undefined && Buffer.from(key).equals(made)) return;
+      key = made;
+      memo = desiredMemo(); // fingerprints made without (or with another) key are stale
     },
     desiredDigest: () => memo.digest,
     async close() {

@@ -136,6 +136,7 @@ export async function runController(
   // start on subprocess passed 10), which is by design, not a leak.
   setMaxListeners(0, signal);
   const store = await city.store();
+  await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
   const reconciler = newReconciler(city, store);
   const operatorPass = createOperatorPass(city, opts.log);
   const startedAt = Date.now();

@@ -7,7 +7,7 @@
  * hashes, which is what a city without a key has recorded).
  */
 import { randomBytes } from "node:crypto";
-import { link, readFile, unlink, writeFile } from "node:fs/promises";
+import { chmod, link, readFile, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { StoreError } from "../runtime/errors.js";
 import type { FingerprintKey } from "../runtime/fingerprint.js";
@@ -48,15 +48,23 @@ export async function readFingerprintKey(stateDir: string): Promise<FingerprintK
  * when it exists) and the loser reads the winner's.
  */
 export async function ensureFingerprintKey(stateDir: string): Promise<FingerprintKey> {
-  const existing = await readFingerprintKey(stateDir);
-  if (existing) return existing;
   const path = join(stateDir, FINGERPRINT_KEY_FILE);
+  const existing = await readFingerprintKey(stateDir);
+  if (existing) {
+    // Looser modes (a copy made by hand) are tightened, as for state.db.
+    if (((await stat(path)).mode & 0o077) !== 0) await chmod(path, 0o600);
+    return existing;
+  }
   const aside = `${path}.${process.pid}.${randomBytes(6).toString("hex")}`;
-  await writeFile(aside, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
   try {
+    await writeFile(aside, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
     await link(aside, path);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") {
+      throw new StoreError(`cannot create the city's fingerprint key ${path}: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
   } finally {
     await unlink(aside).catch(() => undefined);
   }

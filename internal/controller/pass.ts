@@ -41,6 +41,8 @@ export async function runOnePass(
     opts.dryRun && !existsSync(join(city.stateDir, STATE_DB_FILE))
       ? openMemoryStore({ singleTenant: true })
       : await city.store();
+  // A pass that applies the file is keyed (made here when missing); a dry run writes nothing.
+  if (!opts.dryRun) await city.ensureFingerprintKey();
   const reconciler = newReconciler(city, store);
   const tick = () =>
     reconciler.tick({

@@ -56,9 +56,28 @@ export function sameCore(recorded: string | null | undefined, d: WantedAs): bool
   return recorded === d.core || (d.legacy !== undefined && recorded === d.legacy.core);
 }
 
+/**
+ * `d`'s breakdown as compared with `stored`: where `stored` holds a field's unkeyed hash
+ * ({@link WantedAs.legacy}), that is the same value recorded before the city had a key, so
+ * the field counts as unchanged. Pure.
+ */
+function comparable(
+  stored: Readonly<Record<string, FieldFingerprint>>,
+  d: WantedAs,
+): Readonly<Record<string, FieldFingerprint>> {
+  const unkeyed = d.legacy?.fields;
+  if (unkeyed === undefined) return d.breakdown;
+  const out = { ...d.breakdown };
+  for (const [f, h] of Object.entries(unkeyed)) {
+    const cur = out[f];
+    if (cur !== undefined && stored[f]?.hash === h) out[f] = { ...cur, hash: h };
+  }
+  return out;
+}
+
 /** Decides the drift of a started session against its desired start. Pure. */
 export function driftOf(rec: StartedAs, d: WantedAs): Drift {
-  const changed = diffBreakdown(rec.breakdown, d.breakdown);
+  const changed = diffBreakdown(rec.breakdown, comparable(rec.breakdown, d));
   if (rec.provider !== d.provider) {
     return {
       kind: "core",
@@ -79,14 +98,12 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
   if (rec.liveHash !== d.live && !legacyLive) {
     return {
       kind: "live",
-      // Core is the same, so only session_live changed (a record matched by unkeyed hashes
-      // differs in secret-derived per-field hashes by the key alone).
+      // Core is the same, so only session_live changed.
       fields: changed.filter((f) => f.field === LIVE_FIELD),
       nextStart,
       reason: "session_live changed",
     };
   }
-  // Matched by unkeyed hashes (plan.ts `recordedUnkeyed` re-records them), the per-field
-  // hashes of secret-derived fields differ by the key alone: only start-only fields count.
+  // Matched by unkeyed hashes: plan.ts `recordedUnkeyed` re-records them.
   return { kind: "none", fields: [], nextStart, reason: "in sync" };
 }

@@ -191,7 +191,7 @@ export type Action =
       readonly fields: readonly string[];
     }
   | { readonly kind: "run-live"; readonly name: string; readonly reason: string }
-  /** Re-record a running session's unchanged start with the keyed fingerprints (drift.ts `Drift.rekey`). */
+  /** Re-record a session's unchanged start with the keyed fingerprints, any state ({@link recordedUnkeyed}). */
   | { readonly kind: "rekey"; readonly name: string; readonly reason: string }
   | { readonly kind: "adopt"; readonly name: string; readonly reason: string }
   | { readonly kind: "stop"; readonly name: string; readonly reason: string; readonly forget: boolean }

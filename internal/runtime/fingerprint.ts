@@ -7,7 +7,14 @@
 import { createHmac } from "node:crypto";
 import xxhash from "xxhash-wasm";
 import type { StartConfig } from "./provider.js";
-import { isSecretKey, REDACTED, redactAssignments, redactValues, secretsLongestFirst } from "./secrets.js";
+import {
+  isSecretKey,
+  REDACTED,
+  redactAssignments,
+  redactValues,
+  secretsLongestFirst,
+  secretValuesIn,
+} from "./secrets.js";
 
 const hasher = await xxhash();
 
@@ -53,10 +60,12 @@ export interface FieldFingerprint {
  */
 export type FingerprintKey = Uint8Array;
 
-/** The core and live hashes a config had before its city had a key (secret values hashed raw). */
+/** The hashes a config had before its city had a key (secret values hashed raw). */
 export interface LegacyFingerprints {
   readonly core: string;
   readonly live: string;
+  /** Unkeyed hash of each breakdown field whose keyed hash differs (for drift's field list). */
+  readonly fields?: Readonly<Record<string, string>>;
 }
 
 /** The result of {@link fingerprint}. */
@@ -70,7 +79,8 @@ export interface Fingerprints {
   /**
    * Present only when a key was given and the config holds a secret: the hashes an earlier
    * build (or this one without a key) recorded. A record holding them is in sync and is
-   * re-recorded with the keyed ones ({@link Drift.rekey} in reconcile/drift.ts). Never stored.
+   * re-recorded with the keyed ones (reconcile/plan.ts `recordedUnkeyed`, action `rekey`).
+   * Never stored; served only over the controller's private socket (its status digest).
    */
   readonly legacy?: LegacyFingerprints;
 }
@@ -226,13 +236,25 @@ export function fingerprint(
   const env = identityEnv(cfg.env, declaredEnvKeys);
   // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
   // a display value, and a field derived from one is flagged so drift shows only "changed".
-  const secrets = secretValuesOf(cfg.env, interpolatedSecrets);
-  const sealKey =
-    key !== undefined && (secrets.length > 0 || Object.keys(env).some(isSecretKey)) ? key : undefined;
-  // Secret-named env values are sealed whole (any length); other text has each secret sealed where it occurs.
-  const hashedEnv = sealKey
-    ? Object.fromEntries(Object.entries(env).map(([k, v]) => [k, isSecretKey(k) ? sealValue(sealKey, v) : v]))
-    : env;
+  // Secrets: secret-named env values, values interpolated from secret-named variables, and
+  // values under secret-named keys inside provider settings (an MCP server's env) or extras.
+  const secrets = secretValuesOf(cfg.env, [
+    ...interpolatedSecrets,
+    ...secretValuesIn(cfg.providerSettings ?? {}),
+    ...secretValuesIn(cfg.fingerprintExtra ?? {}),
+  ]);
+  const secretNamed = [...Object.keys(env), ...Object.keys(cfg.fingerprintExtra ?? {})].some(isSecretKey);
+  const sealKey = key !== undefined && (secrets.length > 0 || secretNamed) ? key : undefined;
+  // Secret-named env and extra values are sealed whole (any length); other text has each
+  // secret sealed where it occurs.
+  const sealMap = (map: Readonly<Record<string, string>>): Record<string, string> =>
+    sealKey
+      ? Object.fromEntries(
+          Object.entries(map).map(([k, v]) => [k, isSecretKey(k) ? sealValue(sealKey, v) : v]),
+        )
+      : { ...map };
+  const hashedEnv = sealMap(env);
+  const hashedExtra = sealMap(cfg.fingerprintExtra ?? {});
   const copy = (cfg.copyFiles ?? []).map((c) => ({
     src: c.src,
     relDst: c.relDst,
@@ -261,6 +283,7 @@ export function fingerprint(
     },
     fingerprintExtra: {
       input: cfg.fingerprintExtra ?? {},
+      hashed: hashedExtra,
       value: showEnv({ ...(cfg.fingerprintExtra ?? {}) }),
     },
     // Only under a router (auto, hybrid); absent, it is left out of the hash, so the
@@ -295,13 +318,18 @@ export function fingerprint(
   }
   // Per-key entries of the map fields: display only, not inputs of `core`.
   for (const [k, v] of Object.entries(env)) {
-    breakdown[`env.${k}`] = field(v, isSecretKey(k) ? REDACTED : v, hashedEnv[k]);
+    breakdown[`env.${k}`] = field(v, isSecretKey(k) ? REDACTED : v, hashedEnv[k], `env.${k}`);
   }
   for (const [k, v] of Object.entries(cfg.fingerprintExtra ?? {})) {
-    breakdown[`fingerprintExtra.${k}`] = field(v, isSecretKey(k) ? REDACTED : v);
+    breakdown[`fingerprintExtra.${k}`] = field(
+      v,
+      isSecretKey(k) ? REDACTED : v,
+      hashedExtra[k],
+      `fingerprintExtra.${k}`,
+    );
   }
   for (const [k, v] of Object.entries(cfg.providerSettings ?? {}))
-    breakdown[`providerSettings.${k}`] = field(v, settingText(v));
+    breakdown[`providerSettings.${k}`] = field(v, settingText(v), v, `providerSettings.${k}`);
   const coreOf = (hashes: Readonly<Record<string, string | undefined>>) =>
     hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, hashes[f] ?? breakdown[f]?.hash]))));
   const core = coreOf({});
@@ -318,7 +346,12 @@ export function fingerprint(
     breakdown[f] = field(text, f === "workDir" ? text : preview(text));
   }
   if (Object.keys(unkeyed).length === 0) return { core, live, breakdown };
-  return { core, live, breakdown, legacy: { core: coreOf(unkeyed), live: unkeyed[LIVE_FIELD] ?? live } };
+  return {
+    core,
+    live,
+    breakdown,
+    legacy: { core: coreOf(unkeyed), live: unkeyed[LIVE_FIELD] ?? live, fields: unkeyed },
+  };
 }
 
 /** A long text for display: its first 48 characters on one line, its length and a short hash of it. */

@@ -31,6 +31,25 @@ export function redactEnv(env: Readonly<Record<string, string>>): Record<string,
   return out;
 }
 
+/**
+ * Values of secret-named keys anywhere in a JSON-like value (maps nested in lists too, e.g.
+ * an MCP server's `env`), in document order. Pure.
+ */
+export function secretValuesIn(value: unknown): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) for (const x of v) walk(x);
+    else if (v !== null && typeof v === "object") {
+      for (const [k, x] of Object.entries(v)) {
+        if (typeof x === "string" && isSecretKey(k)) out.push(x);
+        else walk(x);
+      }
+    }
+  };
+  walk(value);
+  return out;
+}
+
 /** `values` worth looking for in text (at least {@link MIN_SECRET_LENGTH} long), distinct, longest first. Pure. */
 export function secretsLongestFirst(values: Iterable<string>): string[] {
   const out = new Set<string>();

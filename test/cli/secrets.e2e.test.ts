@@ -8,10 +8,13 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import xxhash from "xxhash-wasm";
+import { newReconciler, openCity } from "../../internal/controller/city.js";
+import { createProviderFromSpec } from "../../internal/runtime/registry.js";
+import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import { makeCity, type TestCity, until } from "../support/city.js";
 
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
@@ -76,6 +79,30 @@ function leaks(city: TestCity, secret: string): string[] {
  */
 async function unkeyedValueHash(secret: string): Promise<string> {
   return (await xxhash()).h64ToString(JSON.stringify(secret));
+}
+
+/**
+ * One reconcile pass as every build before the fingerprint key made it: the city opened
+ * (here, in-process, with gc's real providers and store) by something that never makes the
+ * key, so its sessions are started with unkeyed fingerprints — the records an upgrade finds.
+ */
+async function unkeyedPass(city: TestCity, secret: string): Promise<void> {
+  const c = await openCity(
+    { cwd: city.dir, env: { ...process.env, GC_TEST_PASSWORD: secret }, cityDir: city.dir },
+    {
+      createProvider: createProviderFromSpec,
+      openStore: (cityDir) => openSqliteStore({ cityDir, singleTenant: true }),
+    },
+  );
+  try {
+    const report = await newReconciler(c, await c.store()).tick();
+    expect(report.outcomes.map((o) => [o.action.kind, o.ok])).toEqual([
+      ["start", true],
+      ["start", true],
+    ]);
+  } finally {
+    await c.close();
+  }
 }
 
 /** The core fingerprint recorded in session `a`'s tmux metadata (gc.core, hex-encoded). */
@@ -160,9 +187,8 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
     const gc = (args: string[], secret = s1) => city.gc(args, { env: { GC_TEST_PASSWORD: secret } });
     const keyFile = join(city.dir, ".gc", "fingerprint.key");
     const panePid = () => city.tmux("display-message", "-p", "-t", "=a:", "#{pane_pid}").stdout.trim();
-    // A pass run by a command that does not apply the city (gc session restart, no controller)
-    // records what every build before the key recorded: fingerprints over the raw secret.
-    expect((await gc(["session", "restart", "a"])).code).toBe(0);
+    // What every build before the key did: a pass recording fingerprints over the raw secret.
+    await unkeyedPass(city, s1);
     await until("a running", () => city.tmux("has-session", "-t", "=a").code === 0);
     expect(existsSync(keyFile)).toBe(false);
     const unkeyed = metaCore(city);
@@ -203,5 +229,29 @@ describe.skipIf(!hasTmux)("secrets", { timeout: 180_000 }, () => {
     );
     expect(leaks(city, await unkeyedValueHash(s2))).toEqual([]);
     await gc(["stop"], s2);
+  });
+
+  it("the fingerprint key: a dry run makes none; a malformed one stops applying commands with its name, never reading or stopping the city", async () => {
+    const city = makeCity(FILE);
+    const env = { GC_TEST_PASSWORD: `s3cr3t-${randomBytes(8).toString("hex")}` };
+    const keyFile = join(city.dir, ".gc", "fingerprint.key");
+    for (const args of [
+      ["start", "--dry-run"],
+      ["reconcile", "--dry-run"],
+    ]) {
+      expect((await city.gc(args, { env })).code, args.join(" ")).toBe(0);
+      expect(existsSync(keyFile), args.join(" ")).toBe(false);
+    }
+    expect((await city.gc(["start", "--once"], { env })).code).toBe(0);
+    expect(existsSync(keyFile)).toBe(true);
+    writeFileSync(keyFile, "not a key\n");
+    const refused = await city.gc(["start", "--once"], { env });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`${keyFile} is not a fingerprint key`);
+    expect(readFileSync(keyFile, "utf8")).toBe("not a key\n"); // never replaced silently
+    expect((await city.gc(["status"], { env })).code).toBe(0);
+    const stop = await city.gc(["stop"], { env });
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(stop.stdout).toContain("nothing of city");
   });
 });

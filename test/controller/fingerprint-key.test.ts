@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -56,5 +56,20 @@ describe("the city's fingerprint key", () => {
       });
     }
     expect(readFileSync(path, "utf8")).toBe("abc\n");
+  });
+
+  it("a looser mode is tightened; a state dir that cannot hold it is an error naming the key", async () => {
+    const d = stateDir();
+    const k = await ensureFingerprintKey(d);
+    chmodSync(join(d, FINGERPRINT_KEY_FILE), 0o644);
+    expect(await ensureFingerprintKey(d)).toEqual(k);
+    expect(statSync(join(d, FINGERPRINT_KEY_FILE)).mode & 0o777).toBe(0o600);
+    // A state dir that cannot hold it (here a regular file: modes do not stop root).
+    const notDir = join(stateDir(), "file");
+    writeFileSync(notDir, "");
+    await expect(ensureFingerprintKey(notDir)).rejects.toMatchObject({
+      code: "GC_STORE",
+      message: expect.stringContaining(join(notDir, FINGERPRINT_KEY_FILE)),
+    });
   });
 });

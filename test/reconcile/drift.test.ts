@@ -4,6 +4,7 @@ import { driftView } from "../../internal/controller/sessions.js";
 import { driftOf } from "../../internal/reconcile/drift.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY, plan } from "../../internal/reconcile/plan.js";
+import { fingerprint } from "../../internal/runtime/fingerprint.js";
 import type { SessionRecord } from "../../internal/session/store.js";
 
 const NOW = 1_000_000_000;
@@ -223,5 +224,16 @@ describe("drift is decided in one place", () => {
       from: "tmux",
       to: "subprocess",
     });
+  });
+
+  it("a record made before the key whose config really changed names only what changed (not the secret fields, which differ by the key alone)", () => {
+    const cfg = { command: "sleep 1", workDir: "/w", env: { API_TOKEN: "hunter2-token", FOO: "1" } };
+    const old = fingerprint(cfg);
+    const now = fingerprint({ ...cfg, env: { ...cfg.env, FOO: "2" } }, {}, [], [], {}, Buffer.alloc(32, 3));
+    const r = rec({ coreHash: old.core, liveHash: old.live, breakdown: old.breakdown });
+    const d = want({ core: now.core, live: now.live, breakdown: now.breakdown, legacy: now.legacy });
+    const drift = driftOf(r, d);
+    expect([drift.kind, drift.reason]).toEqual(["core", "config drift: env.FOO"]);
+    expect(drift.fields).toEqual([{ field: "env.FOO", from: "1", to: "2" }]);
   });
 });

@@ -145,7 +145,7 @@ describe("Reconciler", () => {
     const t = setup([want("a", secretCfg), want("b")]);
     await t.reconciler.tick();
     const unkeyed = want("a", secretCfg);
-    expect(keyed("a").legacy).toEqual({ core: unkeyed.core, live: unkeyed.live });
+    expect(keyed("a").legacy).toMatchObject({ core: unkeyed.core, live: unkeyed.live });
     t.set([keyed("a"), want("b")]);
     // The session's metadata is written first: when that fails, the record stays unkeyed and
     // the next pass tries again (never a keyed record over unkeyed metadata).

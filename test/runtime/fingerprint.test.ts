@@ -67,7 +67,7 @@ describe("fingerprint", () => {
     // recorded (records from before the key are matched by it, and re-recorded, not restarted).
     const [cfg, files, declared, interpolated] = args;
     const keyed = fingerprint(cfg, files, declared, interpolated, {}, Buffer.alloc(32, 9));
-    expect(keyed.legacy).toEqual({ core: "v1:d66b0c260c5cb61d", live: "v1:df9d083901155a42" });
+    expect(keyed.legacy).toMatchObject({ core: "v1:d66b0c260c5cb61d", live: "v1:df9d083901155a42" });
     expect(keyed.core).not.toBe("v1:d66b0c260c5cb61d");
     expect(f.breakdown.env?.hash).toBe("v1:9c28e60dac2a3f6b");
     expect(f.breakdown["env.API_TOKEN"]).toEqual({
@@ -366,7 +366,13 @@ describe("fingerprint with the city's key (secrets sealed)", () => {
     const unkeyed = fingerprint(withSecret, {}, [], secrets);
     const a = fingerprint(withSecret, {}, [], secrets, {}, key1);
     const b = fingerprint(withSecret, {}, [], secrets, {}, key2);
-    expect(a.legacy).toEqual({ core: unkeyed.core, live: unkeyed.live });
+    expect(a.legacy).toMatchObject({ core: unkeyed.core, live: unkeyed.live });
+    // Per field, the unkeyed hash of exactly the fields the key changes (drift's field list).
+    const changedByKey = Object.keys(a.breakdown).filter(
+      (f) => a.breakdown[f]?.hash !== unkeyed.breakdown[f]?.hash,
+    );
+    expect(Object.keys(a.legacy?.fields ?? {}).sort()).toEqual(changedByKey.sort());
+    for (const f of changedByKey) expect(a.legacy?.fields?.[f]).toBe(unkeyed.breakdown[f]?.hash);
     expect(a.core).not.toBe(unkeyed.core);
     expect(a.core).not.toBe(b.core);
     expect(a.live).not.toBe(unkeyed.live);
@@ -402,5 +408,32 @@ describe("fingerprint with the city's key (secrets sealed)", () => {
     expect(diffBreakdown(a.breakdown, rotated.breakdown)).toEqual([
       { field: "env.DB_PASSWORD", from: "(secret)", to: "changed", masked: true },
     ]);
+  });
+
+  it("a literal secret under a secret-named key in provider settings (an MCP server's env) is redacted in the breakdown and sealed under the key", () => {
+    const token = "ghp_literalTOKEN1234";
+    const cfg: StartConfig = {
+      ...base,
+      providerSettings: {
+        mcp_servers: [
+          { name: "gh", command: "/bin/mcp", args: [], env: { GITHUB_PERSONAL_ACCESS_TOKEN: token } },
+        ],
+      },
+    };
+    const unkeyed = fingerprint(cfg);
+    const a = fingerprint(cfg, {}, [], [], {}, key1);
+    for (const f of [unkeyed, a]) {
+      expect(JSON.stringify(f.breakdown)).not.toContain(token);
+      expect(f.breakdown["providerSettings.mcp_servers"]).toMatchObject({ secret: true });
+    }
+    expect(a.breakdown["providerSettings.mcp_servers"]?.hash).not.toBe(
+      unkeyed.breakdown["providerSettings.mcp_servers"]?.hash,
+    );
+    expect(a.legacy?.core).toBe(unkeyed.core);
+    // A secret-named extra is sealed whole too, as an env value is.
+    const extra = { ...base, fingerprintExtra: { AUTH: "x1" } };
+    expect(fingerprint(extra, {}, [], [], {}, key1).breakdown["fingerprintExtra.AUTH"]?.hash).not.toBe(
+      fingerprint(extra).breakdown["fingerprintExtra.AUTH"]?.hash,
+    );
   });
 });

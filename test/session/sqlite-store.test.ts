@@ -291,7 +291,10 @@ describe("sqlite store: nothing secret or transient on disk", () => {
     const reader = new Database(join(city, ".gc", "state.db"), { readonly: true });
     reader.exec("BEGIN");
     reader.prepare("SELECT count(*) FROM sqlite_master").get();
-    await expect(s.compact()).rejects.toMatchObject({ code: "GC_STORE", message: expect.stringContaining("compaction") });
+    await expect(s.compact()).rejects.toMatchObject({
+      code: "GC_STORE",
+      message: expect.stringContaining("compaction"),
+    });
     reader.exec("COMMIT");
     reader.close();
     await s.compact();
