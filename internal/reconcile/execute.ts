@@ -495,7 +495,8 @@ async function recordCrash(
   // Reap remains (dead panes, holders); best-effort, so a failing stop cannot wedge the loop.
   await provider.stop(d.name, { signal: deps.signal }).catch(() => undefined);
   if (a.next.kind === "quarantine") {
-    const why = `${a.failures.length} failures within the quarantine window; last: ${a.reason}`;
+    const n = a.failures.length;
+    const why = `${n} failure${n === 1 ? "" : "s"} within the quarantine window; last: ${a.reason}`;
     await walkTo(store, d.name, "quarantined", why, {
       quarantineReason: why,
       backoffUntil: null,

@@ -258,6 +258,29 @@ describe("Reconciler", () => {
     expect(t.starts().length).toBe(before);
   });
 
+  it("tick: with a threshold of 1 the quarantine reason says '1 failure' (singular)", async () => {
+    const provider = new FakeProvider({ city: "t" });
+    provider.failAlways("start", new Error("boom"), "crashy");
+    const store = openMemoryStore({ singleTenant: true, now: () => 1_000_000 });
+    const r = new Reconciler({
+      store,
+      providerFor: async () => provider,
+      loadDesired: async () => [want("crashy")],
+      baseProviders: ["fake"],
+      policy: { ...DEFAULT_POLICY, quarantineThreshold: 1 },
+      concurrency: 1,
+      drainTimeoutMs: 100,
+      now: () => 1_000_000,
+    });
+    await r.tick();
+    expect(await store.get("crashy")).toMatchObject({
+      state: "quarantined",
+      quarantineReason: expect.stringMatching(
+        /^1 failure within the quarantine window; last: start failed: boom/,
+      ),
+    });
+  });
+
   it("tick: a crash while running is detected and restarted after backoff", async () => {
     const t = setup([want("a")]);
     await t.reconciler.tick();
