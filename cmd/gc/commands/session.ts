@@ -28,7 +28,7 @@ import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
 import { reconcileNow } from "../pass.js";
-import { formatTable } from "../table.js";
+import { formatTable, runningCell } from "../table.js";
 
 const USAGE = `Usage: gc session list [--json]
        gc session kill SESSION [--json]
@@ -148,8 +148,11 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
         };
       }),
     );
+    // RUNNING is unknown ("?", null in JSON) for sessions of a provider that could not be
+    // observed: say why, as gc status does.
+    for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
     if (json) {
-      printJson(ctx, { city: city.name, sessions: rows });
+      printJson(ctx, { city: city.name, sessions: rows, observeErrors: view.observeErrors });
       return EXIT.ok;
     }
     if (rows.length === 0) {
@@ -161,7 +164,7 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
       r.name,
       r.agent,
       r.state,
-      r.running ? "yes" : "no",
+      runningCell(r.running),
       String(r.generation),
       String(r.restarts),
       r.lockedBy ? `${r.lockedBy.purpose} (pid ${r.lockedBy.pid})` : "-",
