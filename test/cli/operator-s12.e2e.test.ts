@@ -1,11 +1,13 @@
 /**
  * What an operator running exec-script, pool and tmux cities met in session 12
  * (docs/decisions.md, "An operator's hour on exec scripts, pools and the session commands"):
- * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no".
+ * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
+ * cut short by Ctrl-C says "interrupted", as a JSON error under --json.
  */
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
-import { makeCity } from "../support/city.js";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { GC_BIN, type GcResult, makeCity, type TestCity } from "../support/city.js";
 
 /** The exec mock: sessions are directories, nothing runs; MOCK_* switches make it misbehave. */
 const MOCK = fileURLToPath(new URL("../fixtures/exec/mock-session.sh", import.meta.url));
@@ -61,5 +63,71 @@ agents:
     // Once the script answers again, the sessions read as running.
     const fine = JSON.parse((await city.gc(["status", "--json"])).stdout) as { sessions: Row[] };
     expect(fine.sessions.map((s) => s.running)).toEqual([true, true]);
+  });
+});
+
+/** Starts `gc --city DIR ...args` and hands back the child and its result. */
+function startGc(city: TestCity, args: string[]) {
+  const child = spawn(process.execPath, [GC_BIN, "--city", city.dir, ...args], {
+    env: { ...process.env, NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  const done = new Promise<GcResult>((resolve) =>
+    child.on("close", (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, done };
+}
+
+describe("Ctrl-C", () => {
+  it("gc wait and gc nudge cut short say interrupted (GC_INTERRUPTED under --json), exit 130", {
+    timeout: 90_000,
+  }, async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: py
+    provider: python
+`);
+    const started = await city.gc(["start", "--once"]);
+    expect(started.code, started.stderr).toBe(0);
+    // Busy for longer than the test: neither the wait nor the nudge can finish by itself.
+    const busy = await city.gc(["nudge", "py", "--now", "import time; time.sleep(600)"]);
+    expect(busy.code, busy.stderr).toBe(0);
+
+    const wait = startGc(city, ["wait", "py", "--idle", "--json"]);
+    await expect
+      .poll(async () => (await city.gc(["wait", "list", "py", "--json"])).stdout, { timeout: 30_000 })
+      .toContain('"pending"');
+    wait.child.kill("SIGINT");
+    const w = await wait.done;
+    expect(w.code).toBe(130);
+    expect(w.stdout).toBe("");
+    expect(JSON.parse(w.stderr)).toEqual({
+      error: { code: "GC_INTERRUPTED", message: "interrupted by SIGINT" },
+    });
+
+    for (const json of [true, false]) {
+      const nudge = startGc(city, ["nudge", "py", "print(1)", ...(json ? ["--json"] : [])]);
+      // It holds the session's lock while it waits for the session to be idle.
+      await expect
+        .poll(async () => (await city.gc(["session", "list"])).stdout, { timeout: 30_000 })
+        .toMatch(/gc nudge \(pid \d+\)/);
+      nudge.child.kill("SIGINT");
+      const n = await nudge.done;
+      expect(n.code).toBe(130);
+      if (json) expect(JSON.parse(n.stderr).error.code).toBe("GC_INTERRUPTED");
+      else expect(n.stderr).toBe("gc: interrupted by SIGINT\n");
+    }
   });
 });
