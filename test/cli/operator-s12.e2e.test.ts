@@ -2,9 +2,12 @@
  * What an operator running exec-script, pool and tmux cities met in session 12
  * (docs/decisions.md, "An operator's hour on exec scripts, pools and the session commands"):
  * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
- * cut short by Ctrl-C says "interrupted", as a JSON error under --json.
+ * cut short by Ctrl-C says "interrupted", as a JSON error under --json; an edit of a setting
+ * the controller reads only at its start (daemon.interval…) is logged as waiting for a restart.
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { GC_BIN, type GcResult, makeCity, type TestCity } from "../support/city.js";
@@ -129,5 +132,39 @@ agents:
       if (json) expect(JSON.parse(n.stderr).error.code).toBe("GC_INTERRUPTED");
       else expect(n.stderr).toBe("gc: interrupted by SIGINT\n");
     }
+  });
+});
+
+describe("daemon settings read at the controller's start", () => {
+  it("an edit of daemon.interval under a running controller is logged as applying at its restart", {
+    timeout: 90_000,
+  }, async () => {
+    const yaml = (interval: string) => `workspace:
+  name: "@NAME@"
+session:
+  provider: subprocess
+daemon:
+  interval: ${interval}
+agents:
+  - name: sh
+    provider: sh
+`;
+    const city = makeCity(yaml("1h"));
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const log = () => readFileSync(join(city.dir, ".gc", "controller.log"), "utf8");
+    const pid = readFileSync(join(city.dir, ".gc", "controller.pid"), "utf8").trim();
+    city.write(yaml("2s"));
+    await expect
+      .poll(log, { timeout: 30_000 })
+      .toContain(
+        `daemon settings changed (daemon.interval 1h → 2s): they apply when the controller restarts — kill -TERM ${pid}, then gc start (sessions keep running)`,
+      );
+    // Back to what it runs with: said once.
+    city.write(yaml("1h"));
+    await expect
+      .poll(log, { timeout: 30_000 })
+      .toContain("daemon settings: the controller runs with what the city file says again");
+    expect(log().match(/daemon settings changed/g)).toHaveLength(1);
   });
 });
