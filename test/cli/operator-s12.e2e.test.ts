@@ -3,7 +3,8 @@
  * (docs/decisions.md, "An operator's hour on exec scripts, pools and the session commands"):
  * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
  * cut short by Ctrl-C says "interrupted", as a JSON error under --json; an edit of a setting
- * the controller reads only at its start (daemon.interval…) is logged as waiting for a restart.
+ * the controller reads only at its start (daemon.interval…) is logged as waiting for a restart;
+ * `gc session logs -f -n N` starts with N lines.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -166,5 +167,32 @@ agents:
       .poll(log, { timeout: 30_000 })
       .toContain("daemon settings: the controller runs with what the city file says again");
     expect(log().match(/daemon settings changed/g)).toHaveLength(1);
+  });
+});
+
+describe("gc session logs -f -n N", () => {
+  it("starts with the last N complete lines, not N-1", { timeout: 60_000 }, async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: py
+    provider: python
+`);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    const turn = await city.gc(["run", "py", "print(40+2)"]);
+    expect(turn.code, turn.stderr).toBe(0);
+    const plain = await city.gc(["session", "logs", "py", "-n", "3"]);
+    expect(plain.stdout).toBe(">>> print(40+2)\n42\n>>>\n");
+    // Following holds back the prompt line (it may still grow): the 2 lines before it.
+    const follower = startGc(city, ["session", "logs", "py", "-f", "-n", "2"]);
+    let seen = "";
+    follower.child.stdout.on("data", (d: Buffer) => (seen += d.toString()));
+    await expect.poll(() => seen, { timeout: 15_000 }).toBe(">>> print(40+2)\n42\n");
+    follower.child.kill("SIGINT");
+    expect((await follower.done).code).toBe(130);
   });
 });

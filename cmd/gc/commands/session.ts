@@ -324,8 +324,9 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
   const emit = (ls: readonly string[]) => {
     for (const l of ls) ctx.out(json ? JSON.stringify({ line: l }) : l);
   };
-  emit(first.slice(0, -1));
+  // -n counts complete lines: the last N before the line that may still grow.
   let printed = screen.slice(0, -1);
+  emit(lines > 0 ? printed.slice(-lines) : printed);
   try {
     for (;;) {
       await sleep(500, undefined, { signal: ctx.signal });
