@@ -4,7 +4,7 @@
  * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
  * cut short by Ctrl-C says "interrupted", as a JSON error under --json; an edit of a setting
  * the controller reads only at its start (daemon.interval…) is logged as waiting for a restart;
- * `gc session logs -f -n N` starts with N lines.
+ * `gc session logs -f -n N` starts with N lines; `--events` shows a scaled-away session's events.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -194,5 +194,37 @@ agents:
     await expect.poll(() => seen, { timeout: 15_000 }).toBe(">>> print(40+2)\n42\n");
     follower.child.kill("SIGINT");
     expect((await follower.done).code).toBe(130);
+  });
+});
+
+describe("gc session logs --events of a session the city no longer has", () => {
+  it("shows the kept events of a pool instance scaled away; an unknown name is still exit 3", {
+    timeout: 60_000,
+  }, async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: w
+    provider: sh
+    min_active_sessions: 1
+    max_active_sessions: 2
+`);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    expect((await city.gc(["scale", "w", "2"])).code).toBe(0);
+    expect((await city.gc(["scale", "w", "1"])).code).toBe(0);
+    // Its record goes once it is stopped: the name is unknown to every other command.
+    await expect.poll(async () => (await city.gc(["peek", "w-2"])).code, { timeout: 20_000 }).toBe(3);
+    const r = await city.gc(["session", "logs", "w-2", "--events"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`w-2 is no longer in city ${city.name}`);
+    expect(r.stdout).toMatch(/session\.state .*"to":"draining","reason":"no longer desired"/);
+    const j = await city.gc(["session", "logs", "w-2", "--events", "--json"]);
+    expect((JSON.parse(j.stdout) as { events: unknown[] }).events.length).toBeGreaterThan(2);
+    const unknown = await city.gc(["session", "logs", "w-9", "--events"]);
+    expect(unknown.code).toBe(3);
   });
 });

@@ -87,6 +87,16 @@ export const command = defineCommand({
     } else if (rest.length > 0) {
       throw new UsageError(`gc session ${sub} takes one session\n\n${USAGE}`);
     }
+    if (sub === "logs" && values.events) {
+      const lines = values.lines === undefined ? 0 : Number(values.lines);
+      if (!Number.isSafeInteger(lines) || lines < 0) throw new UsageError("-n: expected a whole number ≥ 0");
+      try {
+        return await withTarget(ctx, name, (t) => eventLog(ctx, t, values.follow === true, lines, json));
+      } catch (e) {
+        if (!isGcError(e, "GC_SESSION_NOT_FOUND")) throw e;
+        return goneEventLog(ctx, name, e, values.follow === true, lines, json);
+      }
+    }
     if (sub === "kill") {
       try {
         return await withTarget(ctx, name, (t) => kill(ctx, t, json));
@@ -347,12 +357,43 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
   }
 }
 
+/**
+ * `gc session logs NAME --events` for a name the city no longer knows (a pool instance scaled
+ * away, a removed or renamed agent): its record is gone, its events are kept (until
+ * `daemon.events` retention), and they say what happened to it. `notFound` is rethrown when
+ * the store holds no event of that name either.
+ */
+async function goneEventLog(
+  ctx: CommandContext,
+  name: string,
+  notFound: unknown,
+  follow: boolean,
+  lines: number,
+  json: boolean,
+): Promise<number> {
+  const city = await openCity(ctx);
+  try {
+    const store = await city.store();
+    if ((await store.queryEvents({ session: name, limit: 1 })).length === 0) throw notFound;
+    ctx.err(`gc: ${name} is no longer in city ${city.name}; its recorded events:`);
+    return await eventLog(ctx, { store, name }, follow, lines, json);
+  } finally {
+    await city.close();
+  }
+}
+
 function eventLine(e: SessionEvent): string {
   const payload = Object.keys(e.payload).length > 0 ? ` ${JSON.stringify(e.payload)}` : "";
   return `${new Date(e.at).toISOString()}  #${e.seq}  ${e.type}${payload}`;
 }
 
-async function eventLog(ctx: CommandContext, t: Target, follow: boolean, lines: number, json: boolean) {
+async function eventLog(
+  ctx: CommandContext,
+  t: Pick<Target, "store" | "name">,
+  follow: boolean,
+  lines: number,
+  json: boolean,
+) {
   const initial = await t.store.queryEvents({
     session: t.name,
     order: "desc",
