@@ -4,7 +4,8 @@
  * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
  * cut short by Ctrl-C says "interrupted", as a JSON error under --json; an edit of a setting
  * the controller reads only at its start (daemon.interval…) is logged as waiting for a restart;
- * `gc session logs -f -n N` starts with N lines; `--events` shows a scaled-away session's events.
+ * `gc session logs -f -n N` starts with N lines; `--events` shows a scaled-away session's events;
+ * a queued nudge for a held-down session says what starts it.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -226,5 +227,36 @@ agents:
     expect((JSON.parse(j.stdout) as { events: unknown[] }).events.length).toBeGreaterThan(2);
     const unknown = await city.gc(["session", "logs", "w-9", "--events"]);
     expect(unknown.code).toBe(3);
+  });
+});
+
+describe("gc nudge --queue to a session nothing starts", () => {
+  it("says what brings it back (held down by gc stop NAME); a running one gets no note", {
+    timeout: 60_000,
+  }, async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: subprocess
+daemon:
+  interval: 1h
+agents:
+  - name: a
+    provider: sh
+  - name: b
+    provider: sh
+`);
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    expect((await city.gc(["stop", "a"])).code).toBe(0);
+    const held = await city.gc(["nudge", "a", "--queue", "--ttl", "5m", "echo hi"]);
+    expect(held.code, held.stderr).toBe(0);
+    expect(held.stderr).toContain(
+      "gc: a is down and nothing starts it — it is held down (`gc stop a`): `gc session reset a` or `gc session restart a` starts it; the nudge is delivered once it runs, or becomes a dead letter after 5m",
+    );
+    const heldJson = await city.gc(["nudge", "a", "--queue", "--json", "echo hi"]);
+    expect((JSON.parse(heldJson.stdout) as { parked: string | null }).parked).toContain("held down");
+    const running = await city.gc(["nudge", "b", "--queue", "--json", "echo hi"]);
+    expect((JSON.parse(running.stdout) as { parked: string | null }).parked).toBeNull();
+    expect((await city.gc(["nudge", "b", "--queue", "echo hi"])).stderr).not.toContain("nothing starts it");
   });
 });
