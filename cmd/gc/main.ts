@@ -301,13 +301,19 @@ let failureExit: number | undefined;
 
 /** Prints a thrown error (plain, or JSON in `--json` mode) and returns its exit code. */
 function fail(e: unknown, json: boolean): number {
+  // Cut short by Ctrl-C / SIGTERM: say that, whatever an aborted step threw on its way out
+  // (Node's own "The operation was aborted" names neither the cause nor the command).
+  if (controller.signal.aborted) {
+    const message = describeError(controller.signal.reason);
+    if (json) write(process.stderr, `${JSON.stringify({ error: { code: "GC_INTERRUPTED", message } })}\n`);
+    else write(process.stderr, `gc: ${message}\n`);
+    return EXIT.cancelled;
+  }
   const { code, exit } = classify(e);
   const message = e instanceof ConfigError || e instanceof CliUsageError ? e.message : describeError(e);
   if (json) write(process.stderr, `${JSON.stringify({ error: { code, message } })}\n`);
   else if (e instanceof ConfigError) write(process.stderr, `${message}\n`);
   else write(process.stderr, `gc: ${message}${e instanceof CliUsageError ? "\n(see gc --help)" : ""}\n`);
-  // A command that failed because it was interrupted (Ctrl-C) says so in its exit code.
-  if (controller.signal.aborted) return EXIT.cancelled;
   return failureExit ?? exit;
 }
 

@@ -38,3 +38,11 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
       .trimEnd();
   return [line(header), ...rows.map(line)];
 }
+
+/**
+ * A RUNNING cell: `?` when the session's provider could not be observed (the command says why
+ * on stderr, `cannot observe provider …`), never a "no" that reads as a dead session. Pure.
+ */
+export function runningCell(running: boolean | null): string {
+  return running === null ? "?" : running ? "yes" : "no";
+}

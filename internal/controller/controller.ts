@@ -33,6 +33,7 @@ import {
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
 import { pendingInteractions } from "./sessions.js";
+import { startOnlyChanges, startOnlyText } from "./start-only.js";
 import { controllerSnapshot } from "./status-snapshot.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
@@ -173,6 +174,9 @@ export async function runController(
   };
 
   let loggedConfigError: string | undefined;
+  // What this controller runs with of the settings it reads only at its start.
+  const runningWith = policyOf(city.loaded);
+  let loggedStartOnly = "";
   const runPass = async () => {
     if (stopWins(city.stateDir, origin)) {
       // A stop is under way: start nothing more; it shuts this controller down.
@@ -208,6 +212,13 @@ export async function runController(
         if (last.configError) opts.log(`config error (keeping the last good config): ${last.configError}`);
         else opts.log("the city file is valid again");
         loggedConfigError = last.configError;
+      }
+      // An edit of interval, concurrency or drain_timeout applies at the next controller
+      // start: said once when it appears or changes (and when the file matches again).
+      const startOnly = startOnlyChanges(runningWith, policyOf(city.current()));
+      if (startOnly.join("\n") !== loggedStartOnly) {
+        opts.log(startOnlyText(startOnly, process.pid));
+        loggedStartOnly = startOnly.join("\n");
       }
       if (last.massStop) opts.log(massStopText(last.massStop));
       for (const o of last.observeErrors) opts.log(`cannot observe ${o.provider}: ${o.error}`);

@@ -33,7 +33,11 @@ export interface SessionView {
   readonly state: string;
   /** Why it is in that state (quarantine reason, last error…). */
   readonly reason: string;
-  readonly running: boolean;
+  /**
+   * Whether its program runs; `null` when that is unknown: the provider it is on (or, under a
+   * router, its backend) could not be observed this time (see `CityView.observeErrors`).
+   */
+  readonly running: boolean | null;
   readonly drift: "none" | "core" | "live";
   /**
    * Start-only fields (work dir, prompt, nudge) changed since it started, which nothing
@@ -141,11 +145,15 @@ export async function collectCity(
     const det = details.get(name);
     const waiting = running ? pending.get(name) : undefined;
     const provider = d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?";
+    const backend = routed.get(name) ?? d?.backend ?? provider;
+    // Not listed by a provider that could not be looked at: not "not running", but unknown.
+    const unknown =
+      !running && (observation.unobservable.has(provider) || observation.unobservable.has(backend));
     return {
       name,
       agent: d?.agent ?? r?.agent ?? "?",
       provider,
-      backend: routed.get(name) ?? d?.backend ?? provider,
+      backend,
       state: waiting ? "waiting-for-input" : (r?.state ?? (running ? "untracked" : "new")),
       reason: waiting
         ? waiting.prompt || `${waiting.kind} (request ${waiting.requestId})`
@@ -154,7 +162,7 @@ export async function collectCity(
           : running
             ? "running without a record"
             : "not started yet",
-      running,
+      running: unknown ? null : running,
       ...driftView(r, d),
       restarts: r?.restarts ?? 0,
       infraLosses: Number(r?.metadata[INFRA_LOSSES_KEY] ?? 0) || 0,

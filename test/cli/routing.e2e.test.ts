@@ -24,7 +24,7 @@ interface Row {
   provider: string;
   backend: string;
   state: string;
-  running: boolean;
+  running: boolean | null;
 }
 
 async function sessions(city: TestCity): Promise<Row[]> {
@@ -261,7 +261,8 @@ agents:
     expect(doc.observeErrors).toEqual([{ provider: down, error: expect.stringContaining("backend down") }]);
     expect(doc.sessions.map((r) => [r.name, r.backend, r.running])).toEqual([
       ["s", "subprocess", true],
-      ["x", `exec:${script}`, false],
+      // Its backend was not looked at: whether it runs is unknown, not "no".
+      ["x", `exec:${script}`, null],
     ]);
     expect((await city.gc(["status"])).stderr).toContain(`cannot observe provider ${down}: `);
     // s is no longer wanted, but the observation is partial: it keeps running.

@@ -6,12 +6,21 @@
  */
 import { formatDuration } from "../../../internal/config/duration.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
+import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Nudge } from "../../../internal/session/store.js";
 import { nudgeSession, nudgeView } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { durationFlag, intFlag, printJson, readTextArg, withTarget } from "../operate.js";
+import {
+  durationFlag,
+  intFlag,
+  printJson,
+  readTextArg,
+  startHint,
+  type Target,
+  withTarget,
+} from "../operate.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc nudge SESSION TEXT... [--now | --queue [--ttl DUR] [--attempts N]] [--wait DUR]
@@ -74,12 +83,16 @@ export const command = defineCommand({
         signal: ctx.signal,
       });
       if (r.mode === "queue") {
+        // Queued for a session nothing starts (held by `gc stop NAME`, quarantined,
+        // suspended): it would sit until it dead-letters, so say what brings the session back.
+        const parked = parkedHint(t);
         if (json) {
           printJson(ctx, {
             session: t.name,
             mode: "queue",
             queued: nudgeView(r.queued, Date.now()),
             controller: r.controller,
+            parked: parked ?? null,
           });
         } else {
           ctx.out(
@@ -88,6 +101,11 @@ export const command = defineCommand({
           );
           if (!r.controller)
             ctx.err("gc: no controller is running for this city: `gc start` runs one to deliver it");
+          if (parked)
+            ctx.err(
+              `gc: ${t.name} is down and nothing starts it — ${parked}; the nudge is delivered once it runs, ` +
+                `or becomes a dead letter after ${formatDuration(ttlMs)}`,
+            );
         }
         return EXIT.ok;
       }
@@ -102,6 +120,20 @@ export const command = defineCommand({
     });
   },
 });
+
+/**
+ * What brings `t` back when it is down for good (held, quarantined, suspended, not declared),
+ * from {@link startHint}; `undefined` when it runs or the controller starts it by itself.
+ */
+function parkedHint(t: Target): string | undefined {
+  const { desired, record } = t.session;
+  const parked =
+    !desired ||
+    desired.suspended === true ||
+    record?.metadata[HOLD_KEY] !== undefined ||
+    record?.state === "quarantined";
+  return parked ? startHint(t) : undefined;
+}
 
 function clip(s: string, max: number): string {
   const one = s.replace(/\s+/g, " ").trim();

@@ -28,7 +28,7 @@ import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { lockSession, printJson, type Target, withTarget } from "../operate.js";
 import { reconcileNow } from "../pass.js";
-import { formatTable } from "../table.js";
+import { formatTable, runningCell } from "../table.js";
 
 const USAGE = `Usage: gc session list [--json]
        gc session kill SESSION [--json]
@@ -86,6 +86,16 @@ export const command = defineCommand({
       if (rest.length !== 1) throw new UsageError(`gc session respond needs SESSION ACTION\n\n${USAGE}`);
     } else if (rest.length > 0) {
       throw new UsageError(`gc session ${sub} takes one session\n\n${USAGE}`);
+    }
+    if (sub === "logs" && values.events) {
+      const lines = values.lines === undefined ? 0 : Number(values.lines);
+      if (!Number.isSafeInteger(lines) || lines < 0) throw new UsageError("-n: expected a whole number ≥ 0");
+      try {
+        return await withTarget(ctx, name, (t) => eventLog(ctx, t, values.follow === true, lines, json));
+      } catch (e) {
+        if (!isGcError(e, "GC_SESSION_NOT_FOUND")) throw e;
+        return goneEventLog(ctx, name, e, values.follow === true, lines, json);
+      }
     }
     if (sub === "kill") {
       try {
@@ -148,8 +158,11 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
         };
       }),
     );
+    // RUNNING is unknown ("?", null in JSON) for sessions of a provider that could not be
+    // observed: say why, as gc status does.
+    for (const o of view.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
     if (json) {
-      printJson(ctx, { city: city.name, sessions: rows });
+      printJson(ctx, { city: city.name, sessions: rows, observeErrors: view.observeErrors });
       return EXIT.ok;
     }
     if (rows.length === 0) {
@@ -161,7 +174,7 @@ async function list(ctx: CommandContext, json: boolean): Promise<number> {
       r.name,
       r.agent,
       r.state,
-      r.running ? "yes" : "no",
+      runningCell(r.running),
       String(r.generation),
       String(r.restarts),
       r.lockedBy ? `${r.lockedBy.purpose} (pid ${r.lockedBy.pid})` : "-",
@@ -321,8 +334,9 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
   const emit = (ls: readonly string[]) => {
     for (const l of ls) ctx.out(json ? JSON.stringify({ line: l }) : l);
   };
-  emit(first.slice(0, -1));
+  // -n counts complete lines: the last N before the line that may still grow.
   let printed = screen.slice(0, -1);
+  emit(lines > 0 ? printed.slice(-lines) : printed);
   try {
     for (;;) {
       await sleep(500, undefined, { signal: ctx.signal });
@@ -343,12 +357,43 @@ async function outputLog(ctx: CommandContext, t: Target, follow: boolean, lines:
   }
 }
 
+/**
+ * `gc session logs NAME --events` for a name the city no longer knows (a pool instance scaled
+ * away, a removed or renamed agent): its record is gone, its events are kept (until
+ * `daemon.events` retention), and they say what happened to it. `notFound` is rethrown when
+ * the store holds no event of that name either.
+ */
+async function goneEventLog(
+  ctx: CommandContext,
+  name: string,
+  notFound: unknown,
+  follow: boolean,
+  lines: number,
+  json: boolean,
+): Promise<number> {
+  const city = await openCity(ctx);
+  try {
+    const store = await city.store();
+    if ((await store.queryEvents({ session: name, limit: 1 })).length === 0) throw notFound;
+    ctx.err(`gc: ${name} is no longer in city ${city.name}; its recorded events:`);
+    return await eventLog(ctx, { store, name }, follow, lines, json);
+  } finally {
+    await city.close();
+  }
+}
+
 function eventLine(e: SessionEvent): string {
   const payload = Object.keys(e.payload).length > 0 ? ` ${JSON.stringify(e.payload)}` : "";
   return `${new Date(e.at).toISOString()}  #${e.seq}  ${e.type}${payload}`;
 }
 
-async function eventLog(ctx: CommandContext, t: Target, follow: boolean, lines: number, json: boolean) {
+async function eventLog(
+  ctx: CommandContext,
+  t: Pick<Target, "store" | "name">,
+  follow: boolean,
+  lines: number,
+  json: boolean,
+) {
   const initial = await t.store.queryEvents({
     session: t.name,
     order: "desc",

@@ -18,7 +18,7 @@ import { massStopText } from "../../../internal/reconcile/summary.js";
 import { UsageError } from "../../../internal/runtime/errors.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { announceRecovery } from "../recovery-note.js";
-import { formatTable } from "../table.js";
+import { formatTable, runningCell } from "../table.js";
 
 const USAGE = `Usage: gc status [--json]
 
@@ -124,7 +124,7 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
     s.agent,
     s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
     s.state,
-    s.running ? "yes" : "no",
+    runningCell(s.running),
     s.drift,
     String(s.restarts),
     ago(s.lastActivity),
@@ -134,7 +134,7 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
   ctx.out(formatTable(header, rows).join("\n"));
   for (const s of snap.sessions) {
     // A held session that is down is explained too: nothing starts it until the hold goes.
-    const heldDown = s.held !== null && !s.running && s.state !== "quarantined";
+    const heldDown = s.held !== null && s.running === false && s.state !== "quarantined";
     if (EXPLAINED_STATES.has(s.state) || heldDown) {
       ctx.out(`  ${s.name}: ${s.state} — ${s.reason}`);
       if (heldDown)

@@ -138,8 +138,8 @@ export const command = defineCommand({
       } catch (e) {
         if (ctx.signal.aborted) {
           await t.store.cancelWait(w.id, "interrupted").catch(() => undefined);
-          ctx.err("gc: wait interrupted");
-          return REPORT_EXIT.cancelled;
+          // Reported like every interrupted command (main.ts): a JSON error under --json.
+          throw ctx.signal.reason;
         }
         result = { status: "error", output: "", cursor: 0, gap: false, reason: describeError(e) };
       }

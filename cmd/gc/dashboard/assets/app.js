@@ -103,6 +103,8 @@ function onStatus(s) {
  * (killed or crashed, until the controller's next pass records it) says why the two differ.
  */
 function runningText(x) {
+  // null: its provider could not be observed (the banner says why), not a dead process.
+  if (x.running === null) return "unknown — provider not observed";
   return x.running ? "yes" : LIVE.has(x.state) ? "no — process gone" : "no";
 }
 
@@ -160,7 +162,7 @@ function renderGrid() {
       c.el.innerHTML = html;
       c.html = html;
     }
-    c.el.className = `card s-${x.running || !LIVE.has(x.state) ? x.state : "crashed"}`;
+    c.el.className = `card s-${x.running !== false || !LIVE.has(x.state) ? x.state : "crashed"}`;
     c.el.dataset.state = x.state;
     c.el.dataset.running = String(x.running);
     const want = prev ? prev.nextSibling : grid.firstChild;
