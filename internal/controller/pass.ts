@@ -57,7 +57,7 @@ export async function runOnePass(
     !opts.dryRun &&
     before.length + 1 < MAX_PASSES_HERE &&
     deferredToNow(report) &&
-    report.outcomes.some((o) => o.ok && o.action.kind !== "wait")
+    report.outcomes.some((o) => o.ok && !o.skipped && o.action.kind !== "wait")
   ) {
     before.push(report);
     report = await tick();

@@ -42,7 +42,8 @@ export interface DesiredSession extends DesiredEntry {
 export interface ProgressEvent {
   readonly name: string;
   readonly action: Action["kind"];
-  readonly phase: "begin" | "done" | "failed";
+  /** `skipped`: not taken this pass (an operator's command holds the session); planned again next pass. */
+  readonly phase: "begin" | "done" | "failed" | "skipped";
   readonly detail: string;
 }
 
@@ -77,6 +78,8 @@ export interface ActionOutcome {
   readonly action: Action;
   readonly ok: boolean;
   readonly error?: string | undefined;
+  /** Not taken this pass ({@link busyReason}): nothing was done, nothing failed. */
+  readonly skipped?: true;
 }
 
 function semaphore(n: number) {
@@ -141,13 +144,8 @@ async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutco
   try {
     const busy = await busyReason(action.name, deps);
     if (busy !== undefined) {
-      deps.onProgress?.({
-        name: action.name,
-        action: action.kind,
-        phase: "done",
-        detail: `skipped this pass: ${busy}`,
-      });
-      return { action, ok: true };
+      deps.onProgress?.({ name: action.name, action: action.kind, phase: "skipped", detail: busy });
+      return { action, ok: true, skipped: true };
     }
     deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
     const detail = await perform(action, deps);
@@ -326,11 +324,14 @@ async function startSession(
       ? before.restarts + 1
       : before.restarts;
   const provider = await deps.providerFor(d.provider);
+  // Counted when the attempt begins: a start that fails is a restart too (a session failing
+  // every start on its way to quarantine shows how often it was tried).
   await walkTo(store, d.name, "starting", reason, {
     pending: intent("start", before, deps.now()),
     agent: d.agent,
     provider: d.provider,
     lastError: null,
+    restarts,
   });
   let report: StartReport;
   try {

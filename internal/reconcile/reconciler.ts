@@ -184,7 +184,7 @@ export class Reconciler {
    */
   private async compactAfterRekey(records: readonly SessionRecord[], outcomes: readonly ActionOutcome[]) {
     const marked = new Set(records.filter((r) => r.metadata[REKEYED_KEY] !== undefined).map((r) => r.name));
-    for (const o of outcomes) if (o.ok && o.action.kind === "rekey") marked.add(o.action.name);
+    for (const o of outcomes) if (o.ok && !o.skipped && o.action.kind === "rekey") marked.add(o.action.name);
     if (marked.size === 0) return;
     const { store } = this.deps;
     if (

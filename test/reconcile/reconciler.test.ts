@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type DesiredSession, META_CORE, type ProgressEvent } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY, REKEYED_KEY } from "../../internal/reconcile/plan.js";
 import { observe, Reconciler } from "../../internal/reconcile/reconciler.js";
+import { progressLine, summarizeTick, summaryLine } from "../../internal/reconcile/summary.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
 import { fingerprint } from "../../internal/runtime/fingerprint.js";
@@ -241,7 +242,7 @@ describe("Reconciler", () => {
     expect((await t.reconciler.tick()).plan.actions).toEqual([]);
   });
 
-  it("tick: a session that keeps dying backs off and is quarantined after 5 failures", async () => {
+  it("tick: a session that keeps failing to start backs off, counts its retries as restarts and is quarantined after 5 failures", async () => {
     const t = setup([want("crashy"), want("ok")]);
     t.provider.failAlways("start", new Error("boom"), "crashy");
     for (let i = 0; i < 12; i++) {
@@ -252,6 +253,8 @@ describe("Reconciler", () => {
     const rec = await t.store.get("crashy");
     expect(rec?.state).toBe("quarantined");
     expect(rec?.quarantineReason).toContain("5 failures");
+    // Every retry of the failing start counts as a restart (the first start is none).
+    expect(rec?.restarts).toBe(4);
     expect((await t.store.get("ok"))?.state).toBe("running");
     const before = t.starts().length;
     await t.reconciler.tick();
@@ -301,9 +304,16 @@ describe("Reconciler", () => {
     await t.reconciler.tick();
     const lock = await t.store.tryLock("a", { purpose: "gc session kill" });
     t.provider.crash("a");
-    const r = await t.reconciler.tick();
+    const progress: ProgressEvent[] = [];
+    const r = await t.reconciler.tick({ onProgress: (e) => progress.push(e) });
     expect(r.plan.actions).toMatchObject([{ kind: "crashed", name: "a" }]);
     expect(r.outcomes.every((o) => o.ok)).toBe(true);
+    // Reported as skipped, not as done, and not counted as taken.
+    expect(r.outcomes.map((o) => o.skipped)).toEqual([true]);
+    expect(progress.map(progressLine)).toEqual([
+      "crashed  a skipped this pass (session busy (gc session kill, pid " + process.pid + "))",
+    ]);
+    expect(summaryLine(summarizeTick(r))).toBe("2 desired: nothing done, 1 skipped (busy)");
     expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 1, restarts: 0 });
     await lock.release();
     await t.reconciler.tick();
