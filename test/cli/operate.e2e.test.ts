@@ -266,8 +266,12 @@ for (const provider of PROVIDERS) {
         for (const w of [waiter, idleWaiter]) {
           const term = await w.done;
           expect(term.code, `${term.stdout}\n${term.stderr}`).toBe(5);
-          expect(json(term)).toMatchObject({ status: "terminated" });
+          expect(json(term)).toMatchObject({ status: "terminated", reason: "the session ended" });
         }
+        // A wait on a session that is already down never saw it end.
+        const downWait = await city.gc(["wait", "py", "--idle", "--json"]);
+        expect(downWait.code).toBe(5);
+        expect(json(downWait)).toMatchObject({ status: "terminated", reason: "the session is not running" });
 
         const ws = json<{ waits: { kind: string; state: string }[] }>(
           await city.gc(["wait", "list", "--all", "--json"]),

@@ -226,9 +226,13 @@ async function waitFor(
     (await t.provider.isRunning(t.name, { signal })) &&
     (await t.store.get(t.name))?.generation === generation;
   let hadRecord = false;
+  // "ended" only for a session this wait saw running; one down from the start never ran here.
+  let seenRunning = false;
+  const down = () => (seenRunning ? "the session ended" : "the session is not running");
   for (;;) {
     signal.throwIfAborted();
     const running = (await t.provider.isRunning(t.name, { signal })) && (await look());
+    if (running) seenRunning = true;
     switch (cond.kind) {
       case "exit":
         if (!running) return finish("completed", { exit: await exitInfo() });
@@ -246,11 +250,11 @@ async function waitFor(
         if (screen && cond.regex.test(observe(cursor, screen, 0).delta.lines.join("\n"))) {
           return finish("completed");
         }
-        if (!running) return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
+        if (!running) return finish("terminated", { reason: down(), exit: await exitInfo() });
         break;
       }
       case "idle": {
-        if (!running) return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
+        if (!running) return finish("terminated", { reason: down(), exit: await exitInfo() });
         const left = deadline - Date.now();
         const r = await probeIdle(t.provider, t.name, {
           readyPromptPrefix: t.config?.readyPromptPrefix,
@@ -264,7 +268,7 @@ async function waitFor(
           return finish("completed");
         }
         if (r === "idle" || r === "gone")
-          return finish("terminated", { reason: "the session ended", exit: await exitInfo() });
+          return finish("terminated", { reason: down(), exit: await exitInfo() });
         break;
       }
     }
