@@ -726,7 +726,7 @@ export class SqliteStore implements SessionStore {
           log: number;
           checkpointed: number;
         }[];
-        if (!r || r.busy !== 0 || r.log !== r.checkpointed) {
+        if (r?.busy !== 0 || r.log !== r.checkpointed) {
           throw new StoreError(
             `${this.path}: compaction: the WAL is in use by another process; try again later`,
           );

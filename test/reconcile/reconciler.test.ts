@@ -311,7 +311,7 @@ describe("Reconciler", () => {
     // Reported as skipped, not as done, and not counted as taken.
     expect(r.outcomes.map((o) => o.skipped)).toEqual([true]);
     expect(progress.map(progressLine)).toEqual([
-      "crashed  a skipped this pass (session busy (gc session kill, pid " + process.pid + "))",
+      `crashed  a skipped this pass (session busy (gc session kill, pid ${process.pid}))`,
     ]);
     expect(summaryLine(summarizeTick(r))).toBe("2 desired: nothing done, 1 skipped (busy)");
     expect(await t.store.get("a")).toMatchObject({ state: "running", generation: 1, restarts: 0 });
