@@ -56,6 +56,11 @@ export function sameCore(recorded: string | null | undefined, d: WantedAs): bool
   return recorded === d.core || (d.legacy !== undefined && recorded === d.legacy.core);
 }
 
+/** Whether recorded live hash `recorded` is the session_live `d` wants, keyed or unkeyed. Pure. */
+export function sameLive(recorded: string | null | undefined, d: WantedAs): boolean {
+  return recorded === d.live || (d.legacy !== undefined && recorded === d.legacy.live);
+}
+
 /**
  * `d`'s breakdown as compared with `stored`: where `stored` holds a field's unkeyed hash
  * ({@link WantedAs.legacy}), that is the same value recorded before the city had a key, so
@@ -94,8 +99,7 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
     return { kind: "core", fields: changed, nextStart: [], reason: `config drift: ${names.join(", ")}` };
   }
   const nextStart = changed.filter((f) => isNextStartField(f.field));
-  const legacyLive = d.legacy !== undefined && rec.liveHash === d.legacy.live;
-  if (rec.liveHash !== d.live && !legacyLive) {
+  if (!sameLive(rec.liveHash, d)) {
     return {
       kind: "live",
       // Core is the same, so only session_live changed.

@@ -6,7 +6,7 @@
 
 import type { FieldFingerprint, LegacyFingerprints } from "../runtime/fingerprint.js";
 import type { ExitInfo, SessionRecord } from "../session/store.js";
-import { driftOf, sameCore } from "./drift.js";
+import { driftOf, sameCore, sameLive } from "./drift.js";
 
 /** One session the city file wants, with its fingerprints. */
 export interface DesiredEntry {
@@ -166,8 +166,8 @@ export const DEFAULT_POLICY: PlanPolicy = {
 export function recordedUnkeyed(rec: SessionRecord, d: DesiredEntry): boolean {
   const legacy = d.legacy;
   if (legacy === undefined) return false;
-  const core = rec.coreHash === d.core || rec.coreHash === legacy.core;
-  const live = rec.liveHash === d.live || rec.liveHash === legacy.live;
+  const core = sameCore(rec.coreHash, d);
+  const live = sameLive(rec.liveHash, d);
   const unkeyed =
     (rec.coreHash === legacy.core && legacy.core !== d.core) ||
     (rec.liveHash === legacy.live && legacy.live !== d.live) ||
