@@ -36,7 +36,7 @@ import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore } from "../session/store.js";
 import { ensureFingerprintKey, readFingerprintKey } from "./fingerprint-key.js";
-import { extraInstances, readPoolScale } from "./pool-scale.js";
+import { extraInstances, readPoolScale, scaledAwayInstances } from "./pool-scale.js";
 
 /** A loaded city with lazily opened store and providers. Close it when done. */
 export interface City {
@@ -333,6 +333,8 @@ export function newReconciler(city: City, store: SessionStore): Reconciler {
     store,
     providerFor: (p) => city.providerFor(p),
     loadDesired: () => city.loadDesired(),
+    operatorStops: async () =>
+      scaledAwayInstances(city.current().config.agents, await readPoolScale(city.stateDir)),
     baseProviders: [city.defaultProvider],
     // Backoff, quarantine and start budget follow edits of the city file pass by pass; a
     // recovered state.db holds unrecorded sessions down until the operator has reviewed.

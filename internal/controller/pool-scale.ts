@@ -5,6 +5,8 @@
  */
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { AgentConfig } from "../config/schema.js";
+import { poolBounds, poolInstanceName } from "../config/validate.js";
 
 const SCALE_FILE = "scale.json";
 
@@ -38,4 +40,26 @@ export function extraInstances(
 ): number[] {
   const want = Math.min(bounds.max, Math.max(bounds.min, requested ?? bounds.min));
   return Array.from({ length: want - bounds.min }, (_, i) => bounds.min + 1 + i);
+}
+
+/**
+ * Pool instances the city file allows (number ≤ `max_active_sessions`) but the operator's
+ * recorded scale keeps down (number > clamp(requested, min, max)). Stopping one is what
+ * `gc scale` asked for, not an effect of a file edit: the mass-stop guard never counts it. A
+ * pool without a recorded scale has none (its instances above `min` go only by a file edit).
+ * Pure.
+ */
+export function scaledAwayInstances(
+  agents: readonly AgentConfig[],
+  scale: Readonly<Record<string, number>>,
+): Set<string> {
+  const out = new Set<string>();
+  for (const agent of agents) {
+    const bounds = poolBounds(agent);
+    const requested = scale[agent.name];
+    if (!bounds || requested === undefined) continue;
+    const kept = bounds.min + extraInstances(bounds, requested).length;
+    for (let n = kept + 1; n <= bounds.max; n++) out.add(poolInstanceName(agent.name, n));
+  }
+  return out;
 }

@@ -120,17 +120,20 @@ export interface MassStop {
 /**
  * The mass-stop guard: trips when `p` stops (as no longer desired, or suspended) at least
  * two sessions and either more than `percent` % of the running ones or all of them. Restarts
- * do not count (they come back). Pure.
+ * do not count (they come back), nor do stops of `operatorStops` (pool instances `gc scale`
+ * asked to stop): they leave both the stops and the running sessions counted. Pure.
  */
 export function massStopOf(
   p: Plan,
   observed: Observation,
   percent = DEFAULT_MASS_STOP_PERCENT,
+  operatorStops: ReadonlySet<string> = new Set(),
 ): MassStop | undefined {
-  const stops = p.actions
+  const stopped = p.actions
     .filter((a) => a.kind === "stop" || (a.kind === "suspend" && a.stopRuntime))
     .map((a) => a.name);
-  const running = observed.running.size;
+  const stops = stopped.filter((n) => !operatorStops.has(n));
+  const running = observed.running.size - (stopped.length - stops.length);
   if (stops.length < 2) return undefined;
   if (stops.length * 100 > percent * running || stops.length >= running) return { stops, running, percent };
   return undefined;

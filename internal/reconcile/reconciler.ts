@@ -32,6 +32,11 @@ export interface ReconcilerDeps {
   providerFor(provider: string): Promise<Provider>;
   /** Reads and resolves the city file. Throws (e.g. ConfigError) when it is invalid. */
   loadDesired(): Promise<DesiredSession[]>;
+  /**
+   * Sessions whose stop the operator asked for (pool instances scaled away by `gc scale`,
+   * by the file just loaded): the mass-stop guard does not count them. Default: none.
+   */
+  operatorStops?(): Promise<ReadonlySet<string>>;
   /** Providers to observe even when nothing desired uses them (e.g. the city default). */
   readonly baseProviders: readonly string[];
   /** Crash-loop and start policy; a function is re-read every pass (city file edits apply). */
@@ -256,7 +261,10 @@ export class Reconciler {
     // The mass-stop guard: a changed file that would stop most of the fleet is not applied;
     // the config applied before keeps running (or, with none, nothing is stopped).
     let massStop: MassStop | undefined;
-    if (candidate && !opts.allowMassStop) massStop = massStopOf(p, observation, policy.massStopPercent);
+    if (candidate && !opts.allowMassStop) {
+      const operatorStops = (await deps.operatorStops?.()) ?? new Set<string>();
+      massStop = massStopOf(p, observation, policy.massStopPercent, operatorStops);
+    }
     if (massStop) {
       const why = `mass-stop guard: the city file would stop ${massStop.stops.length} of ${massStop.running} running sessions`;
       if (this.lastGood) {

@@ -664,6 +664,36 @@ agents:
     expect(typo.stderr).toContain('did you mean "w"');
     expect(await running()).toEqual(["solo", "w-1", "w-2"]);
   });
+
+  it("scale down drains the instance it stops: Ctrl-C first, so a busy agent can wind down; the others are untouched", async () => {
+    // Each instance notes the SIGINT it gets (a turn cut short cleanly) and exits; a stop
+    // without a drain (kill-session) would end it with SIGHUP and no note.
+    const city = makeCity(`workspace:
+  name: @NAME@
+session:
+  provider: tmux
+daemon:
+  interval: 1h
+  drain_timeout: 1m
+agents:
+  - name: w
+    start_command: "sh ./agent.sh"
+    min_active_sessions: 1
+    max_active_sessions: 3
+`);
+    writeFileSync(
+      join(city.dir, "agent.sh"),
+      'trap \'echo "$GC_SESSION_NAME" >> "$GC_CITY_PATH/interrupted"; exit 0\' INT\nwhile :; do sleep 1; done\n',
+    );
+    expect((await city.gc(["start", "--once"])).code).toBe(0);
+    expect((await city.gc(["scale", "w", "3"])).code).toBe(0);
+    const shrink = await city.gc(["scale", "w", "1"]);
+    expect(shrink.code, shrink.stderr).toBe(0);
+    const interrupted = () =>
+      readFileSync(join(city.dir, "interrupted"), "utf8").split("\n").filter(Boolean).sort();
+    expect(interrupted()).toEqual(["w-2", "w-3"]);
+    expect((await status(city)).sessions.filter((s) => s.running).map((s) => s.name)).toEqual(["w-1"]);
+  });
 });
 
 describe("an interrupted pass", { timeout: 120_000 }, () => {

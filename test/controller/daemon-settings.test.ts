@@ -15,10 +15,11 @@ import { openMemoryStore } from "../../internal/session/memory-store.js";
 async function fakeCity(daemon: string) {
   const dir = await mkdtemp(join(tmpdir(), "gc-daemon-settings-"));
   onTestFinished(() => rm(dir, { recursive: true, force: true }));
-  const file = (command: string) =>
+  /** Agent `a` runs `command`; `more` adds agents (YAML list items). */
+  const file = (command: string, more = "") =>
     writeFile(
       join(dir, "city.yaml"),
-      `workspace:\n  name: ds\nsession:\n  provider: fake\ndaemon:\n${daemon}agents:\n  - name: a\n    start_command: "${command}"\n`,
+      `workspace:\n  name: ds\nsession:\n  provider: fake\ndaemon:\n${daemon}agents:\n  - name: a\n    start_command: "${command}"\n${more}`,
     );
   await file("sleep 1");
   const provider = new FakeProvider({ city: "ds", backend: new FakeBackend() });
@@ -48,6 +49,22 @@ describe("daemon settings reach the controller's reconciler", () => {
     const r = await t.reconciler.tick();
     expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`)).toEqual(["restart:a"]);
     expect(drainWaits(t.provider)).toEqual([ms]);
+    expect(await t.provider.isRunning("a")).toBe(true);
+  });
+
+  it("daemon.drain_timeout: a session removed from the file is drained too — Ctrl-C, bounded wait, then stop", async () => {
+    const t = await fakeCity("  interval: 1h\n  drain_timeout: 9s\n");
+    await t.file("sleep 1", '  - name: b\n    start_command: "sleep 1"\n');
+    await t.reconciler.tick();
+    expect(await t.provider.isRunning("b")).toBe(true);
+    await t.file("sleep 1"); // b is no longer desired
+    const r = await t.reconciler.tick();
+    expect(r.plan.actions.map((a) => `${a.kind}:${a.name}`)).toEqual(["stop:b"]);
+    const onB = t.provider.calls
+      .filter((c) => ["interrupt", "waitForIdle", "stop"].includes(c.method) && c.name === "b")
+      .map((c) => (c.method === "waitForIdle" ? `waitForIdle ${String(c.args[0])}` : c.method));
+    expect(onB).toEqual(["interrupt", "waitForIdle 9000", "stop"]);
+    expect(await t.provider.isRunning("b")).toBe(false);
     expect(await t.provider.isRunning("a")).toBe(true);
   });
 });

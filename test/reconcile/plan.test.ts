@@ -485,7 +485,7 @@ describe("plan: provider change", () => {
 
 describe("mass-stop guard", () => {
   const names = (n: number) => Array.from({ length: n }, (_, i) => `s${i + 1}`);
-  const planFor = (keep: number, running: number, percent?: number) => {
+  const planFor = (keep: number, running: number, percent?: number, operatorStops?: ReadonlySet<string>) => {
     const obs = observed(names(running));
     const p = plan({
       desired: names(keep).map((n) => desired(n)),
@@ -495,7 +495,7 @@ describe("mass-stop guard", () => {
       policy: DEFAULT_POLICY,
       random: () => 0.5,
     });
-    return massStopOf(p, obs, percent);
+    return massStopOf(p, obs, percent, operatorStops);
   };
   it("massStopOf: trips above the percentage or at all (two or more), never for one stop", () => {
     expect(planFor(4, 10)?.stops).toHaveLength(6); // 60 % > 50 %
@@ -504,6 +504,16 @@ describe("mass-stop guard", () => {
     expect(planFor(0, 1)).toBeUndefined(); // a single stop never trips
     expect(planFor(7, 10, 20)?.percent).toBe(20); // daemon.mass_stop_percent: 20
     expect(planFor(7, 10, 40)).toBeUndefined();
+  });
+  it("massStopOf: stops the operator asked for (gc scale) count neither as stops nor as running", () => {
+    expect(planFor(1, 3, undefined, new Set(["s2", "s3"]))).toBeUndefined(); // scale 3 → 1
+    // Beside them, the rest is judged on its own: 2 of the 3 other running sessions is 67 %.
+    expect(planFor(1, 5, undefined, new Set(["s4", "s5"]))?.stops).toEqual(["s2", "s3"]);
+    expect(planFor(2, 5, undefined, new Set(["s4", "s5"]))).toBeUndefined(); // 1 stop never trips
+    expect(planFor(0, 4, undefined, new Set(["s4"]))).toMatchObject({
+      stops: ["s1", "s2", "s3"],
+      running: 3,
+    });
   });
   it("withoutStops: stops become waits with the reason; other actions stay", () => {
     const p = plan({
