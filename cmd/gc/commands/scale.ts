@@ -2,8 +2,8 @@
  * `gc scale AGENT N`: how many instances a pool agent runs, between its
  * `min_active_sessions` and `max_active_sessions`. Recorded under `.gc/` (it outlives the
  * controller) and applied at once by a reconcile pass: new instances start, surplus ones
- * are stopped (instance names stay stable: AGENT-1 … AGENT-N). A city stopped by `gc stop`
- * stays stopped: the scale applies at its next `gc start`.
+ * are drained and stopped (instance names stay stable: AGENT-1 … AGENT-N). A city stopped
+ * by `gc stop` stays stopped: the scale applies at its next `gc start`.
  */
 import { poolBounds } from "../../../internal/config/index.js";
 import { didYouMean } from "../../../internal/config/suggest.js";
@@ -18,8 +18,10 @@ import { reconcileNow } from "../pass.js";
 const USAGE = `Usage: gc scale AGENT N
 
 Sets how many instances the pool AGENT runs (between its min_active_sessions and
-max_active_sessions) and reconciles at once. Instances are named AGENT-1 … AGENT-N. A city
-stopped by \`gc stop\` stays stopped: the new scale applies at its next \`gc start\`.`;
+max_active_sessions) and reconciles at once. Instances are named AGENT-1 … AGENT-N. Each
+instance scaled away is drained first: Ctrl-C, then up to daemon.drain_timeout to go idle,
+then stopped. A city stopped by \`gc stop\` stays stopped: the new scale applies at its next
+\`gc start\`.`;
 
 export const command = defineCommand({
   usage: USAGE,
