@@ -1,11 +1,12 @@
 /**
  * The loopback node shares the host's filesystem with its pods, so the tmux socket a gc pod
- * makes (`GC_TMUX_SOCKET`, plus `<socket>.conf`) is a host file: the node must kill that tmux
- * server and remove both files when the pod is deleted (gracefully or at once) and when the
- * server stops, but never the files of a newer pod of the same name.
+ * makes (`GC_TMUX_SOCKET`, plus `<socket>.conf`, and tmux's `<socket>.lock` when a server start
+ * was cut short) is a host file: the node must kill that tmux server and remove the files when
+ * the pod is deleted (gracefully or at once) and when the server stops, but never the files of
+ * a newer pod of the same name.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
@@ -55,6 +56,7 @@ describe("host files of a pod (gc's tmux socket)", () => {
     expect(podHostFiles(pod([{ name: "GC_TMUX_SOCKET", value: "/tmp/gc-tmux-p" }]))).toEqual([
       "/tmp/gc-tmux-p",
       "/tmp/gc-tmux-p.conf",
+      "/tmp/gc-tmux-p.lock",
     ]);
     expect(podHostFiles(pod([{ name: "GC_TMUX_SOCKET", value: "rel" }]))).toEqual([]);
     expect(podHostFiles(pod([{ name: "OTHER", value: "/tmp/x" }]))).toEqual([]);
@@ -68,11 +70,13 @@ describe("host files of a pod (gc's tmux socket)", () => {
     expect(pidsTagged(POD_MARKER, uid)).toEqual([]);
   });
 
-  it("a delete at once (grace 0) does too", async () => {
+  it("a delete at once (grace 0) does too, and removes a tmux .lock left by a cut-short server start", async () => {
     const socket = join(dir, "now");
     const uid = await startTmuxPod(fx.core, "host-now", socket);
+    writeFileSync(`${socket}.lock`, ""); // as a tmux client killed while starting a server leaves it
     await fx.core.deleteNamespacedPod({ name: "host-now", namespace: NS, gracePeriodSeconds: 0 });
     await expect.poll(() => filesOf(socket), { timeout: 10_000 }).toEqual([false, false]);
+    expect(existsSync(`${socket}.lock`)).toBe(false);
     expect(pidsTagged(POD_MARKER, uid)).toEqual([]);
   });
 

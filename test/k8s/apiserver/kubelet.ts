@@ -8,9 +8,10 @@
  *
  * Pods are not isolated from the host's filesystem: an absolute path outside the pod's
  * directory is the host's. The one such path a gc session pod owns is its tmux socket
- * (`GC_TMUX_SOCKET`, `/tmp/gc-tmux-<pod>`) with `<socket>.conf` beside it; in a real cluster
- * they vanish with the container, so here the node removes them when the pod goes, and a
- * pod of the same name starts its containers only after that.
+ * (`GC_TMUX_SOCKET`, `/tmp/gc-tmux-<pod>`) with `<socket>.conf` beside it (and tmux's
+ * `<socket>.lock` when a server start was cut short); in a real cluster they vanish with the
+ * container, so here the node removes them when the pod goes, and a pod of the same name
+ * starts its containers only after that.
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
@@ -34,7 +35,8 @@ export const TMUX_SOCKET_ENV = "GC_TMUX_SOCKET";
 
 /**
  * The host files a pod owns outside its directory: for each container whose env sets
- * {@link TMUX_SOCKET_ENV} to an absolute path, that socket and its `.conf`. Pure.
+ * {@link TMUX_SOCKET_ENV} to an absolute path, that socket, its `.conf` (gc's boot script) and
+ * its `.lock` (tmux's, left when a client starting the server is killed). Pure.
  */
 export function podHostFiles(pod: KObject): string[] {
   const spec = pod.spec as { containers?: ContainerSpec[]; initContainers?: ContainerSpec[] } | undefined;
@@ -44,6 +46,7 @@ export function podHostFiles(pod: KObject): string[] {
       if (e.name === TMUX_SOCKET_ENV && e.value?.startsWith("/") && e.value.length > 1) {
         out.add(e.value);
         out.add(`${e.value}.conf`);
+        out.add(`${e.value}.lock`);
       }
     }
   }
