@@ -14,6 +14,7 @@ import { dirname, join } from "node:path";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
 import type { PendingInteraction } from "../runtime/provider.js";
+import { bindInSocketDir, releaseSocketDir } from "../runtime/socket-dir.js";
 import type { DesiredDigest } from "./city.js";
 import type { StatusJson } from "./status-snapshot.js";
 
@@ -132,7 +133,10 @@ export const MAX_CONNECTIONS = 64;
 /** A connection that has not sent its request line within this long is closed. */
 export const REQUEST_IDLE_MS = 10_000;
 
-/** Listens on `path` (replacing a stale socket file) with mode 0600. */
+/**
+ * Listens on `path` (replacing a stale socket file) with mode 0600. When the server closes,
+ * the short /tmp directory of a fallback path is removed if no other socket is left in it.
+ */
 export async function serveControl(path: string, h: ControlHandlers): Promise<Server> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   await rm(path, { force: true });
@@ -224,10 +228,19 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
     }
   });
   server.maxConnections = MAX_CONNECTIONS;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, () => resolve());
-  });
+  await bindInSocketDir(
+    path,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(path, () => resolve());
+      }),
+    async (dir) => {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    },
+  );
+  // Closing unlinks the socket; a short /tmp directory goes with its last socket.
+  server.on("close", () => releaseSocketDir(path));
   await chmod(path, 0o600);
   return server;
 }
@@ -238,7 +251,8 @@ const MAX_SOCKET_PATH_BYTES = 107;
 /**
  * Where the control socket of the city whose state dir is `stateDir` lives: `<stateDir>/
  * controller.sock` when that fits a unix socket path, else `/tmp/gc-<uid>-<hash>/controller.sock`
- * (deterministic, so every gc process finds it; the directory is created 0700 by the server).
+ * (deterministic, so every gc process finds it; the directory is created 0700 by the server,
+ * and removed when it closes unless another socket is in it).
  */
 export function controlSocketPath(stateDir: string): string {
   const direct = join(stateDir, "controller.sock");

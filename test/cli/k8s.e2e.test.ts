@@ -4,6 +4,7 @@
  * exactly that pod, peek/nudge/run work through exec, and stop deletes every pod and Secret.
  */
 import { spawn, spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import * as k8s from "@kubernetes/client-node";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,8 +19,12 @@ let server: ApiServer;
 beforeAll(async () => {
   server = await startApiServer({});
 });
+/** Work roots of the cities started: host dirs (loopback pods share the host's filesystem). */
+const workRoots: string[] = [];
+
 afterAll(async () => {
-  await server?.stop();
+  await server?.stop(); // no pod is left to write in a work root
+  for (const d of workRoots) rmSync(d, { recursive: true, force: true });
 });
 
 /** Runs the real kubectl asynchronously (the API server lives in this process). */
@@ -75,6 +80,11 @@ async function podUids(city: TestCity): Promise<Record<string, string>> {
   );
 }
 
+/** The pods' work root of city `name`. */
+function workRoot(name: string): string {
+  return `/tmp/gc-k8s-e2e-${name}`;
+}
+
 function cityYaml(alphaCommand: string): string {
   return `workspace:
   name: @NAME@
@@ -83,7 +93,7 @@ session:
   k8s:
     image: gc-test/agent:1
     kubeconfig: ${server.kubeconfigPath}
-    work_root: /tmp/gc-k8s-e2e-@NAME@
+    work_root: ${workRoot("@NAME@")}
 daemon:
   interval: 1h
 agents:
@@ -101,6 +111,7 @@ agents:
 describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { timeout: 240_000 }, () => {
   it("start, drift replaces exactly that pod, peek/nudge/run, stop deletes every pod and Secret", async () => {
     const city = makeCity(cityYaml("exec sleep 100000"));
+    workRoots.push(workRoot(city.name));
     // A pod of another city in the same namespace, named like one of ours: never listed by
     // the ownership label, never touched by gc.
     const kc = new k8s.KubeConfig();

@@ -1,7 +1,8 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { connect, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
   type ControlHandlers,
@@ -47,11 +48,34 @@ describe("control socket", () => {
   it("controlSocketPath: a city path too long for a unix socket gets a short, deterministic fallback that works", async () => {
     const stateDir = await tempState("x".repeat(60) + "/" + "y".repeat(60));
     const path = controlSocketPath(stateDir);
+    onTestFinished(() => rm(dirname(path), { recursive: true, force: true })); // after a failure
     expect(Buffer.byteLength(path)).toBeLessThanOrEqual(107);
     expect(controlSocketPath(stateDir)).toBe(path);
     await serve(stateDir);
     const msgs = await requestControl(path, { op: "status" }, { timeoutMs: 5_000 });
     expect(msgs[0]).toMatchObject({ type: "status" });
+  });
+
+  it("controlSocketPath: the fallback /tmp directory goes when the server closes, unless another socket is in it", async () => {
+    const stateDir = await tempState(`${"x".repeat(60)}/${"y".repeat(60)}`);
+    const path = controlSocketPath(stateDir);
+    const dir = dirname(path);
+    expect(dir).toMatch(/^\/tmp\/gc-\d+-[0-9a-f]{12}$/);
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    // Alone in it: closing removes socket and directory.
+    let { server } = await serve(stateDir);
+    await new Promise<void>((r) => server.close(() => r()));
+    expect(existsSync(path)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
+    // With another live socket beside it (another process's), the directory stays.
+    ({ server } = await serve(stateDir));
+    const other = createServer();
+    const otherPath = join(dir, "other.sock");
+    await new Promise<void>((r) => other.listen(otherPath, () => r()));
+    onTestFinished(() => new Promise<void>((r) => other.close(() => r())));
+    await new Promise<void>((r) => server.close(() => r()));
+    expect(existsSync(path)).toBe(false);
+    expect(existsSync(otherPath)).toBe(true);
   });
 
   it("pending: answers per session for the sessions asked about (provider → names); malformed ones are refused", async () => {

@@ -30,8 +30,9 @@ import type { AcpHost } from "../acp/host.js";
 import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
 import { describeError, InvalidNameError } from "../errors.js";
 import { validateMetaKey } from "../names.js";
+import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { keyBytes } from "./keys.js";
-import { holderSocketPath, rotateIfLarge, writeFileAtomicSync } from "./layout.js";
+import { ensurePrivateDir, holderSocketPath, rotateIfLarge, writeFileAtomicSync } from "./layout.js";
 import {
   type ExitInfo,
   type HolderErrorCode,
@@ -222,6 +223,38 @@ class Session {
     if (!file) throw new Error("empty argv");
     // The ACP host module is loaded before the socket answers anything.
     const acpModule = this.spec.mode === "acp" ? await import("../acp/host.js") : undefined;
+    await bindInSocketDir(this.spec.socket, () => this.bind(), ensurePrivateDir);
+    this.server.on("error", (e) => this.note(`server error: ${describeError(e)}`));
+    if (acpModule) {
+      try {
+        await this.startAcp(acpModule.AcpHost);
+      } catch (e) {
+        this.server.close();
+        throw e;
+      }
+      return;
+    }
+    try {
+      this.term = pty.spawn(file, args, {
+        name: this.spec.env.TERM || "xterm-256color",
+        cols: this.spec.cols,
+        rows: this.spec.rows,
+        cwd: this.spec.cwd,
+        env: { ...this.spec.env },
+        encoding: null,
+      });
+    } catch (e) {
+      this.server.close();
+      throw e;
+    }
+    this.childStart = procStartTime(this.term.pid);
+    this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
+    this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
+    this.writeRecord();
+  }
+
+  /** Listens on the session's socket, mode 0600. */
+  private bind(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
       // The socket must never be reachable by others, not even between bind and chmod;
@@ -237,32 +270,6 @@ class Session {
             reject(e);
             return;
           }
-          this.server.on("error", (e) => this.note(`server error: ${describeError(e)}`));
-          if (acpModule) {
-            this.startAcp(acpModule.AcpHost).then(resolve, (e: unknown) => {
-              this.server.close();
-              reject(e);
-            });
-            return;
-          }
-          try {
-            this.term = pty.spawn(file, args, {
-              name: this.spec.env.TERM || "xterm-256color",
-              cols: this.spec.cols,
-              rows: this.spec.rows,
-              cwd: this.spec.cwd,
-              env: { ...this.spec.env },
-              encoding: null,
-            });
-          } catch (e) {
-            this.server.close();
-            reject(e);
-            return;
-          }
-          this.childStart = procStartTime(this.term.pid);
-          this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
-          this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
-          this.writeRecord();
           resolve();
         });
       } finally {
@@ -912,6 +919,7 @@ class Session {
     } catch {
       // already gone
     }
+    releaseSocketDir(this.spec.socket);
     this.removeOwnFiles();
     this.log.close();
     this.screen.dispose();
@@ -982,6 +990,10 @@ class Holder implements SessionHost {
   }
 
   private bind(): Promise<void> {
+    return bindInSocketDir(this.socket, () => this.listenOnce(), ensurePrivateDir);
+  }
+
+  private listenOnce(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
       const old = process.umask(0o077);
@@ -1017,6 +1029,7 @@ class Holder implements SessionHost {
     } catch {
       // gone
     }
+    releaseSocketDir(this.socket);
     // Replies already written have reached the kernel; give slow peers a moment to read them.
     setTimeout(() => process.exit(0), 20);
   }

@@ -3,7 +3,7 @@
  * shipped provider). See test/k8s/README.md.
  */
 export { type FailOptions, Faults, type RequestMatch } from "./faults.js";
-export { CONTAINER_MARKER, POD_MARKER, SERVER_MARKER } from "./kubelet.js";
+export { CONTAINER_MARKER, POD_MARKER, podHostFiles, SERVER_MARKER, TMUX_SOCKET_ENV } from "./kubelet.js";
 export {
   type ApiServer,
   type ApiServerOptions,

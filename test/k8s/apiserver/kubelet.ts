@@ -5,6 +5,13 @@
  * with container restarts (CrashLoopBackOff) under restartPolicy Always/OnFailure, image pull
  * failures, CreateContainerConfigError for missing Secrets, graceful deletion (SIGTERM, then
  * SIGKILL at the grace deadline) and exec/attach/log access.
+ *
+ * Pods are not isolated from the host's filesystem: an absolute path outside the pod's
+ * directory is the host's. The one such path a gc session pod owns is its tmux socket
+ * (`GC_TMUX_SOCKET`, `/tmp/gc-tmux-<pod>`) with `<socket>.conf` beside it (and tmux's
+ * `<socket>.lock` when a server start was cut short); in a real cluster they vanish with the
+ * container, so here the node removes them when the pod goes, and a pod of the same name
+ * starts its containers only after that.
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
@@ -23,6 +30,28 @@ export const SERVER_MARKER = "GC_LOOPBACK_SERVER";
 export const POD_MARKER = "GC_LOOPBACK_POD";
 /** Env marker naming the container instance (containerID without scheme). */
 export const CONTAINER_MARKER = "GC_LOOPBACK_CONTAINER";
+/** Container env var naming the pod's tmux socket on the (shared) host filesystem. */
+export const TMUX_SOCKET_ENV = "GC_TMUX_SOCKET";
+
+/**
+ * The host files a pod owns outside its directory: for each container whose env sets
+ * {@link TMUX_SOCKET_ENV} to an absolute path, that socket, its `.conf` (gc's boot script) and
+ * its `.lock` (tmux's, left when a client starting the server is killed). Pure.
+ */
+export function podHostFiles(pod: KObject): string[] {
+  const spec = pod.spec as { containers?: ContainerSpec[]; initContainers?: ContainerSpec[] } | undefined;
+  const out = new Set<string>();
+  for (const c of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
+    for (const e of c.env ?? []) {
+      if (e.name === TMUX_SOCKET_ENV && e.value?.startsWith("/") && e.value.length > 1) {
+        out.add(e.value);
+        out.add(`${e.value}.conf`);
+        out.add(`${e.value}.lock`);
+      }
+    }
+  }
+  return [...out];
+}
 
 /** Node simulation timings. */
 export interface KubeletOptions {
@@ -128,6 +157,10 @@ interface PodRun {
   terminating: boolean;
   gone: boolean;
   readonly timers: Set<NodeJS.Timeout>;
+  /** Host files of the pod ({@link podHostFiles}), removed when it goes. */
+  readonly hostFiles: readonly string[];
+  /** Whether its containers were started (it may have created its host files). */
+  started: boolean;
 }
 
 /** A terminal's size message (kubectl `{"Width":…}`, client-node `{"width":…}`). */
@@ -153,6 +186,8 @@ export function expandRefs(text: string, env: Record<string, string>): string {
 /** The simulated node. */
 export class Kubelet {
   private readonly runs = new Map<string, PodRun>();
+  /** Host file → the removal of a gone pod's copy; a pod naming it starts after that. */
+  private readonly releasing = new Map<string, Promise<void>>();
   private unsubscribe: () => void;
   private ipSeq = 2;
 
@@ -216,6 +251,8 @@ export class Kubelet {
       terminating: false,
       gone: false,
       timers: new Set(),
+      hostFiles: podHostFiles(pod),
+      started: false,
     };
     for (const c of run.containers) {
       if (!c.init && !run.initialized) c.state = { waiting: { reason: "PodInitializing" } };
@@ -275,6 +312,13 @@ export class Kubelet {
       });
       return;
     }
+    const prior = run.hostFiles.map((f) => this.releasing.get(f)).filter((p) => p !== undefined);
+    if (prior.length > 0) {
+      // A gone pod of the same name is still being cleaned up: its host files are removed first.
+      void Promise.all(prior).then(() => this.later(run, 0, () => this.pullAndStart(run)));
+      return;
+    }
+    run.started = true;
     mkdirSync(join(run.dir, "fs", "tmp"), { recursive: true });
     mkdirSync(join(run.dir, "fs", "root"), { recursive: true });
     const first = run.containers.find((c) => c.init);
@@ -606,17 +650,45 @@ export class Kubelet {
     await this.destroy(run);
   }
 
-  /** Kills whatever is left of the pod and removes its directory. */
+  /** Kills whatever is left of the pod and removes its directory and host files. */
   private async destroy(run: PodRun): Promise<void> {
     if (run.gone) return;
     run.gone = true;
     for (const t of run.timers) clearTimeout(t);
     run.timers.clear();
-    await killTagged(POD_MARKER, run.uid, { signal: "SIGKILL" });
-    await Promise.all(run.containers.map((c) => c.proc?.exited));
-    for (const c of run.containers) if (!c.log.ended) c.log.end();
-    this.runs.delete(run.uid);
-    rmSync(run.dir, { recursive: true, force: true });
+    const done = (async () => {
+      await killTagged(POD_MARKER, run.uid, { signal: "SIGKILL" });
+      await Promise.all(run.containers.map((c) => c.proc?.exited));
+      for (const c of run.containers) if (!c.log.ended) c.log.end();
+      this.runs.delete(run.uid);
+      rmSync(run.dir, { recursive: true, force: true });
+      this.removeHostFiles([run]);
+    })();
+    const held = run.hostFiles.filter((f) => !this.releasing.has(f));
+    for (const f of held)
+      this.releasing.set(
+        f,
+        done.catch(() => undefined),
+      );
+    try {
+      await done;
+    } finally {
+      for (const f of held) this.releasing.delete(f);
+    }
+  }
+
+  /**
+   * Removes the host files of `gone` pods (their processes are dead, so is the tmux server on
+   * the socket), except those a started pod still running names too (same pod name in
+   * another namespace).
+   */
+  private removeHostFiles(gone: readonly PodRun[]): void {
+    const inUse = new Set(
+      [...this.runs.values()].filter((r) => r.started && !r.gone).flatMap((r) => r.hostFiles),
+    );
+    for (const run of gone) {
+      for (const f of run.hostFiles) if (!inUse.has(f)) rmSync(f, { force: true });
+    }
   }
 
   private runFor(pod: KObject): PodRun | undefined {
@@ -699,6 +771,9 @@ export class Kubelet {
       this.runs.delete(run.uid);
       rmSync(run.dir, { recursive: true, force: true });
     }
+    this.removeHostFiles(runs.filter((r) => r.started));
+    // A destroy still in flight (its pod deleted just before) removes its own files.
+    await Promise.all(this.releasing.values());
   }
 
   /** Kills every pod's processes (a state-dropping restart). */

@@ -1,9 +1,11 @@
-import { readFile, stat } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { readFile, rm, stat } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGcError } from "../../../internal/runtime/errors.js";
 import {
+  holderSocketPath,
   MAX_SOCKET_PATH_BYTES,
   providerRoot,
   sessionPaths,
@@ -228,6 +230,9 @@ describe("subprocess holder sockets on long paths", () => {
   });
   afterAll(async () => {
     await city?.cleanup();
+    // The holders are gone; after a failure their short socket directory may not be.
+    if (city)
+      await rm(dirname(holderSocketPath(providerRoot(city.stateDir))), { recursive: true, force: true });
   });
 
   it("start: falls back to a short private socket path when the natural one is too long", async () => {
@@ -241,5 +246,22 @@ describe("subprocess holder sockets on long paths", () => {
     expect((await stat(join(p.socket, ".."))).mode & 0o777).toBe(0o700);
     await city.provider.stop(name);
     await expect(stat(p.socket)).rejects.toThrow();
+  });
+
+  it("the short /tmp socket directories go with their last socket (session stop, holder exit)", async () => {
+    const root = providerRoot(city.stateDir);
+    const names = [`long-a-${"n".repeat(60)}`, `long-b-${"n".repeat(60)}`];
+    const [a, b] = names.map((n) => sessionPaths(root, n));
+    const dir = dirname(a!.socket);
+    expect(dir).toMatch(/^\/tmp\/gc-\d+-[0-9a-f]{12}$/);
+    expect(dirname(holderSocketPath(root))).toBe(dir);
+    for (const n of names) await city.provider.start(n, await city.config("exec sleep 300"));
+    await city.provider.stop(names[0]!);
+    // b's socket and the holder's control socket are still in it.
+    expect(existsSync(dir)).toBe(true);
+    expect(existsSync(b!.socket)).toBe(true);
+    await city.provider.stop(names[1]!);
+    // The last session gone, the holder exits and takes the directory with its socket.
+    await expect.poll(() => existsSync(dir), { timeout: 10_000 }).toBe(false);
   });
 });
