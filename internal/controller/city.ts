@@ -49,7 +49,10 @@ export interface City {
   readonly defaultProvider: string;
   /**
    * Set when the city file is invalid and the last good copy (`.gc/last-good.yaml`) is in
-   * use instead: read-only and operating commands keep working, and say so.
+   * use instead: read-only and operating commands keep working, and say so. A city opened
+   * with `allowInvalid` also sets it when the file turns invalid later (seen by
+   * {@link loadDesired}, which then keeps resolving the last file loaded) and clears it when
+   * the file loads again.
    */
   readonly configError: string | undefined;
   /**
@@ -70,7 +73,8 @@ export interface City {
   refresh(): Promise<LoadedCity>;
   /**
    * Re-reads the city file when it (or a prompt template) changed on disk since the last
-   * read, and resolves it (throws ConfigError when invalid).
+   * read, and resolves it. Invalid: throws ConfigError, unless the city was opened with
+   * `allowInvalid`; then it resolves the last file loaded and sets `configError`.
    */
   loadDesired(): Promise<DesiredSession[]>;
   /**
@@ -399,6 +403,8 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const providers = new Map<string, Promise<Provider>>();
   const now = new Date(); // captured once per process: the beacon must not change between ticks
   let memo = desiredMemo();
+  /** Why the file, valid when this city opened, no longer loads (allowInvalid only). */
+  let lateError: string | undefined;
   /** `spec`'s section of the city file as last loaded (an edit of it applies to new instances). */
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
     const kind = specKind(spec);
@@ -455,7 +461,9 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     cityDir: loaded.cityDir,
     stateDir,
     defaultProvider: loaded.config.session.provider,
-    configError,
+    get configError() {
+      return configError ?? lateError;
+    },
     envIncomplete,
     current: () => current,
     store() {
@@ -465,7 +473,19 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     providerFor,
     refresh,
     async loadDesired() {
-      const fresh = await refresh();
+      let fresh: LoadedCity;
+      try {
+        fresh = await refresh();
+        lateError = undefined;
+      } catch (e) {
+        // Opened to observe and operate, not to apply: a file that turned invalid after this
+        // city opened (under a running dashboard or gc wait) leaves its sessions on the last
+        // one loaded, as a file invalid at open leaves them on .gc/last-good.yaml, and
+        // `configError` says why; they are not "not in the city file".
+        if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
+        lateError = describeError(e);
+        fresh = current;
+      }
       return desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
     },
     async ensureFingerprintKey() {
