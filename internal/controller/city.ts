@@ -34,7 +34,7 @@ import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-fi
 import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
-import type { SessionStore } from "../session/store.js";
+import type { SessionStore, StoreFileCheck } from "../session/store.js";
 import { ensureFingerprintKey, readFingerprintKey } from "./fingerprint-key.js";
 import { extraInstances, readPoolScale, scaledAwayInstances } from "./pool-scale.js";
 
@@ -62,6 +62,15 @@ export interface City {
    */
   readonly envIncomplete: boolean;
   store(): Promise<SessionStore>;
+  /**
+   * Whether the open store's file (`.gc/state.db`) was deleted or replaced under it. A city
+   * that applies the file (the controller) writes a deleted one back from its open copy
+   * (moving a file that took its place aside) and reopens it; any other city reopens a file
+   * that replaced its own and keeps its open copy of a deleted one. Resolves what was found
+   * when {@link store} now gives a new store, else `undefined`. The old store stays open
+   * (an operation may be using it) until the city closes.
+   */
+  checkStore(): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
   providerFor(spec: string): Promise<Provider>;
   /** The most recently loaded valid city file (updated by every `loadDesired`). */
   current(): LoadedCity;
@@ -400,6 +409,8 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let key = await readFingerprintKey(stateDir).catch(() => undefined);
   const name = loaded.config.workspace.name;
   let store: Promise<SessionStore> | undefined;
+  /** Stores replaced by {@link City.checkStore}, closed with the city. */
+  const retired: SessionStore[] = [];
   const providers = new Map<string, Promise<Provider>>();
   const now = new Date(); // captured once per process: the beacon must not change between ticks
   let memo = desiredMemo();
@@ -470,6 +481,15 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       store ??= Promise.resolve(deps.openStore(loaded.cityDir));
       return store;
     },
+    async checkStore() {
+      const open = store && (await store.catch(() => undefined));
+      const r = open?.checkFile?.({ writeBack: where.applies === true });
+      if (!open || !r || r.found === "same" || r.found === "missing") return undefined;
+      retired.push(open);
+      store = Promise.resolve(deps.openStore(loaded.cityDir));
+      await store;
+      return r;
+    },
     providerFor,
     refresh,
     async loadDesired() {
@@ -500,6 +520,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       await Promise.all([
         ...[...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()),
         store?.then((s) => s.close()),
+        ...retired.map((s) => s.close()),
       ]);
     },
   };

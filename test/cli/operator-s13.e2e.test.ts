@@ -4,6 +4,8 @@
  * dashboard whose city file turns invalid while it runs keeps its sessions on the last good
  * config (restart works, drift is the last good one's), as every CLI command does.
  */
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startDashboard as dashboard, getJson, post } from "../dashboard/support.js";
 import { makeCity } from "../support/city.js";
@@ -45,5 +47,39 @@ describe("a city file that turns invalid under a running dashboard", () => {
     // The grid keeps the file's order (the last good config's), with the error in the banner.
     const st = await getJson<{ sessions: { name: string }[]; configError: string }>(d, "/api/status");
     expect(st.sessions.map((s) => s.name)).toEqual(["a", "b"]);
+  });
+});
+
+describe("state.db deleted while the controller runs", () => {
+  it("the controller writes its open copy back at its next pass: holds, records and queued nudges survive", {
+    timeout: 120_000,
+  }, async () => {
+    const city = makeCity(CITY);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    expect((await city.gc(["stop", "b"])).code).toBe(0);
+    const queued = await city.gc(["nudge", "b", "--queue", "echo queued"]);
+    expect(queued.code, queued.stderr).toBe(0);
+    // `rm .gc/state.db`: its -wal and -shm stay, still used by the controller's connection.
+    rmSync(join(city.dir, ".gc", "state.db"));
+    // A pass of the running controller (this command may create an empty state.db first).
+    const pass = await city.gc(["reconcile"]);
+    expect(pass.code, pass.stderr).toBe(0);
+    expect(readFileSync(join(city.dir, ".gc", "controller.log"), "utf8")).toContain(
+      "was deleted while the controller ran: written back from its open copy",
+    );
+    const list = await city.gc(["session", "list", "--json"]);
+    expect(list.code, list.stderr).toBe(0);
+    const rows = (
+      JSON.parse(list.stdout) as { sessions: { name: string; state: string; generation: number }[] }
+    ).sessions;
+    expect(rows.map((r) => [r.name, r.state, r.generation])).toEqual([
+      ["a", "running", 1],
+      ["b", "suspended", 1],
+    ]);
+    const nudges = await city.gc(["nudge", "list", "--json"]);
+    expect((JSON.parse(nudges.stdout) as { nudges: { text: string }[] }).nudges.map((n) => n.text)).toEqual([
+      "echo queued",
+    ]);
   });
 });
