@@ -4,11 +4,12 @@
  * dashboard whose city file turns invalid while it runs keeps its sessions on the last good
  * config (restart works, drift is the last good one's), as every CLI command does.
  */
+import { spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { startDashboard as dashboard, getJson, post } from "../dashboard/support.js";
-import { makeCity } from "../support/city.js";
+import { GC_BIN, makeCity } from "../support/city.js";
 
 const CITY = `workspace:
   name: "@NAME@"
@@ -81,5 +82,55 @@ describe("state.db deleted while the controller runs", () => {
     expect((JSON.parse(nudges.stdout) as { nudges: { text: string }[] }).nudges.map((n) => n.text)).toEqual([
       "echo queued",
     ]);
+  });
+});
+
+describe("gc wait on a session restarted between two of its polls", () => {
+  it("--exit completes (the program it waited on ended), though the controller already runs it again", {
+    timeout: 120_000,
+  }, async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: subprocess
+agents:
+  - name: s
+    start_command: "sleep 100000"
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const child = spawn(
+      process.execPath,
+      [GC_BIN, "--city", city.dir, "wait", "s", "--exit", "--timeout", "20s", "--json"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGCONT");
+        child.kill("SIGKILL");
+      }
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    // The wait is recorded (its incarnation read): freeze it, so the restart happens between polls.
+    await expect
+      .poll(async () => JSON.parse((await city.gc(["wait", "list", "--json"])).stdout).waits.length, {
+        timeout: 30_000,
+      })
+      .toBe(1);
+    expect(child.pid).toBeDefined();
+    process.kill(child.pid as number, "SIGSTOP");
+    const restarted = await city.gc(["session", "restart", "s"]);
+    process.kill(child.pid as number, "SIGCONT");
+    expect(restarted.code, restarted.stderr).toBe(0);
+    expect(restarted.stdout).toContain("generation 2");
+    expect(await exited).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({
+      status: "completed",
+      reason: "the session ended (the controller has started it again)",
+    });
   });
 });
