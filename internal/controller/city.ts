@@ -34,7 +34,7 @@ import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-fi
 import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
-import type { SessionStore } from "../session/store.js";
+import type { SessionStore, StoreFileCheck } from "../session/store.js";
 import { ensureFingerprintKey, readFingerprintKey } from "./fingerprint-key.js";
 import { extraInstances, readPoolScale, scaledAwayInstances } from "./pool-scale.js";
 
@@ -49,7 +49,10 @@ export interface City {
   readonly defaultProvider: string;
   /**
    * Set when the city file is invalid and the last good copy (`.gc/last-good.yaml`) is in
-   * use instead: read-only and operating commands keep working, and say so.
+   * use instead: read-only and operating commands keep working, and say so. A city opened
+   * with `allowInvalid` also sets it when the file turns invalid later (seen by
+   * {@link loadDesired}, which then keeps resolving the last file loaded) and clears it when
+   * the file loads again.
    */
   readonly configError: string | undefined;
   /**
@@ -59,6 +62,15 @@ export interface City {
    */
   readonly envIncomplete: boolean;
   store(): Promise<SessionStore>;
+  /**
+   * Whether the open store's file (`.gc/state.db`) was deleted or replaced under it. A city
+   * that applies the file (the controller) writes a deleted one back from its open copy
+   * (moving a file that took its place aside) and reopens it; any other city reopens a file
+   * that replaced its own and keeps its open copy of a deleted one. Resolves what was found
+   * when {@link store} now gives a new store, else `undefined`. The old store stays open
+   * (an operation may be using it) until the city closes.
+   */
+  checkStore(): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
   providerFor(spec: string): Promise<Provider>;
   /** The most recently loaded valid city file (updated by every `loadDesired`). */
   current(): LoadedCity;
@@ -70,7 +82,8 @@ export interface City {
   refresh(): Promise<LoadedCity>;
   /**
    * Re-reads the city file when it (or a prompt template) changed on disk since the last
-   * read, and resolves it (throws ConfigError when invalid).
+   * read, and resolves it. Invalid: throws ConfigError, unless the city was opened with
+   * `allowInvalid`; then it resolves the last file loaded and sets `configError`.
    */
   loadDesired(): Promise<DesiredSession[]>;
   /**
@@ -396,9 +409,13 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let key = await readFingerprintKey(stateDir).catch(() => undefined);
   const name = loaded.config.workspace.name;
   let store: Promise<SessionStore> | undefined;
+  /** Stores replaced by {@link City.checkStore}, closed with the city. */
+  const retired: SessionStore[] = [];
   const providers = new Map<string, Promise<Provider>>();
   const now = new Date(); // captured once per process: the beacon must not change between ticks
   let memo = desiredMemo();
+  /** Why the file, valid when this city opened, no longer loads (allowInvalid only). */
+  let lateError: string | undefined;
   /** `spec`'s section of the city file as last loaded (an edit of it applies to new instances). */
   const settingsFor = (spec: string): Readonly<Record<string, unknown>> | undefined => {
     const kind = specKind(spec);
@@ -455,17 +472,40 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     cityDir: loaded.cityDir,
     stateDir,
     defaultProvider: loaded.config.session.provider,
-    configError,
+    get configError() {
+      return configError ?? lateError;
+    },
     envIncomplete,
     current: () => current,
     store() {
       store ??= Promise.resolve(deps.openStore(loaded.cityDir));
       return store;
     },
+    async checkStore() {
+      const open = store && (await store.catch(() => undefined));
+      const r = open?.checkFile?.({ writeBack: where.applies === true });
+      if (!open || !r || r.found === "same" || r.found === "missing") return undefined;
+      retired.push(open);
+      store = Promise.resolve(deps.openStore(loaded.cityDir));
+      await store;
+      return r;
+    },
     providerFor,
     refresh,
     async loadDesired() {
-      const fresh = await refresh();
+      let fresh: LoadedCity;
+      try {
+        fresh = await refresh();
+        lateError = undefined;
+      } catch (e) {
+        // Opened to observe and operate, not to apply: a file that turned invalid after this
+        // city opened (under a running dashboard or gc wait) leaves its sessions on the last
+        // one loaded, as a file invalid at open leaves them on .gc/last-good.yaml, and
+        // `configError` says why; they are not "not in the city file".
+        if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
+        lateError = describeError(e);
+        fresh = current;
+      }
       return desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
     },
     async ensureFingerprintKey() {
@@ -480,6 +520,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       await Promise.all([
         ...[...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()),
         store?.then((s) => s.close()),
+        ...retired.map((s) => s.close()),
       ]);
     },
   };

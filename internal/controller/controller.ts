@@ -136,9 +136,9 @@ export async function runController(
   // Every concurrent provider operation of a pass listens on this one signal (a 50-session
   // start on subprocess passed 10), which is by design, not a leak.
   setMaxListeners(0, signal);
-  const store = await city.store();
+  let store = await city.store();
   await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
-  const reconciler = newReconciler(city, store);
+  let reconciler = newReconciler(city, store);
   const operatorPass = createOperatorPass(city, opts.log);
   const startedAt = Date.now();
   let passes = 0;
@@ -183,6 +183,17 @@ export async function runController(
       opts.log(STOPPED_BEFORE_START);
       stop.abort(new Error(STOPPED_BEFORE_START));
       return { report: last, requeueAt: undefined };
+    }
+    // An `rm .gc/state.db` while this controller runs: its open copy is written back (not a
+    // fresh empty file that every other command would read and write from then on).
+    const checked = await city.checkStore().catch((e: unknown) => {
+      opts.log(`state database check failed: ${describeError(e)}`);
+      return undefined;
+    });
+    if (checked) {
+      opts.log(storeCheckText(join(city.stateDir, "state.db"), checked));
+      store = await city.store();
+      reconciler = newReconciler(city, store);
     }
     current = queued ?? newPass();
     queued = undefined;
@@ -487,4 +498,14 @@ export async function stopController(stateDir: string, pid: number): Promise<voi
   if (await waitGone(5_000)) return;
   process.kill(pid, "SIGKILL");
   await waitGone(5_000);
+}
+
+/** The log line for a state database that was deleted or replaced under the controller. Pure. */
+export function storeCheckText(path: string, r: { found: string; movedAside?: string }): string {
+  if (r.found !== "restored") return `${path} was replaced under the controller: reopened it`;
+  return (
+    `${path} was deleted while the controller ran: written back from its open copy (records, ` +
+    `holds, queued nudges and events kept) and reopened` +
+    (r.movedAside ? `; the file a command had created in its place is now ${r.movedAside}` : "")
+  );
 }

@@ -116,13 +116,15 @@ export async function collectCity(
   const early = new Map([[city.defaultProvider, observeOne(city, city.defaultProvider, signal)]]);
   for (const o of early.values()) o.catch(() => undefined); // awaited below
   let desired: readonly WantedSession[] = [];
-  let configError = city.configError;
+  let loadError: string | undefined;
   try {
     const digest = await opts.controllerDesired;
     desired = (digest && (await currentDigestSessions(city, digest))) ?? (await city.loadDesired());
   } catch (e) {
-    configError ??= describeError(e);
+    loadError = describeError(e);
   }
+  // Read after loading: a file that turned invalid since the city opened is reported too.
+  const configError = city.configError ?? loadError;
   const store = await city.store();
   const records = await store.list();
   const providers = [

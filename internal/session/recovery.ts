@@ -45,19 +45,19 @@ export interface StoreRecovery {
 }
 
 /**
- * Renames the damaged `path` (and its `-wal`/`-shm`) to `<path>.corrupt-<timestamp>` when it
+ * Renames the damaged `path` (and its `-wal`/`-shm`) to `<path>.<label>-<timestamp>` when it
  * is still the file that was examined (`ino`). Returns the new path, or `undefined` when
  * another process already moved it (its fresh database must not be touched).
  */
-export function moveAside(path: string, ino: number, now: Date): string | undefined {
+export function moveAside(path: string, ino: number, now: Date, label = "corrupt"): string | undefined {
   try {
     if (statSync(path).ino !== ino) return undefined;
   } catch {
     return undefined;
   }
   const stamp = now.toISOString().replaceAll(":", "-");
-  let dest = `${path}.corrupt-${stamp}`;
-  for (let i = 1; existsSync(dest); i++) dest = `${path}.corrupt-${stamp}-${i}`;
+  let dest = `${path}.${label}-${stamp}`;
+  for (let i = 1; existsSync(dest); i++) dest = `${path}.${label}-${stamp}-${i}`;
   try {
     renameSync(path, dest);
   } catch {

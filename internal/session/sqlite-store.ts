@@ -70,6 +70,7 @@ import {
   type SessionRecord,
   type SessionStore,
   type StoredHistoryEntry,
+  type StoreFileCheck,
   type StoreInfo,
   type StoreOpenOptions,
   type Wait,
@@ -234,7 +235,7 @@ function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: (
   try {
     configure(db, path);
     migrate(db, path, tenancy, now());
-    return new SqliteStore(db, path, tenancy, now);
+    return new SqliteStore(db, path, tenancy, now, ino);
   } catch (cause) {
     db.close();
     if (cause instanceof StoreError || cause instanceof StateFileFault) throw cause;
@@ -284,6 +285,9 @@ function createComplete(path: string, tenancy: Tenancy, now: number): void {
     } finally {
       db.close();
     }
+    // A -wal/-shm without its database is a deleted file's (`rm state.db` under an open
+    // connection, which keeps them): the new file must not be read through its log.
+    if (!existsSync(path)) for (const ext of ["-wal", "-shm"]) rmSync(`${path}${ext}`, { force: true });
     try {
       linkSync(tmp, path);
     } catch (e) {
@@ -410,9 +414,13 @@ export class SqliteStore implements SessionStore {
   readonly #tx: Transactions;
   #closed = false;
 
+  /** Inode of the file opened, to tell it was deleted or replaced under this store. */
+  readonly #ino: number;
+
   /** @internal Use {@link openSqliteStore}. */
-  constructor(db: Db, path: string, tenancy: Tenancy, now: () => number) {
+  constructor(db: Db, path: string, tenancy: Tenancy, now: () => number, ino: number) {
     this.#db = db;
+    this.#ino = ino;
     this.path = path;
     this.#actor = tenancy.key;
     this.#now = now;
@@ -880,6 +888,49 @@ export class SqliteStore implements SessionStore {
     return this.#run(
       () => this.#db.prepare("SELECT max(version) FROM gc_schema_version").pluck().get() as number,
     );
+  }
+
+  /**
+   * Whether {@link path} still names the file this store has open. With `writeBack` (the
+   * controller, whose database is the city's bookkeeping) a deleted file — an
+   * `rm .gc/state.db` while it runs — is written back from the open database (VACUUM INTO a
+   * temporary name, linked into place), so its records, holds, queued nudges and events are
+   * not lost; a file another process created there meanwhile (any command opening the store
+   * creates an empty one) is moved aside to `state.db.replaced-<time>` first.
+   */
+  checkFile(opts: { writeBack?: boolean } = {}): { found: StoreFileCheck; movedAside?: string } {
+    if (this.#closed) return { found: "same" };
+    const inode = () => {
+      try {
+        return statSync(this.path).ino;
+      } catch {
+        return undefined;
+      }
+    };
+    const ino = inode();
+    if (ino === this.#ino) return { found: "same" };
+    if (!opts.writeBack) return { found: ino === undefined ? "missing" : "replaced" };
+    const movedAside =
+      ino === undefined ? undefined : moveAside(this.path, ino, new Date(this.#now()), "replaced");
+    const tmp = `${this.path}.restore-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+    try {
+      this.#db.prepare("VACUUM INTO ?").run(tmp);
+      chmodSync(tmp, 0o600);
+      // A -wal/-shm left at the path belongs to the deleted file (its connections keep them
+      // open): the file written back must not start with the deleted one's log.
+      if (ino === undefined)
+        for (const ext of ["-wal", "-shm"]) rmSync(`${this.path}${ext}`, { force: true });
+      linkSync(tmp, this.path);
+      return movedAside ? { found: "restored", movedAside } : { found: "restored" };
+    } catch (e) {
+      // Another process created the path again meanwhile: the next check moves it aside.
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") return { found: "missing" };
+      throw new StoreError(`${this.path}: cannot write the state database back: ${describe(e)}`, {
+        cause: e,
+      });
+    } finally {
+      rmSync(tmp, { force: true });
+    }
   }
 
   async close(): Promise<void> {

@@ -513,9 +513,24 @@ export interface SessionStore {
   /** The live holder of the session's lock, or `undefined` when it is free (or held by a dead process). */
   lockHolder(name: string): Promise<LockHolder | undefined>;
 
+  /**
+   * File-backed stores: whether the store's file is still the one it has open — `missing`
+   * (deleted under it) or `replaced` (another file at its path now) — and, with `writeBack`,
+   * a missing file written back from the open database (see {@link StoreFileCheck}).
+   */
+  checkFile?(opts?: { writeBack?: boolean }): { found: StoreFileCheck; movedAside?: string };
+
   /** Releases locks this store holds and closes it. Idempotent. Any later call rejects with StoreError. */
   close(): Promise<void>;
 }
+
+/**
+ * What {@link SessionStore.checkFile} found: `same` (nothing to do), `missing` (deleted; this
+ * store keeps its open copy), `restored` (deleted or replaced, and this store's database was
+ * written back to the path: reopen it), `replaced` (another file sits at the path: reopen it
+ * to see it).
+ */
+export type StoreFileCheck = "same" | "missing" | "restored" | "replaced";
 
 /** Options of {@link casUpdate}. */
 export interface CasUpdateOptions {

@@ -35,6 +35,32 @@ function expectStoreError(fn: () => unknown, ...mentions: (string | RegExp)[]): 
 const mode = async (p: string) => (await stat(p)).mode & 0o777;
 
 describe("sqlite store: files", () => {
+  it("checkFile: a deleted state.db is written back from the open store (a file in its place moved aside)", async () => {
+    const city = await tempDir();
+    const s = open({ cityDir: city, actor: "a" });
+    await s.create({ name: "x", agent: "w", provider: "fake" });
+    const db = join(city, ".gc", "state.db");
+    expect(s.checkFile()).toEqual({ found: "same" });
+    for (const f of [db, `${db}-wal`, `${db}-shm`]) await rm(f, { force: true });
+    expect(s.checkFile()).toEqual({ found: "missing" });
+    expect(s.checkFile({ writeBack: true })).toEqual({ found: "restored" });
+    const back = open({ cityDir: city, actor: "a" });
+    expect((await back.list()).map((r) => r.name)).toEqual(["x"]);
+    expect(s.checkFile()).toEqual({ found: "replaced" });
+
+    // Deleted, then a command opened the path (an empty database): moved aside, not lost.
+    await rm(db);
+    const fresh = open({ cityDir: city, actor: "a" });
+    await fresh.create({ name: "y", agent: "w", provider: "fake" });
+    const r = back.checkFile({ writeBack: true });
+    expect(r.found).toBe("restored");
+    expect(r.movedAside).toMatch(/state\.db\.replaced-/);
+    expect((await open({ cityDir: city, actor: "a" }).list()).map((x) => x.name)).toEqual(["x"]);
+    expect((await open({ path: r.movedAside as string, actor: "a" }).list()).map((x) => x.name)).toEqual([
+      "y",
+    ]);
+  });
+
   it("openSqliteStore: creates <city>/.gc/state.db 0600 in a 0700 directory, WAL files 0600", async () => {
     const city = await tempDir();
     const s = open({ cityDir: city, actor: "a" });

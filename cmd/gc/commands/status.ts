@@ -180,15 +180,16 @@ export const command = defineCommand({
       import("../../../internal/controller/status-snapshot.js"),
     ]);
     const city = await openCity(ctx);
+    // Reported in one line by openCity; a failure to load seen later is new.
+    const openError = city.configError;
     try {
       const observed = await observeStatus(city, ctx.signal);
-      // city.configError was reported in one line by openCity; a later failure to load is new.
       const { configError } = observed.view;
       printStatus(
         ctx,
         statusJson(city.name, observed, gcBuildId()),
         city.cityDir,
-        configError !== city.configError ? configError : undefined,
+        configError !== openError ? configError : undefined,
       );
       return EXIT.ok;
     } finally {

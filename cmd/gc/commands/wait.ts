@@ -124,6 +124,9 @@ export const command = defineCommand({
         pid: process.pid,
         host: hostname(),
       };
+      // The incarnation waited on: a session killed, lost or restarted from here on has ended
+      // for this wait, even when the controller already runs it again.
+      const generation = (await t.store.get(t.name))?.generation;
       const startedAt = Date.now();
       const w = await t.store.createWait({
         session: t.name,
@@ -134,7 +137,7 @@ export const command = defineCommand({
       });
       let result: WaitResult;
       try {
-        result = await waitFor(ctx, t, cond, observer, timeoutMs);
+        result = await waitFor(ctx, t, cond, observer, timeoutMs, generation);
       } catch (e) {
         if (ctx.signal.aborted) {
           await t.store.cancelWait(w.id, "interrupted").catch(() => undefined);
@@ -188,6 +191,7 @@ async function waitFor(
   cond: Condition,
   observer: string,
   timeoutMs: number | undefined,
+  generation: number | undefined,
 ): Promise<WaitResult> {
   const signal = ctx.signal;
   const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
@@ -219,22 +223,33 @@ async function waitFor(
     const e = await t.provider.lastExit(t.name, { signal }).catch(() => undefined);
     return e ? { code: e.code, signal: e.signal } : undefined;
   };
-  // The incarnation waited on: a session killed, lost or restarted meanwhile has ended for
-  // this wait, even when the controller already runs it again.
-  const generation = (await t.store.get(t.name))?.generation;
   const sameIncarnation = async () =>
     (await t.provider.isRunning(t.name, { signal })) &&
     (await t.store.get(t.name))?.generation === generation;
   let hadRecord = false;
   // "ended" only for a session this wait saw running; one down from the start never ran here.
   let seenRunning = false;
-  const down = () => (seenRunning ? "the session ended" : "the session is not running");
+  let restarted = false;
+  const down = () =>
+    restarted
+      ? "the session ended (the controller has started it again)"
+      : seenRunning
+        ? "the session ended"
+        : "the session is not running";
   for (;;) {
     signal.throwIfAborted();
-    const running = (await t.provider.isRunning(t.name, { signal })) && (await look());
+    const before = screen;
+    const up = (await t.provider.isRunning(t.name, { signal })) && (await look());
+    // Killed or lost and started again (by the controller) between two polls: the program
+    // this wait is on has ended, though a session of that name runs again (whose screen is
+    // not this wait's output).
+    restarted = up && (await t.store.get(t.name))?.generation !== generation;
+    if (restarted) screen = before;
+    const running = up && !restarted;
     if (running) seenRunning = true;
     switch (cond.kind) {
       case "exit":
+        if (restarted) return finish("completed", { reason: down() });
         if (!running) return finish("completed", { exit: await exitInfo() });
         break;
       case "state": {

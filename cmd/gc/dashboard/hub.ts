@@ -70,7 +70,11 @@ export class StatusHub {
 
   /** Takes a snapshot now (joining one in flight). */
   refresh(): Promise<Snapshot> {
-    this.inflight ??= observeStatus(this.city, this.signal)
+    // A state.db deleted and written back by the controller (or replaced) is reopened first.
+    this.inflight ??= this.city
+      .checkStore()
+      .catch(() => undefined)
+      .then(() => observeStatus(this.city, this.signal))
       .then((o) => {
         this.taken++;
         const json = statusJson(this.city.name, o, gcBuildId());
