@@ -6,6 +6,7 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gcBuildId } from "../../internal/build/build-id.js";
 import { type City, openCity as openCityWith } from "../../internal/controller/city.js";
 import { spawnController as spawnControllerWith } from "../../internal/controller/controller.js";
 import { createProviderFromSpec } from "../../internal/runtime/registry.js";
@@ -35,6 +36,7 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
       // Only commands that apply the file (and so the controller) keep its last good copy and
       // create the fingerprint key.
       applies: opts.strict === true,
+      build: gcBuildId(),
     },
     {
       createProvider: createProviderFromSpec,

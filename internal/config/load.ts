@@ -12,7 +12,8 @@ import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.
 import { cityIdOf } from "../runtime/identity.js";
 import { PROVIDERS } from "../runtime/registry.js";
 import { CITY_FILE_NAME, findCityDir } from "./locate.js";
-import { type CityConfig, parseCity } from "./parse.js";
+import type { CityConfig } from "./parse.js";
+import { cachedParse } from "./parse-cache.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
 import type { Position } from "./schema-builder.js";
@@ -35,6 +36,12 @@ export interface LoadCityOptions {
   readonly cwd?: string | undefined;
   /** PATH lookup (injectable for tests); default {@link findExecutable}. */
   readonly lookup?: ExecutableLookup | undefined;
+  /**
+   * The running gc's build id: the parse is then cached under `<cityDir>/.gc` for it
+   * (parse-cache.ts), written only with `writeParseCache` (commands that apply the file).
+   */
+  readonly parseCacheBuild?: string | undefined;
+  readonly writeParseCache?: boolean | undefined;
 }
 
 /** A loaded, validated city. */
@@ -280,15 +287,20 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   const detected = await detectDefaultProvider(opts.env, opts.lookup);
   const override = opts.env.GC_SESSION || undefined;
   const cityId = cityIdOf(cityDir);
-  const parsed = parseCity({
-    text,
-    file,
-    cityDir,
-    cityId,
-    env: opts.env,
-    defaultProvider: detected.provider,
-    providerOverride: override,
-  });
+  const parsed = cachedParse(
+    {
+      text,
+      file,
+      cityDir,
+      cityId,
+      env: opts.env,
+      defaultProvider: detected.provider,
+      providerOverride: override,
+    },
+    opts.parseCacheBuild === undefined
+      ? undefined
+      : { dir: join(cityDir, ".gc"), build: opts.parseCacheBuild, write: opts.writeParseCache === true },
+  );
   const issues: ConfigIssue[] = [];
   const reporter = new IssueReporter(file, parsed.positions, issues);
   const promptTemplates = await checkFiles(parsed.config, cityDir, reporter);

@@ -152,6 +152,12 @@ export interface CityLocation {
    * `.gc/last-good.yaml` a copy of every valid file loaded. Read commands never write it.
    */
   readonly applies?: boolean | undefined;
+  /**
+   * The running gc's build id (internal/build/build-id.ts). With it, the city file's parse is
+   * cached under `.gc` (config/parse-cache.ts): applying processes write the cache, every
+   * process reads it, so a read command skips parsing a file an applier already parsed.
+   */
+  readonly build?: string | undefined;
 }
 
 /** `env` in which every unset variable reads as the empty string. */
@@ -367,13 +373,14 @@ export function newReconciler(city: City, store: SessionStore): Reconciler {
  */
 export async function openCity(where: CityLocation, deps: CityDeps): Promise<City> {
   const { cityDir, configFile } = where;
+  const parseCache = { parseCacheBuild: where.build, writeParseCache: where.applies === true };
   let loaded: LoadedCity;
   let configError: string | undefined;
   let lastGood: string | undefined;
   let envIncomplete = false;
   let env = where.env;
   try {
-    loaded = await loadCity({ cityDir, configFile, env, cwd: where.cwd });
+    loaded = await loadCity({ cityDir, configFile, env, cwd: where.cwd, ...parseCache });
     if (where.applies) await saveLastGood(loaded);
   } catch (e) {
     if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
@@ -381,7 +388,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     if (!dir) throw e;
     lastGood = join(dir, ".gc", LAST_GOOD_FILE);
     const fallback = (withEnv: NodeJS.ProcessEnv) =>
-      loadCity({ cityDir: dir, configFile: lastGood, env: withEnv, cwd: where.cwd });
+      loadCity({ cityDir: dir, configFile: lastGood, env: withEnv, cwd: where.cwd, ...parseCache });
     try {
       loaded = await fallback(env);
     } catch (again) {
@@ -458,6 +465,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
         configFile: sourceFile(),
         env,
         cwd: where.cwd,
+        ...parseCache,
       });
       if (!lastGood && where.applies) await saveLastGood(fresh);
       current = fresh;

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { PARSE_CACHE_FILE } from "../../internal/config/parse-cache.js";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
 
@@ -508,6 +509,9 @@ agents:
     expect(started.code).toBe(0);
     const lastGood = join(city.dir, ".gc", "last-good.yaml");
     const kept = readFileSync(lastGood, "utf8");
+    // The parse cache an applying command wrote (MODE=one read): readers use it, never write it.
+    const parseCache = join(city.dir, ".gc", PARSE_CACHE_FILE);
+    const parsed = readFileSync(parseCache);
     const inSync = await until("alpha running, controller up", async () => {
       const st = await city.gc(["status", "--json"], { env: { [v]: "two" } });
       const p = JSON.parse(st.stdout);
@@ -525,6 +529,7 @@ agents:
     expect((await city.gc(["status"], { env: { [v]: "one" } })).code).toBe(0);
     expect((await city.gc(["drift"], { env: { [v]: "one" } })).code).toBe(0);
     expect(readFileSync(lastGood, "utf8")).toBe(kept);
+    expect(readFileSync(parseCache).equals(parsed)).toBe(true);
   });
 });
 
