@@ -13,9 +13,8 @@
  * missing, unreadable, foreign or corrupt entry is a miss, never an error.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { deserialize, serialize } from "node:v8";
+import { readCacheFile, writeCacheFile } from "../runtime/cache-file.js";
 import { isSecretKey } from "../runtime/secrets.js";
 import { type ParseCityInput, type ParsedCity, parseCity } from "./parse.js";
 
@@ -55,7 +54,6 @@ export function parseCacheKey(input: ParseCityInput, build: string): string {
 type ReadVariable = readonly [name: string, value: string | null];
 
 interface Entry {
-  readonly key: string;
   readonly vars: readonly ReadVariable[];
   readonly parsed: ParsedCity;
 }
@@ -70,8 +68,8 @@ export function cachedParse(input: ParseCityInput, cache: ParseCacheOptions | un
   if (cache === undefined) return parseCity(input);
   const key = parseCacheKey(input, cache.build);
   const file = join(cache.dir, PARSE_CACHE_FILE);
-  const hit = readEntry(file);
-  if (hit?.key === key && hit.vars.every(([n, v]) => (input.env[n] ?? null) === v)) return hit.parsed;
+  const hit = readCacheFile<Entry>(file, key);
+  if (hit?.vars.every(([n, v]) => (input.env[n] ?? null) === v)) return hit.parsed;
   const read = new Set<string>();
   let listed = false;
   const env = new Proxy(input.env, {
@@ -92,30 +90,7 @@ export function cachedParse(input: ParseCityInput, cache: ParseCacheOptions | un
   const names = [...read].sort();
   if (cache.write && !listed && !names.some(isSecretKey)) {
     const vars = names.map((n): ReadVariable => [n, input.env[n] ?? null]);
-    writeEntry(cache.dir, file, { key, vars, parsed });
+    writeCacheFile(file, key, { vars, parsed } satisfies Entry);
   }
   return parsed;
-}
-
-function readEntry(file: string): Entry | undefined {
-  try {
-    const entry = deserialize(readFileSync(file)) as Partial<Entry>;
-    return typeof entry.key === "string" && Array.isArray(entry.vars) && entry.parsed
-      ? (entry as Entry)
-      : undefined;
-  } catch {
-    return undefined; // missing, unreadable or not an entry: parse
-  }
-}
-
-/** Replaces the entry atomically (write a private temp file, rename). Best effort. */
-function writeEntry(dir: string, file: string, entry: Entry): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(tmp, serialize(entry), { mode: 0o600 });
-    renameSync(tmp, file);
-  } catch {
-    rmSync(tmp, { force: true }); // a full disk, a read-only dir: the next command parses
-  }
 }

@@ -35,6 +35,7 @@ import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore, StoreFileCheck } from "../session/store.js";
+import { digestCacheKey, readDigestCache, savable, writeDigestCache } from "./digest-cache.js";
 import { ensureFingerprintKey, readFingerprintKey } from "./fingerprint-key.js";
 import { extraInstances, readPoolScale, scaledAwayInstances } from "./pool-scale.js";
 
@@ -86,6 +87,14 @@ export interface City {
    * `allowInvalid`; then it resolves the last file loaded and sets `configError`.
    */
   loadDesired(): Promise<DesiredSession[]>;
+  /**
+   * What {@link loadDesired} resolves, in drift's form (no start config). A city opened with
+   * a `build` that does not apply the file takes it from the digest an applying process of
+   * the same build saved (digest-cache.ts) while that digest is current for this shell's
+   * parse of the file, the pool scale, the fingerprint key and every fingerprinted file;
+   * else it resolves. (An applying city saves its digest at each {@link loadDesired}.)
+   */
+  loadWanted(): Promise<readonly WantedSession[]>;
   /**
    * Makes sure the city has its fingerprint key (fingerprint-key.ts), creating it (0600) when
    * missing; later resolutions are keyed. Called before a pass that applies the file (not a
@@ -253,10 +262,15 @@ export async function currentDigestSessions(
 ): Promise<readonly WantedSession[] | undefined> {
   const [loaded, scale] = await Promise.all([city.refresh(), readPoolScale(city.stateDir)]);
   if (loaded.revision !== digest.revision || scaleKeyOf(scale) !== digest.scale) return undefined;
+  return (await filesUnchanged(digest)) ? digest.sessions : undefined;
+}
+
+/** Whether every file `digest` fingerprinted still hashes as it did. */
+async function filesUnchanged(digest: DesiredDigest): Promise<boolean> {
   const same = await Promise.all(
     Object.entries(digest.files).map(async ([path, hash]) => (await hashPathContent(path)) === hash),
   );
-  return same.every(Boolean) ? digest.sessions : undefined;
+  return same.every(Boolean);
 }
 
 /** An empty {@link DesiredMemo}. */
@@ -474,6 +488,47 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     }
     return current;
   };
+  /** The city file as {@link refresh} reads it; for an `allowInvalid` city, the last valid one. */
+  const loadCurrent = async (): Promise<LoadedCity> => {
+    try {
+      const fresh = await refresh();
+      lateError = undefined;
+      return fresh;
+    } catch (e) {
+      // Opened to observe and operate, not to apply: a file that turned invalid after this
+      // city opened (under a running dashboard or gc wait) leaves its sessions on the last
+      // one loaded, as a file invalid at open leaves them on .gc/last-good.yaml, and
+      // `configError` says why; they are not "not in the city file".
+      if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
+      lateError = describeError(e);
+      return current;
+    }
+  };
+  /** Identity (key and file hashes) of the digest last saved, so a pass saves only changes. */
+  let savedDigest: string | undefined;
+  const loadDesired = async (): Promise<DesiredSession[]> => {
+    const fresh = await loadCurrent();
+    const desired = await desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
+    const digest = memo.digest;
+    if (where.applies && where.build !== undefined && digest && savable(fresh, digest)) {
+      const k = digestCacheKey({ build: where.build, loaded: fresh, scale: digest.scale, key });
+      const id = `${k}\0${canonicalJson(digest.files)}`;
+      if (id !== savedDigest) writeDigestCache(stateDir, k, digest);
+      savedDigest = id;
+    }
+    return desired;
+  };
+  const loadWanted = async (): Promise<readonly WantedSession[]> => {
+    if (where.build === undefined || where.applies) return loadDesired();
+    const fresh = await loadCurrent();
+    const scale = scaleKeyOf(await readPoolScale(stateDir));
+    const saved = readDigestCache(
+      stateDir,
+      digestCacheKey({ build: where.build, loaded: fresh, scale, key }),
+    );
+    if (saved && (await filesUnchanged(saved))) return saved.sessions;
+    return loadDesired();
+  };
   return {
     loaded,
     name,
@@ -500,22 +555,8 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     },
     providerFor,
     refresh,
-    async loadDesired() {
-      let fresh: LoadedCity;
-      try {
-        fresh = await refresh();
-        lateError = undefined;
-      } catch (e) {
-        // Opened to observe and operate, not to apply: a file that turned invalid after this
-        // city opened (under a running dashboard or gc wait) leaves its sessions on the last
-        // one loaded, as a file invalid at open leaves them on .gc/last-good.yaml, and
-        // `configError` says why; they are not "not in the city file".
-        if (!(e instanceof ConfigError) || !where.allowInvalid) throw e;
-        lateError = describeError(e);
-        fresh = current;
-      }
-      return desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
-    },
+    loadDesired,
+    loadWanted,
     async ensureFingerprintKey() {
       const made = await ensureFingerprintKey(stateDir);
       if (key !== undefined && Buffer.from(key).equals(made)) return;

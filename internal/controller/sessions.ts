@@ -119,7 +119,7 @@ export async function collectCity(
   let loadError: string | undefined;
   try {
     const digest = await opts.controllerDesired;
-    desired = (digest && (await currentDigestSessions(city, digest))) ?? (await city.loadDesired());
+    desired = (digest && (await currentDigestSessions(city, digest))) ?? (await city.loadWanted());
   } catch (e) {
     loadError = describeError(e);
   }

@@ -50,10 +50,9 @@ const cacheFile = () => join(dir, ".gc", PARSE_CACHE_FILE);
 /** Rewrites the cached entry's workspace name: a later hit shows it was read from the cache. */
 function tamperName(name: string): void {
   const entry = deserialize(readFileSync(cacheFile())) as {
-    key: string;
-    parsed: { config: { workspace: { name: string } } };
+    value: { parsed: { config: { workspace: { name: string } } } };
   };
-  entry.parsed.config.workspace.name = name;
+  entry.value.parsed.config.workspace.name = name;
   writeFileSync(cacheFile(), serialize(entry));
 }
 
