@@ -2,12 +2,12 @@
  * The last desired digest (city.ts {@link DesiredDigest}: every session's fingerprints) an
  * applying process resolved, saved under the state dir so `gc status` without a controller
  * need not resolve and fingerprint the whole city again while nothing it depends on changed.
- * Beside a running controller, status asks it instead (control op `status`).
+ * Beside a running controller, status takes the controller's digest instead.
  *
- * An entry is used only when its key matches: the gc build, the city file's revision and
- * parsed config (which carries every value interpolated in this shell), the pool scale and
- * the fingerprint key's digest; and every fingerprinted file still hashes as it did (checked
- * by {@link currentDigestSessions}-like rules in city.ts). Nothing secret is saved: a city
+ * An entry is used only when its key matches (the gc build; the city file's path, directory,
+ * id, revision and parsed config, which carries every value interpolated in this shell; the
+ * pool scale; the fingerprint key's digest) and every fingerprinted file still hashes as it
+ * did (city.ts `loadWanted`). Nothing secret is saved: a city
  * whose parse interpolated a secret-looking variable, or whose fingerprints carry unkeyed
  * (legacy) hashes, is never saved; what is saved (names, hashes, redacted display values) is
  * what state.db keeps for every session anyway. Written 0600 by applying processes only; a
@@ -38,7 +38,17 @@ export interface DigestInputs {
 export function digestCacheKey({ build, loaded, scale, key }: DigestInputs): string {
   const h = createHash("sha256");
   const keyId = key === undefined ? "none" : createHash("sha256").update(key).digest("hex");
-  for (const part of [FORMAT, build, loaded.revision, scale, keyId]) h.update(`${part}\0`);
+  for (const part of [
+    FORMAT,
+    build,
+    loaded.file,
+    loaded.cityDir,
+    loaded.cityId,
+    loaded.revision,
+    scale,
+    keyId,
+  ])
+    h.update(`${part}\0`);
   return h.update(JSON.stringify(loaded.config)).digest("hex");
 }
 
