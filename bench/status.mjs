@@ -1,11 +1,16 @@
 #!/usr/bin/env node
 // bench/status: wall time of `gc status` (and `gc status --json`) on a city of N running tmux
 // sessions against `node -e 0` measured interleaved in the same run (what any Node CLI pays
-// to exist). Each size is measured twice: sessions started by `gc start --once` with no
-// controller running, and with the city's controller running (the usual case: the controller
-// then builds the whole snapshot, control op `snapshot`, and status only asks and formats).
-// Needs `npm run build` first.
-//   node bench/status.mjs [--sessions 20,200] [--reps R] [--modes once,controller]
+// to exist). Each size is measured in three modes: `once`, sessions started by
+// `gc start --once` with no controller running (status reads the city file, the parse and
+// fingerprint digest `gc start` cached under .gc — config/parse-cache.ts,
+// controller/digest-cache.ts — checks them against the file, the environment and every
+// fingerprinted file, reads state.db and lists tmux); `cold`, the same with those two cache
+// files deleted (status parses, resolves and fingerprints the city itself, as after an edit
+// nothing has applied yet); and `controller`, with the city's controller running (the usual
+// case: the controller builds the whole snapshot, control op `snapshot`, and status only asks
+// and formats). Needs `npm run build` first.
+//   node bench/status.mjs [--sessions 20,200] [--reps R] [--modes once,cold,controller]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,7 +22,7 @@ const { values } = parseArgs({
   options: {
     sessions: { type: "string", default: "20,200" },
     reps: { type: "string", default: "15" },
-    modes: { type: "string", default: "once,controller" },
+    modes: { type: "string", default: "once,cold,controller" },
   },
 });
 const dist = new URL("../dist/", import.meta.url);
@@ -69,6 +74,8 @@ for (const [n, mode] of values.sessions
     const up = spawnSync(process.execPath, [GC, "--city", dir, ...startArgs], { encoding: "utf8" });
     if (up.status !== 0) throw new Error(`gc ${startArgs.join(" ")}: ${up.stderr}`);
     if (mode === "controller") await controllerSettled(dir, n);
+    if (mode === "cold")
+      for (const f of ["parsed-city.v8", "desired-digest.v8"]) rmSync(join(dir, ".gc", f), { force: false });
     const base = [];
     const text = [];
     const json = [];
@@ -80,7 +87,7 @@ for (const [n, mode] of values.sessions
     }
     const b = median(base);
     console.log(
-      `${String(n).padStart(4)} sessions, ${mode === "controller" ? "controller running" : "no controller    "}: node -e 0 ${b.toFixed(1)} ms; ` +
+      `${String(n).padStart(4)} sessions, ${{ controller: "controller running", once: "no controller     ", cold: "no controller, cold" }[mode]}: node -e 0 ${b.toFixed(1)} ms; ` +
         `gc status ${median(text).toFixed(1)} ms = ${(median(text) / b).toFixed(2)}×; ` +
         `gc status --json ${median(json).toFixed(1)} ms = ${(median(json) / b).toFixed(2)}× ` +
         `(medians of ${reps}, interleaved)`,
