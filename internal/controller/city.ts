@@ -504,17 +504,20 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       return current;
     }
   };
-  /** Identity (key and file hashes) of the digest last saved, so a pass saves only changes. */
-  let savedDigest: string | undefined;
+  /** What the digest last saved was resolved from: a pass over an unchanged city saves nothing. */
+  let saved:
+    | { loaded: LoadedCity; key: FingerprintKey | undefined; scale: string; files: string }
+    | undefined;
   const loadDesired = async (): Promise<DesiredSession[]> => {
     const fresh = await loadCurrent();
     const desired = await desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
     const digest = memo.digest;
     if (where.applies && where.build !== undefined && digest && savable(fresh, digest)) {
-      const k = digestCacheKey({ build: where.build, loaded: fresh, scale: digest.scale, key });
-      const id = `${k}\0${canonicalJson(digest.files)}`;
-      if (id !== savedDigest) writeDigestCache(stateDir, k, digest);
-      savedDigest = id;
+      const from = { loaded: fresh, key, scale: digest.scale, files: canonicalJson(digest.files) };
+      if (!saved || (Object.keys(from) as (keyof typeof from)[]).some((k) => saved?.[k] !== from[k])) {
+        writeDigestCache(stateDir, digestCacheKey({ ...from, build: where.build }), digest);
+        saved = from;
+      }
     }
     return desired;
   };

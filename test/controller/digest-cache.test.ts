@@ -5,7 +5,7 @@
  * it is current for the reader's parse, the pool scale, the fingerprint key and every
  * fingerprinted file. Real city files and the real loader in a temp dir; no provider.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -73,6 +73,9 @@ describe("saved desired digest", () => {
     expect(existsSync(cacheFile(dir))).toBe(false); // readers never write it
     const applier = await open(dir, { applies: true });
     await applier.loadDesired();
+    const savedAt = statSync(cacheFile(dir), { bigint: true }).mtimeNs;
+    await applier.loadDesired(); // a pass over an unchanged city saves nothing
+    expect(statSync(cacheFile(dir), { bigint: true }).mtimeNs).toBe(savedAt);
     expect((await reader.loadWanted()).map(wanted)).toStrictEqual(resolved);
     tamper(dir);
     expect(firstCore(await reader.loadWanted())).toBe("v1:from-cache");
