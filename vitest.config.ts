@@ -11,5 +11,7 @@ export default defineConfig({
     // Real tmux servers, ptys and SQLite files: keep the 2-core machine from thrashing.
     maxWorkers: 2,
     globalSetup: ["test/global-setup.ts"],
+    // fingerprint() hashes synchronously once xxhash-wasm is ready (internal/runtime/xxh.ts).
+    setupFiles: ["test/setup-xxh.ts"],
   },
 });

@@ -1,16 +1,29 @@
-// Bundles the built CLI (dist/cmd/gc/main.js, from tsc) with esbuild so `gc` loads a few
-// files instead of ~190 modules: a small entry and code-split chunks beside it, each command
-// and provider in its own chunk (loaded only when used). Pure-JS dependencies on every
-// command's path (yaml, commander, …) are bundled; native and heavy ones stay ordinary
-// imports. Everything else under dist/ stays as tsc wrote it (the subprocess holder runs
-// from there, and tests import those modules).
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// Bundles the built CLI (dist/cmd/gc/main.js, from tsc) with esbuild into one CommonJS file,
+// dist/cmd/gc/gc.cjs, and replaces main.js (the `bin`) by a small loader that compiles it
+// through `vm.Script` with a V8 code cache (gc.cjs.cache, made by scripts/post-build.mjs).
+// Pure-JS dependencies (yaml, commander, xxhash-wasm, …) are bundled; native and heavy ones
+// stay `require()`s at run time, loaded only by the commands that use them.
+// Everything else under dist/ stays as tsc wrote it (the subprocess holder runs from there, and
+// tests import those modules).
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const outdir = fileURLToPath(new URL("../dist/cmd/gc/", import.meta.url));
 const dist = fileURLToPath(new URL("../dist/", import.meta.url));
+/** tsc's output of cmd/gc/main.ts (the bundle's entry), then the loader. */
+const MAIN = `${outdir}main.js`;
+
+/** The bundle, beside main.js. */
+export const BUNDLE = "gc.cjs";
+/** The V8 code cache of {@link BUNDLE}, beside it (scripts/post-build.mjs writes it). */
+export const CODE_CACHE = `${BUNDLE}.cache`;
+/**
+ * Set to a file path, the loader writes the code cache of {@link BUNDLE} there when the
+ * process exits. Build time only (scripts/post-build.mjs); gc never writes it otherwise.
+ */
+export const CODE_CACHE_ENV = "GC_BUILD_WRITE_CODE_CACHE";
 
 /** npm packages left as imports: native addons, and large ones only some commands load. */
 const EXTERNAL = [
@@ -25,10 +38,14 @@ const EXTERNAL = [
   "tar-stream",
 ];
 
+/** The bundle's own file URL, which every bundled module's `import.meta.url` is relative to. */
+const SELF_URL = "__gcSelfUrl";
+
 /**
  * Each bundled module sees the `import.meta.url` it has in the unbundled build (its own file
- * under dist/), so paths next to it (the holder script, the dashboard's assets) still resolve.
- * Every output file lies directly in `outdir`.
+ * under dist/), so paths next to it (the holder script, the dashboard's assets, package.json)
+ * still resolve. The bundle lies in `outdir`. The entry's `#!` line is dropped: the bundle is
+ * compiled as a function body (the loader's), where it is a syntax error.
  */
 const keepModuleUrls = {
   name: "keep-module-urls",
@@ -36,10 +53,14 @@ const keepModuleUrls = {
     b.onLoad({ filter: /\.js$/ }, (args) => {
       if (!args.path.startsWith(dist)) return undefined;
       const text = readFileSync(args.path, "utf8");
-      if (!text.includes("import.meta.url")) return undefined;
+      const entry = args.path === MAIN;
+      if (!entry && !text.includes("import.meta.url")) return undefined;
       const rel = relative(outdir, args.path).split("\\").join("/");
       return {
-        contents: text.replaceAll("import.meta.url", `new URL(${JSON.stringify(rel)}, import.meta.url).href`),
+        contents: (entry ? text.replace(/^#!.*/, "") : text).replaceAll(
+          "import.meta.url",
+          `new URL(${JSON.stringify(rel)}, ${SELF_URL}).href`,
+        ),
         loader: "js",
         resolveDir: dirname(args.path),
       };
@@ -47,40 +68,77 @@ const keepModuleUrls = {
   },
 };
 
-// tsc writes main.js afresh on every build; a main.js that is already a bundle is left alone
-// (bundling it again would nest the bundles).
-const BANNER =
-  'import { createRequire as __gcCreateRequire } from "node:module"; const require = __gcCreateRequire(import.meta.url);';
-if (readFileSync(`${outdir}main.js`, "utf8").includes(BANNER)) {
+/**
+ * dist/cmd/gc/main.js once bundled. ES module (package.json `"type": "module"`); it compiles
+ * gc.cjs with the code cache when there is one that V8 accepts (else without: slower, same
+ * behaviour) and runs it as the CommonJS module of its file. It never writes a file, but
+ * for the code cache when {@link CODE_CACHE_ENV} asks (the build's warm-up run).
+ */
+const LOADER_MARK = `// gc's loader (written by scripts/bundle-cli.mjs)`;
+const LOADER = `#!/usr/bin/env node
+${LOADER_MARK}: runs the CLI bundle ${BUNDLE} with its V8 code cache.
+import { readFileSync, writeFileSync } from "node:fs";
+import { createRequire, Module } from "node:module";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
+
+const filename = fileURLToPath(new URL("${BUNDLE}", import.meta.url));
+const dir = dirname(filename);
+let cachedData;
+try {
+  cachedData = readFileSync(\`\${filename}.cache\`);
+} catch {
+  // no cache: compiled from source
+}
+const script = new Script(Module.wrap(readFileSync(filename, "utf8")), {
+  filename,
+  cachedData,
+});
+const cacheOut = process.env.${CODE_CACHE_ENV};
+if (cacheOut) {
+  delete process.env.${CODE_CACHE_ENV}; // not for the processes gc starts
+  process.once("exit", () => writeFileSync(cacheOut, script.createCachedData()));
+}
+const module = new Module(filename);
+module.filename = filename;
+module.paths = Module._nodeModulePaths(dir);
+const require = createRequire(filename);
+script.runInThisContext().call(module.exports, module.exports, require, module, filename, dir);
+module.loaded = true;
+`;
+
+// tsc writes main.js afresh on every build; a main.js that is already the loader is left alone
+// (its bundle is gc.cjs, from the same tsc output).
+if (readFileSync(MAIN, "utf8").includes(LOADER_MARK)) {
   console.log("bundle-cli: dist/cmd/gc/main.js is already bundled (run `npm run build` to rebuild)");
 } else {
   await bundle();
 }
 
 async function bundle() {
-  const result = await build({
-    entryPoints: [`${outdir}main.js`],
-    outdir,
-    allowOverwrite: true,
+  await build({
+    entryPoints: [MAIN],
+    outfile: `${outdir}${BUNDLE}`,
     bundle: true,
-    splitting: true,
-    format: "esm",
+    format: "cjs",
     platform: "node",
     target: "node20",
-    chunkNames: "chunk-[hash]",
+    // The bundle holds no import(): one in a script compiled from a V8 code cache fails (Node
+    // 20: "A dynamic import callback was not specified"). External ES modules (the Kubernetes
+    // client) are loaded by require() (Node ≥ 20.19 loads an ES module without top-level await).
+    supported: { "dynamic-import": false },
     external: EXTERNAL,
     sourcemap: "linked",
-    // Bundled CommonJS packages (yaml, commander) call require() for Node's builtins.
-    banner: { js: BANNER },
+    // Strict, as the ES modules it was made of (the banner precedes esbuild's own directive).
+    banner: { js: `"use strict";\nconst ${SELF_URL} = require("node:url").pathToFileURL(__filename).href;` },
     plugins: [keepModuleUrls],
     logLevel: "warning",
-    write: false,
   });
-
-  // Replace the previous build's chunks only once this one succeeded.
+  writeFileSync(MAIN, LOADER);
+  // tsc's map is of the TypeScript main, not of the loader; the code cache is of the old bundle.
+  rmSync(`${MAIN}.map`, { force: true });
+  rmSync(`${outdir}${CODE_CACHE}`, { force: true });
+  // Chunks of the code-split ES module bundle that preceded this one.
   for (const f of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(f)) rmSync(`${outdir}${f}`);
-  for (const out of result.outputFiles) {
-    mkdirSync(dirname(out.path), { recursive: true });
-    writeFileSync(out.path, out.contents);
-  }
 }

@@ -1,12 +1,19 @@
-// After tsc: bundles the CLI (scripts/bundle-cli.mjs), marks it executable so `npx gc` and
-// `./dist/cmd/gc/main.js` work, copies the dashboard's web app next to its server module, and
-// last writes dist/build-id: the content hash of everything built (internal/build/build-id.ts).
-import { chmodSync, cpSync } from "node:fs";
+// After tsc: bundles the CLI (scripts/bundle-cli.mjs), marks its loader executable so `npx gc`
+// and `./dist/cmd/gc/main.js` work, copies the dashboard's web app next to its server module,
+// makes the bundle's V8 code cache by a warm-up run, and last writes dist/build-id: the
+// content hash of everything built (internal/build/build-id.ts).
+import { spawnSync } from "node:child_process";
+import { chmodSync, cpSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+// First, when imported: the bundle and its loader.
+import { CODE_CACHE, CODE_CACHE_ENV } from "./bundle-cli.mjs";
 
-await import("./bundle-cli.mjs");
+const dist = fileURLToPath(new URL("../dist/", import.meta.url));
+const main = join(dist, "cmd", "gc", "main.js");
 
-chmodSync(new URL("../dist/cmd/gc/main.js", import.meta.url), 0o755);
+chmodSync(main, 0o755);
 
 // The dashboard's web app (HTML, JS, CSS) is served from next to its server module.
 cpSync(
@@ -17,6 +24,53 @@ cpSync(
   },
 );
 
+await writeCodeCache();
+
 // Last, once every file of the build is in place: its content hash is the build's identity.
 const { writeBuildId } = await import("../dist/internal/build/build-id.js");
-console.log(`build ${writeBuildId(fileURLToPath(new URL("../dist/", import.meta.url)))}`);
+console.log(`build ${writeBuildId(dist)}`);
+
+/**
+ * Writes dist/cmd/gc/gc.cjs.cache: the V8 code cache of the bundle after `gc status` ran on a
+ * throwaway one-agent tmux city with nothing running (so it holds the functions a command
+ * runs, not only those compiled at load). The city lies in a temporary directory, removed with
+ * its tmux server (if one came up) and socket; no real city is touched. Without tmux, or if the
+ * run fails, there is no cache (gc then compiles the bundle from source) and the build goes on.
+ */
+async function writeCodeCache() {
+  if (spawnSync("tmux", ["-V"], { stdio: "ignore" }).status !== 0) {
+    console.log("code cache: skipped (no tmux for the warm-up run); gc works without it, slower");
+    return;
+  }
+  const { cityIdOf, defaultSocketName } = await import("../dist/internal/runtime/identity.js");
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-build-warmup-")));
+  const name = `gcwarm${process.pid}`;
+  const socket = defaultSocketName(name, cityIdOf(dir));
+  const cache = join(dist, "cmd", "gc", CODE_CACHE);
+  const written = `${cache}.tmp`;
+  try {
+    writeFileSync(
+      join(dir, "city.yaml"),
+      `workspace:\n  name: ${name}\nsession:\n  provider: tmux\nagents:\n  - name: a\n    start_command: "exec sleep 100000"\n`,
+    );
+    // Only the city given here: no GC_CITY (or other GC_*) from the builder's shell.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GC_")));
+    const r = spawnSync(process.execPath, [main, "--city", dir, "status"], {
+      env: { ...env, [CODE_CACHE_ENV]: written },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    if (r.status !== 0) {
+      console.log(
+        `code cache: skipped (the warm-up \`gc status\` exited ${r.status ?? r.signal}: ${r.stderr.trim()})`,
+      );
+      return;
+    }
+    renameSync(written, cache);
+  } finally {
+    rmSync(written, { force: true });
+    spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,6 +1,6 @@
 /**
  * The build identity of gc: a short content hash of the built program (every file under
- * dist/ but source maps), computed once by `npm run build` (scripts/post-build.mjs) and kept in
+ * dist/ but source maps and the code cache), computed once by `npm run build` (scripts/post-build.mjs) and kept in
  * `dist/build-id`. `gc --version` prints it, the controller records the one it started from,
  * and `gc status` compares the two. Reading it costs one small file read, once per process;
  * no git at run time (a tarball install has no .git).
@@ -16,9 +16,15 @@ export const BUILD_ID_FILE = "build-id";
 /** Hex digits of a build id (48 bits: collisions between builds an operator meets are moot). */
 export const BUILD_ID_LENGTH = 12;
 
-/** Files that are no shipped code: source maps, and the build id itself. */
+/**
+ * The V8 code cache of the CLI bundle (scripts/bundle-cli.mjs, made by scripts/post-build.mjs
+ * after the build's own warm-up run): derived from the bundle, and not byte-reproducible.
+ */
+export const CODE_CACHE_FILE = "cmd/gc/gc.cjs.cache";
+
+/** Files that are no shipped code: source maps, the code cache, and the build id itself. */
 function counted(rel: string): boolean {
-  return rel !== BUILD_ID_FILE && !rel.endsWith(".map");
+  return rel !== BUILD_ID_FILE && rel !== CODE_CACHE_FILE && !rel.endsWith(".map");
 }
 
 /** Every regular file under `dir` (recursively), as `/`-separated paths relative to it, sorted. */
@@ -36,7 +42,7 @@ function filesUnder(dir: string, prefix = ""): string[] {
  * The build id of the program under `distDir`: the first {@link BUILD_ID_LENGTH} hex digits
  * of a SHA-256 over each file's relative path and bytes, in path order. The same files give
  * the same id wherever they lie; a changed, added, removed or renamed file gives another one.
- * Source maps and the {@link BUILD_ID_FILE} are left out.
+ * Source maps, the {@link CODE_CACHE_FILE} and the {@link BUILD_ID_FILE} are left out.
  */
 export function computeBuildId(distDir: string): string {
   const hash = createHash("sha256");

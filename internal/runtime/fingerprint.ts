@@ -3,9 +3,13 @@
  * *declared* start inputs. `core` changes mean restart; `live` changes mean `runLive`.
  * The per-field breakdown is the very input of the core hash, so `gc drift` can say which
  * field changed and from what to what. Pure (file contents are read by the caller).
+ *
+ * Hashing is synchronous and needs the xxhash-wasm instance ready (xxh.ts): {@link fingerprint}
+ * throws if called before `xxhReady` resolved. Every production caller hashes the files first
+ * with `readFingerprintFiles` (fingerprint-files.ts), which awaits that readiness, so it holds
+ * by the time `fingerprint()` runs; any other caller must await `xxhReady` itself.
  */
 import { createHmac } from "node:crypto";
-import xxhash from "xxhash-wasm";
 import type { StartConfig } from "./provider.js";
 import {
   isSecretKey,
@@ -15,8 +19,7 @@ import {
   secretsLongestFirst,
   secretValuesIn,
 } from "./secrets.js";
-
-const hasher = await xxhash();
+import { xxh } from "./xxh.js";
 
 /** Scheme version prefixed to every fingerprint. Bump when the canonical document changes. */
 export const FINGERPRINT_VERSION = "v1";
@@ -162,7 +165,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 function hash(text: string): string {
-  return `${FINGERPRINT_VERSION}:${hasher.h64ToString(text)}`;
+  return `${FINGERPRINT_VERSION}:${xxh().h64ToString(text)}`;
 }
 
 /** The env keys that are identity: user keys, allow-listed GC_* keys, and `declared` keys. */

@@ -12,6 +12,7 @@ import {
   BUILD_ID_FILE,
   buildDiffers,
   buildMismatchText,
+  CODE_CACHE_FILE,
   computeBuildId,
   readBuildId,
   writeBuildId,
@@ -63,6 +64,17 @@ describe("computeBuildId", () => {
     writeFileSync(join(dist, "cmd", "gc", "main.js.map"), '{"version":3,"sources":["elsewhere"]}\n');
     writeFileSync(join(dist, BUILD_ID_FILE), "0123456789ab\n");
     expect(computeBuildId(dist)).toBe(id);
+  });
+
+  it("computeBuildId: the CLI bundle's code cache does not count; a file of that name elsewhere does", () => {
+    const dist = fakeDist();
+    const id = computeBuildId(dist);
+    writeFileSync(join(dist, CODE_CACHE_FILE), "cache of one warm-up run");
+    expect(computeBuildId(dist)).toBe(id);
+    writeFileSync(join(dist, CODE_CACHE_FILE), "cache of another warm-up run, not the same bytes");
+    expect(computeBuildId(dist)).toBe(id);
+    writeFileSync(join(dist, "internal", "gc.cjs.cache"), "shipped as it is");
+    expect(computeBuildId(dist)).not.toBe(id);
   });
 
   it("writeBuildId / readBuildId: written next to the build, read back; none → undefined", () => {
