@@ -12,7 +12,7 @@
 // and formats). Needs `npm run build` first.
 //   node bench/status.mjs [--sessions 20,200] [--reps R] [--modes once,cold,controller]
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,7 +26,9 @@ const { values } = parseArgs({
   },
 });
 const dist = new URL("../dist/", import.meta.url);
-const GC = fileURLToPath(new URL("cmd/gc/main.js", dist));
+// The package's `bin`: what `gc` on PATH (npm link, npx gc) runs.
+const { bin } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+const GC = fileURLToPath(new URL(`../${bin.gc}`, import.meta.url));
 const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
 const reps = Number(values.reps);
 

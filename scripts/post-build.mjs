@@ -1,5 +1,5 @@
-// After tsc: bundles the CLI (scripts/bundle-cli.mjs), marks its loader executable so `npx gc`
-// and `./dist/cmd/gc/main.js` work, copies the dashboard's web app next to its server module,
+// After tsc: bundles the CLI (scripts/bundle-cli.mjs), marks its loader (the `bin`,
+// dist/cmd/gc/main.cjs) and dist/cmd/gc/main.js executable so `npx gc` and both paths work, copies the dashboard's web app next to its server module,
 // makes the bundle's V8 code cache by a warm-up run, and last writes dist/build-id: the
 // content hash of everything built (internal/build/build-id.ts).
 import { spawnSync } from "node:child_process";
@@ -8,12 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 // First, when imported: the bundle and its loader.
-import { CODE_CACHE, CODE_CACHE_ENV } from "./bundle-cli.mjs";
+import { CODE_CACHE, CODE_CACHE_ENV, LOADER } from "./bundle-cli.mjs";
 
 const dist = fileURLToPath(new URL("../dist/", import.meta.url));
-const main = join(dist, "cmd", "gc", "main.js");
+const main = join(dist, "cmd", "gc", LOADER);
 
-chmodSync(main, 0o755);
+for (const entry of [main, join(dist, "cmd", "gc", "main.js")]) chmodSync(entry, 0o755);
 
 // The dashboard's web app (HTML, JS, CSS) is served from next to its server module.
 cpSync(

@@ -1,6 +1,6 @@
 /**
- * The bundled CLI (scripts/bundle-cli.mjs, scripts/post-build.mjs): dist/cmd/gc/main.js is a
- * loader of one CommonJS bundle, gc.cjs, compiled with the V8 code cache the build made; without
+ * The bundled CLI (scripts/bundle-cli.mjs, scripts/post-build.mjs): dist/cmd/gc/main.cjs (the
+ * bin; main.js imports it) is a loader of one CommonJS bundle, gc.cjs, compiled with the V8 code cache the build made; without
  * a cache, or with one V8 rejects, gc behaves the same, and it writes no file when it runs.
  */
 import { spawnSync } from "node:child_process";
@@ -39,17 +39,25 @@ function copyOfCli(cache?: Buffer | string): { dir: string; main: string } {
   onTestFinished(() => rmSync(copy, { recursive: true, force: true }));
   const dir = join(copy, "dist", "cmd", "gc");
   mkdirSync(dir, { recursive: true });
-  for (const f of ["main.js", "gc.cjs"]) copyFileSync(join(CLI_DIR, f), join(dir, f));
+  for (const f of ["main.js", "main.cjs", "gc.cjs"]) copyFileSync(join(CLI_DIR, f), join(dir, f));
   if (cache !== undefined) writeFileSync(join(dir, "gc.cjs.cache"), cache);
-  return { dir, main: join(dir, "main.js") };
+  return { dir, main: join(dir, "main.cjs") };
 }
 
 describe("the bundled CLI", () => {
-  it("dist/cmd/gc: an executable loader with a shebang, one bundle, no chunks", () => {
-    const main = join(CLI_DIR, "main.js");
-    expect(readFileSync(main, "utf8")).toMatch(/^#!\/usr\/bin\/env node\n/);
-    expect(statSync(main).mode & 0o111).not.toBe(0);
-    expect(existsSync(join(CLI_DIR, "gc.cjs"))).toBe(true);
+  it("dist/cmd/gc: the bin (a CommonJS loader) and main.js executable with a shebang, one bundle, no chunks", () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: { gc: string } };
+    expect(pkg.bin.gc).toBe("dist/cmd/gc/main.cjs");
+    for (const entry of ["main.cjs", "main.js"]) {
+      const main = join(CLI_DIR, entry);
+      expect(readFileSync(main, "utf8")).toMatch(/^#!\/usr\/bin\/env node\n/);
+      expect(statSync(main).mode & 0o111).not.toBe(0);
+    }
+    expect(run(join(CLI_DIR, "main.js"), ["--version"]).stdout).toBe(
+      run(join(CLI_DIR, "main.cjs"), ["--version"]).stdout,
+    );
+    // ASCII only (scripts/bundle-cli.mjs asciiOnly): V8 reads it as a one-byte string.
+    expect(/[^\x00-\x7f]/.test(readFileSync(join(CLI_DIR, "gc.cjs"), "utf8"))).toBe(false);
     expect(readdirSync(CLI_DIR).filter((f) => f.startsWith("chunk-"))).toEqual([]);
   });
 
