@@ -77,7 +77,8 @@ for (const [n, mode] of values.sessions
     if (up.status !== 0) throw new Error(`gc ${startArgs.join(" ")}: ${up.stderr}`);
     if (mode === "controller") await controllerSettled(dir, n);
     if (mode === "cold")
-      for (const f of ["parsed-city.v8", "desired-digest.v8"]) rmSync(join(dir, ".gc", f), { force: false });
+      for (const f of ["parsed-city.v8", "desired-digest.json"])
+        rmSync(join(dir, ".gc", f), { force: false });
     const base = [];
     const text = [];
     const json = [];

@@ -92,7 +92,8 @@ try {
 } catch {
   // no cache: compiled from source
 }
-const script = new Script(Module.wrap(readFileSync(filename, "utf8")), { filename, cachedData });
+// ASCII only (asciiOnly below): read as latin1, which skips UTF-8 decoding.
+const script = new Script(Module.wrap(readFileSync(filename).latin1Slice()), { filename, cachedData });
 const cacheOut = process.env.${CODE_CACHE_ENV};
 if (cacheOut) {
   delete process.env.${CODE_CACHE_ENV}; // not for the processes gc starts
@@ -141,6 +142,8 @@ async function bundle() {
     banner: { js: `"use strict";\nconst ${SELF_URL} = require("node:url").pathToFileURL(__filename).href;` },
     plugins: [keepModuleUrls],
     logLevel: "warning",
+    minifyWhitespace: true,
+    minifySyntax: true,
   });
   asciiOnly(`${outdir}${BUNDLE}`);
   writeFileSync(`${outdir}${LOADER}`, LOADER_TEXT);

@@ -21,7 +21,7 @@ import type { FingerprintKey } from "../runtime/fingerprint.js";
 import type { DesiredDigest } from "./city.js";
 
 /** The cache file, under the city's state dir. */
-export const DIGEST_CACHE_FILE = "desired-digest.v8";
+export const DIGEST_CACHE_FILE = "desired-digest.json";
 
 const FORMAT = "gc-digest-cache-1";
 
@@ -59,10 +59,11 @@ export function savable(loaded: LoadedCity, digest: DesiredDigest): boolean {
 
 /** The saved digest when it was saved under `key`, else `undefined`. */
 export function readDigestCache(stateDir: string, key: string): DesiredDigest | undefined {
-  return readCacheFile<DesiredDigest>(join(stateDir, DIGEST_CACHE_FILE), key);
+  return readCacheFile<DesiredDigest>(join(stateDir, DIGEST_CACHE_FILE), key, "json");
 }
 
 /** Saves `digest` under `key` (best effort). */
 export function writeDigestCache(stateDir: string, key: string, digest: DesiredDigest): void {
-  writeCacheFile(join(stateDir, DIGEST_CACHE_FILE), key, digest);
+  // Plain data (no maps, no undefined): JSON, which reads faster than V8's format.
+  writeCacheFile(join(stateDir, DIGEST_CACHE_FILE), key, digest, "json");
 }

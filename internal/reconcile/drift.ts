@@ -10,6 +10,7 @@ import {
   isNextStartField,
   type LegacyFingerprints,
   LIVE_FIELD,
+  NEXT_START_FIELDS,
 } from "../runtime/fingerprint.js";
 
 /** What a record keeps of its last start. */
@@ -82,7 +83,14 @@ function comparable(
 
 /** Decides the drift of a started session against its desired start. Pure. */
 export function driftOf(rec: StartedAs, d: WantedAs): Drift {
-  const changed = diffBreakdown(rec.breakdown, comparable(rec.breakdown, d));
+  const current = comparable(rec.breakdown, d);
+  if (rec.provider === d.provider && sameCore(rec.coreHash, d) && sameLive(rec.liveHash, d)) {
+    // In sync (the common case, once per session per pass and status): only the start-only
+    // fields can have changed. Matched by unkeyed hashes: plan.ts `recordedUnkeyed` re-records them.
+    const nextStart = diffBreakdown(rec.breakdown, current, NEXT_START_FIELDS);
+    return { kind: "none", fields: [], nextStart, reason: "in sync" };
+  }
+  const changed = diffBreakdown(rec.breakdown, current);
   if (rec.provider !== d.provider) {
     return {
       kind: "core",
@@ -98,16 +106,11 @@ export function driftOf(rec: StartedAs, d: WantedAs): Drift {
     const names = core.length > 0 ? core.map((f) => f.field) : ["(fingerprint)"];
     return { kind: "core", fields: changed, nextStart: [], reason: `config drift: ${names.join(", ")}` };
   }
-  const nextStart = changed.filter((f) => isNextStartField(f.field));
-  if (!sameLive(rec.liveHash, d)) {
-    return {
-      kind: "live",
-      // Core is the same, so only session_live changed.
-      fields: changed.filter((f) => f.field === LIVE_FIELD),
-      nextStart,
-      reason: "session_live changed",
-    };
-  }
-  // Matched by unkeyed hashes: plan.ts `recordedUnkeyed` re-records them.
-  return { kind: "none", fields: [], nextStart, reason: "in sync" };
+  // Core is the same, so only session_live changed.
+  return {
+    kind: "live",
+    fields: changed.filter((f) => f.field === LIVE_FIELD),
+    nextStart: changed.filter((f) => isNextStartField(f.field)),
+    reason: "session_live changed",
+  };
 }

@@ -9,7 +9,6 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { deserialize, serialize } from "node:v8";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type DesiredDigest, openCity, type WantedSession } from "../../internal/controller/city.js";
 import { DIGEST_CACHE_FILE } from "../../internal/controller/digest-cache.js";
@@ -58,10 +57,10 @@ const cacheFile = (dir: string) => join(dir, ".gc", DIGEST_CACHE_FILE);
 
 /** Marks the saved digest's first session: a reader that returns the mark read the cache. */
 function tamper(dir: string): void {
-  const entry = deserialize(readFileSync(cacheFile(dir))) as { value: DesiredDigest };
+  const entry = JSON.parse(readFileSync(cacheFile(dir), "utf8")) as { value: DesiredDigest };
   const [first, ...rest] = entry.value.sessions;
   const marked = { ...entry.value, sessions: [{ ...first!, core: "v1:from-cache" }, ...rest] };
-  writeFileSync(cacheFile(dir), serialize({ ...entry, value: marked }));
+  writeFileSync(cacheFile(dir), JSON.stringify({ ...entry, value: marked }));
 }
 const firstCore = (w: readonly WantedSession[]) => w[0]?.core;
 

@@ -85,8 +85,10 @@ export interface ControlClientOptions {
   /** Commands (argv) run after every (re)connect before any other command. Failures fail the connect. */
   readonly setup?: readonly (readonly string[])[] | undefined;
   /**
-   * Runs before every (re)connect: the provider removes orphaned control clients of this
-   * socket there ({@link orphanClients}). Its failure does not fail the connect.
+   * Runs at every (re)connect, alongside the first attempt (a client it started counts as
+   * live, never as orphaned), and is over before the connect settles: the provider removes
+   * orphaned control clients of this socket there ({@link orphanClients}). Its failure does
+   * not fail the connect.
    */
   readonly beforeConnect?: (() => Promise<void>) | undefined;
   /**
@@ -342,26 +344,32 @@ export class ControlClient {
   }
 
   private async connectWithRetries(): Promise<Conn> {
-    await this.opts.beforeConnect?.().catch(() => undefined);
-    let last: unknown;
-    for (let i = 0; i < CONNECT_ATTEMPTS; i++) {
-      if (this.closed) break;
-      try {
-        const conn = await this.connectOnce();
-        if (this.closed) {
-          conn.child.stdin.end();
-          throw new TmuxConnectionError("control client is closed");
+    // Runs while the first attempt's client starts (its /proc scan is milliseconds of CPU on
+    // every CLI command), and is over before the connect settles.
+    const before = this.opts.beforeConnect?.().catch(() => undefined);
+    try {
+      let last: unknown;
+      for (let i = 0; i < CONNECT_ATTEMPTS; i++) {
+        if (this.closed) break;
+        try {
+          const conn = await this.connectOnce();
+          if (this.closed) {
+            conn.child.stdin.end();
+            throw new TmuxConnectionError("control client is closed");
+          }
+          this.conn = conn;
+          return conn;
+        } catch (e) {
+          last = e;
+          // Two gc processes creating the keeper at once: the loser's client exits; retry.
         }
-        this.conn = conn;
-        return conn;
-      } catch (e) {
-        last = e;
-        // Two gc processes creating the keeper at once: the loser's client exits; retry.
       }
+      throw last instanceof TmuxConnectionError
+        ? last
+        : new TmuxConnectionError(`cannot connect to tmux: ${String(last)}`, { cause: last });
+    } finally {
+      await before;
     }
-    throw last instanceof TmuxConnectionError
-      ? last
-      : new TmuxConnectionError(`cannot connect to tmux: ${String(last)}`, { cause: last });
   }
 
   private connectOnce(): Promise<Conn> {

@@ -184,7 +184,7 @@ export class TmuxProvider
       tmuxPath: this.settings.tmuxPath,
       commandTimeoutMs: this.settings.commandTimeoutMs,
       env,
-      // Every (re)connect first removes control clients a dead gc process left on this socket.
+      // Every (re)connect also removes control clients a dead gc process left on this socket.
       beforeConnect: async () => {
         await removeOrphanClients(socketArgs(this.settings.socket));
       },
