@@ -437,16 +437,19 @@ function changeOf(
  * {@link CORE_FIELDS} order. A field missing on one side counts as drifted. A changed map
  * field ({@link MAP_FIELDS}) is reported per changed key (`env.GREETING`) when both sides
  * have per-key entries (a record stored by an older build has none: the whole map). With
- * `only`, just those fields are compared (what the full comparison reports of them). Pure.
+ * `only`, just those fields are compared, in that order (what the full comparison reports
+ * of them). Pure.
  */
 export function diffBreakdown(
   stored: Readonly<Record<string, FieldFingerprint>>,
   current: Readonly<Record<string, FieldFingerprint>>,
   only?: readonly string[],
 ): FieldDrift[] {
-  const fields = [
-    ...new Set([...CORE_FIELDS, LIVE_FIELD, ...Object.keys(stored), ...Object.keys(current)]),
-  ].filter((f) => (only ? only.includes(f) : mapFieldOf(f) === undefined));
+  const fields = only
+    ? only.filter((f) => f in stored || f in current)
+    : [...new Set([...CORE_FIELDS, LIVE_FIELD, ...Object.keys(stored), ...Object.keys(current)])].filter(
+        (f) => mapFieldOf(f) === undefined,
+      );
   const out: FieldDrift[] = [];
   for (const field of fields) {
     const a = stored[field];
