@@ -335,21 +335,33 @@ export async function desiredFrom(
     }),
   );
   if (memo) {
-    const sessions = out.map(
-      ({ name, agent, provider, backend, core, live, breakdown, legacy }): WantedSession => ({
-        name,
-        agent,
-        provider,
-        ...(backend === undefined ? {} : { backend }),
-        core,
-        live,
-        breakdown,
-        ...(legacy === undefined ? {} : { legacy }),
-      }),
-    );
+    const sessions = out.map(wantedOf);
     memo.digest = { revision: loaded.revision, scale: scaleKey, files: hashes, sessions };
   }
   return out;
+}
+
+/** `d` in drift's form: its fingerprints, without the start config (nothing secret). Pure. */
+export function wantedOf({
+  name,
+  agent,
+  provider,
+  backend,
+  core,
+  live,
+  breakdown,
+  legacy,
+}: WantedSession): WantedSession {
+  return {
+    name,
+    agent,
+    provider,
+    ...(backend === undefined ? {} : { backend }),
+    core,
+    live,
+    breakdown,
+    ...(legacy === undefined ? {} : { legacy }),
+  };
 }
 
 /** The reconciler's knobs from the city file. */

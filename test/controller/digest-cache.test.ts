@@ -10,7 +10,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { type DesiredDigest, openCity, type WantedSession } from "../../internal/controller/city.js";
+import {
+  type DesiredDigest,
+  openCity,
+  type WantedSession,
+  wantedOf,
+} from "../../internal/controller/city.js";
 import { DIGEST_CACHE_FILE } from "../../internal/controller/digest-cache.js";
 import { writePoolScale } from "../../internal/controller/pool-scale.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
@@ -68,14 +73,14 @@ describe("saved desired digest", () => {
   it("an applying city saves what it resolved; a reader of the same build takes it", async () => {
     const dir = await cityDir();
     const reader = await open(dir);
-    const resolved = (await reader.loadWanted()).map(wanted); // nothing saved yet: resolved
+    const resolved = (await reader.loadWanted()).map(wantedOf); // nothing saved yet: resolved
     expect(existsSync(cacheFile(dir))).toBe(false); // readers never write it
     const applier = await open(dir, { applies: true });
     await applier.loadDesired();
     const savedAt = statSync(cacheFile(dir), { bigint: true }).mtimeNs;
     await applier.loadDesired(); // a pass over an unchanged city saves nothing
     expect(statSync(cacheFile(dir), { bigint: true }).mtimeNs).toBe(savedAt);
-    expect((await reader.loadWanted()).map(wanted)).toStrictEqual(resolved);
+    expect((await reader.loadWanted()).map(wantedOf)).toStrictEqual(resolved);
     tamper(dir);
     expect(firstCore(await reader.loadWanted())).toBe("v1:from-cache");
     // Another build's reader, and a reader without a build, resolve.
@@ -107,7 +112,9 @@ describe("saved desired digest", () => {
     expect(firstCore(await reader.loadWanted())).not.toBe("v1:from-cache");
     // The applier's next resolution saves the new file's digest.
     await applier.loadDesired();
-    expect((await reader.loadWanted()).map(wanted)).toStrictEqual((await applier.loadDesired()).map(wanted));
+    expect((await reader.loadWanted()).map(wantedOf)).toStrictEqual(
+      (await applier.loadDesired()).map(wantedOf),
+    );
   });
 
   it("keyed by this shell's values of interpolated variables; never saved for a secret-looking one", async () => {
@@ -126,17 +133,3 @@ describe("saved desired digest", () => {
     expect(existsSync(cacheFile(secret))).toBe(false);
   });
 });
-
-function wanted(d: WantedSession & { config?: unknown; dependsOn?: unknown; suspended?: unknown }) {
-  const { name, agent, provider, backend, core, live, breakdown, legacy } = d;
-  return {
-    name,
-    agent,
-    provider,
-    ...(backend === undefined ? {} : { backend }),
-    core,
-    live,
-    breakdown,
-    ...(legacy === undefined ? {} : { legacy }),
-  };
-}
