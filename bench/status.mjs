@@ -30,6 +30,8 @@ const dist = new URL("../dist/", import.meta.url);
 const { bin } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
 const GC = fileURLToPath(new URL(`../${bin.gc}`, import.meta.url));
 const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
+const { PARSE_CACHE_FILE } = await import(new URL("internal/config/parse-cache.js", dist).href);
+const { DIGEST_CACHE_FILE } = await import(new URL("internal/controller/digest-cache.js", dist).href);
 const reps = Number(values.reps);
 
 function timeOnce(argv) {
@@ -77,8 +79,7 @@ for (const [n, mode] of values.sessions
     if (up.status !== 0) throw new Error(`gc ${startArgs.join(" ")}: ${up.stderr}`);
     if (mode === "controller") await controllerSettled(dir, n);
     if (mode === "cold")
-      for (const f of ["parsed-city.v8", "desired-digest.json"])
-        rmSync(join(dir, ".gc", f), { force: false });
+      for (const f of [PARSE_CACHE_FILE, DIGEST_CACHE_FILE]) rmSync(join(dir, ".gc", f), { force: false });
     const base = [];
     const text = [];
     const json = [];

@@ -1,6 +1,7 @@
 // After tsc: bundles the CLI (scripts/bundle-cli.mjs), marks its loader (the `bin`,
-// dist/cmd/gc/main.cjs) and dist/cmd/gc/main.js executable so `npx gc` and both paths work, copies the dashboard's web app next to its server module,
-// makes the bundle's V8 code cache by a warm-up run, and last writes dist/build-id: the
+// dist/cmd/gc/main.cjs) and dist/cmd/gc/main.js executable so `npx gc` and both paths work,
+// copies the dashboard's web app next to its server module, makes the bundle's V8 code
+// cache by a warm-up run, and last writes dist/build-id: the
 // content hash of everything built (internal/build/build-id.ts).
 import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";

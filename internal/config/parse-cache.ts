@@ -70,6 +70,7 @@ export function cachedParse(input: ParseCityInput, cache: ParseCacheOptions | un
   const file = join(cache.dir, PARSE_CACHE_FILE);
   const hit = readCacheFile<Entry>(file, key);
   if (hit?.vars.every(([n, v]) => (input.env[n] ?? null) === v)) return hit.parsed;
+  if (!cache.write) return parseCity(input);
   const read = new Set<string>();
   let listed = false;
   const env = new Proxy(input.env, {
@@ -88,7 +89,7 @@ export function cachedParse(input: ParseCityInput, cache: ParseCacheOptions | un
   });
   const parsed = parseCity({ ...input, env });
   const names = [...read].sort();
-  if (cache.write && !listed && !names.some(isSecretKey)) {
+  if (!listed && !names.some(isSecretKey)) {
     const vars = names.map((n): ReadVariable => [n, input.env[n] ?? null]);
     writeCacheFile(file, key, { vars, parsed } satisfies Entry);
   }

@@ -520,29 +520,37 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   let saved:
     | { loaded: LoadedCity; key: FingerprintKey | undefined; scale: string; files: string }
     | undefined;
-  const loadDesired = async (): Promise<DesiredSession[]> => {
-    const fresh = await loadCurrent();
-    const desired = await desiredFrom(fresh, now, await readPoolScale(stateDir), memo, key);
+  /** An applying city saves the digest of `fresh` (digest-cache.ts) when what it came from changed. */
+  const saveDigest = (fresh: LoadedCity): void => {
     const digest = memo.digest;
-    if (where.applies && where.build !== undefined && digest && savable(fresh, digest)) {
-      const from = { loaded: fresh, key, scale: digest.scale, files: canonicalJson(digest.files) };
-      if (!saved || (Object.keys(from) as (keyof typeof from)[]).some((k) => saved?.[k] !== from[k])) {
-        writeDigestCache(stateDir, digestCacheKey({ ...from, build: where.build }), digest);
-        saved = from;
-      }
-    }
+    if (!where.applies || where.build === undefined || !digest || !savable(fresh, digest)) return;
+    const files = canonicalJson(digest.files);
+    const same =
+      saved?.loaded === fresh && saved.key === key && saved.scale === digest.scale && saved.files === files;
+    if (same) return;
+    writeDigestCache(
+      stateDir,
+      digestCacheKey({ build: where.build, loaded: fresh, scale: digest.scale, key }),
+      digest,
+    );
+    saved = { loaded: fresh, key, scale: digest.scale, files };
+  };
+  const resolveAt = async (fresh: LoadedCity, scale: Record<string, number>): Promise<DesiredSession[]> => {
+    const desired = await desiredFrom(fresh, now, scale, memo, key);
+    saveDigest(fresh);
     return desired;
   };
+  const loadDesired = async (): Promise<DesiredSession[]> =>
+    resolveAt(await loadCurrent(), await readPoolScale(stateDir));
   const loadWanted = async (): Promise<readonly WantedSession[]> => {
-    if (where.build === undefined || where.applies) return loadDesired();
     const fresh = await loadCurrent();
-    const scale = scaleKeyOf(await readPoolScale(stateDir));
-    const saved = readDigestCache(
-      stateDir,
-      digestCacheKey({ build: where.build, loaded: fresh, scale, key }),
-    );
-    if (saved && (await filesUnchanged(saved))) return saved.sessions;
-    return loadDesired();
+    const scale = await readPoolScale(stateDir);
+    if (where.build !== undefined && !where.applies) {
+      const k = digestCacheKey({ build: where.build, loaded: fresh, scale: scaleKeyOf(scale), key });
+      const cached = readDigestCache(stateDir, k);
+      if (cached && (await filesUnchanged(cached))) return cached.sessions;
+    }
+    return resolveAt(fresh, scale);
   };
   return {
     loaded,
