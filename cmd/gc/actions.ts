@@ -4,7 +4,8 @@
  * the dashboard's HTTP API. Each takes the session's control lock where the CLI did, writes
  * the same audit events, and returns an outcome instead of printing; callers present it.
  */
-import { formatDuration } from "../../internal/config/duration.js";
+import { formatDuration } from "../../internal/base/duration.js";
+import { describeError } from "../../internal/base/errors.js";
 import { requestControl } from "../../internal/controller/control.js";
 import { controllerPaths, findController } from "../../internal/controller/controller.js";
 import { dropShellState } from "../../internal/controller/exec-state.js";
@@ -13,7 +14,6 @@ import type { ResolvedSession } from "../../internal/controller/sessions.js";
 import { probeIdle } from "../../internal/reconcile/nudge-delivery.js";
 import { HOLD_KEY, QUARANTINED_CORE_KEY } from "../../internal/reconcile/plan.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
-import { describeError } from "../../internal/runtime/errors.js";
 import {
   sessionCapabilities,
   supportsInteraction,

@@ -5,10 +5,10 @@
  * controller, and the exit codes of reports that are not failures.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseDuration } from "../../internal/config/duration.js";
+import { parseDuration } from "../../internal/base/duration.js";
+import { describeError, SessionNotRunningError, UsageError } from "../../internal/base/errors.js";
 import { type ResolvedSession, resolveSession } from "../../internal/controller/sessions.js";
 import { HOLD_KEY } from "../../internal/reconcile/plan.js";
-import { describeError, SessionNotRunningError, UsageError } from "../../internal/runtime/errors.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import { BOOKKEEPING_PURPOSE, SessionLockedError } from "../../internal/session/lock.js";
 import type { SessionLock, SessionStore } from "../../internal/session/store.js";

@@ -1,7 +1,7 @@
 /**
  * `gc attach SESSION`: hands this terminal to the session until you detach (tmux: C-b d).
  */
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
 import { sessionCapabilities } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
 import { requireRunning, withTarget } from "../operate.js";

@@ -2,7 +2,7 @@
  * `gc peek SESSION [-n LINES]`: the session's recent screen text, read without touching the
  * program (no keys, no resize, no cursor of any observer moves).
  */
-import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/runtime/errors.js";
+import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/base/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { printJson, startHint, withTarget } from "../operate.js";
 

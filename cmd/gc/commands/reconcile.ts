@@ -2,7 +2,7 @@
  * `gc reconcile [--dry-run]`: one pass now. With a running controller it pokes it and
  * streams that pass; otherwise it runs the pass in this process.
  */
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
 import { defineCommand } from "../context.js";
 import { openCity } from "../deps.js";
 import { reconcileNow, runPassHere } from "../pass.js";

@@ -4,16 +4,16 @@
  * never overlap a `gc run`); restart and reset clear the operator hold set by `gc stop NAME`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
-import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
-import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
-import { walkTo } from "../../../internal/reconcile/walk.js";
 import {
   describeError,
   isGcError,
   SessionNotRunningError,
   UsageError,
-} from "../../../internal/runtime/errors.js";
+} from "../../../internal/base/errors.js";
+import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
+import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
+import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
+import { walkTo } from "../../../internal/reconcile/walk.js";
 import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
 import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import {

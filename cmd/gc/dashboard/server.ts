@@ -14,9 +14,9 @@ import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { describeError, isGcError, ReadOnlyError } from "../../../internal/base/errors.js";
 import type { City } from "../../../internal/controller/city.js";
 import { sessionDrift } from "../../../internal/controller/drift-report.js";
-import { describeError, isGcError, ReadOnlyError } from "../../../internal/runtime/errors.js";
 import {
   holdDown,
   type NudgeMode,
