@@ -3,8 +3,9 @@
  * program (no keys, no resize, no cursor of any observer moves).
  */
 import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/base/errors.js";
+import { startHint } from "../../../internal/operate/target.js";
 import { defineCommand, EXIT } from "../context.js";
-import { printJson, startHint, withTarget } from "../operate.js";
+import { printJson, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 

@@ -12,9 +12,9 @@ import { poolBounds } from "../../../internal/config/index.js";
 import { findController } from "../../../internal/controller/controller.js";
 import { writePoolScale } from "../../../internal/controller/pool-scale.js";
 import { readStopIntent } from "../../../internal/controller/stop-intent.js";
+import { reconcileNow } from "../../../internal/operate/pass.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { reconcileNow } from "../pass.js";
 
 const USAGE = `Usage: gc scale AGENT N
 

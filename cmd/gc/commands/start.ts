@@ -13,10 +13,10 @@ import {
   StopWonError,
 } from "../../../internal/controller/controller.js";
 import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
+import { reportSummary, runPassHere, watchControllerPass } from "../../../internal/operate/pass.js";
 import { closeInheritedFds } from "../../../internal/proc/fds.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity, spawnController } from "../deps.js";
-import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
 

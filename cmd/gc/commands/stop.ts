@@ -9,11 +9,11 @@ import { describeError, PartialObservationError } from "../../../internal/base/e
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
+import { holdDown } from "../../../internal/operate/actions.js";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
 import { isRouter, supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
 import type { SessionStore } from "../../../internal/session/store.js";
-import { holdDown } from "../actions.js";
 import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
 

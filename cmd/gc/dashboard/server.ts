@@ -25,10 +25,11 @@ import {
   resetSession,
   respondSession,
   restartSession,
-} from "../actions.js";
+} from "../../../internal/operate/actions.js";
+import { reconcileNow } from "../../../internal/operate/pass.js";
+import { targetIn } from "../../../internal/operate/target.js";
 import type { CommandContext } from "../context.js";
-import { durationFlag, targetIn } from "../operate.js";
-import { reconcileNow } from "../pass.js";
+import { durationFlag } from "../operate.js";
 import { ScreenFeed, type ScreenFrame, StatusHub, screenSourceOf } from "./hub.js";
 
 /** What the dashboard server needs. */
