@@ -18,7 +18,7 @@ const KEY_TESTS: readonly (readonly [string, string])[] = [
   ["workspace.suspended", "test/config/resolve.test.ts"],
   ["session", "test/config/resolve.test.ts"],
   ["session.provider", "test/config/resolve.test.ts"],
-  ["session.approval", "test/cli/nudge-delivery.test.ts"],
+  ["session.approval", "test/reconcile/nudge-delivery.test.ts"],
   ["session.approval.rules", "test/cli/operate.e2e.test.ts"],
   ["session.approval.rules[].kind", "test/config/load.test.ts"],
   ["session.approval.rules[].match", "test/config/resolve.test.ts"],

@@ -1,5 +1,5 @@
 /**
- * What an operator running exec-script, pool and tmux cities met in session 12
+ * The session commands where an operator of exec-script, pool and tmux cities met edges
  * (docs/decisions.md, "An operator's hour on exec scripts, pools and the session commands"):
  * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
  * cut short by Ctrl-C says "interrupted", as a JSON error under --json; an edit of a setting
