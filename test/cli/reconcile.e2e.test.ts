@@ -480,7 +480,10 @@ agents:
     city.write("workspace:\n  name: @NAME@\nagents:\n  - name: alpha\n    bogus_key: 1\n");
     const validate = await city.gc(["config", "validate"]);
     expect(validate.code).toBe(2);
-    await new Promise((r) => setTimeout(r, 1000)); // let the file watcher fire a pass
+    // The file watcher's pass met the invalid file: the controller logs it (once).
+    await expect
+      .poll(() => readFileSync(join(city.dir, ".gc", "controller.log"), "utf8"), { timeout: 20_000 })
+      .toContain("bogus_key");
     const st = await city.gc(["status", "--json"]);
     const parsed = JSON.parse(st.stdout);
     expect(parsed.configError).toContain("bogus_key");
