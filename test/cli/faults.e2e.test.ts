@@ -12,8 +12,9 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
 import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 /** Trials per fault (the issue asks for 20). */
 const TRIALS = 20;
 /**

@@ -3,15 +3,16 @@
  * live), a killed session, a killed tmux server, a SIGKILLed controller mid-start, crash-loop
  * quarantine, foreign sessions, and a stop that leaves nothing behind.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { PARSE_CACHE_FILE } from "../../internal/config/parse-cache.js";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 
 interface StatusRow {
   name: string;
