@@ -3,7 +3,7 @@
 // measured in the same run is still printed under load (both sides see the same machine), but
 // whether it meets a target is decided only when the 1-minute load average stayed below
 // IDLE_LOAD: targets are judged on an idle machine, where baselines are fastest.
-import { loadavg } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 
 /** Above this 1-minute load average no target verdict is printed. */
 export const IDLE_LOAD = 1;
@@ -35,7 +35,7 @@ export function benchStart(name, { json = false } = {}) {
 }
 
 function cores() {
-  return globalThis.navigator?.hardwareConcurrency ?? "?";
+  return availableParallelism();
 }
 
 /** True while the load stayed below {@link IDLE_LOAD} at start and at every check so far. */
