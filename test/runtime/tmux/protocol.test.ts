@@ -108,7 +108,12 @@ describe("ControlParser: blocks across chunks", () => {
       expect(feedCut(stream, [a, Math.min(stream.length, a + 7)])).toEqual(whole);
     }
     // one byte per write
-    expect(feedCut(stream, Array.from({ length: stream.length - 1 }, (_, i) => i + 1))).toEqual(whole);
+    expect(
+      feedCut(
+        stream,
+        Array.from({ length: stream.length - 1 }, (_, i) => i + 1),
+      ),
+    ).toEqual(whole);
   });
 
   it("write: a block larger than the buffer, in many chunks, arrives whole", () => {
