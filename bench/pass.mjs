@@ -6,7 +6,7 @@
 // `lastPass` stats (what `gc status --json` shows) and its tmux commands are counted on the
 // provider's control connection. Baselines measured in the same run: one raw control-mode
 // `list-panes -a` round trip over the same sessions, and one forked `tmux list-panes -a`.
-//   node bench/pass.mjs [--sessions N] [--passes P]
+//   node bench/pass.mjs [--sessions N] [--passes P] [--profile FILE.cpuprofile]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +16,12 @@ import { parseArgs } from "node:util";
 import { benchStart, target } from "./lib.mjs";
 
 const { values } = parseArgs({
-  options: { sessions: { type: "string", default: "200" }, passes: { type: "string", default: "15" } },
+  options: {
+    sessions: { type: "string", default: "200" },
+    passes: { type: "string", default: "15" },
+    // Writes a V8 CPU profile of the steady passes (this process: the controller runs in it).
+    profile: { type: "string" },
+  },
 });
 benchStart("bench/pass");
 const N = Number(values.sessions);
@@ -94,6 +99,7 @@ try {
     return commandList(...a);
   };
   const rows = [];
+  const profiler = values.profile ? await startProfile() : undefined;
   for (let i = 0; i < P; i++) {
     const c0 = commands + lists;
     await requestControl(socket, { op: "poke" }, { timeoutMs: 60_000 });
@@ -103,6 +109,7 @@ try {
     rows.push({ ...s.lastPass, tmux: commands + lists - c0 });
     if (process.env.BENCH_TRACE) console.log("-- pass", JSON.stringify(s.lastPass));
   }
+  if (profiler) writeFileSync(values.profile, JSON.stringify(await profiler.stop()));
   control.command = command;
   control.commandList = commandList;
   // Baselines over the same sessions.
@@ -148,4 +155,21 @@ try {
   });
   if (tmuxSocket) spawnSync("tmux", [...tmuxSocket, "kill-server"], { stdio: "ignore" });
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Starts the V8 CPU profiler of this process; `stop()` resolves the profile. */
+async function startProfile() {
+  const { Session } = await import("node:inspector/promises");
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 200 });
+  await session.post("Profiler.start");
+  return {
+    async stop() {
+      const { profile } = await session.post("Profiler.stop");
+      session.disconnect();
+      return profile;
+    },
+  };
 }
