@@ -18,7 +18,7 @@ import {
 } from "node:fs";
 import { appendFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 
 /** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
