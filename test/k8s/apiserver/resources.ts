@@ -229,6 +229,19 @@ function validatePodSpec(obj: KObject, causes: StatusCause[]): void {
   }
 }
 
+/** JSON with object keys sorted at every depth, so equal values compare equal. Pure. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
+}
+
 /** Fields of a pod spec that may change after creation (`ValidatePodUpdate`). */
 function podSpecChangeAllowed(oldSpec: Record<string, unknown>, newSpec: Record<string, unknown>): boolean {
   const strip = (s: Record<string, unknown>) => {
@@ -239,7 +252,7 @@ function podSpecChangeAllowed(oldSpec: Record<string, unknown>, newSpec: Record<
     delete c.activeDeadlineSeconds;
     delete c.tolerations;
     delete c.nodeName; // set by binding
-    return JSON.stringify(c, Object.keys(c).sort());
+    return canonicalJson(c);
   };
   return strip(oldSpec) === strip(newSpec);
 }
@@ -248,6 +261,13 @@ function podSpecChangeAllowed(oldSpec: Record<string, unknown>, newSpec: Record<
 export function validate(def: ResourceDef, obj: KObject, old?: KObject): void {
   const causes: StatusCause[] = [];
   validateMeta(def, obj, causes);
+  if (old?.metadata.uid !== undefined && obj.metadata.uid !== old.metadata.uid) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message: `Invalid value: "${String(obj.metadata.uid)}": field is immutable`,
+      field: "metadata.uid",
+    });
+  }
   if (def.resource === "pods") {
     validatePodSpec(obj, causes);
     if (old && !podSpecChangeAllowed(spec(old), spec(obj))) {
