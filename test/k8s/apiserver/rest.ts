@@ -9,6 +9,7 @@ import { orphanDependents } from "./gc.js";
 import { applyPatch, type PatchType } from "./patch.js";
 import { ENFORCE_LABEL, podSecurityMessage, podSecurityViolations } from "./podsecurity.js";
 import {
+  apiVersionOf,
   defaultOnCreate,
   normalizeData,
   now,
@@ -108,7 +109,7 @@ export class Rest {
 
   get(def: ResourceDef, ns: string | undefined, name: string): KObject {
     const obj = this.store.get(def.resource, ns, name);
-    if (!obj) throw notFound(def.resource, name);
+    if (!obj) throw notFound(def.resource, name, def.group);
     return obj;
   }
 
@@ -121,7 +122,7 @@ export class Rest {
       .map(withoutTypeMeta);
     return {
       kind: `${def.kind}List`,
-      apiVersion: "v1",
+      apiVersion: apiVersionOf(def),
       metadata: { resourceVersion: String(this.store.currentRv()) },
       items,
     } as unknown as KObject;
@@ -134,7 +135,7 @@ export class Rest {
     obj.metadata ??= {};
     if (obj.kind !== undefined && obj.kind !== def.kind) {
       throw badRequest(
-        `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (v1)`,
+        `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${apiVersionOf(def)})`,
       );
     }
     if (def.namespaced && obj.metadata.namespace !== undefined && obj.metadata.namespace !== ns) {
@@ -227,7 +228,7 @@ export class Rest {
     } else {
       next = normalizeData(def, {
         ...incoming,
-        apiVersion: "v1",
+        apiVersion: apiVersionOf(def),
         kind: def.kind,
         metadata: {
           ...incoming.metadata,
@@ -324,7 +325,7 @@ export class Rest {
       status: { phase: "Terminating" },
     });
     setImmediate(() => {
-      for (const r of ["pods", "secrets", "configmaps", "serviceaccounts"]) {
+      for (const r of ["pods", "secrets", "configmaps", "serviceaccounts", "leases"]) {
         for (const o of this.store.list(r, name)) this.store.remove(r, name, o.metadata.name!);
       }
       this.store.remove("namespaces", undefined, name);
@@ -407,7 +408,7 @@ export class Rest {
       const iv = setInterval(() => {
         send("BOOKMARK", {
           kind: def.kind,
-          apiVersion: "v1",
+          apiVersion: apiVersionOf(def),
           metadata: {
             resourceVersion: String(Math.max(lastRv, this.store.currentRv())),
             creationTimestamp: null,

@@ -17,6 +17,7 @@ import {
   AGGREGATED_TYPE,
   aggregatedApi,
   aggregatedApis,
+  apiGroup,
   apiResourceList,
   legacyApi,
   legacyApis,
@@ -30,7 +31,7 @@ import { GarbageCollector } from "./gc.js";
 import { Kubelet, type LogBuffer } from "./kubelet.js";
 import { PATCH_TYPES, type PatchType } from "./patch.js";
 import type { Proc } from "./proc.js";
-import { type ResourceDef, resourceDef } from "./resources.js";
+import { GROUPS, RESOURCES, type ResourceDef, resourceDef } from "./resources.js";
 import { queryBool, Rest } from "./rest.js";
 import type { KObject } from "./selectors.js";
 import {
@@ -148,8 +149,12 @@ interface Route {
 /** Parses `/api/v1/...` into a resource route; undefined when it is not one. */
 function parseRoute(path: string): Route | undefined {
   let parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-  if (parts[0] !== "api" || parts[1] !== "v1") return undefined;
-  parts = parts.slice(2);
+  let group = "";
+  if (parts[0] === "api" && parts[1] === "v1") parts = parts.slice(2);
+  else if (parts[0] === "apis" && GROUPS.includes(parts[1] ?? "") && parts[2] === "v1" && parts.length > 3) {
+    group = parts[1]!;
+    parts = parts.slice(3);
+  } else return undefined;
   let watchPath = false;
   if (parts[0] === "watch") {
     watchPath = true;
@@ -162,12 +167,12 @@ function parseRoute(path: string): Route | undefined {
     !(parts.length === 3 && ["status", "finalize"].includes(parts[2]!))
   ) {
     const [, ns, resource, name, sub] = parts;
-    const def = resourceDef(resource!);
+    const def = resourceDef(resource!, group);
     if (!def?.namespaced || parts.length > 5) return { def: undefined, watchPath };
     return { def, ns, name, sub, watchPath };
   }
   const [resource, name, sub] = parts;
-  const def = resourceDef(resource!);
+  const def = resourceDef(resource!, group);
   if (!def || parts.length > 3) return { def: undefined, watchPath };
   if (def.namespaced && name !== undefined) return { def: undefined, watchPath };
   return { def, name, sub, watchPath };
@@ -241,7 +246,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   const rest = new Rest(store);
   rest.seed();
   const collector = new GarbageCollector(store, (resource, ns, name, uid) => {
-    rest.delete(resourceDef(resource)!, ns, name, new URLSearchParams(), {
+    rest.delete(RESOURCES.find((d) => d.resource === resource)!, ns, name, new URLSearchParams(), {
       preconditions: { uid },
       propagationPolicy: "Background",
     });
@@ -417,6 +422,12 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
 
   const serveDiscovery = (req: IncomingMessage, res: ServerResponse, path: string): void => {
     const aggregated = wantsAggregated(req.headers.accept);
+    // /apis/<group>, /apis/<group>/v1, /openapi/v3/apis/<group>/v1 of a served group
+    const g = /^\/(openapi\/v3\/)?apis\/([^/]+)(\/v1)?\/*$/.exec(path);
+    if (g && GROUPS.includes(g[2]!)) {
+      if (g[1] && g[3]) return sendJson(res, 200, openApiV1(g[2]));
+      if (!g[1]) return sendJson(res, 200, g[3] ? apiResourceList(g[2]) : apiGroup(g[2]!));
+    }
     switch (path.replace(/\/+$/, "")) {
       case "/version":
         sendJson(res, 200, VERSION);
