@@ -63,7 +63,7 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
-import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
+import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
 import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
@@ -195,8 +195,9 @@ export class K8sProvider
     }
   }
 
+  /** A failed API call as a ProviderError, with its fault (infrastructure, configuration) when known. */
   private apiError(what: string, e: unknown): ProviderError {
-    return new ProviderError("k8s", `${what}: ${apiMessage(e)}`, { cause: e });
+    return apiFailure(what, e);
   }
 
   /**
@@ -213,7 +214,11 @@ export class K8sProvider
     return p;
   }
 
-  /** Deletes the pod (grace 0) and the Secret of `name`, and waits until the pod is gone. */
+  /**
+   * Deletes the pod (with `grace_period`: the program gets SIGHUP through tmux and the grace
+   * period before SIGKILL) and the Secret of `name`, and waits until the pod is gone — only
+   * then may a pod of the same name start.
+   */
   private async deletePod(name: string, uid: string | undefined, signal?: AbortSignal): Promise<void> {
     const api = await this.api();
     const { pod } = this.identity(name);
@@ -223,7 +228,7 @@ export class K8sProvider
           c.deleteNamespacedPod({
             name: pod,
             namespace: this.ns,
-            gracePeriodSeconds: 0,
+            gracePeriodSeconds: this.settings.gracePeriodSeconds,
             ...(uid ? { body: { preconditions: { uid } } } : {}),
           }),
         signal,
@@ -889,8 +894,10 @@ export class K8sProvider
         signal,
       );
     } catch (e) {
+      // 422 is what a real server answers when the uid guard fails (metadata.uid is immutable)
       const code = httpStatus(e);
-      if (code === 404 || code === 409) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (code === 404 || code === 409 || code === 422)
+        throw new SessionNotFoundError(name, undefined, { cause: e });
       throw this.apiError(`annotating pod ${p.metadata?.name}`, e);
     }
   }
@@ -1066,7 +1073,11 @@ export class K8sProvider
       try {
         await api.call(
           (c) =>
-            c.deleteNamespacedPod({ name: p.metadata!.name!, namespace: this.ns, gracePeriodSeconds: 0 }),
+            c.deleteNamespacedPod({
+              name: p.metadata!.name!,
+              namespace: this.ns,
+              gracePeriodSeconds: this.settings.gracePeriodSeconds,
+            }),
           signal,
         );
       } catch (e) {
