@@ -425,8 +425,14 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     // /apis/<group>, /apis/<group>/v1, /openapi/v3/apis/<group>/v1 of a served group
     const g = /^\/(openapi\/v3\/)?apis\/([^/]+)(\/v1)?\/*$/.exec(path);
     if (g && GROUPS.includes(g[2]!)) {
-      if (g[1] && g[3]) return sendJson(res, 200, openApiV1(g[2]));
-      if (!g[1]) return sendJson(res, 200, g[3] ? apiResourceList(g[2]) : apiGroup(g[2]!));
+      if (g[1] && g[3]) {
+        sendJson(res, 200, openApiV1(g[2]));
+        return;
+      }
+      if (!g[1]) {
+        sendJson(res, 200, g[3] ? apiResourceList(g[2]) : apiGroup(g[2]!));
+        return;
+      }
     }
     switch (path.replace(/\/+$/, "")) {
       case "/version":
