@@ -65,6 +65,7 @@ import {
 } from "../provider.js";
 import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
+import { ensureCityObject } from "./owner.js";
 import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
@@ -283,6 +284,8 @@ export class K8sProvider
     const image = this.settings.image;
     if (!image) throw new ProviderError("k8s", "session.k8s.image is required to start a session");
     const startId = randomUUID();
+    // Every pod and Secret is owned by the city object: deleting it removes the fleet.
+    const ownerRef = await ensureCityObject(api, this.ns, this.owner, signal);
     const manifest = buildPod({
       id,
       settings: this.settings,
@@ -291,9 +294,10 @@ export class K8sProvider
       env,
       startId,
       bootGraceSeconds: BOOT_GRACE_S,
+      ownerRef,
     });
     manifest.metadata.annotations[WORK_DIR_ANNOTATION] = workDir;
-    const secret = buildSecret(id, this.ns, env);
+    const secret = buildSecret(id, this.ns, env, ownerRef);
     if (secret) {
       try {
         await api.call(

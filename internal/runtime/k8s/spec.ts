@@ -150,6 +150,16 @@ export interface PodInputs {
   readonly startId: string;
   /** Seconds the boot script waits for gc to create the tmux session. */
   readonly bootGraceSeconds: number;
+  /** The city object owning the pod (owner.ts); none for a bare pod. */
+  readonly ownerRef?: OwnerReference | undefined;
+}
+
+/** A `metadata.ownerReferences` entry (structural, keeps this module pure). */
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
 }
 
 /** A plain-object V1Pod (the client's type is structural; this keeps the module pure). */
@@ -161,6 +171,7 @@ export type PodManifest = {
     namespace: string;
     labels: Record<string, string>;
     annotations: Record<string, string>;
+    ownerReferences?: OwnerReference[];
   };
   spec: Record<string, unknown>;
 };
@@ -214,6 +225,7 @@ export function buildPod(p: PodInputs): PodManifest {
         [ANNOTATIONS.startId]: p.startId,
         "kubectl.kubernetes.io/default-container": CONTAINER,
       },
+      ...(p.ownerRef ? { ownerReferences: [{ ...p.ownerRef }] } : {}),
     },
     spec: {
       restartPolicy: "Never",
@@ -238,6 +250,7 @@ export function buildSecret(
   id: SessionIdentity,
   namespace: string,
   env: Readonly<Record<string, string>>,
+  ownerRef?: OwnerReference,
 ): Record<string, unknown> | undefined {
   const { secret } = splitEnv(env);
   const keys = Object.keys(secret);
@@ -253,6 +266,7 @@ export function buildSecret(
       namespace,
       labels: sessionLabels(id),
       annotations: { [ANNOTATIONS.session]: id.name, [ANNOTATIONS.city]: id.owner },
+      ...(ownerRef ? { ownerReferences: [{ ...ownerRef }] } : {}),
     },
     stringData,
   };
