@@ -197,6 +197,11 @@ export class KubeApi {
     this.execClient = execClient;
   }
 
+  /** The namespace of the kubeconfig's current context, when it names one. */
+  contextNamespace(): string | undefined {
+    return this.config.getContextObject(this.config.getCurrentContext())?.namespace || undefined;
+  }
+
   /** One API call with retries; counted. */
   call<T>(fn: (core: K8s.CoreV1Api) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return withRetry(

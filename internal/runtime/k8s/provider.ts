@@ -141,13 +141,21 @@ export class K8sProvider
     this.settings = resolveSettings(opts.settings);
     this.owner = ownerKey(opts.city, opts.cityId);
     this.cityDir = opts.cityDir;
-    if (opts.api) this.apiPromise = Promise.resolve(opts.api);
+    if (opts.api) {
+      this.namespace = this.settings.namespace ?? opts.api.contextNamespace() ?? "default";
+      this.apiPromise = Promise.resolve(opts.api);
+    }
   }
 
   /** The API connection, made on first use. */
   api(): Promise<KubeApi> {
     if (!this.apiPromise) {
-      const p = connect({ kubeconfig: this.settings.kubeconfig, context: this.settings.context });
+      const p = connect({ kubeconfig: this.settings.kubeconfig, context: this.settings.context }).then(
+        (api) => {
+          this.namespace = this.settings.namespace ?? api.contextNamespace() ?? "default";
+          return api;
+        },
+      );
       this.apiPromise = p;
       p.catch(() => {
         if (this.apiPromise === p) this.apiPromise = undefined;
@@ -177,8 +185,14 @@ export class K8sProvider
     return { owner: this.owner, name, pod: podName(this.owner, name) };
   }
 
+  /** The session namespace: `session.k8s.namespace`, else the kubeconfig context's, else `default`. */
+  private namespace: string | undefined;
+
+  /** {@link K8sProvider.namespace}; known once {@link K8sProvider.api} resolved, which every caller awaits first. */
   private get ns(): string {
-    return this.settings.namespace;
+    if (this.namespace === undefined)
+      throw new ProviderError("k8s", "the namespace is read before connecting");
+    return this.namespace;
   }
 
   // ---- pods ---------------------------------------------------------------------------------

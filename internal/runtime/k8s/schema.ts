@@ -8,7 +8,11 @@ import { s } from "../../config/schema-builder.js";
 
 /** `session.k8s`. */
 export const K8S_SETTINGS_SCHEMA = s.object({
-  namespace: nameField().default("default").describe("Namespace of the session pods and Secrets."),
+  namespace: nameField()
+    .optional()
+    .describe(
+      "Namespace of the session pods and Secrets; default: the kubeconfig context's namespace, else default.",
+    ),
   image: s
     .string({ nonEmpty: true })
     .optional()

@@ -21,7 +21,8 @@ export interface K8sSecurity {
 
 /** Resolved settings. */
 export interface K8sSettings {
-  readonly namespace: string;
+  /** Namespace; `undefined`: the kubeconfig context's, else `default` (resolved on connecting). */
+  readonly namespace: string | undefined;
   /** Container image; required to start a session. */
   readonly image: string | undefined;
   readonly imagePullPolicy: "Always" | "IfNotPresent" | "Never" | undefined;
@@ -54,7 +55,6 @@ export interface K8sSettings {
 }
 
 const DEFAULTS = {
-  namespace: "default",
   workRoot: "/workspace",
   startTimeoutMs: 120_000,
   hookTimeoutMs: 30_000,
@@ -143,7 +143,7 @@ export function resolveSettings(raw: Readonly<Record<string, unknown>> = {}): K8
   const workRoot = str(r, "work_root") ?? DEFAULTS.workRoot;
   if (!workRoot.startsWith("/")) throw bad("work_root", "must be an absolute path");
   return {
-    namespace: str(r, "namespace") ?? DEFAULTS.namespace,
+    namespace: str(r, "namespace"),
     image: str(r, "image"),
     imagePullPolicy: pull as K8sSettings["imagePullPolicy"],
     serviceAccount: str(r, "service_account"),

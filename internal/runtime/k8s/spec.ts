@@ -168,7 +168,8 @@ export type PodManifest = {
   kind: "Pod";
   metadata: {
     name: string;
-    namespace: string;
+    /** Absent when the namespace comes from the kubeconfig context (the request's path says it). */
+    namespace?: string;
     labels: Record<string, string>;
     annotations: Record<string, string>;
     ownerReferences?: OwnerReference[];
@@ -217,7 +218,7 @@ export function buildPod(p: PodInputs): PodManifest {
     kind: "Pod",
     metadata: {
       name: p.id.pod,
-      namespace: s.namespace,
+      ...(s.namespace ? { namespace: s.namespace } : {}),
       labels: sessionLabels(p.id),
       annotations: {
         [ANNOTATIONS.session]: p.id.name,

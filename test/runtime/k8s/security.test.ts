@@ -5,7 +5,7 @@
  * `run_as_non_root`, `read_only_root_filesystem`) and `grace_period` reaches the pod and its
  * deletion.
  */
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -134,6 +134,32 @@ describe("pod security", { timeout: 120_000 }, () => {
       const deletes = server.requestLog.entries.filter((r) => r.verb === "delete" && r.name === name);
       expect(deletes.length).toBeGreaterThan(0);
       expect(deletes.every((r) => new URLSearchParams(r.query).get("gracePeriodSeconds") === "7")).toBe(true);
+    } finally {
+      await p.shutdown().catch(() => undefined);
+      await p.close();
+    }
+  });
+
+  it("without session.k8s.namespace the kubeconfig context's namespace is used", async () => {
+    const kubeconfig = join(root, "ctx-kubeconfig");
+    const text = await readFile(server.kubeconfigPath, "utf8");
+    expect(text).toContain("    namespace: default\n");
+    await writeFile(kubeconfig, text.replace("    namespace: default\n", `    namespace: ${NS}\n`));
+    expect(resolveSettings({}).namespace).toBeUndefined();
+    const p = new K8sProvider({
+      city: `ctx-${process.pid}`,
+      cityDir: root,
+      stateDir: root,
+      settings: { image: "gc-test/agent:1", kubeconfig, work_root: root },
+    });
+    const workDir = join(root, "w2");
+    await mkdir(workDir, { recursive: true });
+    try {
+      await p.start("agent", { command: "exec sleep 300", workDir, env: {} });
+      const name = p.identity("agent").pod;
+      expect(server.store.get("pods", NS, name)).toBeDefined();
+      expect(server.store.get("pods", "default", name)).toBeUndefined();
+      expect(await p.isRunning("agent")).toBe(true);
     } finally {
       await p.shutdown().catch(() => undefined);
       await p.close();
