@@ -71,7 +71,9 @@ import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
   buildPod,
   buildSecret,
+  CONTAINER,
   cityLabels,
+  type PodState,
   type PodView,
   podState,
   podWorkDir,
@@ -379,11 +381,9 @@ export class K8sProvider
           throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
         const st = podState(p as PodView);
         if (st.kind === "running") return;
-        if (st.kind === "ended" || st.kind === "terminating") {
-          throw new SessionDiedDuringStartupError(
-            name,
-            `pod ${pod} ${st.kind === "ended" ? `ended: ${st.reason}` : "is being deleted"}`,
-          );
+        if (st.kind === "ended") throw await this.endedEarly(name, pod, st, signal);
+        if (st.kind === "terminating") {
+          throw new SessionDiedDuringStartupError(name, `pod ${pod} is being deleted`);
         }
         reason = st.reason;
         if (Date.now() >= deadline) {
@@ -398,6 +398,41 @@ export class K8sProvider
       if (!signal.aborted) throw e;
       throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
     }
+  }
+
+  /**
+   * The report of a pod that ended before gc's session existed (the boot script, the image):
+   * its end and its last log lines, read now because they go with the pod.
+   */
+  private async endedEarly(
+    name: string,
+    pod: string,
+    st: Extract<PodState, { kind: "ended" }>,
+    signal?: AbortSignal,
+  ): Promise<SessionDiedDuringStartupError> {
+    const logs = await this.logTail(pod, signal);
+    const code = st.exitCode === null ? "" : ` (exit code ${st.exitCode})`;
+    return new SessionDiedDuringStartupError(
+      name,
+      `pod ${pod} ended: ${st.reason}${code}${logs ? `; its last log lines: ${logs}` : ""}`,
+    );
+  }
+
+  /** The pod's last 20 log lines, one line (` | ` between them); empty when unreadable. */
+  private async logTail(pod: string, signal?: AbortSignal): Promise<string> {
+    const api = await this.api();
+    const text = await api
+      .call(
+        (c) => c.readNamespacedPodLog({ name: pod, namespace: this.ns, container: CONTAINER, tailLines: 20 }),
+        signal,
+      )
+      .catch(() => "");
+    return String(text)
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .join(" | ")
+      .slice(-2000);
   }
 
   /** Runs `argv` in the pod of `name` (no shell). */
@@ -675,9 +710,14 @@ export class K8sProvider
           signal.throwIfAborted();
           await this.newSession(made.pod, p, signal);
         } catch (e) {
+          // The container may have ended under the steps (the boot script failed after it
+          // ran): then its end and log lines are the story, not the step's exec error.
+          const now = signal.aborted ? undefined : await this.getPod(p.name).catch(() => undefined);
+          const st = now?.metadata?.uid === made.uid ? podState(now as PodView) : undefined;
+          const report = st?.kind === "ended" ? await this.endedEarly(p.name, made.pod, st) : undefined;
           await this.deletePod(p.name, made.uid).catch(() => undefined);
           made = undefined;
-          throw e;
+          throw report ? Object.assign(report, { cause: e }) : e;
         }
       },
       alive: (signal) => this.alive(need(), signal),

@@ -203,4 +203,21 @@ describe("k8s failures that are not the session's", { timeout: 120_000 }, () => 
       await p.shutdown();
     }
   });
+
+  it("a container that fails before its program starts reports its last log lines, read before the pod goes", async () => {
+    const city = `early-${process.pid}`;
+    // the boot script cannot create the work dir (exit 126): mkdir says why, on the pod's log
+    const p = await provider(city, { work_root: "/proc/gc-no-such-root" });
+    const d = await desired("agent");
+    try {
+      const err = await p.start("agent", d.config).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "GC_DIED_DURING_STARTUP" });
+      const msg = (err as Error).message;
+      expect(msg).toContain("ended: Error (exit code 126); its last log lines: ");
+      expect(msg).toMatch(/mkdir: .*\/proc\/gc-no-such-root/);
+      await expect.poll(() => server.store.get("pods", "default", p.identity("agent").pod)).toBeUndefined();
+    } finally {
+      await p.shutdown();
+    }
+  });
 });
