@@ -216,10 +216,31 @@ export class ProviderError extends GcError {
   override readonly name = "ProviderError";
   readonly code = "GC_PROVIDER";
   readonly provider: string;
-  constructor(provider: string, message: string, options?: ErrorOptions) {
+  /** Set when the failure is not the session's own (see {@link FailureFault}). */
+  readonly fault: FailureFault | undefined;
+  constructor(provider: string, message: string, options?: ErrorOptions & { fault?: FailureFault }) {
     super(`${provider}: ${message}`, options);
     this.provider = provider;
+    this.fault = options?.fault;
   }
+}
+
+/**
+ * Whose fault a failed operation is when it is not the session's program: `infrastructure`
+ * (the backend's API failed: 5xx, refused or dropped connections, timeouts) or
+ * `configuration` (the backend refused the request as configured: admission, RBAC). A start
+ * failing for either reason is retried later but never counts towards quarantine.
+ */
+export type FailureFault = "infrastructure" | "configuration";
+
+/** The {@link FailureFault} of `e` or of an error in its cause chain; `undefined` when none says. Pure. */
+export function faultOf(e: unknown): FailureFault | undefined {
+  let cur: unknown = e;
+  for (let i = 0; i < 8 && cur instanceof Error; i++) {
+    if (cur instanceof ProviderError && cur.fault) return cur.fault;
+    cur = cur.cause;
+  }
+  return undefined;
 }
 
 /** One failed backend of a partial observation. */

@@ -3,7 +3,7 @@
  * before each provider call, and one session's failure isolated from the rest. The only
  * place (with the observer) where the store and providers meet.
  */
-import { describeError, isGcError } from "../base/errors.js";
+import { describeError, faultOf, isGcError } from "../base/errors.js";
 import { keepStartedFields } from "../runtime/fingerprint.js";
 import {
   type Provider,
@@ -25,6 +25,7 @@ import {
   QUARANTINED_CORE_KEY,
   REKEYED_KEY,
   recordedUnkeyed,
+  uncountedFailureAction,
 } from "./plan.js";
 import { walkTo } from "./walk.js";
 
@@ -353,15 +354,18 @@ async function startSession(
       ? `the name is taken, but no session of ours runs under it: ${describeError(e)}${why}`
       : describeError(e);
     const rec = (await store.get(d.name))!;
-    // A start that failed is a crash of this generation: back off or quarantine right away.
-    const crash = crashAction(
-      d.name,
-      rec,
-      null,
-      { now: deps.now(), policy: deps.policy, random: deps.random },
-      `start failed: ${failure}`,
-      true,
-    );
+    const input = { now: deps.now(), policy: deps.policy, random: deps.random };
+    // A start that failed is a crash of this generation: back off or quarantine right away —
+    // unless the backend is at fault (outage, refusal): then retried, never counted.
+    const fault = faultOf(e);
+    const crash = fault
+      ? uncountedFailureAction(
+          d.name,
+          rec,
+          input,
+          `start failed (${fault} problem, not counted towards quarantine): ${failure}`,
+        )
+      : crashAction(d.name, rec, null, input, `start failed: ${failure}`, true);
     await recordCrash(d, crash, deps);
     throw e;
   }
