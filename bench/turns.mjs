@@ -11,10 +11,11 @@
 //   node bench/turns.mjs [--clis claude,codex,gemini,opencode] [--provider tmux] [--turns 20] [--json]
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { installAgentCli } from "../scripts/agent-clis.mjs";
+import { benchStart, loadReport, verdict } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -127,22 +128,22 @@ async function benchCli(cli) {
   return { cli, turns: delays.length, medianMs: median(delays), maxMs: Math.max(...delays), falseIdles };
 }
 
-const loadBefore = loadavg();
+benchStart("bench/turns", { json: values.json });
 const results = [];
 for (const cli of values.clis.split(",")) results.push(await benchCli(cli));
-const loadAfter = loadavg();
+// Targets (issue 33 item 6): median ≤ 500 ms with a controller running, no false idle.
+const judged = results.map((r) => ({ ...r, verdict: verdict(r.medianMs <= 500 && r.falseIdles === 0) }));
 const out = {
   provider: values.provider,
   measuredTo: "gc wait --idle returning (controller running; no turn.ended event on this branch)",
-  loadavg: { before: loadBefore.map((l) => +l.toFixed(2)), after: loadAfter.map((l) => +l.toFixed(2)) },
-  results,
+  load: loadReport(),
+  results: judged,
 };
 if (values.json) console.log(JSON.stringify(out, null, 2));
 else {
   console.log(`bench/turns on ${out.provider}: last streamed chunk → ${out.measuredTo}`);
-  console.log(`load average before ${out.loadavg.before.join(" ")}, after ${out.loadavg.after.join(" ")}`);
-  for (const r of results)
+  for (const r of judged)
     console.log(
-      `${r.cli.padEnd(9)} turns ${r.turns}  median ${r.medianMs} ms  max ${r.maxMs} ms  false idles ${r.falseIdles}`,
+      `${r.cli.padEnd(9)} turns ${r.turns}  median ${r.medianMs} ms  max ${r.maxMs} ms  false idles ${r.falseIdles}  (≤ 500 ms, 0 false idles: ${r.verdict})`,
     );
 }
