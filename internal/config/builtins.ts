@@ -57,7 +57,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
   },
   // Checked against GitHub Copilot CLI 1.0.102 and opencode 1.18.33 (recorded screens).
   // Copilot: "❯ " in its input box (it needs `/login` before it takes a turn); opencode: the
-  // placeholder of its empty input box ("┃  Ask anything…"; hidden while a turn runs).
+  // agent line under its input box ("┃  Build · <model> <provider>", the default agent), there
+  // at start and after every turn (the "Ask anything…" placeholder is gone after the first
+  // turn: test/agents/turns.e2e.test.ts); busy is told by "esc interrupt" (agent-screens.ts).
   copilot: {
     command: "copilot",
     prompt_mode: "flag",
@@ -70,7 +72,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     command: "opencode",
     prompt_mode: "flag",
     prompt_flag: "--prompt",
-    ready_prompt_prefix: "Ask anything",
+    ready_prompt_prefix: "Build · ",
     ready_delay_ms: 3_000,
     process_names: ["opencode"],
   },

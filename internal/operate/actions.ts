@@ -75,11 +75,12 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
     await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode: "now" } });
     return { mode: "now", delivered: true };
   }
-  const lock = await lockSession(t, "gc nudge");
+  const waitStart = Date.now();
+  const lock = await lockSession(t, "gc nudge", { waitMs: o.waitMs, signal: o.signal });
   try {
     const state = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: t.config?.readyPromptPrefix,
-      boundMs: o.waitMs,
+      boundMs: Math.max(1, o.waitMs - (Date.now() - waitStart)),
       signal: o.signal,
     });
     if (state !== "idle") {
