@@ -101,6 +101,15 @@ export type ContentBlock =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "file_path"; readonly path: string };
 
+/**
+ * Options of `nudge`/`nudgeNow`. `raw`: type the text exactly as given; by default a
+ * terminal provider neutralises terminal control in it first (delivery.ts `terminalText`:
+ * no escape sequence, no bracketed-paste end marker, no control key can be typed by a nudge).
+ */
+export interface NudgeOptions extends OpOptions {
+  readonly raw?: boolean | undefined;
+}
+
 /** What `nudge` accepts: plain text or content blocks. */
 export type NudgeContent = string | readonly ContentBlock[];
 
@@ -227,7 +236,7 @@ export interface Provider {
    * Delivers the exact text and submits it (Enter). Best-effort for a missing session
    * (resolves). @throws NudgeNotDeliveredError when the text could not be confirmed.
    */
-  nudge(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
+  nudge(name: string, content: NudgeContent, opts?: NudgeOptions): Promise<void>;
 
   /** Raw key events (`Enter`, `C-c`, `Down`, `Escape`…); no implicit Enter. Resolves if missing. */
   sendKeys(name: string, keys: readonly string[], opts?: OpOptions): Promise<void>;
@@ -314,7 +323,7 @@ export interface BatchInteractionProvider {
 
 /** Optional: deliver a nudge without any idle heuristic. */
 export interface ImmediateNudgeProvider {
-  nudgeNow(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
+  nudgeNow(name: string, content: NudgeContent, opts?: NudgeOptions): Promise<void>;
 }
 
 /** How a session's program ended. */
