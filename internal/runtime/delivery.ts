@@ -20,7 +20,7 @@ export interface TerminalState {
   readonly rows: readonly string[];
   readonly cursorX: number;
   readonly cursorY: number;
-  /** Lines scrolled off the top so far, when the terminal knows (a scroll changes it). */
+  /** Lines scrolled off the top so far, when the terminal knows (a settle check only). */
   readonly history?: number | undefined;
 }
 
@@ -99,11 +99,11 @@ export function inputRowOf(st: TerminalState, tail: string): number {
 /**
  * True when `after` shows that the program took what sat on `typed`'s input line: the
  * program's input line (row `row`, or the cursor's row when the text is not visible) holds
- * something else now, the cursor left it, or the screen scrolled. Anything else changing (a
- * spinner, a clock, a status line) is not evidence. Pure.
+ * something else now (a scroll moves it too), or the cursor left it. Anything else changing
+ * (a spinner, a clock, a status line, the scrollback of a program that clears its screen on
+ * every frame) is not evidence. Pure.
  */
 export function inputTaken(typed: TerminalState, after: TerminalState, row: number): boolean {
-  if ((typed.history ?? 0) !== (after.history ?? 0)) return true;
   if (after.cursorY !== typed.cursorY) return true;
   const r = row >= 0 ? row : typed.cursorY;
   if ((after.rows[r] ?? "") !== (typed.rows[r] ?? "")) return true;
