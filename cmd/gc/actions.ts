@@ -85,6 +85,7 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
   try {
     const state = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: t.config?.readyPromptPrefix,
+      busyMarkers: t.config?.busyMarkers,
       boundMs: o.waitMs,
       signal: o.signal,
     });

@@ -76,9 +76,21 @@ export interface IdleProbeOptions {
    * while it holds, e.g. "the turn visibly started".
    */
   readonly accept?: ((screen: string) => boolean) | undefined;
+  /**
+   * The session's own busy markers (preset `busy_markers`, regular expression sources matched
+   * case-insensitively on the last 50 screen lines): a screen showing one is never idle.
+   */
+  readonly busyMarkers?: readonly string[] | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly pollMs?: number | undefined;
   readonly quietMs?: number | undefined;
+}
+
+/** True when one of `markers` (regular expression sources) matches the last 50 lines of `screen`. Pure. */
+export function showsBusyMarker(screen: string, markers: readonly string[] | undefined): boolean {
+  if (!markers || markers.length === 0) return false;
+  const tail = screenLines(screen).slice(-50).join("\n");
+  return markers.some((m) => new RegExp(m, "i").test(tail));
 }
 
 /** True when `line` ends like a shell or REPL prompt. Pure. */
@@ -134,7 +146,7 @@ export async function probeIdle(
       previous = screen;
       since = now;
     }
-    const accepted = opts.accept ? opts.accept(screen) : true;
+    const accepted = (opts.accept ? opts.accept(screen) : true) && !showsBusyMarker(screen, opts.busyMarkers);
     const last = screenLines(screen).at(-1) ?? "";
     if (prompt !== undefined && (opts.promptOnly || last.startsWith(prompt))) {
       if (accepted && last === prompt && same) return "idle";
@@ -162,6 +174,8 @@ export function nudgeRetryDelayMs(attempts: number): number {
 export interface DeliveryTarget {
   readonly provider: string;
   readonly readyPromptPrefix?: string | undefined;
+  /** The session's own busy markers (preset `busy_markers`). */
+  readonly busyMarkers?: readonly string[] | undefined;
 }
 
 /** What {@link deliverDueNudges} needs. */
@@ -312,6 +326,7 @@ async function tryDeliver(
     const bound = deps.idleBoundMs ?? DELIVERY_IDLE_BOUND_MS;
     const state = await probeIdle(provider, session, {
       readyPromptPrefix: target.readyPromptPrefix,
+      busyMarkers: target.busyMarkers,
       boundMs: bound,
       signal: deps.signal,
     });

@@ -54,6 +54,18 @@ export interface StartConfig {
    * (an agent may put the interrupted prompt back there). Not fingerprinted.
    */
   readonly clearInputKeys?: readonly string[] | undefined;
+  /**
+   * Keys that interrupt a running turn without quitting the program (`Escape` for agent CLIs
+   * whose Ctrl-C quits); `gc run` sends them on timeout or cancel instead of the provider's
+   * `interrupt` (Ctrl-C). Not fingerprinted.
+   */
+  readonly interruptKeys?: readonly string[] | undefined;
+  /**
+   * Regular expression sources (matched case-insensitively) shown only while the program works
+   * on a turn; a screen matching one is never idle for `gc run`, `gc nudge` and queued nudges,
+   * on top of the builtin markers (agent-screens.ts). Not fingerprinted.
+   */
+  readonly busyMarkers?: readonly string[] | undefined;
   /** Text delivered as a nudge once the program is ready. */
   readonly nudge?: string | undefined;
   /** Initial prompt passed on the command line (as an argument, never through a shell string). */
@@ -539,6 +551,21 @@ export const supportsCensus = (p: Provider): p is Provider & CensusProvider => h
 /** Type guard for {@link OrphanKillProvider}. */
 export const supportsOrphanKill = (p: Provider): p is Provider & OrphanKillProvider =>
   hasMethods(p, "killOrphans");
+
+/**
+ * Interrupts the running turn of `name` the way its program wants: the session's declared
+ * `interruptKeys` (`Escape` for agent CLIs whose Ctrl-C quits) as keys, else the provider's
+ * `interrupt` (Ctrl-C; session/cancel on acp, whose keys op maps Escape to a cancel too).
+ */
+export async function interruptTurn(
+  provider: Provider,
+  name: string,
+  interruptKeys: readonly string[] | undefined,
+  opts: OpOptions = {},
+): Promise<void> {
+  if (interruptKeys && interruptKeys.length > 0) await provider.sendKeys(name, interruptKeys, opts);
+  else await provider.interrupt(name, opts);
+}
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

@@ -18,7 +18,7 @@ import {
 import { recordTurns } from "../../../internal/reconcile/turns.js";
 import { supportsTurns, type TurnProvider } from "../../../internal/runtime/acp/provider.js";
 import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
-import { supportsInteraction } from "../../../internal/runtime/provider.js";
+import { interruptTurn, supportsInteraction } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
 import { pokeController } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
@@ -280,6 +280,7 @@ async function locked(
   try {
     before = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: readyPrompt,
+      busyMarkers: t.config?.busyMarkers,
       boundMs: idleWaitMs,
       signal: ctx.signal,
     });
@@ -326,6 +327,7 @@ async function locked(
     for (;;) {
       const r = await probeIdle(t.provider, t.name, {
         ...turn,
+        busyMarkers: t.config?.busyMarkers,
         boundMs: 60_000,
         accept: progressed,
         signal,
@@ -347,12 +349,13 @@ async function locked(
     }
   } catch (e) {
     if (!signal.aborted) return error(describeError(e), await outputNow(), elapsed());
-    // Cancelled or timed out while the turn runs: interrupt the agent, let it settle, report.
+    // Cancelled or timed out while the turn runs: interrupt the agent with its own interrupt
+    // key (Escape where Ctrl-C would quit it), let it settle, report.
     const status = ctx.signal.aborted ? "cancelled" : "timeout";
     const durationMs = elapsed();
-    await t.provider
-      .interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
-      .catch(() => undefined);
+    await interruptTurn(t.provider, t.name, t.config?.interruptKeys, {
+      signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS),
+    }).catch(() => undefined);
     await probeIdle(t.provider, t.name, {
       ...turn,
       boundMs: SETTLE_AFTER_INTERRUPT_MS,
