@@ -1282,7 +1282,8 @@ const nudges: StoreCase[] = [
   },
   {
     id: "nudges.lease",
-    title: "claimNudge: a lapsed claim is a dead letter, never claimed again (at most once), and fences the old claimer",
+    title:
+      "claimNudge: a lapsed claim is a dead letter, never claimed again (at most once), and fences the old claimer",
     async run(ctx) {
       const s = await ctx.open();
       const n = await s.enqueueNudge({ session: "s1", text: "x", maxAttempts: 3 });
@@ -1291,7 +1292,11 @@ const nudges: StoreCase[] = [
       ctx.clock.advance(99);
       assert.equal(await s.claimNudge("s1"), undefined, "lease still running");
       ctx.clock.advance(1);
-      assert.equal(await s.claimNudge("s1", { leaseMs: 100 }), undefined, "its attempt may have typed the text");
+      assert.equal(
+        await s.claimNudge("s1", { leaseMs: 100 }),
+        undefined,
+        "its attempt may have typed the text",
+      );
       const dead = await s.getNudge(n.id);
       assert.equal(dead?.state, "dead");
       assert.match(dead?.deadReason ?? "", /at most once/);

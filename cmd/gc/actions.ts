@@ -76,7 +76,8 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
   }
   await requireRunning(t, o.signal);
   if (o.mode === "now") {
-    if (supportsNudgeNow(t.provider)) await t.provider.nudgeNow(t.name, text, { signal: o.signal, raw: o.raw });
+    if (supportsNudgeNow(t.provider))
+      await t.provider.nudgeNow(t.name, text, { signal: o.signal, raw: o.raw });
     else await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw });
     await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode: "now" } });
     return { mode: "now", delivered: true };

@@ -271,7 +271,8 @@ async function attemptOne(
   try {
     const n = await store.claimNudge(session);
     if (!n) return undefined;
-    const outcome = busy === undefined ? await tryDeliver(deps, session, n.text) : { reason: busy, sent: false };
+    const outcome =
+      busy === undefined ? await tryDeliver(deps, session, n.text) : { reason: busy, sent: false };
     if (outcome === undefined) {
       const done = await store.completeNudge(n.id, n.attempts);
       log(`nudge #${n.id} delivered to ${session} (attempt ${n.attempts})`);

@@ -174,7 +174,11 @@ export async function deliverText(
       changed = true;
       typed = st;
       stableSince = Date.now();
-    } else if (changed && Date.now() - stableSince >= 2 * pollMs && (tail === "" || inputRowOf(st, tail) >= 0))
+    } else if (
+      changed &&
+      Date.now() - stableSince >= 2 * pollMs &&
+      (tail === "" || inputRowOf(st, tail) >= 0)
+    )
       break;
   }
   const row = inputRowOf(typed, tail);

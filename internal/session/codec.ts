@@ -466,7 +466,10 @@ export function ageNudge(n: Nudge, now: number): Nudge | undefined {
     // The attempt may have typed the text before its deliverer stopped: at most once, so it
     // is never sent again.
     const lapsed = { ...n, lastError: "claim lease lapsed before the attempt was reported" };
-    return dead(lapsed, "an attempt was interrupted before its outcome was known; not sent again (at most once)");
+    return dead(
+      lapsed,
+      "an attempt was interrupted before its outcome was known; not sent again (at most once)",
+    );
   }
   return undefined;
 }

@@ -867,7 +867,9 @@ export class SqliteStore implements SessionStore {
   ): Promise<Nudge> {
     const now = this.#now();
     return this.#run(() =>
-      this.#tx.nudgeTo(id, (n) => failedNudge(n, id, attempt, reason, opts.retryAfterMs ?? 0, now, opts.final)),
+      this.#tx.nudgeTo(id, (n) =>
+        failedNudge(n, id, attempt, reason, opts.retryAfterMs ?? 0, now, opts.final),
+      ),
     );
   }
 

@@ -213,7 +213,10 @@ describe("deliverDueNudges", () => {
   it("deliver: a nudge typed but not confirmed is a dead letter, never sent again (at most once)", async () => {
     p.peekOutput.set("py", ">>>");
     const n = await store.enqueueNudge({ session: "py", text: "x", maxAttempts: 5 });
-    p.failNext("nudge", new NudgeNotDeliveredError("py", "the text is still on the input line", { sent: true }));
+    p.failNext(
+      "nudge",
+      new NudgeNotDeliveredError("py", "the text is still on the input line", { sent: true }),
+    );
     const r = await deliverDueNudges(deps());
     expect(r.failed).toHaveLength(1);
     const stored = await store.getNudge(n.id);

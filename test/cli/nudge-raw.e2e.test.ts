@@ -18,8 +18,10 @@ describe.each([
   ["subprocess", true],
   ["tmux", hasTmux],
 ])("gc nudge: terminal control in the text (%s)", (provider, available) => {
-  it.skipIf(!available)("neutralised by default, unchanged with --raw, --raw refused with --queue", async () => {
-    const city = makeCity(`workspace:
+  it.skipIf(!available)(
+    "neutralised by default, unchanged with --raw, --raw refused with --queue",
+    async () => {
+      const city = makeCity(`workspace:
   name: @NAME@
 session:
   provider: ${provider}
@@ -29,25 +31,26 @@ agents:
   - name: a
     start_command: exec python3 ${PROGRAMS} codex
 `);
-    const r = await city.gc(["start", "--once"]);
-    expect(r.code, r.stderr).toBe(0);
-    const read = (f: string) => {
-      try {
-        return readFileSync(join(city.dir, f), "utf8");
-      } catch {
-        return undefined;
-      }
-    };
-    await expect.poll(() => read("started.out"), { timeout: 15_000 }).toBe("started\n");
-    const plain = await city.gc(["nudge", "a", "--now", "a\x1b[201~b\x03c"]);
-    expect(plain.code, plain.stderr).toBe(0);
-    expect(read("submitted.out")).toBe("a\u241b[201~b\u2403c\n");
-    const raw = await city.gc(["nudge", "a", "--now", "--raw", "x\x1b[201~y"]);
-    expect(raw.code, raw.stderr).toBe(0);
-    expect(read("submitted.out")).toBe("a\u241b[201~b\u2403c\nxy\n");
-    const queued = await city.gc(["nudge", "a", "--queue", "--raw", "z"]);
-    expect(queued.code).toBe(2);
-    expect(queued.stderr).toMatch(/--raw does not apply to --queue/);
-    await city.gc(["stop"]);
-  });
+      const r = await city.gc(["start", "--once"]);
+      expect(r.code, r.stderr).toBe(0);
+      const read = (f: string) => {
+        try {
+          return readFileSync(join(city.dir, f), "utf8");
+        } catch {
+          return undefined;
+        }
+      };
+      await expect.poll(() => read("started.out"), { timeout: 15_000 }).toBe("started\n");
+      const plain = await city.gc(["nudge", "a", "--now", "a\x1b[201~b\x03c"]);
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(read("submitted.out")).toBe("a\u241b[201~b\u2403c\n");
+      const raw = await city.gc(["nudge", "a", "--now", "--raw", "x\x1b[201~y"]);
+      expect(raw.code, raw.stderr).toBe(0);
+      expect(read("submitted.out")).toBe("a\u241b[201~b\u2403c\nxy\n");
+      const queued = await city.gc(["nudge", "a", "--queue", "--raw", "z"]);
+      expect(queued.code).toBe(2);
+      expect(queued.stderr).toMatch(/--raw does not apply to --queue/);
+      await city.gc(["stop"]);
+    },
+  );
 });

@@ -36,46 +36,54 @@ describe.each([
   ["subprocess", true],
   ["tmux", hasTmux],
 ])("a custom preset's busy marker and interrupt key (%s)", (provider, available) => {
-  it.skipIf(!available)("gc run --timeout: busy while the marker shows, interrupted with Escape, the program lives", async () => {
-    const c = makeCity(
-      city(
-        provider,
-        `    busy_markers: ['\\(\\d+s · esc to cancel\\)']
+  it.skipIf(!available)(
+    "gc run --timeout: busy while the marker shows, interrupted with Escape, the program lives",
+    async () => {
+      const c = makeCity(
+        city(
+          provider,
+          `    busy_markers: ['\\(\\d+s · esc to cancel\\)']
     interrupt_keys: [Escape]
 `,
-      ),
-    );
-    const r = await c.gc(["start", "--once"]);
-    expect(r.code, r.stderr).toBe(0);
-    const run = await c.gc(["run", "a", "work", "--timeout", "4s", "--json"]);
-    const report = JSON.parse(run.stdout) as { status: string; output: string };
-    expect(report.status, run.stdout + run.stderr).toBe("timeout");
-    expect(readFileSync(join(c.dir, "submitted.out"), "utf8")).toBe("work\n");
-    await expect.poll(() => existsSync(join(c.dir, "interrupted.out")), { timeout: 10_000 }).toBe(true);
-    expect(existsSync(join(c.dir, "quit.out"))).toBe(false);
-    const st = await c.gc(["status", "--json"]);
-    expect(st.stdout).toMatch(/"running"/);
-    await c.gc(["stop"]);
-  });
+        ),
+      );
+      const r = await c.gc(["start", "--once"]);
+      expect(r.code, r.stderr).toBe(0);
+      const run = await c.gc(["run", "a", "work", "--timeout", "4s", "--json"]);
+      const report = JSON.parse(run.stdout) as { status: string; output: string };
+      expect(report.status, run.stdout + run.stderr).toBe("timeout");
+      expect(readFileSync(join(c.dir, "submitted.out"), "utf8")).toBe("work\n");
+      await expect.poll(() => existsSync(join(c.dir, "interrupted.out")), { timeout: 10_000 }).toBe(true);
+      expect(existsSync(join(c.dir, "quit.out"))).toBe(false);
+      const st = await c.gc(["status", "--json"]);
+      expect(st.stdout).toMatch(/"running"/);
+      await c.gc(["stop"]);
+    },
+  );
 
-  it.skipIf(!available)("each key takes effect: without the marker the pause is taken for the end; without the key Ctrl-C quits it", async () => {
-    const noMarker = makeCity(city(provider, "    interrupt_keys: [Escape]\n"));
-    expect((await noMarker.gc(["start", "--once"])).code).toBe(0);
-    const early = JSON.parse((await noMarker.gc(["run", "a", "work", "--timeout", "6s", "--json"])).stdout) as {
-      status: string;
-    };
-    expect(early.status).toBe("completed");
-    await noMarker.gc(["stop"]);
+  it.skipIf(!available)(
+    "each key takes effect: without the marker the pause is taken for the end; without the key Ctrl-C quits it",
+    async () => {
+      const noMarker = makeCity(city(provider, "    interrupt_keys: [Escape]\n"));
+      expect((await noMarker.gc(["start", "--once"])).code).toBe(0);
+      const early = JSON.parse(
+        (await noMarker.gc(["run", "a", "work", "--timeout", "6s", "--json"])).stdout,
+      ) as {
+        status: string;
+      };
+      expect(early.status).toBe("completed");
+      await noMarker.gc(["stop"]);
 
-    const noKey = makeCity(city(provider, "    busy_markers: ['\\(\\d+s · esc to cancel\\)']\n"));
-    expect((await noKey.gc(["start", "--once"])).code).toBe(0);
-    const run = JSON.parse((await noKey.gc(["run", "a", "work", "--timeout", "3s", "--json"])).stdout) as {
-      status: string;
-    };
-    expect(run.status).toBe("timeout");
-    await expect.poll(() => existsSync(join(noKey.dir, "quit.out")), { timeout: 10_000 }).toBe(true);
-    await noKey.gc(["stop"]);
-  });
+      const noKey = makeCity(city(provider, "    busy_markers: ['\\(\\d+s · esc to cancel\\)']\n"));
+      expect((await noKey.gc(["start", "--once"])).code).toBe(0);
+      const run = JSON.parse((await noKey.gc(["run", "a", "work", "--timeout", "3s", "--json"])).stdout) as {
+        status: string;
+      };
+      expect(run.status).toBe("timeout");
+      await expect.poll(() => existsSync(join(noKey.dir, "quit.out")), { timeout: 10_000 }).toBe(true);
+      await noKey.gc(["stop"]);
+    },
+  );
 });
 
 describe("busy_markers are checked by gc config validate", () => {
@@ -83,6 +91,8 @@ describe("busy_markers are checked by gc config validate", () => {
     const c = makeCity(city("subprocess", "    busy_markers: ['(unclosed']\n"));
     const r = await c.gc(["config", "validate"]);
     expect(r.code).not.toBe(0);
-    expect(r.stdout + r.stderr).toMatch(/providers\.splines\.busy_markers\[0\].*not a valid regular expression/);
+    expect(r.stdout + r.stderr).toMatch(
+      /providers\.splines\.busy_markers\[0\].*not a valid regular expression/,
+    );
   });
 });

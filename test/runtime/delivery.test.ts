@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inputTaken, type TerminalState, terminalText } from "../../internal/runtime/delivery.js";
-import { isGcError, NudgeNotDeliveredError } from "../../internal/runtime/errors.js";
+import { isGcError, type NudgeNotDeliveredError } from "../../internal/runtime/errors.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import { makeCity, type TestCity } from "./subprocess/helpers.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./tmux/helpers.js";
@@ -45,12 +45,14 @@ describe("inputTaken: only the input line is evidence", () => {
     cursorY: 3,
   };
   it("a spinner changing elsewhere is not taken", () => {
-    expect(inputTaken(typed, { ...typed, rows: ["⠙ Working (esc to cancel, 2s)", ...typed.rows.slice(1)] }, 1)).toBe(
-      false,
-    );
+    expect(
+      inputTaken(typed, { ...typed, rows: ["⠙ Working (esc to cancel, 2s)", ...typed.rows.slice(1)] }, 1),
+    ).toBe(false);
   });
   it("the input line cleared is taken", () => {
-    expect(inputTaken(typed, { ...typed, rows: [typed.rows[0]!, "│ > ", ...typed.rows.slice(2)] }, 1)).toBe(true);
+    expect(inputTaken(typed, { ...typed, rows: [typed.rows[0]!, "│ > ", ...typed.rows.slice(2)] }, 1)).toBe(
+      true,
+    );
   });
   it("the scrollback growing alone is not taken (tmux scrolls a cleared screen into it)", () => {
     expect(inputTaken({ ...typed, history: 3 }, { ...typed, history: 4 }, 1)).toBe(false);
@@ -127,20 +129,26 @@ describe.each(harnesses)("nudge delivery on %s", (_label, available, make) => {
     expect(await read(cfg, "submitted.out")).toBe("say hi\n");
   });
 
-  it.skipIf(!available)("a busy program with a spinner: the text left in its input is not delivered", async () => {
-    const { name, cfg } = await started("spinner", "Reticulating");
-    const e = await failure(h.provider.nudge(name, "second prompt"));
-    expect(e.message).toMatch(/still on the input line.*second prompt/);
-    expect(e.sent).toBe(true);
-    expect(await read(cfg, "submitted.out")).toBeUndefined();
-  });
+  it.skipIf(!available)(
+    "a busy program with a spinner: the text left in its input is not delivered",
+    async () => {
+      const { name, cfg } = await started("spinner", "Reticulating");
+      const e = await failure(h.provider.nudge(name, "second prompt"));
+      expect(e.message).toMatch(/still on the input line.*second prompt/);
+      expect(e.sent).toBe(true);
+      expect(await read(cfg, "submitted.out")).toBeUndefined();
+    },
+  );
 
-  it.skipIf(!available)("Codex's early prompt: Enter swallowed during startup is pressed again, nudges never merge", async () => {
-    const { name, cfg } = await started("codex", "›");
-    await h.provider.nudge(name, "first prompt");
-    await h.provider.nudge(name, "second prompt");
-    expect(await read(cfg, "submitted.out")).toBe("first prompt\nsecond prompt\n");
-  });
+  it.skipIf(!available)(
+    "Codex's early prompt: Enter swallowed during startup is pressed again, nudges never merge",
+    async () => {
+      const { name, cfg } = await started("codex", "›");
+      await h.provider.nudge(name, "first prompt");
+      await h.provider.nudge(name, "second prompt");
+      expect(await read(cfg, "submitted.out")).toBe("first prompt\nsecond prompt\n");
+    },
+  );
 
   it.skipIf(!available)("an unnumbered cursor menu is never typed into", async () => {
     const { name, cfg } = await started("menu", "❯ OpenAI");
@@ -151,14 +159,17 @@ describe.each(harnesses)("nudge delivery on %s", (_label, available, make) => {
     expect(await read(cfg, "picked.out")).toBeUndefined();
   });
 
-  it.skipIf(!available)("a program that shows nothing: sent but unconfirmed, Enter pressed once", async () => {
-    const { name, cfg } = await started("silent", "");
-    await expect.poll(() => read(cfg, "ready.out"), { timeout: 10_000 }).toBe("raw\n");
-    const e = await failure(h.provider.nudge(name, "hello"));
-    expect(e.sent).toBe(true);
-    expect(e.message).toMatch(/was sent, but the screen shows no sign/);
-    expect(await read(cfg, "taken.out")).toBe("hello\r");
-  });
+  it.skipIf(!available)(
+    "a program that shows nothing: sent but unconfirmed, Enter pressed once",
+    async () => {
+      const { name, cfg } = await started("silent", "");
+      await expect.poll(() => read(cfg, "ready.out"), { timeout: 10_000 }).toBe("raw\n");
+      const e = await failure(h.provider.nudge(name, "hello"));
+      expect(e.sent).toBe(true);
+      expect(e.message).toMatch(/was sent, but the screen shows no sign/);
+      expect(await read(cfg, "taken.out")).toBe("hello\r");
+    },
+  );
 
   it.skipIf(!available)("a line reader with echo: each nudge is one line, no extra Enter", async () => {
     const { name, cfg } = await started("lines", "lines>");
@@ -168,18 +179,24 @@ describe.each(harnesses)("nudge delivery on %s", (_label, available, make) => {
     expect(await read(cfg, "submitted.out")).toBe("one\ntwo\nthree\n");
   });
 
-  it.skipIf(!available)("hostile text: paste markers and control keys arrive as characters in one submission", async () => {
-    const { name, cfg } = await started("codex", "›");
-    await expect.poll(() => read(cfg, "started.out"), { timeout: 10_000 }).toBe("started\n");
-    await h.provider.nudge(name, "a\x1b[201~b\x1b[200~c\x03d");
-    expect(await read(cfg, "submitted.out")).toBe("a\u241b[201~b\u241b[200~c\u2403d\n");
-    expect(await h.provider.isRunning(name)).toBe(true);
-  });
+  it.skipIf(!available)(
+    "hostile text: paste markers and control keys arrive as characters in one submission",
+    async () => {
+      const { name, cfg } = await started("codex", "›");
+      await expect.poll(() => read(cfg, "started.out"), { timeout: 10_000 }).toBe("started\n");
+      await h.provider.nudge(name, "a\x1b[201~b\x1b[200~c\x03d");
+      expect(await read(cfg, "submitted.out")).toBe("a\u241b[201~b\u241b[200~c\u2403d\n");
+      expect(await h.provider.isRunning(name)).toBe(true);
+    },
+  );
 
-  it.skipIf(!available)("raw: the text is typed unchanged (its end marker ends the paste early)", async () => {
-    const { name, cfg } = await started("codex", "›");
-    await expect.poll(() => read(cfg, "started.out"), { timeout: 10_000 }).toBe("started\n");
-    await h.provider.nudge(name, "x\x1b[201~y", { raw: true });
-    expect(await read(cfg, "submitted.out")).toBe("xy\n");
-  });
+  it.skipIf(!available)(
+    "raw: the text is typed unchanged (its end marker ends the paste early)",
+    async () => {
+      const { name, cfg } = await started("codex", "›");
+      await expect.poll(() => read(cfg, "started.out"), { timeout: 10_000 }).toBe("started\n");
+      await h.provider.nudge(name, "x\x1b[201~y", { raw: true });
+      expect(await read(cfg, "submitted.out")).toBe("xy\n");
+    },
+  );
 });

@@ -14,11 +14,11 @@ import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../p
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { deliverText, type TerminalState, terminalText } from "../delivery.js";
 import {
   findInteraction,
   respondToInteraction,
   type ScreenIO,
-  screenAwaitsChoice,
   screenLooksIdle,
 } from "../dialogs.js";
 import {
@@ -30,7 +30,6 @@ import {
   SessionExistsError,
   SessionNotFoundError,
 } from "../errors.js";
-import { deliverText, type TerminalState, terminalText } from "../delivery.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -611,7 +610,12 @@ export class TmuxProvider
         },
       },
       text,
-      { confirmMs: this.settings.nudgeConfirmMs, pollMs: STATE_POLL_MS, enterAttempts: ENTER_ATTEMPTS, signal },
+      {
+        confirmMs: this.settings.nudgeConfirmMs,
+        pollMs: STATE_POLL_MS,
+        enterAttempts: ENTER_ATTEMPTS,
+        signal,
+      },
     );
   }
 
