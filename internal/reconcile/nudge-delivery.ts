@@ -8,7 +8,7 @@
  * before anything is sent, lapsed), is a dead letter, never sent again.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { describeError, isGcError, NudgeNotDeliveredError } from "../runtime/errors.js";
+import { describeError, isGcError, NudgeNotDeliveredError } from "../base/errors.js";
 import {
   type Provider,
   sessionCapabilities,

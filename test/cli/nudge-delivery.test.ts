@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { turnIdleMode } from "../../cmd/gc/commands/run.js";
+import { NudgeNotDeliveredError } from "../../internal/base/errors.js";
 import {
   atBarePrompt,
   deliverDueNudges,
@@ -8,7 +9,6 @@ import {
   nudgeRetryDelayMs,
   probeIdle,
 } from "../../internal/reconcile/nudge-delivery.js";
-import { NudgeNotDeliveredError } from "../../internal/runtime/errors.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
 import type { Provider } from "../../internal/runtime/provider.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
