@@ -200,14 +200,20 @@ export class HookFailedError extends GcError {
   }
 }
 
-/** A nudge could not be confirmed as submitted. Never reported as success. */
+/**
+ * A nudge could not be confirmed as submitted. Never reported as success. `sent`: the text
+ * may have reached the program (it was typed, only its taking was not seen), so sending it
+ * again could deliver it twice; false when gc refused before typing anything.
+ */
 export class NudgeNotDeliveredError extends GcError {
   override readonly name = "NudgeNotDeliveredError";
   readonly code = "GC_NUDGE_NOT_DELIVERED";
   readonly session: string;
-  constructor(session: string, detail: string, options?: ErrorOptions) {
+  readonly sent: boolean;
+  constructor(session: string, detail: string, options?: ErrorOptions & { readonly sent?: boolean }) {
     super(`nudge to ${JSON.stringify(session)} not delivered: ${detail}`, options);
     this.session = session;
+    this.sent = options?.sent ?? false;
   }
 }
 

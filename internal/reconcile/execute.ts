@@ -6,6 +6,7 @@
 import { describeError, faultOf, isGcError } from "../base/errors.js";
 import { keepStartedFields } from "../runtime/fingerprint.js";
 import {
+  interruptTurn,
   type Provider,
   type StartConfig,
   type StartReport,
@@ -251,7 +252,8 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
       if (rec) await walkTo(store, action.name, "draining", action.reason, { pending: intent("stop", rec) });
       // A session scaled away or removed from the file is drained like a drift restart's:
       // an agent mid-turn gets its Ctrl-C and a bounded wait to settle before it is stopped.
-      await settle(provider, action.name, deps);
+      // (Its config is gone from the file: the provider's own interrupt.)
+      await settle(provider, action.name, undefined, deps);
       await provider.stop(action.name, { signal: deps.signal });
       if (rec) {
         if (action.forget) await store.delete(action.name);
@@ -435,19 +437,26 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
   if (rec && rec.state !== "draining") {
     await walkTo(deps.store, d.name, "draining", reason, { pending: intent("drain", rec, deps.now()) });
   }
-  await settle(provider, d.name, deps);
+  await settle(provider, d.name, d.config.interruptKeys, deps);
   await provider.stop(d.name, { signal: deps.signal });
   await walkTo(deps.store, d.name, "stopped", reason, { pending: null });
 }
 
 /**
  * A drain's steps before the stop (architecture §6), for every stop the reconciler chooses:
- * interrupt (best effort: a failure to deliver it never keeps the session from its stop), then
+ * interrupt with the session's own interrupt keys when declared (`interrupt_keys`: Escape for
+ * agent CLIs whose Ctrl-C quits), else the provider's interrupt (best effort: a failure to
+ * deliver it never keeps the session from its stop), then
  * wait for idle, bounded by `daemon.drain_timeout`, where the provider can tell idle. Only
  * an abort of the pass ends it early (the caller's stop then rejects).
  */
-async function settle(provider: Provider, name: string, deps: ExecuteDeps): Promise<void> {
-  await provider.interrupt(name, { signal: deps.signal }).catch(() => undefined);
+async function settle(
+  provider: Provider,
+  name: string,
+  interruptKeys: readonly string[] | undefined,
+  deps: ExecuteDeps,
+): Promise<void> {
+  await interruptTurn(provider, name, interruptKeys, { signal: deps.signal }).catch(() => undefined);
   if (supportsIdleWait(provider) && (await sessionCapabilities(provider, name)).idleWait) {
     await provider.waitForIdle(name, deps.drainTimeoutMs, { signal: deps.signal }).catch(() => undefined);
   }
