@@ -7,15 +7,18 @@ import { didYouMean } from "../config/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { HOLD_KEY, INFRA_LOSSES_KEY } from "../reconcile/plan.js";
+import { advanceWork, lookSessions, looksAtWork, recordedWork, type WorkRecord } from "../reconcile/work.js";
 import { describeError, PartialObservationError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
   type PendingInteraction,
+  type SessionLook,
   sessionCapabilities,
   supportsInteraction,
   supportsPendingAll,
   supportsSnapshot,
 } from "../runtime/provider.js";
+import { classifyLook, screenTail } from "../runtime/work.js";
 import type { SessionRecord } from "../session/store.js";
 import { type City, currentDigestSessions, type DesiredDigest, type WantedSession } from "./city.js";
 
@@ -54,6 +57,35 @@ export interface SessionView {
   readonly held: string | null;
   /** The interaction the session waits on (state `waiting-for-input`, reason = its prompt). */
   readonly interaction?: PendingInteraction | undefined;
+  /** What its agent is doing (internal/reconcile/work.ts), since when. */
+  readonly work: Pick<WorkRecord, "state" | "since" | "message">;
+  /** The last few non-blank lines of the screen its work was read from; absent without one. */
+  readonly screen?: readonly string[] | undefined;
+}
+
+/** Screen lines a {@link SessionView} keeps (the dashboard card shows them). */
+export const SCREEN_TAIL_LINES = 5;
+
+/**
+ * A session's work as the status shows it: classified from this look and joined with the
+ * recorded work (`since`), without recording anything; the recorded work when the look says
+ * nothing (a provider that shows no screen, a controller that answered only interactions);
+ * `unknown` for a session that does not run. Pure.
+ */
+export function workOf(
+  rec: SessionRecord | undefined,
+  running: boolean,
+  look: SessionLook | undefined,
+  now: number,
+): SessionView["work"] {
+  if (!running) return { state: "unknown", since: rec?.stateChangedAt ?? now };
+  const prev = recordedWork(rec);
+  if (!looksAtWork(look)) return prev ?? { state: "unknown", since: now };
+  return advanceWork(prev, classifyLook(look, { now }), {
+    now,
+    generation: rec?.generation ?? 0,
+    lastActivity: look.lastActivity?.getTime(),
+  }).next;
 }
 
 /** Everything `gc status` shows. */
@@ -132,8 +164,11 @@ export async function collectCity(
   ];
   const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
   const byProvider = runningByProvider(observation);
-  const pending =
-    (await opts.controllerPending?.(byProvider)) ?? (await pendingInteractions(city, byProvider, signal));
+  const fromController = await opts.controllerPending?.(byProvider);
+  const looks = fromController
+    ? new Map([...fromController].map(([n, interaction]): [string, SessionLook] => [n, { interaction }]))
+    : await lookAll(city, byProvider, signal);
+  const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
   const recordOf = new Map(records.map((r) => [r.name, r]));
@@ -145,7 +180,8 @@ export async function collectCity(
     const r = recordOf.get(name);
     const running = observation.running.has(name);
     const det = details.get(name);
-    const waiting = running ? pending.get(name) : undefined;
+    const look = running ? looks.get(name) : undefined;
+    const waiting = look?.interaction;
     const provider = d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?";
     const backend = routed.get(name) ?? d?.backend ?? provider;
     // Not listed by a provider that could not be looked at: not "not running", but unknown.
@@ -173,6 +209,8 @@ export async function collectCity(
       desired: d !== undefined,
       held: r?.metadata[HOLD_KEY] ?? null,
       interaction: waiting,
+      work: workOf(r, running, look, now),
+      ...(look?.screen !== undefined ? { screen: screenTail(look.screen, SCREEN_TAIL_LINES) } : {}),
     };
   });
   return { sessions, desired, records, configError, observeErrors: errors };
@@ -296,6 +334,28 @@ function runningByProvider(observation: {
     else byProvider.set(pName, [name]);
   }
   return byProvider;
+}
+
+/**
+ * One look at each running session (provider → names; internal/reconcile/work.ts
+ * lookSessions): its screen and interaction from one capture. A provider that fails to
+ * answer is skipped (status must still render).
+ */
+async function lookAll(
+  city: City,
+  byProvider: ReadonlyMap<string, readonly string[]>,
+  signal?: AbortSignal,
+): Promise<Map<string, SessionLook>> {
+  const out = new Map<string, SessionLook>();
+  await Promise.all(
+    [...byProvider].map(async ([pName, names]) => {
+      const p = await city.providerFor(pName).catch(() => undefined);
+      if (!p) return;
+      for (const [n, l] of await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>()))
+        out.set(n, l);
+    }),
+  );
+  return out;
 }
 
 /**

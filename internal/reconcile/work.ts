@@ -1,5 +1,5 @@
 /**
- * A session's work over time: the classification of each look ({@link classifyLook}) joined
+ * A session's work over time: the classification of each look (runtime/work.ts classifyLook) joined
  * with what was recorded before, so `since` says how long the agent has been in its state
  * and turns become events. {@link advanceWork} is pure (previous record + observation +
  * clock → next record + events); {@link recordWork} stores the record in the session's
@@ -16,11 +16,12 @@ import {
   type PendingInteraction,
   type Provider,
   type SessionLook,
+  sessionCapabilities,
   supportsInteraction,
   supportsLook,
   supportsPendingAll,
 } from "../runtime/provider.js";
-import { classifyLook, type ObservedWork, WORK_STATES, type WorkState } from "../runtime/work.js";
+import { type ObservedWork, WORK_STATES, type WorkState } from "../runtime/work.js";
 import type { JsonObject, SessionRecord, SessionStore } from "../session/store.js";
 
 /** Record metadata key holding the session's {@link WorkRecord} (JSON). */
@@ -127,8 +128,10 @@ export function advanceWork(
     });
     turnSince = undefined;
   }
-  if (obs.state === "needs-input") events.push({ type: "work.blocked", payload: { question: message ?? "" }, at: now });
-  if (obs.state === "error") events.push({ type: "work.error", payload: { message: message ?? "" }, at: now });
+  if (obs.state === "needs-input")
+    events.push({ type: "work.blocked", payload: { question: message ?? "" }, at: now });
+  if (obs.state === "error")
+    events.push({ type: "work.error", payload: { message: message ?? "" }, at: now });
   const next: WorkRecord = {
     state: obs.state,
     since,
@@ -175,7 +178,8 @@ export async function recordWork(
       if (cur && cur.generation !== next.generation) return; // a new incarnation: not ours
     }
   }
-  for (const e of events) await store.appendEvent({ session: rec.name, type: e.type, payload: e.payload, at: e.at });
+  for (const e of events)
+    await store.appendEvent({ session: rec.name, type: e.type, payload: e.payload, at: e.at });
 }
 
 /**
@@ -191,13 +195,16 @@ export async function lookSessions(
 ): Promise<Map<string, SessionLook>> {
   if (supportsLook(provider)) return provider.look(names, { signal });
   const out = new Map<string, SessionLook>();
-  if (!supportsInteraction(provider) || !provider.capabilities().interaction) return out;
+  if (!supportsInteraction(provider)) return out;
   let found: Map<string, PendingInteraction>;
-  if (supportsPendingAll(provider)) found = await provider.pendingAll(names, { signal });
+  if (supportsPendingAll(provider) && provider.capabilities().interaction)
+    found = await provider.pendingAll(names, { signal });
   else {
     found = new Map();
     await Promise.all(
       names.map(async (n) => {
+        // Under a router, whether a session reports interactions depends on its backend.
+        if (!(await sessionCapabilities(provider, n, { signal }).catch(() => undefined))?.interaction) return;
         const p = await provider.pending(n, { signal }).catch(() => undefined);
         if (p) found.set(n, p);
       }),
@@ -209,5 +216,8 @@ export async function lookSessions(
 
 /** True when `look` says something about the session's work (a screen, an interaction or a turn). Pure. */
 export function looksAtWork(look: SessionLook | undefined): look is SessionLook {
-  return look !== undefined && (look.screen !== undefined || look.interaction !== undefined || look.turn !== undefined);
+  return (
+    look !== undefined &&
+    (look.screen !== undefined || look.interaction !== undefined || look.turn !== undefined)
+  );
 }

@@ -1046,7 +1046,8 @@ export class TmuxProvider
       const screen = rows.map((r) => r.trimEnd()).join("\n");
       const found = findInteraction(screen);
       out.set(s.name!, lookOf(s, screen, found));
-      if (readAt > s.activity) this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, screen, found });
+      if (readAt > s.activity)
+        this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, screen, found });
     });
     return out;
   }
