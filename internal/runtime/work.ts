@@ -33,7 +33,7 @@ export const ERROR_MARKERS: readonly RegExp[] = [
 ];
 
 /** Non-blank lines at the bottom of the screen that {@link ERROR_MARKERS} are read from. */
-export const ERROR_WINDOW_LINES = 12;
+export const ERROR_WINDOW_LINES = 6;
 
 /**
  * Without a busy marker or a prompt on the last line, output this recent means working
