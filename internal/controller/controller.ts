@@ -32,7 +32,7 @@ import {
 } from "./control.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
-import { pendingInteractions } from "./sessions.js";
+import { seeSessions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
 import { controllerSnapshot } from "./status-snapshot.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
@@ -288,7 +288,7 @@ export async function runController(
   const server = await serveControl(paths.socket, {
     status: statusNow,
     desired: () => city.desiredDigest(),
-    pending: (sessions) => pendingInteractions(city, sessions, signal),
+    pending: (sessions) => seeSessions(city, sessions, signal),
     snapshot: async (file) => {
       if (file !== city.loaded.file) throw new Error(`this controller runs ${city.loaded.file}, not ${file}`);
       return controllerSnapshot(city, statusNow(), signal);

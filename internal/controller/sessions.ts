@@ -18,7 +18,7 @@ import {
   supportsPendingAll,
   supportsSnapshot,
 } from "../runtime/provider.js";
-import { classifyLook, screenTail } from "../runtime/work.js";
+import { classifyLook, type ObservedWork, screenTail } from "../runtime/work.js";
 import type { SessionRecord } from "../session/store.js";
 import { type City, currentDigestSessions, type DesiredDigest, type WantedSession } from "./city.js";
 
@@ -67,24 +67,47 @@ export interface SessionView {
 export const SCREEN_TAIL_LINES = 5;
 
 /**
- * A session's work as the status shows it: classified from this look and joined with the
- * recorded work (`since`), without recording anything; the recorded work when the look says
- * nothing (a provider that shows no screen, a controller that answered only interactions);
- * `unknown` for a session that does not run. Pure.
+ * What one look at a running session showed, in the form the status keeps (and the
+ * controller sends over its socket): the interaction, the work classified from the look
+ * (absent when the look says nothing: no screen, no interaction, no turn), the time of the
+ * last output and the screen's last lines.
+ */
+export interface Seen {
+  readonly interaction?: PendingInteraction | undefined;
+  readonly work?: ObservedWork | undefined;
+  /** Epoch ms. */
+  readonly lastActivity?: number | undefined;
+  readonly screen?: readonly string[] | undefined;
+}
+
+/** {@link Seen} of one look at `now`. Pure. */
+export function seenOf(look: SessionLook, now: number): Seen {
+  return {
+    ...(look.interaction ? { interaction: look.interaction } : {}),
+    ...(looksAtWork(look) ? { work: classifyLook(look, { now }) } : {}),
+    ...(look.lastActivity ? { lastActivity: look.lastActivity.getTime() } : {}),
+    ...(look.screen !== undefined ? { screen: screenTail(look.screen, SCREEN_TAIL_LINES) } : {}),
+  };
+}
+
+/**
+ * A session's work as the status shows it: what was just seen joined with the recorded work
+ * (`since`), without recording anything; the recorded work when nothing was seen of it (a
+ * provider that shows no screen); `unknown` for a session that does not run. Pure.
  */
 export function workOf(
   rec: SessionRecord | undefined,
   running: boolean,
-  look: SessionLook | undefined,
+  seen: Seen | undefined,
   now: number,
 ): SessionView["work"] {
   if (!running) return { state: "unknown", since: rec?.stateChangedAt ?? now };
   const prev = recordedWork(rec);
-  if (!looksAtWork(look)) return prev ?? { state: "unknown", since: now };
-  return advanceWork(prev, classifyLook(look, { now }), {
+  if (!seen?.work) return prev ?? { state: "unknown", since: now };
+  return advanceWork(prev, seen.work, {
     now,
     generation: rec?.generation ?? 0,
-    lastActivity: look.lastActivity?.getTime(),
+    lastActivity: seen.lastActivity,
   }).next;
 }
 
@@ -137,10 +160,10 @@ export async function collectCity(
   signal?: AbortSignal,
   opts: {
     controllerDesired?: Promise<DesiredDigest | undefined>;
-    /** The running controller's answer for these sessions' pending interactions, if it gives one. */
+    /** The running controller's look at these sessions ({@link seeSessions}), if it gives one. */
     controllerPending?: (
       byProvider: ReadonlyMap<string, readonly string[]>,
-    ) => Promise<Map<string, PendingInteraction> | undefined>;
+    ) => Promise<Map<string, Seen> | undefined>;
   } = {},
 ): Promise<CityView> {
   // The default provider is observed while the city file is resolved and the store read
@@ -164,10 +187,7 @@ export async function collectCity(
   ];
   const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
   const byProvider = runningByProvider(observation);
-  const fromController = await opts.controllerPending?.(byProvider);
-  const looks = fromController
-    ? new Map([...fromController].map(([n, interaction]): [string, SessionLook] => [n, { interaction }]))
-    : await lookAll(city, byProvider, signal);
+  const seen = (await opts.controllerPending?.(byProvider)) ?? (await seeSessions(city, byProvider, signal));
   const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
@@ -180,7 +200,7 @@ export async function collectCity(
     const r = recordOf.get(name);
     const running = observation.running.has(name);
     const det = details.get(name);
-    const look = running ? looks.get(name) : undefined;
+    const look = running ? seen.get(name) : undefined;
     const waiting = look?.interaction;
     const provider = d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?";
     const backend = routed.get(name) ?? d?.backend ?? provider;
@@ -210,7 +230,7 @@ export async function collectCity(
       held: r?.metadata[HOLD_KEY] ?? null,
       interaction: waiting,
       work: workOf(r, running, look, now),
-      ...(look?.screen !== undefined ? { screen: screenTail(look.screen, SCREEN_TAIL_LINES) } : {}),
+      ...(look?.screen !== undefined ? { screen: look.screen } : {}),
     };
   });
   return { sessions, desired, records, configError, observeErrors: errors };
@@ -338,21 +358,24 @@ function runningByProvider(observation: {
 
 /**
  * One look at each running session (provider → names; internal/reconcile/work.ts
- * lookSessions): its screen and interaction from one capture. A provider that fails to
- * answer is skipped (status must still render).
+ * lookSessions: its screen and interaction from one capture), as {@link Seen}. A provider
+ * that fails to answer is skipped (status must still render). The controller answers
+ * `pending` requests with it, from its own providers (whose caches skip screens that did
+ * not change since its pass looked).
  */
-async function lookAll(
+export async function seeSessions(
   city: City,
   byProvider: ReadonlyMap<string, readonly string[]>,
   signal?: AbortSignal,
-): Promise<Map<string, SessionLook>> {
-  const out = new Map<string, SessionLook>();
+): Promise<Map<string, Seen>> {
+  const out = new Map<string, Seen>();
   await Promise.all(
     [...byProvider].map(async ([pName, names]) => {
       const p = await city.providerFor(pName).catch(() => undefined);
       if (!p) return;
-      for (const [n, l] of await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>()))
-        out.set(n, l);
+      const looks = await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>());
+      const now = Date.now();
+      for (const [n, l] of looks) out.set(n, seenOf(l, now));
     }),
   );
   return out;

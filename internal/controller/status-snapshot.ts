@@ -13,7 +13,7 @@ import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider
 import type { City } from "./city.js";
 import { type ControllerStatus, MAX_REQUEST_BYTES, requestControl } from "./control.js";
 import { type ControllerInfo, controllerPaths, findController } from "./controller.js";
-import { type CityView, collectCity } from "./sessions.js";
+import { type CityView, collectCity, type Seen } from "./sessions.js";
 
 /** The city observed once, with the controller's liveness. */
 export interface StatusObservation {
@@ -57,13 +57,14 @@ export async function controllerSnapshot(city: City, status: ControllerStatus, s
 }
 
 /**
- * The running controller's pending interactions for `byProvider`'s sessions; `undefined`
- * when it does not answer (or the request would be too long): the caller looks itself.
+ * The running controller's look at `byProvider`'s sessions (interactions, work, screens);
+ * `undefined` when it does not answer (or the request would be too long): the caller looks
+ * itself.
  */
 async function askPending(
   city: City,
   byProvider: ReadonlyMap<string, readonly string[]>,
-): Promise<Map<string, PendingInteraction> | undefined> {
+): Promise<Map<string, Seen> | undefined> {
   const req = {
     op: "pending" as const,
     sessions: Object.fromEntries([...byProvider].map(([p, n]) => [p, [...n]])),
@@ -72,7 +73,9 @@ async function askPending(
   try {
     const msgs = await requestControl(controllerPaths(city.stateDir).socket, req, { timeoutMs: 3_000 });
     const m = msgs.find((x) => x.type === "pending");
-    return m?.type === "pending" ? new Map(Object.entries(m.pending)) : undefined;
+    if (m?.type !== "pending") return undefined;
+    // A controller of an older build sends interactions only: this process looks itself.
+    return m.seen ? new Map(Object.entries(m.seen)) : undefined;
   } catch {
     return undefined;
   }
