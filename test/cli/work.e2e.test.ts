@@ -5,10 +5,12 @@
  * API error line. `gc status` shows WORK with its age, `--json` shows `work` and the screen's
  * last lines, the controller records `turn.started` / `turn.ended` / `work.blocked` /
  * `work.error`, and `gc wait --working | --needs-input | --idle` complete on them. Without a
- * controller, `gc status` classifies the same screens itself.
+ * controller, `gc status` classifies the same screens itself. On the acp provider, work comes
+ * from the protocol (a running turn, a permission request), not a screen.
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { testAgentPath } from "../../conformance/targets/acp.js";
 import { makeCity, type TestCity } from "../support/city.js";
 
 const AGENT = fileURLToPath(new URL("./fixtures/work-agent.py", import.meta.url));
@@ -149,5 +151,53 @@ describe("work state without a controller", () => {
     await expect.poll(async () => (await row(city)).work.state).toBe("working");
     const table = await city.gc(["status"]);
     expect(table.stdout).toMatch(/^w\s.*\bworking \d+s\b/m);
+  });
+});
+
+describe("work state on acp", () => {
+  it("a running turn is working, a permission request needs input, the turn's end is idle", {
+    timeout: 120_000,
+  }, async () => {
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+daemon:
+  interval: 300ms
+session:
+  provider: acp
+  approval: ask
+agents:
+  - name: w
+    start_command: ${JSON.stringify(`exec ${process.execPath} ${testAgentPath()}`)}
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    await expect.poll(async () => (await row(city)).work.state).toBe("idle");
+    const working = city.gc(["wait", "w", "--working", "--timeout", "60s", "--json"]);
+    await nudge(city, "slow 4000");
+    const w = await working;
+    expect(w.code, w.stderr).toBe(0);
+    expect(JSON.parse(w.stdout)).toMatchObject({ status: "completed", work: { state: "working" } });
+    await expect.poll(async () => (await row(city)).work.state).toBe("working");
+    await expect.poll(async () => (await row(city)).work.state, { timeout: 30_000 }).toBe("idle");
+    await expect
+      .poll(async () =>
+        (await events(city)).map((e) => e.type).filter((t) => /^turn\.(started|ended)$/.test(t)),
+      )
+      .toEqual(["turn.started", "turn.ended"]);
+
+    const blocked = city.gc(["wait", "w", "--needs-input", "--timeout", "60s", "--json"]);
+    await nudge(city, "permission to clean up");
+    const b = await blocked;
+    expect(b.code, b.stderr).toBe(0);
+    expect(JSON.parse(b.stdout)).toMatchObject({
+      status: "completed",
+      work: { state: "needs-input", message: expect.stringContaining("Delete build/") },
+    });
+    await expect
+      .poll(async () => (await events(city)).find((e) => e.type === "work.blocked")?.payload.question)
+      .toEqual(expect.stringContaining("Delete build/"));
+    const answered = await city.gc(["session", "respond", "w", "allow-once"]);
+    expect(answered.code, answered.stderr).toBe(0);
+    await expect.poll(async () => (await row(city)).work.state).toBe("idle");
   });
 });

@@ -282,6 +282,8 @@ agents:
     const card = page.locator('.card[data-session="helper"]');
     await expect.poll(() => card.getAttribute("data-state"), { timeout: 20_000 }).toBe("waiting-for-input");
     await expect(card.locator(".question").textContent()).resolves.toContain("Delete build/");
+    // Its work, from the protocol: the turn waits on the permission request.
+    await expect.poll(() => card.getAttribute("data-work"), { timeout: 20_000 }).toBe("needs-input");
     // Answered on the session page with one of the agent's options; the turn completes.
     await card.click();
     await expect
