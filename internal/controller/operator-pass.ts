@@ -5,14 +5,15 @@
  * past their deadline, and drop `gc exec` shell state of sessions that stopped. Each step is
  * isolated: one failing step is logged and never stops the others or the controller.
  */
+
+import { describeError, isGcError } from "../base/errors.js";
 import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../reconcile/approval.js";
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { recordTurns } from "../reconcile/turns.js";
 import { advanceWork, lookSessions, looksAtWork, recordedWork, recordWork } from "../reconcile/work.js";
-import { supportsTurns } from "../runtime/acp/provider.js";
-import { describeError, isGcError } from "../runtime/errors.js";
 import type { PendingInteraction, SessionLook } from "../runtime/provider.js";
+import { supportsTurns } from "../runtime/provider.js";
 import { classifyLook } from "../runtime/work.js";
 import { BOOKKEEPING_PURPOSE } from "../session/lock.js";
 import type { SessionRecord } from "../session/store.js";

@@ -3,24 +3,23 @@
  * what the providers show, joined by name (one listing per provider). Also resolves a
  * session name given on the command line, with a did-you-mean when it is unknown.
  */
-import { didYouMean } from "../config/suggest.js";
+
+import { describeError, PartialObservationError, SessionNotFoundError } from "../base/errors.js";
+import { didYouMean } from "../base/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { HOLD_KEY, INFRA_LOSSES_KEY } from "../reconcile/plan.js";
 import { advanceWork, lookSessions, looksAtWork, recordedWork, type WorkRecord } from "../reconcile/work.js";
-import { describeError, PartialObservationError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
   type PendingInteraction,
   type SessionLook,
-  sessionCapabilities,
-  supportsInteraction,
-  supportsPendingAll,
   supportsSnapshot,
 } from "../runtime/provider.js";
 import { classifyLook, type ObservedWork, screenTail } from "../runtime/work.js";
 import type { SessionRecord } from "../session/store.js";
-import { type City, currentDigestSessions, type DesiredDigest, type WantedSession } from "./city.js";
+import { type City, currentDigestSessions } from "./city.js";
+import type { DesiredDigest, WantedSession } from "./digest-cache.js";
 
 /** One row of `gc status`. */
 export interface SessionView {
@@ -376,38 +375,6 @@ export async function seeSessions(
       const looks = await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>());
       const now = Date.now();
       for (const [n, l] of looks) out.set(n, seenOf(l, now));
-    }),
-  );
-  return out;
-}
-
-/**
- * Pending interactions (approval prompts…) of running sessions (provider → names) whose
- * provider reports them; a provider that fails to answer is skipped (status must still
- * render). The controller answers `pending` requests with it, from its own providers.
- */
-export async function pendingInteractions(
-  city: City,
-  byProvider: ReadonlyMap<string, readonly string[]>,
-  signal?: AbortSignal,
-): Promise<Map<string, PendingInteraction>> {
-  const out = new Map<string, PendingInteraction>();
-  await Promise.all(
-    [...byProvider].map(async ([pName, names]) => {
-      const p = await city.providerFor(pName).catch(() => undefined);
-      if (!p || !supportsInteraction(p)) return;
-      if (supportsPendingAll(p) && p.capabilities().interaction) {
-        const all = await p.pendingAll(names, { signal }).catch(() => new Map<string, PendingInteraction>());
-        for (const [n, pi] of all) out.set(n, pi);
-        return;
-      }
-      await Promise.all(
-        names.map(async (name) => {
-          if (!(await sessionCapabilities(p, name, { signal }).catch(() => undefined))?.interaction) return;
-          const pi = await p.pending(name, { signal }).catch(() => undefined);
-          if (pi) out.set(name, pi);
-        }),
-      );
     }),
   );
   return out;

@@ -11,7 +11,7 @@
  * mid-turn — until `idle`), `turn.ended` (`durationMs`), `work.blocked` (the question) and
  * `work.error` (the agent's own message), each once per change.
  */
-import { isGcError } from "../runtime/errors.js";
+import { isGcError } from "../base/errors.js";
 import {
   type PendingInteraction,
   type Provider,

@@ -9,10 +9,10 @@ import { readFile } from "node:fs/promises";
 import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
 import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 
