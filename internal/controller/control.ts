@@ -16,6 +16,7 @@ import type { TickSummary } from "../reconcile/summary.js";
 import type { PendingInteraction } from "../runtime/provider.js";
 import { bindInSocketDir, releaseSocketDir } from "../runtime/socket-dir.js";
 import type { DesiredDigest } from "./digest-cache.js";
+import type { Seen } from "./sessions.js";
 import type { ControllerStatus, StatusJson } from "./status-snapshot.js";
 
 /** A request to the controller. */
@@ -33,7 +34,12 @@ export type ControlRequest =
 export type ControlMessage =
   | { type: "status"; status: ControllerStatus }
   | { type: "desired"; desired: DesiredDigest | null }
-  | { type: "pending"; pending: Record<string, PendingInteraction> }
+  | {
+      type: "pending";
+      pending: Record<string, PendingInteraction>;
+      /** What the controller's look showed of each session (sessions.ts Seen); absent from older builds. */
+      seen?: Record<string, Seen>;
+    }
   | { type: "snapshot"; snapshot: StatusJson }
   | { type: "progress"; event: ProgressEvent }
   | { type: "done"; summary: TickSummary | undefined; error?: string | undefined }
@@ -46,10 +52,10 @@ export interface ControlHandlers {
   /** The digest of the desired sessions the last pass resolved (none before the first). */
   desired(): DesiredDigest | undefined;
   /**
-   * The pending interactions of the named running sessions (provider → names), from the
-   * controller's providers, whose caches skip re-reading screens that did not change.
+   * A look at the named running sessions (provider → names: interaction, work, screen), from
+   * the controller's providers, whose caches skip re-reading screens that did not change.
    */
-  pending(sessions: ReadonlyMap<string, readonly string[]>): Promise<Map<string, PendingInteraction>>;
+  pending(sessions: ReadonlyMap<string, readonly string[]>): Promise<Map<string, Seen>>;
   /**
    * The status snapshot of the city observed now (status-snapshot.ts controllerSnapshot);
    * rejects when `file` is not the controller's city file or the city file is invalid (the
@@ -168,7 +174,10 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
             send({ type: "error", error: "bad request" });
             return;
           }
-          send({ type: "pending", pending: Object.fromEntries(await h.pending(sessions)) });
+          const seen = await h.pending(sessions);
+          const pending: Record<string, PendingInteraction> = {};
+          for (const [n, v] of seen) if (v.interaction) pending[n] = v.interaction;
+          send({ type: "pending", pending, seen: Object.fromEntries(seen) });
           return;
         }
         case "snapshot":

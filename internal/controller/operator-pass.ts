@@ -1,6 +1,7 @@
 /**
  * The controller's operator work after each reconcile pass: deliver due queued nudges to
- * idle sessions, answer pending interactions by the approval policy, expire durable waits
+ * idle sessions, record each running session's work (working, idle, needs-input, error),
+ * answer pending interactions by the approval policy, expire durable waits
  * past their deadline, and drop `gc exec` shell state of sessions that stopped. Each step is
  * isolated: one failing step is logged and never stops the others or the controller.
  */
@@ -10,8 +11,12 @@ import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../r
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { recordTurns } from "../reconcile/turns.js";
+import { advanceWork, lookSessions, looksAtWork, recordedWork, recordWork } from "../reconcile/work.js";
+import type { PendingInteraction, SessionLook } from "../runtime/provider.js";
 import { supportsTurns } from "../runtime/provider.js";
+import { classifyLook } from "../runtime/work.js";
 import { BOOKKEEPING_PURPOSE } from "../session/lock.js";
+import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
 import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";
 
@@ -78,10 +83,14 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
         }),
       signal,
     );
+    // One look per running session (screen + interaction from one capture): its work is
+    // recorded, and the approval policy reads the same interactions.
+    const observed = await step("work state", () => recordWorkStates(city, records, targets, signal), signal);
     await step(
       "approval policy",
       () =>
         applyApprovalPolicy({
+          observed,
           store,
           providerFor: (p) => city.providerFor(p),
           policy: currentPolicy(),
@@ -146,4 +155,56 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
     const next = nudges?.nextDueAt;
     return { nextDueAt: next === undefined ? undefined : Math.max(next, Date.now() + MIN_REQUEUE_MS) };
   };
+}
+
+/**
+ * Looks at every running session once per provider, classifies its work and records it
+ * (internal/reconcile/work.ts: `since`, turn and work events). Resolves the interactions
+ * seen, by provider, for the providers that answered.
+ */
+async function recordWorkStates(
+  city: City,
+  records: readonly SessionRecord[],
+  targets: ReadonlyMap<string, DeliveryTarget>,
+  signal: AbortSignal,
+): Promise<Map<string, Map<string, PendingInteraction>>> {
+  const store = await city.store();
+  const byProvider = new Map<string, SessionRecord[]>();
+  for (const r of records) {
+    if (r.state !== "running" && r.state !== "draining") continue;
+    const list = byProvider.get(r.provider);
+    if (list) list.push(r);
+    else byProvider.set(r.provider, [r]);
+  }
+  const observed = new Map<string, Map<string, PendingInteraction>>();
+  for (const [pName, recs] of byProvider) {
+    const provider = await city.providerFor(pName);
+    let looks: Map<string, SessionLook>;
+    try {
+      looks = await lookSessions(
+        provider,
+        recs.map((r) => r.name),
+        signal,
+      );
+    } catch (e) {
+      if (signal.aborted) throw e;
+      continue; // not observable this pass: the approval step asks it itself, work stays as recorded
+    }
+    const seen = new Map<string, PendingInteraction>();
+    observed.set(pName, seen);
+    const now = Date.now();
+    for (const r of recs) {
+      const look = looks.get(r.name);
+      if (look?.interaction) seen.set(r.name, look.interaction);
+      if (!looksAtWork(look)) continue; // not running (the reconciler sees to it), or nothing to read
+      const obs = classifyLook(look, { now, readyPromptPrefix: targets.get(r.name)?.readyPromptPrefix });
+      const { next, events } = advanceWork(recordedWork(r), obs, {
+        now,
+        generation: r.generation,
+        lastActivity: look.lastActivity?.getTime(),
+      });
+      await recordWork(store, r, next, events);
+    }
+  }
+  return observed;
 }

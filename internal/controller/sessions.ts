@@ -9,14 +9,14 @@ import { didYouMean } from "../base/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { HOLD_KEY, INFRA_LOSSES_KEY } from "../reconcile/plan.js";
+import { advanceWork, lookSessions, looksAtWork, recordedWork, type WorkRecord } from "../reconcile/work.js";
 import {
   isRouter,
   type PendingInteraction,
-  sessionCapabilities,
-  supportsInteraction,
-  supportsPendingAll,
+  type SessionLook,
   supportsSnapshot,
 } from "../runtime/provider.js";
+import { classifyLook, type ObservedWork, screenTail } from "../runtime/work.js";
 import type { SessionRecord } from "../session/store.js";
 import { type City, currentDigestSessions } from "./city.js";
 import type { DesiredDigest, WantedSession } from "./digest-cache.js";
@@ -56,6 +56,58 @@ export interface SessionView {
   readonly held: string | null;
   /** The interaction the session waits on (state `waiting-for-input`, reason = its prompt). */
   readonly interaction?: PendingInteraction | undefined;
+  /** What its agent is doing (internal/reconcile/work.ts), since when. */
+  readonly work: Pick<WorkRecord, "state" | "since" | "message">;
+  /** The last few non-blank lines of the screen its work was read from; absent without one. */
+  readonly screen?: readonly string[] | undefined;
+}
+
+/** Screen lines a {@link SessionView} keeps (the dashboard card shows them). */
+export const SCREEN_TAIL_LINES = 5;
+
+/**
+ * What one look at a running session showed, in the form the status keeps (and the
+ * controller sends over its socket): the interaction, the work classified from the look
+ * (absent when the look says nothing: no screen, no interaction, no turn), the time of the
+ * last output and the screen's last lines.
+ */
+export interface Seen {
+  readonly interaction?: PendingInteraction | undefined;
+  readonly work?: ObservedWork | undefined;
+  /** Epoch ms. */
+  readonly lastActivity?: number | undefined;
+  readonly screen?: readonly string[] | undefined;
+}
+
+/** {@link Seen} of one look at `now`. Pure. */
+export function seenOf(look: SessionLook, now: number): Seen {
+  return {
+    ...(look.interaction ? { interaction: look.interaction } : {}),
+    ...(looksAtWork(look) ? { work: classifyLook(look, { now }) } : {}),
+    ...(look.lastActivity ? { lastActivity: look.lastActivity.getTime() } : {}),
+    ...(look.screen !== undefined ? { screen: screenTail(look.screen, SCREEN_TAIL_LINES) } : {}),
+  };
+}
+
+/**
+ * A session's work as the status shows it: what was just seen joined with the recorded work
+ * (`since`), without recording anything; the recorded work when nothing was seen of it (a
+ * provider that shows no screen); `unknown` for a session that does not run. Pure.
+ */
+export function workOf(
+  rec: SessionRecord | undefined,
+  running: boolean,
+  seen: Seen | undefined,
+  now: number,
+): SessionView["work"] {
+  if (!running) return { state: "unknown", since: rec?.stateChangedAt ?? now };
+  const prev = recordedWork(rec);
+  if (!seen?.work) return prev ?? { state: "unknown", since: now };
+  return advanceWork(prev, seen.work, {
+    now,
+    generation: rec?.generation ?? 0,
+    lastActivity: seen.lastActivity,
+  }).next;
 }
 
 /** Everything `gc status` shows. */
@@ -107,10 +159,10 @@ export async function collectCity(
   signal?: AbortSignal,
   opts: {
     controllerDesired?: Promise<DesiredDigest | undefined>;
-    /** The running controller's answer for these sessions' pending interactions, if it gives one. */
+    /** The running controller's look at these sessions ({@link seeSessions}), if it gives one. */
     controllerPending?: (
       byProvider: ReadonlyMap<string, readonly string[]>,
-    ) => Promise<Map<string, PendingInteraction> | undefined>;
+    ) => Promise<Map<string, Seen> | undefined>;
   } = {},
 ): Promise<CityView> {
   // The default provider is observed while the city file is resolved and the store read
@@ -134,8 +186,8 @@ export async function collectCity(
   ];
   const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
   const byProvider = runningByProvider(observation);
-  const pending =
-    (await opts.controllerPending?.(byProvider)) ?? (await pendingInteractions(city, byProvider, signal));
+  const seen = (await opts.controllerPending?.(byProvider)) ?? (await seeSessions(city, byProvider, signal));
+  const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
   const recordOf = new Map(records.map((r) => [r.name, r]));
@@ -147,7 +199,8 @@ export async function collectCity(
     const r = recordOf.get(name);
     const running = observation.running.has(name);
     const det = details.get(name);
-    const waiting = running ? pending.get(name) : undefined;
+    const look = running ? seen.get(name) : undefined;
+    const waiting = look?.interaction;
     const provider = d?.provider ?? r?.provider ?? observation.providerOf.get(name) ?? "?";
     const backend = routed.get(name) ?? d?.backend ?? provider;
     // Not listed by a provider that could not be looked at: not "not running", but unknown.
@@ -175,6 +228,8 @@ export async function collectCity(
       desired: d !== undefined,
       held: r?.metadata[HOLD_KEY] ?? null,
       interaction: waiting,
+      work: workOf(r, running, look, now),
+      ...(look?.screen !== undefined ? { screen: look.screen } : {}),
     };
   });
   return { sessions, desired, records, configError, observeErrors: errors };
@@ -301,32 +356,25 @@ function runningByProvider(observation: {
 }
 
 /**
- * Pending interactions (approval prompts…) of running sessions (provider → names) whose
- * provider reports them; a provider that fails to answer is skipped (status must still
- * render). The controller answers `pending` requests with it, from its own providers.
+ * One look at each running session (provider → names; internal/reconcile/work.ts
+ * lookSessions: its screen and interaction from one capture), as {@link Seen}. A provider
+ * that fails to answer is skipped (status must still render). The controller answers
+ * `pending` requests with it, from its own providers (whose caches skip screens that did
+ * not change since its pass looked).
  */
-export async function pendingInteractions(
+export async function seeSessions(
   city: City,
   byProvider: ReadonlyMap<string, readonly string[]>,
   signal?: AbortSignal,
-): Promise<Map<string, PendingInteraction>> {
-  const out = new Map<string, PendingInteraction>();
+): Promise<Map<string, Seen>> {
+  const out = new Map<string, Seen>();
   await Promise.all(
     [...byProvider].map(async ([pName, names]) => {
       const p = await city.providerFor(pName).catch(() => undefined);
-      if (!p || !supportsInteraction(p)) return;
-      if (supportsPendingAll(p) && p.capabilities().interaction) {
-        const all = await p.pendingAll(names, { signal }).catch(() => new Map<string, PendingInteraction>());
-        for (const [n, pi] of all) out.set(n, pi);
-        return;
-      }
-      await Promise.all(
-        names.map(async (name) => {
-          if (!(await sessionCapabilities(p, name, { signal }).catch(() => undefined))?.interaction) return;
-          const pi = await p.pending(name, { signal }).catch(() => undefined);
-          if (pi) out.set(name, pi);
-        }),
-      );
+      if (!p) return;
+      const looks = await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>());
+      const now = Date.now();
+      for (const [n, l] of looks) out.set(n, seenOf(l, now));
     }),
   );
   return out;

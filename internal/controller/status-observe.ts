@@ -4,11 +4,10 @@
  * already knows (its last resolution, its pending interactions). The document built from it
  * is status-snapshot.ts.
  */
-import type { PendingInteraction } from "../runtime/provider.js";
 import type { City } from "./city.js";
 import { MAX_REQUEST_BYTES, requestControl } from "./control.js";
 import { controllerPaths, findController } from "./controller.js";
-import { collectCity } from "./sessions.js";
+import { collectCity, type Seen } from "./sessions.js";
 import type { StatusObservation } from "./status-snapshot.js";
 
 /**
@@ -29,13 +28,14 @@ export async function observeStatus(city: City, signal?: AbortSignal): Promise<S
 }
 
 /**
- * The running controller's pending interactions for `byProvider`'s sessions; `undefined`
- * when it does not answer (or the request would be too long): the caller looks itself.
+ * The running controller's look at `byProvider`'s sessions (interactions, work, screens);
+ * `undefined` when it does not answer (or the request would be too long): the caller looks
+ * itself.
  */
 async function askPending(
   city: City,
   byProvider: ReadonlyMap<string, readonly string[]>,
-): Promise<Map<string, PendingInteraction> | undefined> {
+): Promise<Map<string, Seen> | undefined> {
   const req = {
     op: "pending" as const,
     sessions: Object.fromEntries([...byProvider].map(([p, n]) => [p, [...n]])),
@@ -44,7 +44,9 @@ async function askPending(
   try {
     const msgs = await requestControl(controllerPaths(city.stateDir).socket, req, { timeoutMs: 3_000 });
     const m = msgs.find((x) => x.type === "pending");
-    return m?.type === "pending" ? new Map(Object.entries(m.pending)) : undefined;
+    if (m?.type !== "pending") return undefined;
+    // A controller of an older build sends interactions only: this process looks itself.
+    return m.seen ? new Map(Object.entries(m.seen)) : undefined;
   } catch {
     return undefined;
   }

@@ -10,6 +10,7 @@ import { controllerBuild } from "../build/build-id.js";
 import type { MassStop } from "../reconcile/plan.js";
 import type { TickSummary } from "../reconcile/summary.js";
 import { massStopText } from "../reconcile/summary.js";
+import { workJson } from "../reconcile/work.js";
 import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider.js";
 import type { DesiredDigest } from "./digest-cache.js";
 import type { CityView } from "./sessions.js";
@@ -96,6 +97,8 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation, g
       reason: s.reason,
       held: s.held,
       ...(s.interaction ? { interaction: interactionJson(s.interaction) } : {}),
+      work: workJson(s.work),
+      ...(s.screen ? { screen: [...s.screen] } : {}),
     })),
     configError: view.configError ?? ctl.status?.lastError ?? null,
     massStop: massStopJson(ctl.status?.last?.massStop),

@@ -120,6 +120,11 @@ export interface ApprovalDeps {
    * interaction, or a policy edit that changes the decision, is tried once more).
    */
   readonly announced: Map<string, string>;
+  /**
+   * Interactions already read this pass (provider → session → interaction; a session absent
+   * from its provider's map waits on none): those providers are not asked again.
+   */
+  readonly observed?: ReadonlyMap<string, ReadonlyMap<string, PendingInteraction>> | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly log?: ((line: string) => void) | undefined;
 }
@@ -234,15 +239,20 @@ export async function applyApprovalPolicy(deps: ApprovalDeps): Promise<ApprovalO
 async function pendingByProvider(
   deps: ApprovalDeps,
   log: (line: string) => void,
-): Promise<Map<string, Map<string, PendingInteraction>>> {
+): Promise<Map<string, ReadonlyMap<string, PendingInteraction>>> {
   const byProvider = new Map<string, string[]>();
   for (const t of deps.sessions) {
     const list = byProvider.get(t.provider);
     if (list) list.push(t.name);
     else byProvider.set(t.provider, [t.name]);
   }
-  const out = new Map<string, Map<string, PendingInteraction>>();
+  const out = new Map<string, ReadonlyMap<string, PendingInteraction>>();
   for (const [name, sessions] of byProvider) {
+    const seen = deps.observed?.get(name);
+    if (seen) {
+      out.set(name, seen);
+      continue;
+    }
     try {
       const p = await deps.providerFor(name);
       if (!supportsPendingAll(p) || !p.capabilities().interaction) continue;

@@ -334,6 +334,37 @@ export interface BatchInteractionProvider {
   pendingAll(names: readonly string[], opts?: OpOptions): Promise<Map<string, PendingInteraction>>;
 }
 
+/**
+ * One look at a running session for the work classifier (internal/runtime/work.ts): the
+ * screen and the interaction read from the same capture, or the turn state its protocol
+ * reports. Fields a provider cannot observe are absent.
+ */
+export interface SessionLook {
+  /** The visible screen (the capture its interaction was read from). */
+  readonly screen?: string | undefined;
+  /** The interaction waiting on that screen (or on the protocol). */
+  readonly interaction?: PendingInteraction | undefined;
+  /** Time of the last output. */
+  readonly lastActivity?: Date | undefined;
+  /** The ready prompt the session declared, when the provider keeps it (tmux does). */
+  readonly readyPromptPrefix?: string | undefined;
+  /**
+   * The turn state a protocol reports (ACP): `busy` while a turn runs; `error`, the agent's
+   * own message when its last turn (or the session) failed. Overrides screen reading.
+   */
+  readonly turn?: { readonly busy: boolean; readonly error?: string | undefined } | undefined;
+}
+
+/**
+ * Optional: {@link SessionLook}s of many running sessions from one observation (the one
+ * {@link BatchInteractionProvider.pendingAll} takes: screens that printed nothing since the
+ * provider last looked are not read again).
+ */
+export interface LookProvider {
+  /** Looks of those of `names` that run; missing or stopped sessions are absent. @throws when the backend cannot be observed. */
+  look(names: readonly string[], opts?: OpOptions): Promise<Map<string, SessionLook>>;
+}
+
 /** Optional: deliver a nudge without any idle heuristic. */
 export interface ImmediateNudgeProvider {
   nudgeNow(name: string, content: NudgeContent, opts?: NudgeOptions): Promise<void>;
@@ -510,6 +541,8 @@ export const supportsInteraction = (p: Provider): p is Provider & InteractionPro
 /** Type guard for {@link BatchInteractionProvider}. */
 export const supportsPendingAll = (p: Provider): p is Provider & BatchInteractionProvider =>
   hasMethods(p, "pendingAll");
+/** Type guard for {@link LookProvider}. */
+export const supportsLook = (p: Provider): p is Provider & LookProvider => hasMethods(p, "look");
 /** Type guard for {@link ImmediateNudgeProvider}. */
 export const supportsNudgeNow = (p: Provider): p is Provider & ImmediateNudgeProvider =>
   hasMethods(p, "nudgeNow");

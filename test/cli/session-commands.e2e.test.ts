@@ -53,7 +53,7 @@ agents:
     const text = await city.gc(["status"], { env });
     expect(text.code, text.stderr).toBe(0);
     const rowA = text.stdout.split("\n").find((l) => l.startsWith("a "));
-    expect(rowA?.split(/\s+/)[4]).toBe("?"); // NAME AGENT PROVIDER STATE RUNNING
+    expect(rowA?.split(/\s+/)[5]).toBe("?"); // NAME AGENT PROVIDER STATE WORK (- when not known to run) RUNNING
     expect(text.stderr).toContain("cannot observe provider");
 
     const list = await city.gc(["session", "list"], { env });

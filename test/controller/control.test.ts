@@ -16,11 +16,20 @@ import {
 const handlers: ControlHandlers = {
   status: () => ({ pid: 1, startedAt: 0, passes: 0, last: undefined, lastError: undefined, busy: false }),
   desired: () => undefined,
-  // Echoes the sessions it was asked about as waiting (enough to check the wire format).
+  // Echoes the sessions it was asked about as waiting, `b` also with its work and screen
+  // (enough to check the wire format).
   pending: async (sessions) =>
     new Map(
       [...sessions].flatMap(([provider, names]) =>
-        names.map((n) => [n, { requestId: `${provider}:${n}`, kind: "approval" as const }]),
+        names.map((n) => [
+          n,
+          {
+            interaction: { requestId: `${provider}:${n}`, kind: "approval" as const },
+            ...(n === "b"
+              ? { work: { state: "needs-input" as const, message: "Q" }, lastActivity: 5, screen: ["1. Yes"] }
+              : {}),
+          },
+        ]),
       ),
     ),
   // A controller running another city file refuses (the asker then builds its own snapshot).
@@ -78,7 +87,7 @@ describe("control socket", () => {
     expect(existsSync(otherPath)).toBe(true);
   });
 
-  it("pending: answers per session for the sessions asked about (provider → names); malformed ones are refused", async () => {
+  it("pending: answers per session for the sessions asked about (provider → names) with what was seen; malformed ones are refused", async () => {
     const { path } = await serve(await tempState());
     const msgs = await requestControl(
       path,
@@ -91,6 +100,15 @@ describe("control socket", () => {
         pending: {
           a: { requestId: "tmux:a", kind: "approval" },
           b: { requestId: "tmux:b", kind: "approval" },
+        },
+        seen: {
+          a: { interaction: { requestId: "tmux:a", kind: "approval" } },
+          b: {
+            interaction: { requestId: "tmux:b", kind: "approval" },
+            work: { state: "needs-input", message: "Q" },
+            lastActivity: 5,
+            screen: ["1. Yes"],
+          },
         },
       },
     ]);

@@ -17,6 +17,7 @@ import { startDashboard } from "./support.js";
 const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
 const hasTmux = existsSync("/usr/bin/tmux");
 const APPROVAL_AGENT = fileURLToPath(new URL("../cli/fixtures/approval-agent.py", import.meta.url));
+const WORK_AGENT = fileURLToPath(new URL("../cli/fixtures/work-agent.py", import.meta.url));
 const ACP_AGENT = JSON.stringify(`exec ${process.execPath} ${testAgentPath()}`);
 const keepShots = process.env.GC_DASHBOARD_SCREENSHOTS;
 const shots = keepShots ?? mkdtempSync(join(tmpdir(), "gc-dashboard-shots-"));
@@ -50,6 +51,7 @@ describe.skipIf(!CHROMIUM || !hasTmux)("gc dashboard in Chromium", { timeout: 18
         "dashboard-session.png",
         "dashboard-acp.png",
         "dashboard-200.png",
+        "dashboard-work.png",
       ])
         expect(existsSync(join(shots, f)), f).toBe(true);
     } finally {
@@ -151,6 +153,62 @@ agents:
     expect(await page.evaluate(() => (globalThis as unknown as { noReload?: boolean }).noReload)).toBe(true);
   });
 
+  it("work on the cards: working, idle and needs-input with the screen's last lines; 'needs you first' sorts", async () => {
+    const agent = JSON.stringify(`python3 -u ${WORK_AGENT}`);
+    const city = makeCity(`workspace:
+  name: "@NAME@"
+session:
+  provider: tmux
+  approval: ask
+daemon:
+  interval: 1h
+agents:
+  - name: busy
+    start_command: ${agent}
+    ready_prompt_prefix: "agent> "
+  - name: quiet
+    start_command: ${agent}
+    ready_prompt_prefix: "agent> "
+  - name: asker
+    start_command: ${agent}
+    ready_prompt_prefix: "agent> "
+`);
+    const started = await city.gc(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    for (const [name, text] of [
+      ["busy", "work 120"],
+      ["asker", "ask"],
+    ] as const) {
+      const r = await city.gc(["nudge", name, "--now", text]);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const url = await dashboard(city);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    onTestFinished(() => page.close());
+    await page.goto(url);
+    const card = (name: string) => page.locator(`.card[data-session="${name}"]`);
+    await expect.poll(() => card("busy").getAttribute("data-work"), { timeout: 30_000 }).toBe("working");
+    await expect.poll(() => card("quiet").getAttribute("data-work"), { timeout: 30_000 }).toBe("idle");
+    await expect.poll(() => card("asker").getAttribute("data-work"), { timeout: 30_000 }).toBe("needs-input");
+    // The WORK column of gc status, with its age; the question; the screen's last lines.
+    await expect(card("busy").locator("dd.work").textContent()).resolves.toMatch(/^working \d+[smh]$/);
+    await expect(card("quiet").locator("dd.work").textContent()).resolves.toMatch(/^idle \d+[smh]$/);
+    await expect(card("asker").locator(".question").textContent()).resolves.toContain(
+      "Do you want to create notes.txt?",
+    );
+    await expect.poll(() => card("busy").locator("pre.screen").textContent()).toContain("esc to interrupt");
+    // City order, then "needs you first": the question first, then the working one.
+    const order = () =>
+      page.locator(".card").evaluateAll((els) => els.map((e) => e.getAttribute("data-session")));
+    await expect(order()).resolves.toEqual(["busy", "quiet", "asker"]);
+    await page.locator("#sort").selectOption("needs");
+    await expect.poll(order).toEqual(["asker", "busy", "quiet"]);
+    await page.screenshot({ path: join(shots, "dashboard-work.png") });
+    // The choice is kept across a reload.
+    await page.reload();
+    await expect.poll(order, { timeout: 20_000 }).toEqual(["asker", "busy", "quiet"]);
+  });
+
   it("a sign-in dialog under the default allow-all: its own options on the page, no approve/deny, pending once", async () => {
     // Codex 0.171's recorded sign-in screen, drawn by a program that then just waits.
     const SIGN_IN = fileURLToPath(new URL("../fixtures/screens/codex-sign-in-80x24.ansi", import.meta.url));
@@ -230,6 +288,8 @@ agents:
     const card = page.locator('.card[data-session="helper"]');
     await expect.poll(() => card.getAttribute("data-state"), { timeout: 20_000 }).toBe("waiting-for-input");
     await expect(card.locator(".question").textContent()).resolves.toContain("Delete build/");
+    // Its work, from the protocol: the turn waits on the permission request.
+    await expect.poll(() => card.getAttribute("data-work"), { timeout: 20_000 }).toBe("needs-input");
     // Answered on the session page with one of the agent's options; the turn completes.
     await card.click();
     await expect

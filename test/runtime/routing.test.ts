@@ -15,7 +15,7 @@ import { Reconciler } from "../../internal/reconcile/reconciler.js";
 import { RoutingProvider, routeSession } from "../../internal/runtime/auto/index.js";
 import { FakeProvider } from "../../internal/runtime/fake.js";
 import { diffBreakdown, fingerprint } from "../../internal/runtime/fingerprint.js";
-import type { SessionEnd, StartConfig } from "../../internal/runtime/provider.js";
+import type { SessionEnd, SessionLook, StartConfig } from "../../internal/runtime/provider.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 
 const dirs: string[] = [];
@@ -155,6 +155,49 @@ describe("RoutingProvider", () => {
     plain.peekOutput.set("on-plain", "world");
     expect(await p.peekStyled("on-styled", 5)).toBe("\x1b[1mhello\x1b[0m");
     expect(await p.peekStyled("on-plain", 5)).toBe("world");
+  });
+
+  it("look: each backend's one look at its sessions; a backend without looks gives their interactions", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gc-route-"));
+    dirs.push(dir);
+    const asked: string[][] = [];
+    class Looking extends FakeProvider {
+      async look(names: readonly string[]): Promise<Map<string, SessionLook>> {
+        asked.push([...names]);
+        const out = new Map<string, SessionLook>();
+        for (const n of names) out.set(n, { screen: await this.peek(n, 0) });
+        return out;
+      }
+    }
+    const looking = new Looking({ city: "c" });
+    const plain = new FakeProvider({ city: "c" });
+    const p = new RoutingProvider({
+      name: "auto",
+      rules: { kind: "auto", default: "l" },
+      backends: new Map<string, FakeProvider>([
+        ["l", looking],
+        ["p", plain],
+      ]),
+      open: async (spec) => {
+        throw new Error(`no backend ${spec}`);
+      },
+      stateDir: dir,
+      ownsBackends: false,
+    });
+    await p.start("l1", cfg());
+    await p.start("l2", cfg());
+    await p.start("p1", cfg("p"));
+    looking.peekOutput.set("l1", "one · esc to interrupt");
+    looking.peekOutput.set("l2", "two");
+    const q = { requestId: "r", kind: "approval", prompt: "Proceed?" };
+    plain.setPending("p1", q);
+    const looks = await p.look(["l1", "l2", "p1", "missing"]);
+    expect(asked).toEqual([["l1", "l2"]]);
+    expect(Object.fromEntries(looks)).toEqual({
+      l1: { screen: "one · esc to interrupt" },
+      l2: { screen: "two" },
+      p1: { interaction: q },
+    });
   });
 
   it("sessionEnd: the routed backend's word on how a session ended; undefined where it cannot tell", async () => {

@@ -1,5 +1,5 @@
 /**
- * `gc status [--json]`: one row per session (name, agent, provider, state, running, drift,
+ * `gc status [--json]`: one row per session (name, agent, provider, state, work, running, drift,
  * restarts, last activity, attached) plus the controller, from one observation per provider.
  *
  * Beside a running controller (no `--config`), the controller builds the snapshot (control op
@@ -22,8 +22,9 @@ import { formatTable, runningCell } from "../table.js";
 
 const USAGE = `Usage: gc status [--json]
 
-One row per session of the city: name, agent, provider, state, running, drift, restarts,
-last activity, attached — and whether the controller runs, and which build (a build other
+One row per session of the city: name, agent, provider, state, work (what its agent is
+doing — working, idle, needs-input, error, unknown — and for how long), running, drift,
+restarts, last activity, attached — and whether the controller runs, and which build (a build other
 than this gc's is pointed out, with how to restart the controller on this one).`;
 
 /** How long status waits for the running controller's snapshot before building its own. */
@@ -37,6 +38,24 @@ const EXPLAINED_STATES: ReadonlySet<string> = new Set([
   "suspended",
   "waiting-for-input",
 ]);
+
+/** An age in its largest unit: `5s`, `2m`, `3h`, `2d`. Pure. */
+function age(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return s < 60
+    ? `${s}s`
+    : s < 3600
+      ? `${Math.floor(s / 60)}m`
+      : s < 86400
+        ? `${Math.floor(s / 3600)}h`
+        : `${Math.floor(s / 86400)}d`;
+}
+
+/** The WORK cell: the work state and how long it has held (`working 2m`); `-` when not running. */
+function workCell(s: StatusJson["sessions"][number]): string {
+  if (s.running !== true) return "-";
+  return `${s.work.state} ${age(Date.now() - Date.parse(s.work.since))}`;
+}
 
 function ago(iso: string | null): string {
   if (!iso) return "-";
@@ -113,6 +132,7 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
     "AGENT",
     "PROVIDER",
     "STATE",
+    "WORK",
     "RUNNING",
     "DRIFT",
     "RESTARTS",
@@ -124,6 +144,7 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
     s.agent,
     s.backend === s.provider ? s.provider : `${s.provider}→${s.backend}`,
     s.state,
+    workCell(s),
     runningCell(s.running),
     s.drift,
     String(s.restarts),
@@ -154,6 +175,11 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
         ctx.out(`    enter it: gc attach ${s.name}`);
       }
     }
+  }
+  for (const s of snap.sessions) {
+    // A question is explained with its state (waiting-for-input) above.
+    if (s.running === true && s.work.state === "error")
+      ctx.out(`  ${s.name}: error — ${s.work.message ?? ""}`);
   }
   for (const s of snap.sessions) {
     if (!s.nextStart) continue;

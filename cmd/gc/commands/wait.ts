@@ -1,5 +1,5 @@
 /**
- * `gc wait SESSION (--idle | --match REGEX | --state STATE | --exit)`: blocks until the
+ * `gc wait SESSION (--idle | --working | --needs-input | --match REGEX | --state STATE | --exit)`: blocks until the
  * condition holds, recording a durable wait in the store, and reports what the session
  * printed since this observer's previous observation. Observing only reads: it never types
  * into, pauses, resumes or restarts the session, and many waits may run on one session.
@@ -19,19 +19,24 @@ import {
 import { resolveSession } from "../../../internal/controller/sessions.js";
 import type { Target } from "../../../internal/operate/target.js";
 import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
+import { lookSessions, looksAtWork } from "../../../internal/reconcile/work.js";
 import { supportsExitStatus } from "../../../internal/runtime/provider.js";
+import { classifyLook, type ObservedWork } from "../../../internal/runtime/work.js";
 import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
 import type { JsonObject, Wait } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 import { durationFlag, printJson, REPORT_EXIT, withTarget } from "../operate.js";
 
-const USAGE = `Usage: gc wait SESSION (--idle | --match REGEX | --state STATE | --exit)
+const USAGE = `Usage: gc wait SESSION (--idle | --working | --needs-input | --match REGEX | --state STATE | --exit)
                [--timeout DUR] [--observer ID] [--json]
        gc wait list [SESSION] [--all] [--json]
 
 Blocks until the condition holds:
   --idle          the session is idle (at its empty prompt / quiet; never while it waits for input)
+  --working       its agent is working (a busy marker, or printing; work state "working")
+  --needs-input   its agent waits on a question (approval prompt, dialog, menu): the result
+                  carries the question
   --match REGEX   the session printed a line matching REGEX (JavaScript syntax) since this
                   observer's previous observation
   --state STATE   the session's lifecycle state is STATE (${LIFECYCLE_STATES.join(", ")})
@@ -51,11 +56,13 @@ const STATUS_VIEWS: Readonly<Record<string, string>> = {
   new: "how gc status shows a session never started (wait for pending, starting or running)",
   untracked: "how gc status shows a running session with no record",
   "waiting-for-input":
-    "how gc status shows a running session with a question on screen (gc wait --idle never completes on it)",
+    "how gc status shows a running session with a question on screen (gc wait --needs-input completes on it; --idle never does)",
 };
 
 type Condition =
   | { kind: "idle" }
+  | { kind: "working" }
+  | { kind: "needs-input" }
   | { kind: "match"; regex: RegExp }
   | { kind: "state"; state: string }
   | { kind: "exit" };
@@ -69,12 +76,16 @@ export interface WaitResult {
   readonly reason?: string | undefined;
   readonly state?: string | undefined;
   readonly exit?: { code: number | null; signal: string | null } | undefined;
+  /** `--working` / `--needs-input`: the work seen (internal/runtime/work.ts), with the question. */
+  readonly work?: ObservedWork | undefined;
 }
 
 export const command = defineCommand({
   usage: USAGE,
   options: {
     idle: { type: "boolean" },
+    working: { type: "boolean" },
+    "needs-input": { type: "boolean" },
     match: { type: "string" },
     state: { type: "string" },
     exit: { type: "boolean" },
@@ -87,15 +98,24 @@ export const command = defineCommand({
     if (positionals[0] === "list") return list(ctx, positionals.slice(1), values.all === true, json);
     if (positionals.length !== 1) {
       // `gc wait NAME idle`: the condition given as a word instead of a flag.
-      const cond = positionals.slice(1).find((p) => ["idle", "match", "state", "exit"].includes(p));
+      const cond = positionals
+        .slice(1)
+        .find((p) => ["idle", "working", "needs-input", "match", "state", "exit"].includes(p));
       const hint = cond !== undefined ? ` (a condition is a flag: --${cond})` : "";
       throw new UsageError(`gc wait takes one session${hint}\n\n${USAGE}`);
     }
-    const given = [values.idle, values.match !== undefined, values.state !== undefined, values.exit].filter(
-      Boolean,
-    );
+    const given = [
+      values.idle,
+      values.working,
+      values["needs-input"],
+      values.match !== undefined,
+      values.state !== undefined,
+      values.exit,
+    ].filter(Boolean);
     if (given.length !== 1) {
-      throw new UsageError(`give exactly one of --idle, --match, --state, --exit\n\n${USAGE}`);
+      throw new UsageError(
+        `give exactly one of --idle, --working, --needs-input, --match, --state, --exit\n\n${USAGE}`,
+      );
     }
     let cond: Condition;
     if (values.match !== undefined) {
@@ -113,7 +133,9 @@ export const command = defineCommand({
         );
       }
       cond = { kind: "state", state: values.state };
-    } else cond = values.idle ? { kind: "idle" } : { kind: "exit" };
+    } else if (values.working) cond = { kind: "working" };
+    else if (values["needs-input"]) cond = { kind: "needs-input" };
+    else cond = values.idle ? { kind: "idle" } : { kind: "exit" };
     const timeoutMs = values.timeout === undefined ? undefined : durationFlag("timeout", values.timeout, 0);
     const observer = values.observer ?? DEFAULT_OBSERVER;
     checkObserverId(observer);
@@ -267,6 +289,15 @@ async function waitFor(
           return finish("completed");
         }
         if (!running) return finish("terminated", { reason: down(), exit: await exitInfo() });
+        break;
+      }
+      case "working":
+      case "needs-input": {
+        if (!running) return finish("terminated", { reason: down(), exit: await exitInfo() });
+        const look = (await lookSessions(t.provider, [t.name], signal)).get(t.name);
+        if (!looksAtWork(look)) break;
+        const work = classifyLook(look, { now: Date.now(), readyPromptPrefix: t.config?.readyPromptPrefix });
+        if (work.state === cond.kind && (await sameIncarnation())) return finish("completed", { work });
         break;
       }
       case "idle": {

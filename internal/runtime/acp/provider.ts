@@ -24,6 +24,7 @@ import {
   type OpOptions,
   type PendingInteraction,
   type ProviderCapabilities,
+  type SessionLook,
   type TurnProvider,
   type TurnRecord,
 } from "../provider.js";
@@ -182,6 +183,35 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
       options: p.options.map((o) => o.id),
       metadata,
     };
+  }
+
+  /**
+   * The running sessions among `names` as their protocol reports them (no screen): the open
+   * interaction, whether a turn runs, and the error of the session (`failed`) or of its last
+   * finished turn — a turn's `error`, or its stop reason when that is a refusal.
+   */
+  override async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
+    const out = new Map<string, SessionLook>();
+    await Promise.all(
+      names.map(async (name) => {
+        const st = await this.statusOf(name, opts.signal).catch(() => undefined);
+        if (!st?.ok || !st.value.running || !st.value.acp) return;
+        const acp = st.value.acp;
+        const interaction = await this.pending(name, opts).catch(() => undefined);
+        let error = acp.state === "failed" ? (acp.error ?? "the ACP session failed") : undefined;
+        if (error === undefined && !acp.busy && acp.lastTurn > 0) {
+          const last = (await this.turns(name, acp.lastTurn - 1, opts).catch(() => [])).at(-1);
+          if (last?.state === "done" && (last.error || last.stopReason === "refusal"))
+            error = last.error ?? "the agent refused the prompt";
+        }
+        out.set(name, {
+          interaction,
+          lastActivity: new Date(st.value.lastActivity),
+          turn: { busy: acp.busy, ...(error !== undefined ? { error } : {}) },
+        });
+      }),
+    );
+    return out;
   }
 
   /**

@@ -42,6 +42,7 @@ import type {
   RouterProvider,
   SessionEnd,
   SessionEndProvider,
+  SessionLook,
   SessionSnapshot,
   SnapshotProvider,
   StartConfig,
@@ -54,6 +55,7 @@ import {
   supportsExitStatus,
   supportsIdleWait,
   supportsInteraction,
+  supportsLook,
   supportsNudgeNow,
   supportsOrphanKill,
   supportsSessionEnd,
@@ -498,6 +500,36 @@ export class RoutingProvider
         supportsInteraction(p) && p.capabilities().interaction ? p.pending(name, opts) : undefined,
       () => undefined,
     );
+  }
+
+  /**
+   * Looks of the running sessions among `names`: one look per backend for its sessions (a
+   * backend without looks answers with their pending interactions only); sessions on no
+   * backend are absent. @throws when a backend cannot be observed.
+   */
+  async look(names: readonly string[], opts?: OpOptions): Promise<Map<string, SessionLook>> {
+    const groups = new Map<Provider, string[]>();
+    for (const n of names) {
+      const p = await this.locate(n, opts).catch(() => undefined);
+      if (!p) continue;
+      const list = groups.get(p);
+      if (list) list.push(n);
+      else groups.set(p, [n]);
+    }
+    const out = new Map<string, SessionLook>();
+    await Promise.all(
+      [...groups].map(async ([p, list]) => {
+        if (supportsLook(p)) {
+          for (const [n, l] of await p.look(list, opts)) out.set(n, l);
+          return;
+        }
+        if (!supportsInteraction(p) || !p.capabilities().interaction) return;
+        await Promise.all(
+          list.map(async (n) => out.set(n, { interaction: await p.pending(n, opts).catch(() => undefined) })),
+        );
+      }),
+    );
+    return out;
   }
 
   /** @throws UnsupportedError when the session's backend has no interactions. */

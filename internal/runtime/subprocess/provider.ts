@@ -63,6 +63,7 @@ import {
   type PendingInteraction,
   type Provider,
   type ProviderCapabilities,
+  type SessionLook,
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
@@ -1133,6 +1134,29 @@ export class SubprocessProvider
     if (!st.ok || !st.value.running) return undefined;
     const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
     return r.ok ? findInteraction(r.value.text) : undefined;
+  }
+
+  /**
+   * The screens (with their interactions) of the running sessions among `names`: one status
+   * and one screen read per session, the reads {@link SubprocessProvider.pending} makes.
+   */
+  async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
+    const out = new Map<string, SessionLook>();
+    await Promise.all(
+      names.map(async (name) => {
+        if (nameProblem(name) !== undefined) return;
+        const st = await this.statusOf(name, opts.signal);
+        if (!st.ok || !st.value.running) return;
+        const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
+        if (!r.ok) return;
+        out.set(name, {
+          screen: r.value.text,
+          interaction: findInteraction(r.value.text),
+          lastActivity: new Date(st.value.lastActivity),
+        });
+      }),
+    );
+    return out;
   }
 
   /**

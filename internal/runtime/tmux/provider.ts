@@ -64,6 +64,7 @@ import {
   type PendingInteraction,
   type Provider,
   type ProviderCapabilities,
+  type SessionLook,
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
@@ -157,12 +158,12 @@ export class TmuxProvider
   private readonly deadWithoutStatus = new Map<string, number>();
   private bufferSeq = 0;
   /**
-   * What `pendingAll` last found per session id (`<generation>:<id>`), with the activity
-   * second it was read at: valid while the session printed nothing since.
+   * What `look` last read per session id (`<generation>:<id>`: the screen and the interaction
+   * on it), with the activity second it was read at: valid while the session printed nothing since.
    */
   private readonly interactionCache = new Map<
     string,
-    { readonly activity: number; readonly found: PendingInteraction | undefined }
+    { readonly activity: number; readonly screen: string; readonly found: PendingInteraction | undefined }
   >();
 
   constructor(opts: TmuxProviderOptions) {
@@ -963,15 +964,23 @@ export class TmuxProvider
     return st ? findInteraction(st.rows.join("\n")) : undefined;
   }
 
-  /**
-   * Pending interactions of the running sessions among `names`: one `list-panes -a`, then one
-   * command list capturing only the screens that printed since they were last read (none in
-   * a quiet city). A capture is trusted only when it was taken in a later second than the
-   * session's last output (tmux keeps activity in whole seconds), so no output is missed.
-   */
+  /** Pending interactions of the running sessions among `names`, from one {@link TmuxProvider.look}. */
   async pendingAll(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, PendingInteraction>> {
-    const wanted = new Set(names);
     const out = new Map<string, PendingInteraction>();
+    for (const [n, l] of await this.look(names, opts)) if (l.interaction) out.set(n, l.interaction);
+    return out;
+  }
+
+  /**
+   * The screens (with their interactions) of the running sessions among `names`: one
+   * `list-panes -a`, then one command list capturing only the screens that printed since
+   * they were last read (none in a quiet city). A capture is trusted only when it was taken
+   * in a later second than the session's last output (tmux keeps activity in whole seconds),
+   * so no output is missed.
+   */
+  async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
+    const wanted = new Set(names);
+    const out = new Map<string, SessionLook>();
     let lines: string[];
     try {
       lines = await this.tmux(["list-panes", "-a", "-F", PANE_FORMAT], { signal: opts.signal, retry: true });
@@ -983,15 +992,20 @@ export class TmuxProvider
     const live = parseSessions(lines, this.tag).filter(
       (s) => s.name !== undefined && wanted.has(s.name) && isLive(s),
     );
+    const lookOf = (s: SessionInfo, screen: string, found: PendingInteraction | undefined): SessionLook => ({
+      screen,
+      interaction: found,
+      lastActivity: s.activity > 0 ? new Date(s.activity * 1000) : undefined,
+      readyPromptPrefix: s.readyPrefix,
+    });
     const keep = new Set<string>();
     const stale: SessionInfo[] = [];
     for (const s of live) {
       const key = `${gen}:${s.id}`;
       keep.add(key);
       const hit = this.interactionCache.get(key);
-      if (hit && hit.activity === s.activity) {
-        if (hit.found) out.set(s.name!, hit.found);
-      } else stale.push(s);
+      if (hit && hit.activity === s.activity) out.set(s.name!, lookOf(s, hit.screen, hit.found));
+      else stale.push(s);
     }
     for (const k of this.interactionCache.keys()) if (!keep.has(k)) this.interactionCache.delete(k);
     if (stale.length === 0) return out;
@@ -1003,9 +1017,11 @@ export class TmuxProvider
     stale.forEach((s, i) => {
       const rows = screens[i];
       if (rows === undefined) return;
-      const found = findInteraction(rows.map((r) => r.trimEnd()).join("\n"));
-      if (found) out.set(s.name!, found);
-      if (readAt > s.activity) this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, found });
+      const screen = rows.map((r) => r.trimEnd()).join("\n");
+      const found = findInteraction(screen);
+      out.set(s.name!, lookOf(s, screen, found));
+      if (readAt > s.activity)
+        this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, screen, found });
     });
     return out;
   }

@@ -108,6 +108,38 @@ function runningText(x) {
   return x.running ? "yes" : LIVE.has(x.state) ? "no — process gone" : "no";
 }
 
+/** An age in its largest unit, as gc status's WORK column shows it: `5s`, `2m`, `3h`, `2d`. */
+function age(iso) {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 60
+    ? `${s}s`
+    : s < 3600
+      ? `${Math.floor(s / 60)}m`
+      : s < 86400
+        ? `${Math.floor(s / 3600)}h`
+        : `${Math.floor(s / 86400)}d`;
+}
+
+/** gc status's WORK column: what the agent is doing and for how long; `-` when not running. */
+function workText(x) {
+  return x.running === true && x.work ? `${x.work.state} ${age(x.work.since)}` : "-";
+}
+
+/** The work state a card shows (its colour and the "needs you" order), `none` when not running. */
+function workState(x) {
+  return x.running === true && x.work ? x.work.state : "none";
+}
+
+/** "Needs you" order: a question or an error first, then working, idle, the rest; else city order. */
+const NEEDS_RANK = { "needs-input": 0, error: 1, working: 2, idle: 3, unknown: 4, none: 5 };
+function ordered(sessions) {
+  if ($("#sort")?.value !== "needs") return sessions;
+  return sessions
+    .map((x, i) => [x, i])
+    .sort(([a, i], [b, j]) => NEEDS_RANK[workState(a)] - NEEDS_RANK[workState(b)] || i - j)
+    .map(([x]) => x);
+}
+
 function cardHtml(x) {
   const q = x.interaction
     ? `<div class="question">❓ ${esc(x.interaction.question || x.interaction.kind)}</div>`
@@ -118,11 +150,14 @@ function cardHtml(x) {
 <dt>agent</dt><dd>${esc(x.agent)}</dd>
 <dt>backend</dt><dd>${esc(x.backend ?? x.provider)}</dd>
 <dt>state</dt><dd class="state">${esc(x.state)}</dd>
+<dt>work</dt><dd class="work">${esc(workText(x))}</dd>
 <dt>running</dt><dd class="running">${esc(runningText(x))}</dd>
 <dt>drift</dt><dd>${esc(x.drift)}</dd>
 <dt>restarts</dt><dd>${esc(x.restarts)}</dd>
 <dt>activity</dt><dd>${esc(ago(x.lastActivity))}</dd>
-<dt>attached</dt><dd>${x.attached ? "yes" : "no"}</dd></dl>${q}`;
+<dt>attached</dt><dd>${x.attached ? "yes" : "no"}</dd></dl>${q}${
+    workState(x) === "error" ? `<div class="work-error">⚠ ${esc(x.work.message ?? "error")}</div>` : ""
+  }${x.running === true && x.screen?.length ? `<pre class="screen">${esc(x.screen.join("\n"))}</pre>` : ""}`;
 }
 
 function renderGrid() {
@@ -133,21 +168,22 @@ function renderGrid() {
     cards.clear();
   }
   if (!status) return;
+  const sessions = ordered(status.sessions);
   if (cards.size === 0) {
     // The first draw: every card in one parse, then updated in place like any later draw.
-    const htmls = status.sessions.map(cardHtml);
-    grid.innerHTML = status.sessions
+    const htmls = sessions.map(cardHtml);
+    grid.innerHTML = sessions
       .map(
         (x, i) => `<a href="#/s/${encodeURIComponent(x.name)}" data-session="${esc(x.name)}">${htmls[i]}</a>`,
       )
       .join("");
-    status.sessions.forEach((x, i) => {
+    sessions.forEach((x, i) => {
       cards.set(x.name, { el: grid.children[i], html: htmls[i] });
     });
   }
   const seen = new Set();
   let prev = null;
-  for (const x of status.sessions) {
+  for (const x of sessions) {
     seen.add(x.name);
     let c = cards.get(x.name);
     if (!c) {
@@ -164,6 +200,7 @@ function renderGrid() {
     }
     c.el.className = `card s-${x.running !== false || !LIVE.has(x.state) ? x.state : "crashed"}`;
     c.el.dataset.state = x.state;
+    c.el.dataset.work = workState(x);
     c.el.dataset.running = String(x.running);
     const want = prev ? prev.nextSibling : grid.firstChild;
     if (want !== c.el) grid.insertBefore(c.el, want);
@@ -277,7 +314,7 @@ function renderSession() {
   $("#state").textContent = x.state;
   $("#state").dataset.state = x.state;
   $("#meta").textContent =
-    `agent ${x.agent} · backend ${x.backend ?? x.provider} · running ${runningText(x)} · drift ${x.drift} · ` +
+    `agent ${x.agent} · backend ${x.backend ?? x.provider} · running ${runningText(x)} · work ${workText(x)} · drift ${x.drift} · ` +
     `${x.restarts} restarts · activity ${ago(x.lastActivity)} · ${x.attached ? "attached" : "not attached"}` +
     (x.state !== "running" && x.reason ? ` · ${x.reason}` : "");
   const box = $("#interaction");
@@ -391,6 +428,12 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
+const sort = $("#sort");
+sort.value = localStorage.getItem("gc-sort") === "needs" ? "needs" : "city";
+sort.addEventListener("change", () => {
+  localStorage.setItem("gc-sort", sort.value);
+  if (view?.kind === "grid") renderGrid();
+});
 setInterval(() => {
   if (status && view?.kind === "grid") renderGrid();
 }, 5000);

@@ -1,0 +1,213 @@
+/**
+ * A session's work over time (internal/reconcile/work.ts): previous record + observation +
+ * injected clock → next record (`since`) and the turn/work events, as a table; and the record
+ * and events written to a real SQLite store.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  advanceWork,
+  parseWork,
+  recordedWork,
+  recordWork,
+  WORK_KEY,
+  type WorkRecord,
+} from "../../internal/reconcile/work.js";
+import type { ObservedWork } from "../../internal/runtime/work.js";
+import { openSqliteStore } from "../../internal/session/sqlite-store.js";
+
+const T = 1_800_000_000_000;
+const rec = (r: Partial<WorkRecord> & Pick<WorkRecord, "state" | "since">): WorkRecord => ({
+  generation: 1,
+  ...r,
+});
+
+describe("advanceWork", () => {
+  const cases: {
+    what: string;
+    prev: WorkRecord | undefined;
+    obs: ObservedWork;
+    now: number;
+    lastActivity?: number;
+    next: WorkRecord;
+    events: [string, Record<string, unknown>][];
+  }[] = [
+    {
+      what: "first look, idle",
+      prev: undefined,
+      obs: { state: "idle" },
+      now: T,
+      next: rec({ state: "idle", since: T }),
+      events: [],
+    },
+    {
+      what: "first look, idle since the last output",
+      prev: undefined,
+      obs: { state: "idle" },
+      now: T,
+      lastActivity: T - 5_000,
+      next: rec({ state: "idle", since: T - 5_000 }),
+      events: [],
+    },
+    {
+      what: "idle → working opens a turn",
+      prev: rec({ state: "idle", since: T - 60_000 }),
+      obs: { state: "working" },
+      now: T,
+      next: rec({ state: "working", since: T, turnSince: T }),
+      events: [["turn.started", {}]],
+    },
+    {
+      what: "working stays: since and the turn stay",
+      prev: rec({ state: "working", since: T - 9_000, turnSince: T - 9_000 }),
+      obs: { state: "working" },
+      now: T,
+      next: rec({ state: "working", since: T - 9_000, turnSince: T - 9_000 }),
+      events: [],
+    },
+    {
+      what: "working → idle ends the turn at the last output",
+      prev: rec({ state: "working", since: T - 9_000, turnSince: T - 10_000 }),
+      obs: { state: "idle" },
+      now: T,
+      lastActivity: T - 1_000,
+      next: rec({ state: "idle", since: T - 1_000 }),
+      events: [["turn.ended", { durationMs: 9_000, startedAt: new Date(T - 10_000).toISOString() }]],
+    },
+    {
+      what: "an output time before the turn began is not its end",
+      prev: rec({ state: "working", since: T - 2_000, turnSince: T - 2_000 }),
+      obs: { state: "idle" },
+      now: T,
+      lastActivity: T - 30_000,
+      next: rec({ state: "idle", since: T }),
+      events: [["turn.ended", { durationMs: 2_000, startedAt: new Date(T - 2_000).toISOString() }]],
+    },
+    {
+      what: "working → needs-input blocks, the turn stays open",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000 }),
+      obs: { state: "needs-input", message: "Do you want to proceed?" },
+      now: T,
+      next: rec({ state: "needs-input", since: T, message: "Do you want to proceed?", turnSince: T - 3_000 }),
+      events: [["work.blocked", { question: "Do you want to proceed?" }]],
+    },
+    {
+      what: "the same question: nothing new",
+      prev: rec({ state: "needs-input", since: T - 3_000, message: "Q1" }),
+      obs: { state: "needs-input", message: "Q1" },
+      now: T,
+      next: rec({ state: "needs-input", since: T - 3_000, message: "Q1" }),
+      events: [],
+    },
+    {
+      what: "another question is a new block",
+      prev: rec({ state: "needs-input", since: T - 3_000, message: "Q1" }),
+      obs: { state: "needs-input", message: "Q2" },
+      now: T,
+      next: rec({ state: "needs-input", since: T, message: "Q2" }),
+      events: [["work.blocked", { question: "Q2" }]],
+    },
+    {
+      what: "working → error, the turn stays open",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000 }),
+      obs: { state: "error", message: "API error · retrying in 1s · attempt 2/10" },
+      now: T,
+      next: rec({
+        state: "error",
+        since: T,
+        message: "API error · retrying in 1s · attempt 2/10",
+        turnSince: T - 3_000,
+      }),
+      events: [["work.error", { message: "API error · retrying in 1s · attempt 2/10" }]],
+    },
+    {
+      what: "the retry counter moves: the message follows, since stays, no event",
+      prev: rec({ state: "error", since: T - 2_000, message: "attempt 2/10", turnSince: T - 3_000 }),
+      obs: { state: "error", message: "attempt 3/10" },
+      now: T,
+      next: rec({ state: "error", since: T - 2_000, message: "attempt 3/10", turnSince: T - 3_000 }),
+      events: [],
+    },
+    {
+      what: "idle → error opens a turn (a request failing at once)",
+      prev: rec({ state: "idle", since: T - 3_000 }),
+      obs: { state: "error", message: "529" },
+      now: T,
+      next: rec({ state: "error", since: T, message: "529", turnSince: T }),
+      events: [
+        ["turn.started", {}],
+        ["work.error", { message: "529" }],
+      ],
+    },
+    {
+      what: "unknown keeps the turn, records no event",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000 }),
+      obs: { state: "unknown" },
+      now: T,
+      next: rec({ state: "unknown", since: T, turnSince: T - 3_000 }),
+      events: [],
+    },
+    {
+      what: "a record of another incarnation is ignored",
+      prev: { state: "working", since: T - 3_000, turnSince: T - 3_000, generation: 7 },
+      obs: { state: "idle" },
+      now: T,
+      next: rec({ state: "idle", since: T }),
+      events: [],
+    },
+  ];
+  it.each(cases)("$what", (c) => {
+    const { next, events } = advanceWork(c.prev, c.obs, {
+      now: c.now,
+      generation: 1,
+      lastActivity: c.lastActivity,
+    });
+    expect(next).toEqual(c.next);
+    expect(events.map((e) => [e.type, e.payload])).toEqual(c.events);
+  });
+
+  it("parseWork rejects what is not a work record", () => {
+    expect(parseWork(undefined)).toBeUndefined();
+    expect(parseWork("{")).toBeUndefined();
+    expect(parseWork(JSON.stringify({ state: "busy", since: 1, generation: 1 }))).toBeUndefined();
+    expect(parseWork(JSON.stringify({ state: "idle", since: 1 }))).toBeUndefined();
+    expect(parseWork(JSON.stringify({ state: "idle", since: 1, generation: 2, message: 3 }))).toEqual({
+      state: "idle",
+      since: 1,
+      generation: 2,
+    });
+  });
+});
+
+describe("recordWork", () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("stores the record once per change and appends the events; a stale record is read again", async () => {
+    dir = mkdtempSync(join(tmpdir(), "gc-work-"));
+    const store = openSqliteStore({ path: join(dir, "state.db"), actor: "work-test" });
+    try {
+      await store.create({ name: "s", agent: "a", provider: "tmux", state: "running" });
+      const r0 = (await store.get("s"))!;
+      const work = { state: "working", since: T, turnSince: T, generation: r0.generation } as const;
+      // Someone else updated the record after it was read: the write retries on the new version.
+      await store.update("s", r0.version, { metadata: { other: "x" } });
+      await recordWork(store, r0, work, [{ type: "turn.started", payload: {}, at: T }]);
+      const r1 = (await store.get("s"))!;
+      expect(recordedWork(r1)).toEqual(work);
+      expect(r1.metadata.other).toBe("x");
+      // Unchanged: no write.
+      await recordWork(store, r1, work, []);
+      expect((await store.get("s"))!.version).toBe(r1.version);
+      const events = await store.queryEvents({ session: "s" });
+      expect(events.filter((e) => e.type === "turn.started").map((e) => e.at)).toEqual([T]);
+      expect(JSON.parse(r1.metadata[WORK_KEY]!).state).toBe("working");
+    } finally {
+      await store.close();
+    }
+  });
+});
