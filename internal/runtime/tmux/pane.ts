@@ -53,6 +53,18 @@ export interface PaneState {
 const STATE_FORMAT =
   "#{session_id}|#{session_name}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{cursor_x}|#{cursor_y}|#{history_size}";
 
+/**
+ * True when `e` means the pane's session or its whole server is gone: tmux's "not found"
+ * answers, and a channel whose client could not attach to the session any more.
+ */
+export function isGone(e: unknown): boolean {
+  return (
+    isAbsent(e) ||
+    (e instanceof TmuxConnectionError &&
+      /can't find session|no server running|no sessions|error connecting|session not found/i.test(e.message))
+  );
+}
+
 function opts(p: Pane, signal: AbortSignal | undefined, retry = true): CommandOptions {
   return { signal, retry: retry && p.generation === undefined, generation: p.generation, create: false };
 }
@@ -80,7 +92,7 @@ export async function readPane(p: Pane, signal?: AbortSignal): Promise<PaneState
       );
       break;
     } catch (e) {
-      if (isAbsent(e)) return undefined;
+      if (isGone(e)) return undefined;
       // A read is harmless to repeat: once, on a fresh connection.
       if (e instanceof TmuxConnectionError && !(e instanceof TmuxGenerationError) && attempt === 0) continue;
       throw e;
@@ -289,7 +301,7 @@ export async function deliver(p: Pane, name: string, text: string, o: DeliverOpt
   } catch (e) {
     // A list stopped at the paste leaves the buffer: remove it.
     await p.client.command(["delete-buffer", "-b", buffer], { create: false }).catch(() => undefined);
-    if (isAbsent(e)) return;
+    if (isGone(e)) return;
     throw e;
   }
   // The paste is visible when the screen changed; it has settled when it stops changing.
