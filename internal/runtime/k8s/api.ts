@@ -132,6 +132,9 @@ export function apiMessage(e: unknown): string {
   return e instanceof Error ? e.message.split("\n")[0]! : String(e);
 }
 
+/** The WebSocket of an exec. */
+export type ExecSocket = Awaited<ReturnType<K8s.Exec["exec"]>>;
+
 /** Result of a command run in a pod. */
 export interface ExecResult {
   readonly exitCode: number;
@@ -285,6 +288,22 @@ export class KubeApi {
       });
       ws.on("error", () => undefined); // the close that follows reports it
     });
+  }
+
+  /**
+   * Opens a long-lived exec of `argv` with stdin attached (a tmux control channel): output
+   * reaches `stdout`/`stderr` as it comes, `stdin`'s data is sent as it is written. One
+   * counted request, never retried. Resolves with the open WebSocket (its `protocol` is the
+   * negotiated subprotocol).
+   */
+  async execStream(
+    namespace: string,
+    pod: string,
+    argv: readonly string[],
+    io: { stdout: Writable; stderr: Writable; stdin: Readable },
+  ): Promise<ExecSocket> {
+    this.stats.requests++;
+    return this.execClient.exec(namespace, pod, CONTAINER, [...argv], io.stdout, io.stderr, io.stdin, false);
   }
 
   /**

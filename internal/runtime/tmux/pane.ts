@@ -196,7 +196,7 @@ export async function attachedClients(
   signal?: AbortSignal,
 ): Promise<number> {
   const lines = await client.command(
-    ["list-clients", "-t", session, "-F", "#{client_control}|#{client_flags}"],
+    ["list-clients", "-t", session, "-F", "#{client_control_mode}|#{client_flags}"],
     { signal, retry: true, create: false },
   );
   return lines.filter((l) => {
