@@ -51,19 +51,7 @@ import {
 } from "../provider.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { TmuxConnectionError } from "../tmux/control-client.js";
-import {
-  attachedClients,
-  captureText,
-  clearHistory,
-  deliver,
-  isGone,
-  NudgeQueue,
-  readPane,
-  screen,
-  sendKeys,
-  validateKeys,
-  waitIdle,
-} from "../tmux/pane.js";
+import { isGone, NudgeQueue, validateKeys } from "../tmux/pane.js";
 import { dockerTransport } from "./channel.js";
 import { Engine, type ExecResult, statusOf } from "./engine.js";
 import {
@@ -302,12 +290,10 @@ export class DockerProvider
       },
       alive: (signal) => this.programAlive(need(), signal),
       died: () => this.died(plan.name, need()),
-      screen: (signal) => screen(this.channel(need()).pane, signal),
-      sendKeys: (keys, signal) => sendKeys(this.channel(need()).pane, keys, signal),
+      screen: (signal) => this.channel(need()).screen(signal),
+      sendKeys: (keys, signal) => this.channel(need()).sendKeys(keys, signal),
       nudge: (text, signal) =>
-        this.nudges.run(plan.name, () =>
-          deliver(this.channel(need()).pane, plan.name, text, { confirmMs: CONFIRM_MS, signal }),
-        ),
+        this.nudges.run(plan.name, () => this.channel(need()).deliver(plan.name, text, CONFIRM_MS, signal)),
       destroy: async () => {
         if (id) await this.remove(id);
       },
@@ -498,10 +484,8 @@ export class DockerProvider
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return;
     const text = flattenContent(content);
-    const pane = this.channel(c.Id).pane;
-    return this.nudges.run(name, () =>
-      deliver(pane, name, text, { confirmMs: CONFIRM_MS, signal: opts.signal }),
-    );
+    const ch = this.channel(c.Id);
+    return this.nudges.run(name, () => ch.deliver(name, text, CONFIRM_MS, opts.signal));
   }
 
   /** Raw tmux key names in one `send-keys`; no implicit Enter. Resolves when missing or not running. */
@@ -512,7 +496,7 @@ export class DockerProvider
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return;
     try {
-      await sendKeys(this.channel(c.Id).pane, keys, opts.signal);
+      await this.channel(c.Id).sendKeys(keys, opts.signal);
     } catch (e) {
       if (!(await this.endedUnder(c.Id, e, opts.signal))) throw e;
     }
@@ -540,7 +524,7 @@ export class DockerProvider
     if (!c) throw new SessionNotFoundError(name);
     if (!c.State.Running) return "";
     try {
-      return await captureText(this.channel(c.Id).pane, lines, styled, signal);
+      return await this.channel(c.Id).capture(lines, styled, signal);
     } catch (e) {
       if (await this.endedUnder(c.Id, e, signal)) return "";
       throw e;
@@ -627,7 +611,7 @@ export class DockerProvider
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return;
     try {
-      await clearHistory(this.channel(c.Id).pane, opts.signal);
+      await this.channel(c.Id).clearHistory(opts.signal);
     } catch (e) {
       if (!(await this.endedUnder(c.Id, e, opts.signal))) throw e;
     }
@@ -639,7 +623,7 @@ export class DockerProvider
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return false;
     try {
-      return (await attachedClients(this.channel(c.Id).client, TMUX_SESSION, opts.signal)) > 0;
+      return await this.channel(c.Id).attached(opts.signal);
     } catch (e) {
       if (await this.endedUnder(c.Id, e, opts.signal)) return false;
       throw e;
@@ -798,7 +782,7 @@ export class DockerProvider
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return "gone";
     try {
-      return await waitIdle(this.channel(c.Id).pane, timeoutMs, {
+      return await this.channel(c.Id).waitIdle(timeoutMs, {
         readyPrefix: c.Config.Labels?.[LABEL_PREFIX],
         quietMs: IDLE_QUIET_MS,
         signal: opts.signal,
@@ -964,7 +948,7 @@ export class DockerProvider
   private async programAlive(id: string, signal?: AbortSignal): Promise<boolean> {
     if (!(await this.alive(id, signal))) return false;
     try {
-      const st = await readPane(this.channel(id).pane, signal);
+      const st = await this.channel(id).read(signal);
       return st !== undefined && !st.dead;
     } catch (e) {
       if (await this.endedUnder(id, e, signal)) return false;

@@ -63,20 +63,7 @@ import {
   type StartReport,
 } from "../provider.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
-import {
-  attachedClients,
-  captureText,
-  clearHistory,
-  deliver,
-  isGone,
-  NudgeQueue,
-  type PaneState,
-  readPane,
-  screen,
-  sendKeys,
-  validateKeys,
-  waitIdle,
-} from "../tmux/pane.js";
+import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { k8sTransport } from "./channel.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
@@ -483,12 +470,12 @@ export class K8sProvider
 
   /** Current pane of the pod's session (over its control channel), or `undefined` when there is none. */
   readScreen(pod: string, signal?: AbortSignal): Promise<PaneState | undefined> {
-    return readPane(this.channel(pod).pane, signal);
+    return this.channel(pod).read(signal);
   }
 
   /** Types `text` into the pod's session and confirms it was submitted (tmux/pane.ts `deliver`). */
   type(name: string, pod: string, text: string, signal?: AbortSignal): Promise<void> {
-    return deliver(this.channel(pod).pane, name, text, { confirmMs: CONFIRM_MS, signal });
+    return this.channel(pod).deliver(name, text, CONFIRM_MS, signal);
   }
 
   /** Liveness: the pane exists and its program has not exited. */
@@ -613,8 +600,8 @@ export class K8sProvider
       },
       alive: (signal) => this.alive(need(), signal),
       died: () => this.died(plan.name, need()),
-      screen: (signal) => screen(this.channel(need()).pane, signal),
-      sendKeys: (keys, signal) => sendKeys(this.channel(need()).pane, keys, signal),
+      screen: (signal) => this.channel(need()).screen(signal),
+      sendKeys: (keys, signal) => this.channel(need()).sendKeys(keys, signal),
       nudge: (text, signal) => this.nudges.run(plan.name, () => this.type(plan.name, need(), text, signal)),
       destroy: async () => {
         if (made) await this.deletePod(plan.name, made.uid);
@@ -764,7 +751,7 @@ export class K8sProvider
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return;
     try {
-      await sendKeys(this.channel(p.metadata!.name!).pane, keys, opts.signal);
+      await this.channel(p.metadata!.name!).sendKeys(keys, opts.signal);
     } catch (e) {
       if (!isGone(e)) throw e;
     }
@@ -783,7 +770,7 @@ export class K8sProvider
     validateSessionName(name);
     const p = await this.runningPod(name, signal);
     try {
-      return await captureText(this.channel(p.metadata!.name!).pane, lines, styled, signal);
+      return await this.channel(p.metadata!.name!).capture(lines, styled, signal);
     } catch (e) {
       if (isGone(e)) throw new SessionInitializingError(name, "the tmux session is not up yet");
       throw e;
@@ -845,7 +832,7 @@ export class K8sProvider
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return;
     try {
-      await clearHistory(this.channel(p.metadata!.name!).pane, opts.signal);
+      await this.channel(p.metadata!.name!).clearHistory(opts.signal);
     } catch (e) {
       if (!isGone(e)) throw e;
     }
@@ -904,7 +891,7 @@ export class K8sProvider
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return false;
     try {
-      return (await attachedClients(this.channel(p.metadata!.name!).client, TMUX_SESSION, opts.signal)) > 0;
+      return await this.channel(p.metadata!.name!).attached(opts.signal);
     } catch (e) {
       if (isGone(e)) return false;
       throw e;
@@ -915,14 +902,16 @@ export class K8sProvider
     validateSessionName(name);
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return "gone";
-    return waitIdle(this.channel(p.metadata!.name!).pane, timeoutMs, {
-      readyPrefix: p.metadata?.annotations?.[PREFIX_ANNOTATION],
-      quietMs: this.settings.idleQuietMs,
-      signal: opts.signal,
-    }).catch((e: unknown) => {
-      if (isGone(e)) return "gone" as const;
-      throw e;
-    });
+    return this.channel(p.metadata!.name!)
+      .waitIdle(timeoutMs, {
+        readyPrefix: p.metadata?.annotations?.[PREFIX_ANNOTATION],
+        quietMs: this.settings.idleQuietMs,
+        signal: opts.signal,
+      })
+      .catch((e: unknown) => {
+        if (isGone(e)) return "gone" as const;
+        throw e;
+      });
   }
 
   /**

@@ -7,8 +7,22 @@
  * (read once from tmux per connection, then kept from notifications: no polling reads).
  * Used by the docker and k8s providers.
  */
+
+import type { IdleResult } from "../provider.js";
 import { ControlClient, type ControlClientOptions } from "./control-client.js";
-import type { Pane } from "./pane.js";
+import {
+  attachedClients,
+  captureText,
+  clearHistory,
+  deliver,
+  type IdleOptions,
+  type Pane,
+  type PaneState,
+  readPane,
+  screen,
+  sendKeys,
+  waitIdle,
+} from "./pane.js";
 
 /** First delay of the reconnect backoff; doubled per failure up to {@link MAX_BACKOFF_MS}. */
 const FIRST_BACKOFF_MS = 200;
@@ -32,6 +46,46 @@ export class Channel {
       if (n.name === "output" || n.name === "extended-output") this.lastOutputMs = Date.now();
     });
     this.client.onConnectionLost(() => this.reconnect());
+  }
+
+  /** {@link readPane} of the session's pane. */
+  read(signal?: AbortSignal): Promise<PaneState | undefined> {
+    return readPane(this.pane, signal);
+  }
+
+  /** {@link screen} of the session's pane. */
+  screen(signal?: AbortSignal): Promise<string> {
+    return screen(this.pane, signal);
+  }
+
+  /** {@link captureText} of the session's pane. */
+  capture(lines: number, styled: boolean, signal?: AbortSignal): Promise<string> {
+    return captureText(this.pane, lines, styled, signal);
+  }
+
+  /** {@link sendKeys} to the session's pane. */
+  sendKeys(keys: readonly string[], signal?: AbortSignal): Promise<void> {
+    return sendKeys(this.pane, keys, signal);
+  }
+
+  /** {@link deliver}s a nudge's text to the session's pane. */
+  deliver(name: string, text: string, confirmMs: number, signal?: AbortSignal): Promise<void> {
+    return deliver(this.pane, name, text, { confirmMs, signal });
+  }
+
+  /** {@link waitIdle} on the session's pane. */
+  waitIdle(timeoutMs: number, o: IdleOptions): Promise<IdleResult> {
+    return waitIdle(this.pane, timeoutMs, o);
+  }
+
+  /** {@link clearHistory} of the session's pane. */
+  clearHistory(signal?: AbortSignal): Promise<void> {
+    return clearHistory(this.pane, signal);
+  }
+
+  /** True when a terminal (not gc's channel, not a container's console client) is attached. */
+  async attached(signal?: AbortSignal): Promise<boolean> {
+    return (await attachedClients(this.client, this.pane.target.replace(/:$/, ""), signal)) > 0;
   }
 
   /**
