@@ -16,7 +16,8 @@ import {
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
@@ -31,7 +32,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
   type CommandProvider,
@@ -61,7 +61,6 @@ import {
   envFile,
   HOOK_SCRIPT,
   META_DIR,
-  PANE,
   RUN_DIR,
   SETUP_SCRIPT,
   STDIN_SCRIPT,

@@ -17,7 +17,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 
 /** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;

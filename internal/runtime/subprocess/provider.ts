@@ -13,11 +13,6 @@ import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.js";
-import { pidAlive } from "../../proc/kill.js";
-import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import {
   describeError,
   InvalidNameError,
@@ -26,7 +21,13 @@ import {
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { nameProblem, validateMetaKey, validateSessionName } from "../../base/names.js";
+import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.js";
+import { pidAlive } from "../../proc/kill.js";
+import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
+import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
 import {
@@ -38,7 +39,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
   type BackendWatchProvider,

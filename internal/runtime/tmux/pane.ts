@@ -6,8 +6,8 @@
  * This is the only module that builds `capture-pane`, `send-keys` and `paste-buffer` commands.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { InvalidNameError, NudgeNotDeliveredError } from "../../base/errors.js";
 import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
-import { InvalidNameError, NudgeNotDeliveredError } from "../errors.js";
 import { captureFlags, paneText } from "../pane-text.js";
 import type { IdleResult } from "../provider.js";
 import {

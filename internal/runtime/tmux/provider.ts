@@ -10,19 +10,21 @@ import { mkdir, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../proc/census.js";
-import { killTree } from "../../proc/kill.js";
-import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
-import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import {
   HookFailedError,
+  InvalidNameError,
   NudgeNotDeliveredError,
   ProviderError,
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
+import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../proc/census.js";
+import { killTree } from "../../proc/kill.js";
+import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
+import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -37,7 +39,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { validateMetaKey, validateSessionName } from "../names.js";
 import { outputTail } from "../pane-text.js";
 import {
   type BackendShutdownProvider,

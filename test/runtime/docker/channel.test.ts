@@ -9,8 +9,8 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { ProviderError } from "../../../internal/base/errors.js";
 import { createProvider, type DockerProvider } from "../../../internal/runtime/docker/index.js";
-import { ProviderError } from "../../../internal/runtime/errors.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { DOCKER_SKIP, startTestEngine, type TestEngine } from "../../support/docker.js";
 

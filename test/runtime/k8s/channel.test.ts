@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProviderError } from "../../../internal/runtime/errors.js";
+import { ProviderError } from "../../../internal/base/errors.js";
 import { connect, type KubeApi } from "../../../internal/runtime/k8s/api.js";
 import { K8sProvider } from "../../../internal/runtime/k8s/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";

@@ -4,8 +4,8 @@
  * validation, and the engine's stdout/stderr frames split across chunks.
  */
 import { describe, expect, it } from "vitest";
+import { InvalidNameError } from "../../../internal/base/errors.js";
 import { Demuxer } from "../../../internal/runtime/docker/channel.js";
-import { InvalidNameError } from "../../../internal/runtime/errors.js";
 import {
   nudgeSubmitted,
   type PaneState,
@@ -27,7 +27,7 @@ function pane(rows: string[], cursorY: number): PaneState {
 describe("pane operations (pure parts)", () => {
   it("textTail: the last line's last 16 characters; none for text with a tab", () => {
     expect(textTail("first\nsecond line")).toBe("second line");
-    expect(textTail("x".repeat(20) + "abcdefghijklmnop")).toBe("abcdefghijklmnop");
+    expect(textTail(`${"x".repeat(20)}abcdefghijklmnop`)).toBe("abcdefghijklmnop");
     expect(textTail("trailing   \n")).toBe("");
     expect(textTail("a\tb")).toBe("");
   });
