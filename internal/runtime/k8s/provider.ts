@@ -280,6 +280,9 @@ export class K8sProvider
     const id = this.identity(name);
     const image = this.settings.image;
     if (!image) throw new ProviderError("k8s", "session.k8s.image is required to start a session");
+    // A channel left from an earlier pod of this name (deleted behind gc's back) must not
+    // serve the new one: its reconnects would race the new pod's boot.
+    await this.channels.drop(id.pod);
     const startId = randomUUID();
     const manifest = buildPod({
       id,
