@@ -9,29 +9,10 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { ProviderError } from "../../../internal/base/errors.js";
 import { createProvider, type DockerProvider } from "../../../internal/runtime/docker/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
+import { KILL_CHANNEL, settle } from "../../support/channel.js";
 import { DOCKER_SKIP, startTestEngine, type TestEngine } from "../../support/docker.js";
-
-/** SIGKILLs the container's control-channel tmux client (`tmux … -C attach-session …`). */
-const KILL_CHANNEL = [
-  "for d in /proc/[0-9]*; do",
-  "  c=$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null) || continue",
-  '  case "$c" in *"-C attach-session"*) kill -9 "${d#/proc/}" && echo killed;; esac',
-  "done",
-].join("\n");
-
-/** "ok", or "provider-error" for a clean ProviderError (anything else fails the test). */
-async function settle(op: Promise<unknown>): Promise<string> {
-  try {
-    await op;
-    return "ok";
-  } catch (e) {
-    if (e instanceof ProviderError) return "provider-error";
-    throw e;
-  }
-}
 
 describe.skipIf(DOCKER_SKIP !== undefined)(
   `docker tmux control channel${DOCKER_SKIP ? ` (skipped: ${DOCKER_SKIP})` : ""}`,
@@ -98,7 +79,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       const d = await p.engine.docker();
       const idBefore = (await d.getContainer(p.containerName("k")).inspect()).Id;
       const [kill, during] = await Promise.all([
-        p.execCommand("k", ["/bin/sh", "-c", KILL_CHANNEL]),
+        p.execCommand("k", ["/bin/sh", "-c", KILL_CHANNEL, "gc-kill", ""]),
         settle(p.waitForIdle("k", 2_000)),
       ]);
       expect(kill.stdout).toContain("killed");

@@ -9,11 +9,11 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProviderError } from "../../../internal/base/errors.js";
 import { connect, type KubeApi } from "../../../internal/runtime/k8s/api.js";
 import { K8sProvider } from "../../../internal/runtime/k8s/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { type ApiServer, startApiServer } from "../../k8s/apiserver/index.js";
+import { KILL_CHANNEL, settle } from "../../support/channel.js";
 
 let server: ApiServer;
 let root: string;
@@ -46,25 +46,6 @@ async function config(command: string): Promise<StartConfig> {
   const workDir = join(root, `w${++n}`);
   await mkdir(workDir, { recursive: true });
   return { command, workDir, env: {} };
-}
-
-/** `$1` pod: SIGKILLs the pod's control-channel tmux client (`tmux … -S …<pod> … -C attach-session …`). */
-const KILL_CHANNEL = [
-  "for d in /proc/[0-9]*; do",
-  "  c=$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null) || continue",
-  '  case "$c" in *"gc-tmux-$1 "*"-C attach-session"*) kill -9 "${d#/proc/}" && echo killed;; esac',
-  "done",
-].join("\n");
-
-/** Outcome of an operation that may fail: "ok", or the error when it is a clean ProviderError. */
-async function settle(op: Promise<unknown>): Promise<string> {
-  try {
-    await op;
-    return "ok";
-  } catch (e) {
-    if (e instanceof ProviderError) return "provider-error";
-    throw e;
-  }
 }
 
 describe("k8s tmux control channel", { timeout: 120_000 }, () => {
@@ -125,7 +106,13 @@ describe("k8s tmux control channel", { timeout: 120_000 }, () => {
     try {
       await p.start("k", await config("echo ALIVE; exec cat"));
       await expect.poll(() => p.peek("k", 5), { timeout: 30_000 }).toContain("ALIVE");
-      const kill = await p.execCommand("k", ["/bin/sh", "-c", KILL_CHANNEL, "gc-kill", p.identity("k").pod]);
+      const kill = await p.execCommand("k", [
+        "/bin/sh",
+        "-c",
+        KILL_CHANNEL,
+        "gc-kill",
+        `gc-tmux-${p.identity("k").pod} `,
+      ]);
       expect(kill.stdout).toContain("killed");
       const during = await settle(p.peek("k", 5));
       expect(["ok", "provider-error"]).toContain(during);
