@@ -16,8 +16,9 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { readBuildId } from "../../internal/build/build-id.js";
 import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
 import { GC_BIN, type GcResult, makeCity, runGc, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 
 interface StatusRow {
   name: string;

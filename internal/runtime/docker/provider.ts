@@ -49,6 +49,7 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { tarOfFiles, tarOfPath, untarFirstFile } from "../tar.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { TmuxConnectionError } from "../tmux/control-client.js";
 import { isGone, NudgeQueue, validateKeys } from "../tmux/pane.js";
@@ -68,7 +69,6 @@ import {
   validEnvKey,
 } from "./scripts.js";
 import { type DockerSettings, resolveSettings } from "./settings.js";
-import { tarOfFiles, tarOfPath, untarFirstFile } from "./tar.js";
 
 /** Label holding the owning city's identity. */
 export const LABEL_CITY = "gc.city";

@@ -6,10 +6,9 @@
  * files, run in the pod, read the screen, type, check liveness — so the shared start
  * lifecycle can drive them.
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
-import { basename, dirname, posix, resolve } from "node:path";
+import { basename, posix, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
 import {
@@ -62,6 +61,7 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { tarOfPath } from "../tar.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
@@ -1054,7 +1054,7 @@ interface Packed {
 /**
  * Packs local `src` (file or directory) for `relDst` under a work dir. A file with an empty
  * `relDst` keeps its name.
- * @throws InvalidNameError when `relDst` leaves the work dir; ProviderError when tar fails.
+ * @throws InvalidNameError when `relDst` leaves the work dir; the fs error when `src` cannot be read.
  */
 async function pack(src: string, relDst: string, signal?: AbortSignal): Promise<Packed> {
   const inside = posix.normalize(posix.join("/w", relDst || "."));
@@ -1062,10 +1062,10 @@ async function pack(src: string, relDst: string, signal?: AbortSignal): Promise<
     throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
   }
   const file = !(await stat(src)).isDirectory();
-  const argv = file
-    ? ["tar", "-cf", "-", "-C", dirname(src), basename(src)]
-    : ["tar", "-cf", "-", "-C", src, "."];
-  const archive = await tarToBuffer(argv, signal);
+  signal?.throwIfAborted();
+  // Owned like the local files, as the host's `tar -c` recorded them (tar.ts, no spawn).
+  const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  const archive = await tarOfPath(src, file ? basename(src) : ".", owner);
   return { src, archive, relDst: file && !relDst ? basename(src) : relDst, file, name: basename(src) };
 }
 
@@ -1079,28 +1079,6 @@ async function packStage(plan: StartPlan, signal: AbortSignal): Promise<Packed[]
   if (overlayDir) out.push(await pack(resolve(plan.sourceDir, overlayDir), "", signal));
   for (const e of copyFiles ?? []) out.push(await pack(resolve(plan.sourceDir, e.src), e.relDst, signal));
   return out;
-}
-
-/**
- * Runs local `tar` (argv, no shell) and returns its archive.
- * @throws ProviderError when tar fails.
- */
-function tarToBuffer(argv: readonly string[], signal?: AbortSignal): Promise<Buffer> {
-  return new Promise((resolveTar, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], signal });
-    const out: Buffer[] = [];
-    const errs: Buffer[] = [];
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => errs.push(b));
-    child.on("error", (e) =>
-      reject(signal?.aborted ? signal.reason : new ProviderError("k8s", `tar: ${e.message}`, { cause: e })),
-    );
-    child.on("close", (code) => {
-      if (code === 0) resolveTar(Buffer.concat(out));
-      else
-        reject(new ProviderError("k8s", `tar: ${Buffer.concat(errs).toString().trim() || `exit ${code}`}`));
-    });
-  });
 }
 
 /** `Pending`, with the scheduler's or kubelet's reason when there is one beyond the phase. */

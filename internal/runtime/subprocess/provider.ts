@@ -538,7 +538,9 @@ export class SubprocessProvider
     if (rec && !(await this.letGo(rec))) {
       throw new SessionExistsError(name, { cause: new Error(`holder ${rec.holderPid} is not answering`) });
     }
-    await this.teardown(name, true);
+    // No socket answering and no record (a fresh name): only stray files can be left.
+    if (!rec && st.why === "missing") await this.removeFiles(name);
+    else await this.teardown(name, true);
   }
 
   /**
@@ -820,6 +822,12 @@ export class SubprocessProvider
       await this.awaitIdleHolderExit(pids.holderPid);
     }
     if (!force && (await this.startInProgress(name))) return;
+    await this.removeFiles(name);
+  }
+
+  /** Removes session `name`'s directory and socket. */
+  private async removeFiles(name: string): Promise<void> {
+    const p = this.paths(name);
     await rm(p.dir, { recursive: true, force: true });
     if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
   }
@@ -1274,13 +1282,17 @@ export class SubprocessProvider
  * `<pid> <start time>`). A lock whose owner pid is dead (or that stayed empty) is moved aside
  * and retaken once. @returns its release, or `undefined` when a live process holds it.
  */
+/** This process's start time (clock ticks since boot), for lock files; read once. */
+let ownStart: number | "" | undefined;
+
 async function tryLock(root: string, path: string): Promise<(() => Promise<void>) | undefined> {
   ensurePrivateDir(root);
   ensurePrivateDir(dirname(path));
   // The lock appears with its owner already in it (written aside, then hard-linked into
   // place): a starter killed at any moment never leaves an empty lock behind.
   const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  await writeFile(mine, `${process.pid} ${procStartTime(process.pid) ?? ""}\n`, { mode: 0o600, flag: "wx" });
+  ownStart ??= procStartTime(process.pid) ?? "";
+  await writeFile(mine, `${process.pid} ${ownStart}\n`, { mode: 0o600, flag: "wx" });
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {

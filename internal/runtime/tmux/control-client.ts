@@ -9,12 +9,11 @@
 import { readFile } from "node:fs/promises";
 import { createConnection } from "node:net";
 import { join } from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
 import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { ControlParser, type Notification } from "./protocol.js";
+import { type ControlEvent, ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 import { type ControlStream, type ControlTransport, localTransport } from "./transport.js";
 
@@ -172,7 +171,7 @@ export class TmuxGenerationError extends TmuxConnectionError {
 interface Entry {
   readonly name: string;
   /** One `%begin … %end/%error` block arrived; returns true when the entry expects no more. */
-  settle(ok: boolean, lines: readonly string[]): boolean;
+  settle(ok: boolean, lines: string[]): boolean;
   fail(e: unknown): void;
 }
 
@@ -423,19 +422,16 @@ export class ControlClient {
     const stderr: string[] = [];
     // Filled in once the stream is open; events before that only reach these buffers.
     let conn: Conn | undefined;
-    let onLine: (line: string) => void = () => undefined;
+    // Events that arrive before the handler is set wait here.
+    const early: ControlEvent[] = [];
+    let onEvent: (ev: ControlEvent) => void = (ev) => early.push(ev);
     let onClose: (why: string) => void = () => undefined;
     let closedEarly: string | undefined;
-    const decoder = new StringDecoder("utf8");
-    let partial = "";
     const timeoutMs = this.timeout("connect");
     const sentAt = Date.now();
     const opening = this.transport.open(args, {
       data: (chunk) => {
-        const text = partial + decoder.write(chunk);
-        const lines = text.split("\n");
-        partial = lines.pop() ?? "";
-        for (const line of lines) onLine(line);
+        for (const ev of parser.write(chunk)) onEvent(ev);
       },
       stderr: (b) => {
         if (stderr.length < 20) stderr.push(b.toString("utf8"));
@@ -481,9 +477,7 @@ export class ControlClient {
           reject(e);
         }
       };
-      onLine = (line) => {
-        const ev = c.parser.push(line);
-        if (!ev) return;
+      onEvent = (ev) => {
         this.silentSince = undefined;
         if (ev.type === "notification") {
           for (const fn of this.listeners) fn(ev);
@@ -530,6 +524,7 @@ export class ControlClient {
         fail(err);
         if (lost) for (const fn of this.lostListeners) fn();
       };
+      for (const ev of early.splice(0)) onEvent(ev);
       if (closedEarly !== undefined) onClose(closedEarly);
     });
   }
@@ -614,7 +609,7 @@ export class ControlClient {
             reject(new TmuxCommandError(names[outputs.length] ?? name, lines));
             return true;
           }
-          outputs.push([...lines]);
+          outputs.push(lines);
           if (last) {
             done();
             resolve(outputs);
