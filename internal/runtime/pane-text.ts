@@ -1,6 +1,7 @@
 /**
- * Reading a tmux pane's text, for the providers that run tmux inside a container or pod
- * (docker, k8s) and so call `tmux capture-pane` through their own exec path. Pure.
+ * Reading a tmux pane's text: the capture flags and the trimming used by the one pane
+ * module (tmux/pane.ts) for every provider, and the one-line tail of a program's last
+ * words. Pure.
  */
 
 /**

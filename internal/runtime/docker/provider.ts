@@ -12,14 +12,13 @@ import type Dockerode from "dockerode";
 import {
   HookFailedError,
   InvalidNameError,
-  NudgeNotDeliveredError,
   ProviderError,
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
 } from "../../base/errors.js";
 import { validateMetaKey, validateSessionName } from "../../base/names.js";
-import { screenAwaitsChoice, screenLooksBusy, screenShowsPrompt } from "../dialogs.js";
+import { terminalText } from "../delivery.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
@@ -34,7 +33,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { captureFlags, paneText } from "../pane-text.js";
 import {
   type BackendShutdownProvider,
   type CommandProvider,
@@ -44,6 +42,7 @@ import {
   type IdleResult,
   type IdleWaitProvider,
   type NudgeContent,
+  type NudgeOptions,
   type OpOptions,
   type Provider,
   type ProviderCapabilities,
@@ -53,6 +52,10 @@ import {
   type StartReport,
 } from "../provider.js";
 import { tarOfFiles, tarOfPath, untarFirstFile } from "../tar.js";
+import { type Channel, ChannelPool } from "../tmux/channels.js";
+import { TmuxConnectionError } from "../tmux/control-client.js";
+import { isGone, NudgeQueue, validateKeys } from "../tmux/pane.js";
+import { dockerTransport } from "./channel.js";
 import { Engine, type ExecResult, statusOf } from "./engine.js";
 import {
   BOOT_SCRIPT,
@@ -61,8 +64,6 @@ import {
   envFile,
   HOOK_SCRIPT,
   META_DIR,
-  NUDGE_SCRIPT,
-  PANE,
   RUN_DIR,
   SETUP_SCRIPT,
   STDIN_SCRIPT,
@@ -80,8 +81,9 @@ export const LABEL_WORKDIR = "gc.work_dir";
 /** Label holding the declared ready prompt prefix (for idle detection). */
 export const LABEL_PREFIX = "gc.ready_prefix";
 
-const POLL_MS = 150;
 const IDLE_QUIET_MS = 600;
+/** How long one Enter of a nudge may take to show its effect. */
+const CONFIRM_MS = 1_500;
 const HISTORY_LIMIT = 50_000;
 
 /** Container name for session `name` of the city owning `owner` (exact; never a prefix match). */
@@ -112,8 +114,9 @@ export class DockerProvider
   private readonly city: string;
   private readonly cityDir: string;
   private readonly starts = new StartsInProgress();
-  private readonly nudgeChains = new Map<string, Promise<void>>();
-  private bufferSeq = 0;
+  private readonly nudges = new NudgeQueue();
+  /** One long-lived tmux control stream per container (by container id). */
+  private readonly channels: ChannelPool;
 
   constructor(opts: DockerProviderOptions) {
     this.owner = ownerKey(opts.city, opts.cityId);
@@ -121,6 +124,16 @@ export class DockerProvider
     this.cityDir = opts.cityDir;
     this.settings = resolveSettings(opts.settings, process.env, opts.cityDir);
     this.engine = new Engine(this.settings.socketPath);
+    this.channels = new ChannelPool((id) => ({
+      transport: dockerTransport(this.engine, id, this.settings.user),
+      attach: TMUX_SESSION,
+      commandTimeoutMs: this.settings.hookTimeoutMs,
+    }));
+  }
+
+  /** The control channel into container `id` (made on first use, kept until the container goes). */
+  channel(id: string): Channel {
+    return this.channels.get(id);
   }
 
   /** The ownership label value (`gc.city=<owner>`) every container of this city carries. */
@@ -278,11 +291,10 @@ export class DockerProvider
       },
       alive: (signal) => this.programAlive(need(), signal),
       died: () => this.died(plan.name, need()),
-      screen: async (signal) => (await this.capture(need(), "screen", signal)) ?? "",
-      sendKeys: async (keys, signal) => {
-        await this.execQuiet(need(), ["tmux", "send-keys", "-t", PANE, "--", ...keys], signal);
-      },
-      nudge: (text, signal) => this.deliver(plan.name, need(), text, signal),
+      screen: (signal) => this.channel(need()).screen(signal),
+      sendKeys: (keys, signal) => this.channel(need()).sendKeys(keys, signal),
+      nudge: (text, signal) =>
+        this.nudges.run(plan.name, () => this.channel(need()).deliver(plan.name, text, CONFIRM_MS, signal)),
       destroy: async () => {
         if (id) await this.remove(id);
       },
@@ -386,12 +398,13 @@ export class DockerProvider
    */
   async stop(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
-    this.nudgeChains.delete(name);
+    this.nudges.forget(name);
     const c = await this.find(name, opts.signal);
     if (c) await this.remove(c.Id);
   }
 
   private async remove(id: string): Promise<void> {
+    await this.channels.drop(id);
     const d = await this.engine.docker();
     for (let i = 0; ; i++) {
       try {
@@ -462,59 +475,32 @@ export class DockerProvider
   // ---- input -----------------------------------------------------------------------------
 
   /**
-   * Delivers the exact text as one paste (a tmux buffer loaded from exec stdin — never
-   * argv, never key by key), then Enter. Nudges to one session are serialized.
+   * Delivers the exact text as one paste over the container's control channel and confirms
+   * it was submitted (see tmux/pane.ts `deliver`). Nudges to one session are serialized.
    * Resolves when the session is missing or not running.
-   * @throws NudgeNotDeliveredError when a menu waits for a choice or tmux refused the paste.
+   * @throws NudgeNotDeliveredError when a menu waits for a choice or submission could not be confirmed.
    */
-  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudge(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     validateSessionName(name);
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return;
-    const text = flattenContent(content);
-    const prev = this.nudgeChains.get(name) ?? Promise.resolve();
-    const mine = prev.then(() => this.deliver(name, c.Id, text, opts.signal));
-    const tail = mine.catch(() => undefined);
-    this.nudgeChains.set(name, tail);
-    void tail.then(() => {
-      if (this.nudgeChains.get(name) === tail) this.nudgeChains.delete(name);
-    });
-    return mine;
-  }
-
-  private async deliver(
-    name: string,
-    id: string,
-    text: string,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    if (text === "") return;
-    if (text.includes("\0")) throw new NudgeNotDeliveredError(name, "the text contains NUL");
-    const screen = await this.capture(id, "screen", signal);
-    if (screen !== undefined && screenAwaitsChoice(screen)) {
-      throw new NudgeNotDeliveredError(
-        name,
-        "a menu or dialog is waiting for a choice; typing would answer it",
-      );
-    }
-    const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
-    const r = await this.execQuiet(id, ["/bin/sh", "-c", NUDGE_SCRIPT, "gc-nudge", buffer], signal, text);
-    if (r && r.exitCode !== 0 && (await this.alive(id))) {
-      throw new NudgeNotDeliveredError(name, r.stderr.trim() || `exit ${r.exitCode}`);
-    }
+    const text = terminalText(flattenContent(content), opts);
+    const ch = this.channel(c.Id);
+    return this.nudges.run(name, () => ch.deliver(name, text, CONFIRM_MS, opts.signal));
   }
 
   /** Raw tmux key names in one `send-keys`; no implicit Enter. Resolves when missing or not running. */
   async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     if (keys.length === 0) return;
-    for (const k of keys) {
-      if (k === "" || k.includes("\0"))
-        throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
-    }
+    validateKeys(keys);
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return;
-    await this.execQuiet(c.Id, ["tmux", "send-keys", "-t", PANE, "--", ...keys], opts.signal);
+    try {
+      await this.channel(c.Id).sendKeys(keys, opts.signal);
+    } catch (e) {
+      if (!(await this.endedUnder(c.Id, e, opts.signal))) throw e;
+    }
   }
 
   // ---- observation -----------------------------------------------------------------------
@@ -538,20 +524,22 @@ export class DockerProvider
     const c = await this.find(name, signal);
     if (!c) throw new SessionNotFoundError(name);
     if (!c.State.Running) return "";
-    return (await this.capture(c.Id, lines, signal, styled)) ?? "";
+    try {
+      return await this.channel(c.Id).capture(lines, styled, signal);
+    } catch (e) {
+      if (await this.endedUnder(c.Id, e, signal)) return "";
+      throw e;
+    }
   }
 
-  /** The pane's text: the last `lines` lines, all history (`<= 0`), or the visible screen (`"screen"`). */
-  private async capture(
-    id: string,
-    lines: number | "screen",
-    signal?: AbortSignal,
-    styled = false,
-  ): Promise<string | undefined> {
-    const flags = lines === "screen" ? ["-p"] : captureFlags(lines, styled);
-    const r = await this.execQuiet(id, ["tmux", "capture-pane", ...flags, "-t", PANE], signal);
-    if (r?.exitCode !== 0) return undefined;
-    return paneText(r.stdout, typeof lines === "number" ? lines : 0);
+  /**
+   * True when `e`, from an operation on container `id`'s channel, means the session ended:
+   * its tmux session is gone, or the container stopped under the operation.
+   */
+  private async endedUnder(id: string, e: unknown, signal?: AbortSignal): Promise<boolean> {
+    if (isGone(e)) return true;
+    if (!(e instanceof TmuxConnectionError) || signal?.aborted) return false;
+    return !(await this.alive(id, signal).catch(() => true));
   }
 
   /**
@@ -610,20 +598,24 @@ export class DockerProvider
     validateSessionName(name);
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return undefined;
-    const r = await this.execQuiet(
-      c.Id,
-      ["tmux", "display-message", "-p", "-t", PANE, "#{window_activity}"],
-      opts.signal,
-    );
-    const secs = Number(r?.stdout.trim());
-    return r?.exitCode === 0 && secs > 0 ? new Date(secs * 1000) : undefined;
+    try {
+      return await this.channel(c.Id).lastActivity(opts.signal);
+    } catch (e) {
+      if (await this.endedUnder(c.Id, e, opts.signal)) return undefined;
+      throw e;
+    }
   }
 
   /** Clears the pane's history. Best-effort: resolves when missing. */
   async clearScrollback(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     const c = await this.find(name, opts.signal);
-    if (c?.State.Running) await this.execQuiet(c.Id, ["tmux", "clear-history", "-t", PANE], opts.signal);
+    if (!c?.State.Running) return;
+    try {
+      await this.channel(c.Id).clearHistory(opts.signal);
+    } catch (e) {
+      if (!(await this.endedUnder(c.Id, e, opts.signal))) throw e;
+    }
   }
 
   /** True when a terminal other than the container's own console client is attached. */
@@ -631,13 +623,12 @@ export class DockerProvider
     validateSessionName(name);
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return false;
-    const r = await this.execQuiet(
-      c.Id,
-      ["tmux", "list-clients", "-t", TMUX_SESSION, "-F", "#{client_flags}"],
-      opts.signal,
-    );
-    if (r?.exitCode !== 0) return false;
-    return r.stdout.split("\n").some((l) => l.trim() !== "" && !l.includes("ignore-size"));
+    try {
+      return await this.channel(c.Id).attached(opts.signal);
+    } catch (e) {
+      if (await this.endedUnder(c.Id, e, opts.signal)) return false;
+      throw e;
+    }
   }
 
   // ---- files and commands ----------------------------------------------------------------
@@ -791,34 +782,15 @@ export class DockerProvider
     validateSessionName(name);
     const c = await this.find(name, opts.signal);
     if (!c?.State.Running) return "gone";
-    const prefix = c.Config.Labels?.[LABEL_PREFIX];
-    const deadline = Date.now() + timeoutMs;
-    let last: string | undefined;
-    let since = Date.now();
-    for (;;) {
-      const left0 = deadline - Date.now();
-      if (left0 <= 0) return "timeout";
-      const r = await this.execQuiet(
-        c.Id,
-        ["tmux", "display-message", "-p", "-t", PANE, "#{cursor_x},#{cursor_y},#{history_size}"],
-        opts.signal,
-      );
-      const screen = await this.capture(c.Id, "screen", opts.signal);
-      if (r?.exitCode !== 0 || screen === undefined) return "gone";
-      const sig = `${r.stdout}\n${screen}`;
-      const now = Date.now();
-      if (sig !== last) {
-        last = sig;
-        since = now;
-      }
-      const calm =
-        !screenAwaitsChoice(screen) &&
-        !screenLooksBusy(screen) &&
-        (prefix === undefined || screenShowsPrompt(screen, prefix));
-      if (calm && now - since >= IDLE_QUIET_MS) return "idle";
-      const left = deadline - Date.now();
-      if (left <= 0) return "timeout";
-      await sleep(Math.min(POLL_MS, left), undefined, { signal: opts.signal });
+    try {
+      return await this.channel(c.Id).waitIdle(timeoutMs, {
+        readyPrefix: c.Config.Labels?.[LABEL_PREFIX],
+        quietMs: IDLE_QUIET_MS,
+        signal: opts.signal,
+      });
+    } catch (e) {
+      if (await this.endedUnder(c.Id, e, opts.signal)) return "gone";
+      throw e;
     }
   }
 
@@ -862,7 +834,8 @@ export class DockerProvider
 
   /** Releases the engine connection (sessions keep running). Idempotent. */
   async close(): Promise<void> {
-    // dockerode keeps no persistent connection (one HTTP request per call).
+    // dockerode keeps no persistent HTTP connection; the control channels are the streams.
+    await this.channels.closeAll();
   }
 
   // ---- the small backend surface the start lifecycle uses ----------------------------------
@@ -975,8 +948,13 @@ export class DockerProvider
    */
   private async programAlive(id: string, signal?: AbortSignal): Promise<boolean> {
     if (!(await this.alive(id, signal))) return false;
-    const r = await this.execQuiet(id, ["tmux", "has-session", "-t", TMUX_SESSION], signal);
-    return r?.exitCode === 0;
+    try {
+      const st = await this.channel(id).read(signal);
+      return st !== undefined && !st.dead;
+    } catch (e) {
+      if (await this.endedUnder(id, e, signal)) return false;
+      throw e;
+    }
   }
 
   private async alive(id: string, signal?: AbortSignal): Promise<boolean> {

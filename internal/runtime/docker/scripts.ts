@@ -81,13 +81,6 @@ export const HOOK_SCRIPT = [
  */
 export const STDIN_SCRIPT = [`[ -r ${ENV_FILE} ] && . ${ENV_FILE}`, RUN_STDIN].join("\n");
 
-/** Nudge: `sh -c NUDGE gc-nudge BUFFER` with the text on stdin: paste it (no keys), then Enter. */
-export const NUDGE_SCRIPT = [
-  'tmux load-buffer -b "$1" - || exit 1',
-  `tmux paste-buffer -p -d -b "$1" -t ${PANE} || { tmux delete-buffer -b "$1"; exit 1; }`,
-  `tmux send-keys -t ${PANE} Enter`,
-].join("\n");
-
 /** Names of every process in the container, one per line. */
 export const COMM_SCRIPT = "cat /proc/[0-9]*/comm 2>/dev/null; true";
 

@@ -149,6 +149,40 @@ export function apiFailure(what: string, e: unknown): ProviderError {
   });
 }
 
+const V5 = "v5.channel.k8s.io";
+const V4 = "v4.channel.k8s.io";
+
+/**
+ * Runs `$2…` with exactly `$1` bytes of this shell's stdin as its stdin, then EOF: the
+ * command's input ends without a stdin close, which `v4.channel.k8s.io` lacks.
+ */
+export const STDIN_BY_LENGTH = 'n=$1; shift; head -c "$n" | "$@"';
+
+/**
+ * The negotiated subprotocol of an exec WebSocket: v5 or v4 (channels 0–4; v5 adds the
+ * stdin close). Anything else (an older protocol, none) is refused and the socket dropped.
+ * @throws ProviderError for an unsupported subprotocol.
+ */
+function checkProtocol(ws: ExecSocket, pod: string): typeof V5 | typeof V4 {
+  const p = ws.protocol;
+  if (p === V5 || p === V4) return p;
+  ws.terminate();
+  throw new ProviderError(
+    "k8s",
+    `exec in pod ${pod}: the API server chose subprotocol ${JSON.stringify(p)}; gc speaks ${V5} and ${V4}`,
+  );
+}
+
+/** All of `r`'s bytes. */
+async function collect(r: Readable): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of r) parts.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+  return Buffer.concat(parts);
+}
+
+/** The WebSocket of an exec. */
+export type ExecSocket = Awaited<ReturnType<K8s.Exec["exec"]>>;
+
 /** Result of a command run in a pod. */
 export interface ExecResult {
   readonly exitCode: number;
@@ -253,22 +287,27 @@ export class KubeApi {
           cb();
         },
       });
-    let stdin: Readable | null = null;
-    if (opts.stdin !== undefined) {
-      if (opts.stdin instanceof Readable) stdin = opts.stdin;
-      else {
-        const pt = new PassThrough();
-        pt.end(typeof opts.stdin === "string" ? Buffer.from(opts.stdin, "utf8") : opts.stdin);
-        stdin = pt;
-      }
-    }
+    // stdin travels length-prefixed (see STDIN_BY_LENGTH): under v4 there is no stdin close.
+    const data =
+      opts.stdin === undefined
+        ? undefined
+        : opts.stdin instanceof Readable
+          ? await collect(opts.stdin)
+          : typeof opts.stdin === "string"
+            ? Buffer.from(opts.stdin, "utf8")
+            : opts.stdin;
+    const stdin = data === undefined ? null : new PassThrough();
+    const command =
+      data === undefined
+        ? [...argv]
+        : ["/bin/sh", "-c", STDIN_BY_LENGTH, "gc-stdin", String(data.length), ...argv];
     let status: K8s.V1Status | undefined;
     this.stats.requests++;
     const ws = await this.execClient.exec(
       namespace,
       pod,
       CONTAINER,
-      [...argv],
+      command,
       sink(capture.stdout),
       sink(capture.stderr),
       stdin,
@@ -277,6 +316,13 @@ export class KubeApi {
         status = s;
       },
     );
+    const protocol = checkProtocol(ws, pod);
+    if (stdin && data) {
+      stdin.write(data);
+      // v5 closes the command's stdin itself; v4 cannot (client-node would close the socket
+      // and lose the output and status), and needs not: the length ends the data.
+      if (protocol === V5) stdin.end();
+    }
     return new Promise<ExecResult>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const finish = (fn: () => void) => {
@@ -309,6 +355,33 @@ export class KubeApi {
       });
       ws.on("error", () => undefined); // the close that follows reports it
     });
+  }
+
+  /**
+   * Opens a long-lived exec of `argv` with stdin attached (a tmux control channel): output
+   * reaches `stdout`/`stderr` as it comes, `stdin`'s data is sent as it is written. One
+   * counted request, never retried. Resolves with the open WebSocket (its `protocol` is the
+   * negotiated subprotocol).
+   */
+  async execStream(
+    namespace: string,
+    pod: string,
+    argv: readonly string[],
+    io: { stdout: Writable; stderr: Writable; stdin: Readable },
+  ): Promise<ExecSocket> {
+    this.stats.requests++;
+    const ws = await this.execClient.exec(
+      namespace,
+      pod,
+      CONTAINER,
+      [...argv],
+      io.stdout,
+      io.stderr,
+      io.stdin,
+      false,
+    );
+    checkProtocol(ws, pod);
+    return ws;
   }
 
   /**

@@ -24,7 +24,7 @@ import {
 } from "../../base/errors.js";
 import { validateMetaKey, validateSessionName } from "../../base/names.js";
 import type { RunResult } from "../../proc/run.js";
-import { screenAwaitsChoice, screenLooksBusy } from "../dialogs.js";
+import { terminalText } from "../delivery.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf, SHELL } from "../launch.js";
@@ -42,7 +42,7 @@ import {
   StartsInProgress,
 } from "../lifecycle/index.js";
 import { RUN_STDIN } from "../lifecycle/target-scripts.js";
-import { captureFlags, outputTail, paneText } from "../pane-text.js";
+import { outputTail } from "../pane-text.js";
 import {
   type BackendShutdownProvider,
   type CommandProvider,
@@ -54,6 +54,7 @@ import {
   type IdleResult,
   type IdleWaitProvider,
   type NudgeContent,
+  type NudgeOptions,
   type OpOptions,
   type Provider,
   type ProviderCapabilities,
@@ -63,10 +64,13 @@ import {
   type StartReport,
 } from "../provider.js";
 import { tarOfPath } from "../tar.js";
+import { type Channel, ChannelPool } from "../tmux/channels.js";
+import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
+import { k8sTransport } from "./channel.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
 import { ensureCityObject } from "./owner.js";
-import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
+import { CAT, IN_DIR, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
   buildPod,
@@ -81,7 +85,6 @@ import {
   sessionOf,
   splitEnv,
   TMUX_SESSION,
-  TMUX_TARGET,
   tmuxSocket,
 } from "./spec.js";
 
@@ -90,24 +93,13 @@ const POD_POLL_MS = 100;
 const EXEC_TIMEOUT_MS = 30_000;
 /** Seconds a booted pod waits for gc to create its tmux session before giving up. */
 const BOOT_GRACE_S = 300;
-const ENTER_ATTEMPTS = 3;
 /** How long a new pod's tmux server may take to listen. */
 const SERVER_WAIT_MS = 20_000;
 const CONFIRM_MS = 1_500;
 /** Annotation holding the pod's work dir. */
 const WORK_DIR_ANNOTATION = "gc.dev/work-dir";
-
-/** The pane as one observation sees it. */
-interface PaneState {
-  readonly dead: boolean;
-  readonly exitStatus: number | undefined;
-  readonly attached: number;
-  readonly activity: number;
-  readonly cursorY: number;
-  readonly rows: readonly string[];
-  /** Changes whenever anything visible (or the history size) changes. */
-  readonly sig: string;
-}
+/** Annotation holding the session's ready prompt prefix (idle detection). */
+const PREFIX_ANNOTATION = "gc.dev/ready-prefix";
 
 /** Options of {@link K8sProvider}. */
 export interface K8sProviderOptions extends ProviderFactoryOptions {
@@ -135,9 +127,10 @@ export class K8sProvider
   readonly owner: string;
   private readonly cityDir: string;
   private apiPromise: Promise<KubeApi> | undefined;
-  private readonly nudgeChains = new Map<string, Promise<void>>();
+  private readonly nudges = new NudgeQueue();
   private readonly starts = new StartsInProgress();
-  private bufferSeq = 0;
+  /** One long-lived tmux control stream per pod (by pod name). */
+  private readonly channels: ChannelPool;
 
   constructor(opts: K8sProviderOptions) {
     this.settings = resolveSettings(opts.settings);
@@ -147,6 +140,17 @@ export class K8sProvider
       this.namespace = this.settings.namespace ?? opts.api.contextNamespace() ?? "default";
       this.apiPromise = Promise.resolve(opts.api);
     }
+    this.channels = new ChannelPool((pod) => ({
+      transport: k8sTransport(() => this.api(), this.ns, pod),
+      socket: { path: tmuxSocket(pod) },
+      attach: TMUX_SESSION,
+      commandTimeoutMs: EXEC_TIMEOUT_MS,
+    }));
+  }
+
+  /** The control channel into pod `pod` (made on first use, kept until the pod is deleted). */
+  channel(pod: string): Channel {
+    return this.channels.get(pod);
   }
 
   /** The API connection, made on first use. */
@@ -239,6 +243,7 @@ export class K8sProvider
   private async deletePod(name: string, uid: string | undefined, signal?: AbortSignal): Promise<void> {
     const api = await this.api();
     const { pod } = this.identity(name);
+    await this.channels.drop(pod);
     try {
       await api.call(
         (c) =>
@@ -299,6 +304,9 @@ export class K8sProvider
     const id = this.identity(name);
     const image = this.settings.image;
     if (!image) throw new ProviderError("k8s", "session.k8s.image is required to start a session");
+    // A channel left from an earlier pod of this name (deleted behind gc's back) must not
+    // serve the new one: its reconnects would race the new pod's boot.
+    await this.channels.drop(id.pod);
     const startId = randomUUID();
     // Every pod and Secret is owned by the city object: deleting it removes the fleet.
     const ownerRef = await ensureCityObject(api, this.ns, this.owner, signal);
@@ -313,6 +321,8 @@ export class K8sProvider
       ownerRef,
     });
     manifest.metadata.annotations[WORK_DIR_ANNOTATION] = workDir;
+    if (plan.config.readyPromptPrefix?.trim())
+      manifest.metadata.annotations[PREFIX_ANNOTATION] = plan.config.readyPromptPrefix;
     const secret = buildSecret(id, this.ns, env, ownerRef);
     if (secret) {
       try {
@@ -521,78 +531,14 @@ export class K8sProvider
     }
   }
 
-  /** Current pane of the pod's session, or `undefined` when there is none. */
-  async readScreen(pod: string, signal?: AbortSignal): Promise<PaneState | undefined> {
-    const r = await this.runInPod(pod, ["/bin/sh", "-c", PANE_STATE, "gc-pane", tmuxSocket(pod)], { signal });
-    if (r.exitCode !== 0) return undefined;
-    const text = r.stdout.toString("utf8");
-    const nl = text.indexOf("\n");
-    const head = (nl < 0 ? text : text.slice(0, nl)).split("|");
-    const rows = (nl < 0 ? "" : text.slice(nl + 1))
-      .replace(/\n$/, "")
-      .split("\n")
-      .map((l) => l.trimEnd());
-    const [dead, status, attached, activity, cx, cy, hist] = head;
-    return {
-      dead: dead === "1",
-      exitStatus: status && /^\d+$/.test(status) ? Number(status) : undefined,
-      attached: Number(attached) || 0,
-      activity: Number(activity) || 0,
-      cursorY: Number(cy) || 0,
-      rows,
-      sig: `${cx},${cy},${hist}\n${rows.join("\n")}`,
-    };
+  /** Current pane of the pod's session (over its control channel), or `undefined` when there is none. */
+  readScreen(pod: string, signal?: AbortSignal): Promise<PaneState | undefined> {
+    return this.channel(pod).read(signal);
   }
 
-  /** Types `text` through a paste buffer (never argv) and confirms it landed; then presses Enter. */
-  async type(name: string, pod: string, text: string, signal?: AbortSignal): Promise<void> {
-    const before = await this.readScreen(pod, signal);
-    if (!before || before.dead) return;
-    if (screenAwaitsChoice(before.rows.join("\n"))) {
-      throw new NudgeNotDeliveredError(
-        name,
-        "a menu or dialog is waiting for a choice; typing would answer it",
-      );
-    }
-    const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
-    const r = await this.runInPod(pod, ["/bin/sh", "-c", PASTE, "gc-paste", tmuxSocket(pod), buffer], {
-      stdin: Buffer.from(text, "utf8"),
-      signal,
-    });
-    if (r.exitCode !== 0) return; // the session went away
-    let landed = false;
-    let base = before;
-    let stableSince = 0;
-    const settleBy = Date.now() + 2 * CONFIRM_MS;
-    while (Date.now() < settleBy) {
-      await sleep(POLL_MS / 2, undefined, { signal });
-      const st = await this.readScreen(pod, signal);
-      if (!st || st.dead) return;
-      if (st.sig !== base.sig) {
-        landed = landed || st.sig !== before.sig;
-        base = st;
-        stableSince = Date.now();
-      } else if (landed && Date.now() - stableSince >= POLL_MS) break;
-    }
-    const tail = textTail(text);
-    const attempts = landed ? ENTER_ATTEMPTS : 1;
-    for (let i = 0; i < attempts; i++) {
-      await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "-H", "0d"), { signal });
-      const by = Date.now() + CONFIRM_MS;
-      while (Date.now() < by) {
-        await sleep(POLL_MS / 2, undefined, { signal });
-        const st = await this.readScreen(pod, signal);
-        if (!st || st.dead) return;
-        if (st.sig !== base.sig && !(tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail))) return;
-      }
-      base = (await this.readScreen(pod, signal)) ?? base;
-    }
-    throw new NudgeNotDeliveredError(
-      name,
-      landed
-        ? `the text is still on the input line after ${attempts} Enter presses`
-        : "neither the pasted text nor Enter changed the screen",
-    );
+  /** Types `text` into the pod's session and confirms it was submitted (tmux/pane.ts `deliver`). */
+  type(name: string, pod: string, text: string, signal?: AbortSignal): Promise<void> {
+    return this.channel(pod).deliver(name, text, CONFIRM_MS, signal);
   }
 
   /** Liveness: the pane exists and its program has not exited. */
@@ -722,15 +668,9 @@ export class K8sProvider
       },
       alive: (signal) => this.alive(need(), signal),
       died: () => this.died(plan.name, need()),
-      screen: async (signal) => {
-        const st = await this.readScreen(need(), signal);
-        return st && !st.dead ? st.rows.join("\n") : "";
-      },
-      sendKeys: async (keys, signal) => {
-        const pod = need();
-        await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "--", ...keys), { signal });
-      },
-      nudge: (text, signal) => this.serialNudge(plan.name, () => this.type(plan.name, need(), text, signal)),
+      screen: (signal) => this.channel(need()).screen(signal),
+      sendKeys: (keys, signal) => this.channel(need()).sendKeys(keys, signal),
+      nudge: (text, signal) => this.nudges.run(plan.name, () => this.type(plan.name, need(), text, signal)),
       destroy: async () => {
         if (made) await this.deletePod(plan.name, made.uid);
       },
@@ -788,7 +728,7 @@ export class K8sProvider
 
   async stop(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
-    this.nudgeChains.delete(name);
+    this.nudges.forget(name);
     const p = await this.getPod(name, opts.signal);
     if (p) await this.deletePod(name, p.metadata?.uid, opts.signal);
     else await this.deleteSecret(name, opts.signal);
@@ -859,9 +799,9 @@ export class K8sProvider
     };
   }
 
-  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudge(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     validateSessionName(name);
-    const text = flattenContent(content);
+    const text = terminalText(flattenContent(content), opts);
     if (text.includes("\0")) throw new NudgeNotDeliveredError(name, "the text contains NUL");
     const p = await this.getPod(name, opts.signal);
     if (!p) return;
@@ -869,33 +809,20 @@ export class K8sProvider
     if (st.kind === "pending") throw new SessionInitializingError(name, st.reason);
     if (st.kind !== "running" || text === "") return;
     const pod = p.metadata!.name!;
-    await this.serialNudge(name, () => this.type(name, pod, text, opts.signal));
-  }
-
-  private serialNudge(name: string, fn: () => Promise<void>): Promise<void> {
-    const prev = this.nudgeChains.get(name) ?? Promise.resolve();
-    const mine = prev.then(fn);
-    const tail = mine.catch(() => undefined);
-    this.nudgeChains.set(name, tail);
-    void tail.then(() => {
-      if (this.nudgeChains.get(name) === tail) this.nudgeChains.delete(name);
-    });
-    return mine;
+    await this.nudges.run(name, () => this.type(name, pod, text, opts.signal));
   }
 
   async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
-    for (const k of keys) {
-      if (k === "" || k.includes("\0"))
-        throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
-    }
+    validateKeys(keys);
     if (keys.length === 0) return;
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return;
-    const pod = p.metadata!.name!;
-    await this.runInPod(pod, this.tmux(pod, "send-keys", "-t", TMUX_TARGET, "--", ...keys), {
-      signal: opts.signal,
-    });
+    try {
+      await this.channel(p.metadata!.name!).sendKeys(keys, opts.signal);
+    } catch (e) {
+      if (!isGone(e)) throw e;
+    }
   }
 
   async peek(name: string, lines: number, opts: OpOptions = {}): Promise<string> {
@@ -910,14 +837,12 @@ export class K8sProvider
   private async screenText(name: string, lines: number, styled: boolean, signal?: AbortSignal) {
     validateSessionName(name);
     const p = await this.runningPod(name, signal);
-    const pod = p.metadata!.name!;
-    const r = await this.runInPod(
-      pod,
-      this.tmux(pod, "capture-pane", ...captureFlags(lines, styled), "-t", TMUX_TARGET),
-      { signal },
-    );
-    if (r.exitCode !== 0) throw new SessionInitializingError(name, "the tmux session is not up yet");
-    return paneText(r.stdout.toString("utf8"), lines);
+    try {
+      return await this.channel(p.metadata!.name!).capture(lines, styled, signal);
+    } catch (e) {
+      if (isGone(e)) throw new SessionInitializingError(name, "the tmux session is not up yet");
+      throw e;
+    }
   }
 
   async setMeta(name: string, key: string, value: string, opts: OpOptions = {}): Promise<void> {
@@ -964,16 +889,23 @@ export class K8sProvider
     validateSessionName(name);
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return undefined;
-    const st = await this.readScreen(p.metadata!.name!, opts.signal);
-    return st && st.activity > 0 ? new Date(st.activity * 1000) : undefined;
+    try {
+      return await this.channel(p.metadata!.name!).lastActivity(opts.signal);
+    } catch (e) {
+      if (isGone(e)) return undefined;
+      throw e;
+    }
   }
 
   async clearScrollback(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return;
-    const pod = p.metadata!.name!;
-    await this.runInPod(pod, this.tmux(pod, "clear-history", "-t", TMUX_TARGET), { signal: opts.signal });
+    try {
+      await this.channel(p.metadata!.name!).clearHistory(opts.signal);
+    } catch (e) {
+      if (!isGone(e)) throw e;
+    }
   }
 
   async copyTo(name: string, src: string, relDst: string, opts: OpOptions = {}): Promise<void> {
@@ -1028,38 +960,28 @@ export class K8sProvider
     validateSessionName(name);
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return false;
-    const st = await this.readScreen(p.metadata!.name!, opts.signal);
-    return (st?.attached ?? 0) > 0;
+    try {
+      return await this.channel(p.metadata!.name!).attached(opts.signal);
+    } catch (e) {
+      if (isGone(e)) return false;
+      throw e;
+    }
   }
 
   async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {
     validateSessionName(name);
-    const deadline = Date.now() + timeoutMs;
     const p = await this.getPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return "gone";
-    const pod = p.metadata!.name!;
-    let lastSig: string | undefined;
-    let since = Date.now();
-    for (;;) {
-      const st = await this.readScreen(pod, opts.signal).catch(() => undefined);
-      if (!st || st.dead) return "gone";
-      const now = Date.now();
-      if (st.sig !== lastSig) {
-        lastSig = st.sig;
-        since = now;
-      }
-      const screen = st.rows.join("\n");
-      if (
-        !screenAwaitsChoice(screen) &&
-        !screenLooksBusy(screen) &&
-        now - since >= this.settings.idleQuietMs
-      ) {
-        return "idle";
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) return "timeout";
-      await sleep(Math.min(POLL_MS, left), undefined, { signal: opts.signal });
-    }
+    return this.channel(p.metadata!.name!)
+      .waitIdle(timeoutMs, {
+        readyPrefix: p.metadata?.annotations?.[PREFIX_ANNOTATION],
+        quietMs: this.settings.idleQuietMs,
+        signal: opts.signal,
+      })
+      .catch((e: unknown) => {
+        if (isGone(e)) return "gone" as const;
+        throw e;
+      });
   }
 
   /**
@@ -1164,7 +1086,8 @@ export class K8sProvider
   }
 
   async close(): Promise<void> {
-    this.nudgeChains.clear();
+    this.nudges.clear();
+    await this.channels.closeAll();
   }
 }
 
@@ -1227,17 +1150,6 @@ async function packStage(plan: StartPlan, signal: AbortSignal): Promise<Packed[]
   if (overlayDir) out.push(await pack(resolve(plan.sourceDir, overlayDir), "", signal));
   for (const e of copyFiles ?? []) out.push(await pack(resolve(plan.sourceDir, e.src), e.relDst, signal));
   return out;
-}
-
-/** Last line of `text` (trailing blanks dropped), at most 16 characters. */
-function textTail(text: string): string {
-  const last =
-    text
-      .split(/\r?\n|\r/)
-      .pop()
-      ?.trimEnd() ?? "";
-  if (last.includes("\t")) return "";
-  return [...last].slice(-16).join("");
 }
 
 /** `Pending`, with the scheduler's or kubelet's reason when there is one beyond the phase. */

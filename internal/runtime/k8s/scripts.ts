@@ -9,21 +9,6 @@ import { TMUX_TARGET } from "./spec.js";
 export const IN_DIR = 'mkdir -p "$1" 2>/dev/null; cd "$1" || exit 127; shift; exec "$@"';
 
 /**
- * `$1` socket: prints `dead|status|attached|activity|cursor_x|cursor_y|history` on line 1,
- * then the visible screen. Exit 3 when there is no session.
- */
-export const PANE_STATE = [
-  `tmux -S "$1" display-message -p -t ${TMUX_TARGET} '#{pane_dead}|#{pane_dead_status}|#{session_attached}|#{window_activity}|#{cursor_x}|#{cursor_y}|#{history_size}' 2>/dev/null || exit 3`,
-  `exec tmux -S "$1" capture-pane -p -t ${TMUX_TARGET} 2>/dev/null`,
-].join("\n");
-
-/** `$1` socket, `$2` buffer name; stdin = text: loads it into the buffer and pastes it (bracketed when asked). */
-export const PASTE = [
-  'tmux -S "$1" load-buffer -b "$2" - || exit 3',
-  `tmux -S "$1" paste-buffer -p -d -b "$2" -t ${TMUX_TARGET} || { tmux -S "$1" delete-buffer -b "$2" 2>/dev/null; exit 3; }`,
-].join("\n");
-
-/**
  * `$1` socket, `$2…` process names: exit 0 when a live process of one of the names is in the
  * pane's process tree (read from /proc), 1 when none is, 3 when there is no live pane.
  * Names are compared with the kernel's command name (first 15 bytes).

@@ -1,19 +1,21 @@
 /**
  * One persistent tmux control-mode client (`tmux -C`) per socket: commands are written as
  * lines and matched, in order, to their `%begin … %end/%error` replies. The client keeps a
- * hidden keeper session so the server never exits empty, reconnects (re-creating server and
- * keeper) after the server dies, and never leaks its process. Used by the tmux provider.
+ * hidden keeper session so the server never exits empty (or attaches to one given session),
+ * reconnects (re-creating server and keeper) after the server dies, and never leaks its
+ * process. It runs over a {@link ControlTransport}: a local child process, or a stream into
+ * a container or pod. Used by the tmux, docker and k8s providers.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
-import { createConnection, type Socket } from "node:net";
+import { createConnection } from "node:net";
 import { join } from "node:path";
 import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
 import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { ControlParser, type Notification } from "./protocol.js";
+import { type ControlEvent, ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
+import { type ControlStream, type ControlTransport, localTransport } from "./transport.js";
 
 /** Default deadline for one command's reply. */
 export const COMMAND_TIMEOUT_MS = 10_000;
@@ -72,7 +74,16 @@ export function serverListening(path: string): Promise<boolean> {
 
 /** Options for {@link ControlClient}. */
 export interface ControlClientOptions {
-  readonly socket: TmuxSocket;
+  /** The server's socket; absent = tmux's default socket (where the transport runs tmux). */
+  readonly socket?: TmuxSocket | undefined;
+  /** Where the `tmux -C` client runs. Default: a local child process ({@link localTransport}). */
+  readonly transport?: ControlTransport | undefined;
+  /**
+   * Attach to this existing session (`attach-session -f ignore-size`) instead of creating
+   * the keeper: the client then receives `%output` of its pane, never starts a server, and
+   * ends (`%exit`) with the session.
+   */
+  readonly attach?: string | undefined;
   /** tmux binary. Default `tmux`. */
   readonly tmuxPath?: string | undefined;
   /** Hidden session the client attaches to. Default {@link KEEPER_SESSION}. */
@@ -165,7 +176,7 @@ interface Entry {
 }
 
 interface Conn {
-  readonly child: ChildProcessWithoutNullStreams;
+  readonly stream: ControlStream;
   readonly parser: ControlParser;
   readonly pending: Entry[];
   readonly exited: Promise<void>;
@@ -183,6 +194,7 @@ interface Conn {
  */
 export class ControlClient {
   private readonly opts: ControlClientOptions;
+  private readonly transport: ControlTransport;
   private conn: Conn | undefined;
   private connecting: Promise<Conn> | undefined;
   private closed = false;
@@ -195,6 +207,13 @@ export class ControlClient {
 
   constructor(opts: ControlClientOptions) {
     this.opts = opts;
+    this.transport =
+      opts.transport ??
+      localTransport({
+        tmuxPath: opts.tmuxPath ?? "tmux",
+        env: { ...(opts.env ?? process.env), [CLIENT_OWNER_ENV]: OWNER_TAG },
+        serverListening: () => serverListening(this.socketPath),
+      });
   }
 
   /**
@@ -212,7 +231,7 @@ export class ControlClient {
 
   /** Pid of the live client process, if connected. */
   get pid(): number | undefined {
-    return this.conn && !this.conn.dead ? this.conn.child.pid : undefined;
+    return this.conn && !this.conn.dead ? this.conn.stream.pid : undefined;
   }
 
   /** Subscribes to notifications (`sessions-changed`, `exit`, `output`, …). Returns the unsubscribe. */
@@ -235,9 +254,9 @@ export class ControlClient {
     await this.ensure(signal, true);
   }
 
-  /** Absolute path of the server socket. */
+  /** Absolute path of the server socket ("" for the default socket of a remote transport). */
   get socketPath(): string {
-    return socketPath(this.opts.socket, this.opts.env ?? process.env);
+    return this.opts.socket ? socketPath(this.opts.socket, this.opts.env ?? process.env) : "";
   }
 
   /**
@@ -314,12 +333,10 @@ export class ControlClient {
       await conn.exited;
       return;
     }
-    conn.child.stdin.end();
+    conn.stream.end();
     if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
-    conn.child.kill("SIGTERM");
-    if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
-    conn.child.kill("SIGKILL");
-    await conn.exited;
+    conn.stream.kill();
+    await settlesWithin(conn.exited, CLOSE_GRACE_MS);
   }
 
   /** The established connection, when there is one and the client is open. */
@@ -331,7 +348,8 @@ export class ControlClient {
     if (this.closed) throw new TmuxConnectionError("control client is closed");
     if (this.conn && !this.conn.dead) return this.conn;
     // Attaching a control client always starts a server, so look before connecting.
-    if (!create && !this.connecting && !(await serverListening(this.socketPath))) {
+    const listening = this.transport.serverListening;
+    if (!create && !this.connecting && listening && !(await listening())) {
       throw new TmuxNoServerError(this.socketPath);
     }
     if (this.conn && !this.conn.dead) return this.conn;
@@ -353,7 +371,7 @@ export class ControlClient {
         try {
           const conn = await this.connectOnce();
           if (this.closed) {
-            conn.child.stdin.end();
+            conn.stream.end();
             throw new TmuxConnectionError("control client is closed");
           }
           this.conn = conn;
@@ -371,55 +389,87 @@ export class ControlClient {
     }
   }
 
-  private connectOnce(): Promise<Conn> {
-    const keeper = this.opts.keeper ?? KEEPER_SESSION;
-    const child = spawn(
-      this.opts.tmuxPath ?? "tmux",
-      [
-        "-u",
-        ...socketArgs(this.opts.socket),
-        "-f",
-        "/dev/null",
-        "-C",
-        "new-session",
-        "-A",
-        "-s",
-        keeper,
-        "-x",
-        "80",
-        "-y",
-        "24",
-        "--",
-        "sleep",
-        "2147483647",
-      ],
-      {
-        stdio: ["pipe", "pipe", "pipe"],
-        env: { ...(this.opts.env ?? process.env), [CLIENT_OWNER_ENV]: OWNER_TAG },
-      },
-    );
+  private async connectOnce(): Promise<Conn> {
+    const first = this.opts.attach
+      ? ["attach-session", "-f", "ignore-size", "-t", this.opts.attach]
+      : [
+          "new-session",
+          "-A",
+          "-s",
+          this.opts.keeper ?? KEEPER_SESSION,
+          "-x",
+          "80",
+          "-y",
+          "24",
+          "--",
+          "sleep",
+          "2147483647",
+        ];
+    const args = [
+      "-u",
+      ...(this.opts.socket ? socketArgs(this.opts.socket) : []),
+      "-f",
+      "/dev/null",
+      "-C",
+      ...first,
+    ];
     let markExited!: () => void;
-    const conn: Conn = {
-      child,
-      parser: new ControlParser(),
-      pending: [],
-      exited: new Promise<void>((r) => {
-        markExited = r;
-      }),
-      stderr: [],
-      dead: false,
-      gen: 0,
-      refed: true,
-    };
+    const exited = new Promise<void>((r) => {
+      markExited = r;
+    });
+    const parser = new ControlParser();
+    const pending: Entry[] = [];
+    const stderr: string[] = [];
+    // Filled in once the stream is open; events before that only reach these buffers.
+    let conn: Conn | undefined;
+    // Events that arrive before the handler is set wait here.
+    const early: ControlEvent[] = [];
+    let onEvent: (ev: ControlEvent) => void = (ev) => early.push(ev);
+    let onClose: (why: string) => void = () => undefined;
+    let closedEarly: string | undefined;
+    const timeoutMs = this.timeout("connect");
+    const sentAt = Date.now();
+    const opening = this.transport.open(args, {
+      data: (chunk) => {
+        for (const ev of parser.write(chunk)) onEvent(ev);
+      },
+      stderr: (b) => {
+        if (stderr.length < 20) stderr.push(b.toString("utf8"));
+      },
+      close: (why) => {
+        markExited();
+        if (conn) onClose(why);
+        else closedEarly = why;
+      },
+    });
+    let stream: ControlStream;
+    try {
+      stream = await withTimeout(opening, timeoutMs);
+    } catch (e) {
+      if (e === TIMED_OUT) {
+        void opening.then(
+          (s) => s.kill(),
+          () => undefined,
+        );
+        this.noAnswer(sentAt);
+        throw new TmuxConnectionError(`no answer from tmux within ${timeoutMs} ms`);
+      }
+      throw e instanceof TmuxConnectionError
+        ? e
+        : new TmuxConnectionError(`cannot run tmux: ${e instanceof Error ? e.message : String(e)}`, {
+            cause: e,
+          });
+    }
+    const c: Conn = { stream, parser, pending, exited, stderr, dead: false, gen: 0, refed: true };
+    conn = c;
     return new Promise<Conn>((resolve, reject) => {
       let ready = false;
       let connected = false;
-      const sentAt = Date.now();
       const timer = setTimeout(() => {
-        fail(new TmuxConnectionError(`no answer from tmux within ${this.timeout("connect")} ms`));
-        child.kill("SIGKILL");
+        fail(new TmuxConnectionError(`no answer from tmux within ${timeoutMs} ms`));
+        stream.kill();
         this.noAnswer(sentAt);
-      }, this.timeout("connect"));
+      }, timeoutMs);
       const fail = (e: unknown) => {
         clearTimeout(timer);
         if (!ready) {
@@ -427,66 +477,55 @@ export class ControlClient {
           reject(e);
         }
       };
-      child.stdout.on("data", (chunk: Buffer) => {
-        for (const ev of conn.parser.write(chunk)) {
-          this.silentSince = undefined;
-          if (ev.type === "notification") {
-            for (const fn of this.listeners) fn(ev);
-            continue;
-          }
-          if ((ev.flags & 1) === 0) {
-            // The reply to the client's own `new-session -A`: connected (or refused).
-            if (!ev.ok) {
-              fail(new TmuxConnectionError(`tmux: ${ev.lines.join(" ") || "cannot create keeper session"}`));
-              continue;
-            }
-            void this.finishConnect(conn).then(
-              () => {
-                clearTimeout(timer);
-                if (!ready) {
-                  ready = true;
-                  connected = true;
-                  resolve(conn);
-                }
-              },
-              (e: unknown) => {
-                fail(e);
-                this.destroy(conn, new TmuxConnectionError("setup failed"));
-              },
-            );
-            continue;
-          }
-          const entry = conn.pending[0];
-          if (!entry) {
-            // A reply nobody asked for: framing can no longer be trusted.
-            this.destroy(conn, new TmuxConnectionError("unexpected reply from tmux; connection recycled"));
-            continue;
-          }
-          if (entry.settle(ev.ok, ev.lines)) conn.pending.shift();
-          this.updateRef(conn);
+      onEvent = (ev) => {
+        this.silentSince = undefined;
+        if (ev.type === "notification") {
+          for (const fn of this.listeners) fn(ev);
+          return;
         }
-      });
-      child.stderr.on("data", (b: Buffer) => {
-        if (conn.stderr.length < 20) conn.stderr.push(b.toString("utf8"));
-      });
-      child.stdin.on("error", () => {
-        // EPIPE after the server went away; the exit handler reports it
-      });
-      child.once("error", (e) => {
-        const err = new TmuxConnectionError(`cannot run tmux: ${e.message}`, { cause: e });
-        this.destroy(conn, err);
-        fail(err);
-        markExited();
-      });
-      child.once("close", (code, sig) => {
-        const why = conn.stderr.join("").trim() || `tmux client exited (${sig ?? code})`;
+        if ((ev.flags & 1) === 0) {
+          // The reply to the client's own first command: connected (or refused).
+          if (!ev.ok) {
+            fail(
+              new TmuxConnectionError(`tmux: ${ev.lines.join(" ") || "cannot attach the control client"}`),
+            );
+            return;
+          }
+          void this.finishConnect(c).then(
+            () => {
+              clearTimeout(timer);
+              if (!ready) {
+                ready = true;
+                connected = true;
+                resolve(c);
+              }
+            },
+            (e: unknown) => {
+              fail(e);
+              this.destroy(c, new TmuxConnectionError("setup failed"));
+            },
+          );
+          return;
+        }
+        const entry = c.pending[0];
+        if (!entry) {
+          // A reply nobody asked for: framing can no longer be trusted.
+          this.destroy(c, new TmuxConnectionError("unexpected reply from tmux; connection recycled"));
+          return;
+        }
+        if (entry.settle(ev.ok, ev.lines)) c.pending.shift();
+        this.updateRef(c);
+      };
+      onClose = (how) => {
+        const why = c.stderr.join("").trim() || how || "tmux client exited";
         const err = new TmuxConnectionError(`connection lost: ${why}`);
-        const lost = connected && !conn.dead && !this.closed;
-        this.destroy(conn, err);
+        const lost = connected && !c.dead && !this.closed;
+        this.destroy(c, err);
         fail(err);
-        markExited();
         if (lost) for (const fn of this.lostListeners) fn();
-      });
+      };
+      for (const ev of early.splice(0)) onEvent(ev);
+      if (closedEarly !== undefined) onClose(closedEarly);
     });
   }
 
@@ -584,7 +623,7 @@ export class ControlClient {
         },
       });
       if (!duringConnect) this.updateRef(conn);
-      conn.child.stdin.write(`${line}\n`);
+      conn.stream.write(`${line}\n`);
     });
   }
 
@@ -597,7 +636,7 @@ export class ControlClient {
     if (conn.dead) return;
     conn.dead = true;
     for (const e of conn.pending.splice(0)) e.fail(err);
-    conn.child.kill("SIGKILL");
+    conn.stream.kill();
   }
 
   /** While nothing is pending, the client process must not keep Node alive. */
@@ -606,14 +645,7 @@ export class ControlClient {
     const busy = conn.pending.length > 0;
     if (conn.refed === busy) return;
     conn.refed = busy;
-    const handles = [conn.child.stdout, conn.child.stderr, conn.child.stdin] as unknown as Socket[];
-    if (busy) {
-      conn.child.ref();
-      for (const h of handles) h.ref?.();
-    } else {
-      conn.child.unref();
-      for (const h of handles) h.unref?.();
-    }
+    conn.stream.ref(busy);
   }
 
   /**
@@ -692,6 +724,21 @@ export async function removeOrphanClients(socket: readonly string[]): Promise<nu
   const pids = await orphanClients(socket);
   if (pids.length > 0) await killPids(pids, { signal: "SIGKILL" });
   return pids;
+}
+
+const TIMED_OUT = Symbol("timed out");
+
+/** `p`, or a rejection with {@link TIMED_OUT} after `ms`. */
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {

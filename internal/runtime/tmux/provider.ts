@@ -24,8 +24,8 @@ import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../p
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { deliverText, type TerminalState, terminalText } from "../delivery.js";
-import { findInteraction, respondToInteraction, type ScreenIO, screenLooksIdle } from "../dialogs.js";
+import { terminalText } from "../delivery.js";
+import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -80,6 +80,20 @@ import {
   socketArgs,
   TmuxConnectionError,
 } from "./control-client.js";
+import {
+  captureScreens,
+  captureText,
+  clearHistory,
+  deliver,
+  NudgeQueue,
+  type Pane,
+  readPane,
+  STATE_POLL_MS,
+  screen,
+  sendKeys,
+  validateKeys,
+  waitIdle,
+} from "./pane.js";
 import { fromHex, sessionTarget, tmuxSessionName, toHex } from "./quote.js";
 import {
   isAbsent,
@@ -97,23 +111,13 @@ import { type ResolvedTmuxSettings, resolveSettings } from "./settings.js";
 const CLIENT_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TMUX_TMPDIR"];
 /** Runs the program in its work dir without tmux's `-c`, which expands `#{}` and `#()`. */
 const CD_WRAPPER = 'cd "$1" || exit 127; shift; exec "$@"';
-const POLL_MS = 100;
-const STATE_POLL_MS = 25;
+
 /** Times shutdown lists and stops this city's sessions (a late create is caught by the next). */
 const SHUTDOWN_ROUNDS = 3;
 /** How long shutdown waits for the tmux server to stop listening after kill-server. */
 const SERVER_EXIT_MS = 10_000;
-const ENTER_ATTEMPTS = 3;
 /** How long a dead pane may lack an exit status before it counts as killed by a signal. */
 const EXIT_STATUS_GRACE_MS = 2_000;
-
-/** What the pane looks like right now: cursor, history size and every visible row. */
-interface PaneState extends TerminalState {
-  readonly dead: boolean;
-  readonly rows: readonly string[];
-  /** Changes whenever anything visible (or the history size) changes. */
-  readonly sig: string;
-}
 
 /** Options for {@link TmuxProvider}. */
 export interface TmuxProviderOptions extends ProviderFactoryOptions {}
@@ -151,12 +155,11 @@ export class TmuxProvider
   private readonly envCity: { readonly name: string; readonly owner: string };
   private readonly client: ControlClient;
   private readonly starts = new StartsInProgress();
-  private readonly nudgeChains = new Map<string, Promise<void>>();
+  private readonly nudges = new NudgeQueue();
   /** Session ids of our sessions by gc name, with the connection generation they belong to. */
   private readonly ids = new Map<string, { readonly id: string; readonly generation: number }>();
   /** When a dead pane without an exit status was first seen (`<generation>:<session id>`). */
   private readonly deadWithoutStatus = new Map<string, number>();
-  private bufferSeq = 0;
   /**
    * What `look` last read per session id (`<generation>:<id>`: the screen and the interaction
    * on it), with the activity second it was read at: valid while the session printed nothing since.
@@ -275,8 +278,8 @@ export class TmuxProvider
       },
       alive: async (sig) => (await live(sig)) !== undefined,
       died: () => this.died(name, id ?? ""),
-      screen: (sig) => this.screenIO(id ?? "", sig).screen(),
-      sendKeys: (keys, sig) => this.screenIO(id ?? "", sig).sendKeys(keys),
+      screen: (sig) => screen(this.pane(id ?? ""), sig),
+      sendKeys: (keys, sig) => sendKeys(this.pane(id ?? ""), keys, sig),
       nudge: async (text, sig) => {
         const s = await live(sig);
         if (!s) throw await this.died(name, id ?? "");
@@ -380,7 +383,7 @@ export class TmuxProvider
             : pane.exitSignal !== undefined
               ? `signal ${pane.exitSignal}`
               : "killed";
-        const tail = outputTail(await this.capture(id, 0));
+        const tail = outputTail(await captureText(this.pane(id), 0, false));
         detail = `${how}${tail ? `; last output: ${tail}` : ""}`;
       }
     } catch {
@@ -396,7 +399,7 @@ export class TmuxProvider
   async stop(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
-    this.nudgeChains.delete(name);
+    this.nudges.forget(name);
     this.ids.delete(name);
     if (s) await this.destroy(s.id);
   }
@@ -556,81 +559,26 @@ export class TmuxProvider
     signal: AbortSignal | undefined,
   ): Promise<void> {
     if (text.includes("\0")) return Promise.reject(new NudgeNotDeliveredError(name, "the text contains NUL"));
-    const prev = this.nudgeChains.get(name) ?? Promise.resolve();
-    const mine = prev.then(async () => {
+    return this.nudges.run(name, async () => {
       if (text === "") return;
       if (waitIdle && this.settings.nudgeIdleWaitMs > 0) {
         const r = await this.idleWait(s, this.settings.nudgeIdleWaitMs, signal);
         if (r === "gone") return;
       }
-      await this.deliver(name, s, text, signal);
+      await deliver(this.pane(s.id), name, text, { confirmMs: this.settings.nudgeConfirmMs, signal });
     });
-    const tail = mine.catch(() => undefined);
-    this.nudgeChains.set(name, tail);
-    void tail.then(() => {
-      if (this.nudgeChains.get(name) === tail) this.nudgeChains.delete(name);
-    });
-    return mine;
-  }
-
-  /** Types and confirms the text through the shared delivery rule (../delivery.ts). */
-  private async deliver(
-    name: string,
-    s: SessionInfo,
-    text: string,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    const target = `${s.id}:`;
-    const state = async (): Promise<TerminalState | undefined> => {
-      const st = await this.paneState(s.id, signal);
-      return st && !st.dead ? st : undefined;
-    };
-    await deliverText(
-      name,
-      {
-        state,
-        paste: async (body) => {
-          const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
-          // Not abortable: an abort between the two would leave the buffer behind on the server.
-          await this.tmux(["set-buffer", "-b", buffer, "--", body]);
-          try {
-            await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target]);
-          } catch (e) {
-            await this.tmux(["delete-buffer", "-b", buffer]).catch(() => undefined);
-            if (isAbsent(e)) return;
-            throw e;
-          }
-        },
-        submit: async () => {
-          await this.tmux(["send-keys", "-t", target, "-H", "0d"], { signal });
-        },
-      },
-      text,
-      {
-        confirmMs: this.settings.nudgeConfirmMs,
-        pollMs: STATE_POLL_MS,
-        enterAttempts: ENTER_ATTEMPTS,
-        signal,
-      },
-    );
   }
 
   /** Raw keys (tmux key names) in one `send-keys`; no implicit Enter. Resolves when missing or dead. */
   async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     if (keys.length === 0) return;
-    for (const k of keys) {
-      if (k === "" || k.includes("\0"))
-        throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
-    }
+    validateKeys(keys);
     // Keys sent to a dead pane are dropped by tmux, so a remembered id needs no liveness check.
     const known = this.remembered(name);
     if (known) {
       try {
-        await this.tmux(["send-keys", "-t", `${known.id}:`, "--", ...keys], {
-          signal: opts.signal,
-          generation: known.generation,
-        });
+        await sendKeys(this.pane(known.id, known.generation), keys, opts.signal);
         return;
       } catch (e) {
         if (!isStaleTarget(e)) throw e;
@@ -640,10 +588,7 @@ export class TmuxProvider
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
     try {
-      await this.tmux(["send-keys", "-t", `${s.id}:`, "--", ...keys], {
-        signal: opts.signal,
-        generation: this.client.generation,
-      });
+      await sendKeys(this.pane(s.id, this.client.generation), keys, opts.signal);
     } catch (e) {
       if (!isAbsent(e) && !isStaleTarget(e)) throw e;
     }
@@ -670,7 +615,7 @@ export class TmuxProvider
     const known = this.remembered(name);
     if (known) {
       try {
-        return await this.capture(known.id, lines, opts.signal, known.generation, styled);
+        return await captureText(this.pane(known.id, known.generation), lines, styled, opts.signal);
       } catch (e) {
         if (!isStaleTarget(e)) throw e;
         this.ids.delete(name);
@@ -681,7 +626,7 @@ export class TmuxProvider
     // trip) and its text is thrown away unless the session is ours.
     const [s, text] = await Promise.all([
       this.lookup(target, opts.signal),
-      this.capture(target, lines, opts.signal, undefined, styled).catch((e: unknown) => {
+      captureText(this.pane(target), lines, styled, opts.signal).catch((e: unknown) => {
         if (isAbsent(e)) return undefined;
         throw e;
       }),
@@ -689,28 +634,6 @@ export class TmuxProvider
     if (s?.name !== name || text === undefined) throw new SessionNotFoundError(name);
     this.ids.set(name, { id: s.id, generation: this.client.generation });
     return text;
-  }
-
-  /** Joined, right-trimmed pane text of session `target` (`$N` or `=name`): the last `lines`, or all. */
-  private async capture(
-    target: string,
-    lines: number,
-    signal?: AbortSignal,
-    generation?: number,
-    styled = false,
-  ): Promise<string> {
-    const range = lines > 0 ? ["-S", String(-Math.floor(lines))] : ["-S", "-"];
-    const flags = styled ? ["-p", "-e", "-J"] : ["-p", "-J"];
-    // A session id (`$3`) becomes a pane target with its colon; a name target already has one.
-    const pane = target.endsWith(":") ? target : `${target}:`;
-    const out = await this.tmux(["capture-pane", ...flags, "-t", pane, ...range], {
-      signal,
-      generation,
-      retry: true,
-    });
-    const rows = out.map((l) => l.trimEnd());
-    while (rows.length > 0 && rows[rows.length - 1] === "") rows.pop();
-    return (lines > 0 ? rows.slice(-Math.floor(lines)) : rows).join("\n");
   }
 
   /** Time of the last output (second resolution), or `undefined` when missing. */
@@ -762,7 +685,7 @@ export class TmuxProvider
     const s = await this.find(name, opts.signal);
     if (!s) return;
     try {
-      await this.tmux(["clear-history", "-t", `${s.id}:`], { signal: opts.signal });
+      await clearHistory(this.pane(s.id), opts.signal);
     } catch (e) {
       if (!isAbsent(e)) throw e;
     }
@@ -930,29 +853,12 @@ export class TmuxProvider
     return this.idleWait(s, timeoutMs, opts.signal);
   }
 
-  private async idleWait(
-    s: SessionInfo,
-    timeoutMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<IdleResult> {
-    const deadline = Date.now() + timeoutMs;
-    let lastSig: string | undefined;
-    let since = Date.now();
-    for (;;) {
-      const st = await this.paneState(s.id, signal);
-      if (!st || st.dead) return "gone";
-      const now = Date.now();
-      if (st.sig !== lastSig) {
-        lastSig = st.sig;
-        since = now;
-      }
-      const screen = st.rows.join("\n");
-      const calm = screenLooksIdle(screen, s.readyPrefix);
-      if (calm && now - since >= this.settings.idleQuietMs) return "idle";
-      const left = deadline - now;
-      if (left <= 0) return "timeout";
-      await sleep(Math.min(POLL_MS, left), undefined, { signal });
-    }
+  private idleWait(s: SessionInfo, timeoutMs: number, signal: AbortSignal | undefined): Promise<IdleResult> {
+    return waitIdle(this.pane(s.id), timeoutMs, {
+      readyPrefix: s.readyPrefix,
+      quietMs: this.settings.idleQuietMs,
+      signal,
+    });
   }
 
   /** The approval prompt, dialog or menu on screen, or `undefined` (also when missing). */
@@ -960,7 +866,7 @@ export class TmuxProvider
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return undefined;
-    const st = await this.paneState(s.id, opts.signal);
+    const st = await readPane(this.pane(s.id), opts.signal);
     return st ? findInteraction(st.rows.join("\n")) : undefined;
   }
 
@@ -1010,8 +916,9 @@ export class TmuxProvider
     for (const k of this.interactionCache.keys()) if (!keep.has(k)) this.interactionCache.delete(k);
     if (stale.length === 0) return out;
     const readAt = Math.floor(Date.now() / 1000);
-    const screens = await this.captureScreens(
-      stale.map((s) => s.id),
+    const screens = await captureScreens(
+      this.client,
+      stale.map((s) => `${s.id}:`),
       opts.signal,
     );
     stale.forEach((s, i) => {
@@ -1024,33 +931,6 @@ export class TmuxProvider
         this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, screen, found });
     });
     return out;
-  }
-
-  /**
-   * The visible screens of panes `ids` (session ids) in one command list; when one of them
-   * vanished meanwhile (the list stops at the first error), each is captured on its own.
-   * `undefined` for a session that is gone.
-   */
-  private async captureScreens(
-    ids: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<(string[] | undefined)[]> {
-    try {
-      return await this.client.commandList(
-        ids.map((id) => ["capture-pane", "-p", "-t", `${id}:`]),
-        { signal, create: false },
-      );
-    } catch (e) {
-      if (signal?.aborted) throw e;
-      return Promise.all(
-        ids.map((id) =>
-          this.tmux(["capture-pane", "-p", "-t", `${id}:`], { signal, retry: true }).catch((err: unknown) => {
-            if (isAbsent(err)) return undefined;
-            throw err;
-          }),
-        ),
-      );
-    }
   }
 
   /**
@@ -1187,49 +1067,15 @@ export class TmuxProvider
     return r && r.generation === this.client.generation ? r : undefined;
   }
 
-  private async paneState(id: string, signal?: AbortSignal): Promise<PaneState | undefined> {
-    try {
-      const [info, rows] = await Promise.all([
-        this.tmux(
-          [
-            "display-message",
-            "-p",
-            "-t",
-            `${id}:`,
-            "#{session_id}|#{pane_dead}|#{cursor_x}|#{cursor_y}|#{history_size}",
-          ],
-          { signal, retry: true },
-        ),
-        this.tmux(["capture-pane", "-p", "-t", `${id}:`], { signal, retry: true }),
-      ]);
-      const [sid, dead, cx, cy, hist] = (info[0] ?? "").split("|");
-      // display-message falls back to another pane when the target is gone: check the id.
-      if (sid !== id) return undefined;
-      const trimmed = rows.map((r) => r.trimEnd());
-      return {
-        dead: dead === "1",
-        cursorX: Number(cx),
-        cursorY: Number(cy),
-        history: Number(hist),
-        rows: trimmed,
-        sig: `${cx},${cy},${hist}\n${trimmed.join("\n")}`,
-      };
-    } catch (e) {
-      if (isAbsent(e)) return undefined;
-      throw e;
-    }
+  /** The pane of session `id` (`$N`, or a `=name` target), on connection `generation` when given. */
+  private pane(id: string, generation?: number): Pane {
+    return { client: this.client, target: id.endsWith(":") ? id : `${id}:`, generation };
   }
 
   private screenIO(id: string, signal: AbortSignal | undefined): ScreenIO {
     return {
-      // A dead pane still shows its last screen, but nothing on it can be answered.
-      screen: async () => {
-        const st = await this.paneState(id, signal);
-        return st && !st.dead ? st.rows.join("\n") : "";
-      },
-      sendKeys: async (keys) => {
-        await this.tmux(["send-keys", "-t", `${id}:`, "--", ...keys], { signal });
-      },
+      screen: () => screen(this.pane(id), signal),
+      sendKeys: (keys) => sendKeys(this.pane(id), keys, signal),
     };
   }
 

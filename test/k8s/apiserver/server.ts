@@ -84,6 +84,11 @@ export class RequestLog {
 export interface ApiServerOptions {
   /** TCP port on 127.0.0.1 (default 0: any free port). */
   readonly port?: number;
+  /**
+   * Exec/attach subprotocols served, most preferred first (default {@link STREAM_PROTOCOLS}).
+   * `["v4.channel.k8s.io"]` is a Kubernetes ≤ 1.29 server: no stdin close.
+   */
+  readonly streamProtocols?: readonly string[];
   /** Directory for the kubeconfig, kubectl cache and pod directories (default: a new temp dir, removed on stop). */
   readonly dir?: string;
   /** Bearer token written to the kubeconfig; when `requireToken`, other tokens get 401. */
@@ -273,9 +278,10 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   const bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000;
   const sockets = new Set<Socket>();
   const endWatches = new Set<() => void>();
+  const protocols: readonly string[] = opts.streamProtocols ?? STREAM_PROTOCOLS;
   const wss = new WebSocketServer({
     noServer: true,
-    handleProtocols: (offered) => STREAM_PROTOCOLS.find((p) => offered.has(p)) ?? false,
+    handleProtocols: (offered) => protocols.find((p) => offered.has(p)) ?? false,
   });
   let port = opts.port ?? 0;
   let hostPort = "";
@@ -558,9 +564,9 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       const offered = String(req.headers["sec-websocket-protocol"] ?? "")
         .split(",")
         .map((s) => s.trim());
-      if (!STREAM_PROTOCOLS.some((p) => offered.includes(p))) {
+      if (!protocols.some((p) => offered.includes(p))) {
         throw badRequest(
-          `unable to upgrade connection: none of the offered subprotocols ${JSON.stringify(offered)} is supported (want ${STREAM_PROTOCOLS.join(", ")})`,
+          `unable to upgrade connection: none of the offered subprotocols ${JSON.stringify(offered)} is supported (want ${protocols.join(", ")})`,
         );
       }
       if (route.sub === "exec") {

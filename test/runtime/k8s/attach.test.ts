@@ -70,7 +70,7 @@ function onPty(file: string, args: string[], env: Record<string, string>, cols: 
   return { term, out, exited };
 }
 
-/** `WxH` of every tmux client attached to the pod's session. */
+/** `WxH` of every terminal attached to the pod's session (gc's own control channel left out). */
 async function clientSizes(p: K8sProvider, name: string): Promise<string> {
   const sock = tmuxSocket(p.identity(name).pod);
   const r = await p.execCommand(name, [
@@ -79,9 +79,13 @@ async function clientSizes(p: K8sProvider, name: string): Promise<string> {
     sock,
     "list-clients",
     "-F",
-    "#{client_width}x#{client_height}",
+    "#{client_control_mode}|#{client_width}x#{client_height}",
   ]);
-  return r.stdout.trim();
+  return r.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("0|"))
+    .map((l) => l.slice(2))
+    .join("\n");
 }
 
 describe("k8s attach over the exec WebSocket with a TTY", { timeout: 120_000 }, () => {

@@ -1,0 +1,331 @@
+/**
+ * Every operation on a session's tmux pane — screen reads, keys, the nudge transaction,
+ * interrupt, idle wait, activity, attached clients, scrollback — written once, over a
+ * {@link ControlClient}. The tmux provider reaches its panes through a local client; docker
+ * and k8s through a client running inside the container or pod (one long-lived stream each).
+ * This is the only module that builds `capture-pane`, `send-keys` and `paste-buffer` commands.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { InvalidNameError, NudgeNotDeliveredError } from "../../base/errors.js";
+import { deliverText, type TerminalState } from "../delivery.js";
+import { screenLooksIdle } from "../dialogs.js";
+import { captureFlags, paneText } from "../pane-text.js";
+import type { IdleResult } from "../provider.js";
+import {
+  type CommandOptions,
+  type ControlClient,
+  TmuxConnectionError,
+  TmuxGenerationError,
+} from "./control-client.js";
+import { isAbsent } from "./sessions.js";
+
+/** How often idle waits and nudge confirmation read the pane. */
+export const STATE_POLL_MS = 25;
+const IDLE_POLL_MS = 100;
+const ENTER_ATTEMPTS = 3;
+
+/** One pane, as every operation addresses it. */
+export interface Pane {
+  readonly client: ControlClient;
+  /**
+   * Pane target: `$<session id>:` (the tmux provider) or `<session name>:` (one session per
+   * container or pod). A read checks that the answer came from this very session.
+   */
+  readonly target: string;
+  /** Only run on this connection generation (targets made of session ids). */
+  readonly generation?: number | undefined;
+}
+
+/** What the pane looks like right now. */
+export interface PaneState {
+  readonly dead: boolean;
+  /** The program's exit status once tmux reaped it (dead panes only). */
+  readonly exitStatus: number | undefined;
+  /** Time of the window's last output, seconds since the epoch (0 when unknown). */
+  readonly activity: number;
+  readonly cursorX: number;
+  readonly cursorY: number;
+  /** Lines scrolled off the top so far. */
+  readonly history: number;
+  /** Every visible row, right-trimmed. */
+  readonly rows: readonly string[];
+  /** Changes whenever anything visible (or the history size) changes. */
+  readonly sig: string;
+}
+
+const STATE_FORMAT =
+  "#{session_id}|#{session_name}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{cursor_x}|#{cursor_y}|#{history_size}";
+
+/**
+ * True when `e` means the pane's session or its whole server is gone: tmux's "not found"
+ * answers, and a channel whose client could not attach to the session any more.
+ */
+export function isGone(e: unknown): boolean {
+  return (
+    isAbsent(e) ||
+    (e instanceof TmuxConnectionError &&
+      /can't find session|no server running|no sessions|error connecting|session not found/i.test(e.message))
+  );
+}
+
+function opts(p: Pane, signal: AbortSignal | undefined, retry = true): CommandOptions {
+  return { signal, retry: retry && p.generation === undefined, generation: p.generation, create: false };
+}
+
+/** True when the `#{session_id}`/`#{session_name}` pair answered is the one `target` names. */
+function sameSession(target: string, id: string, name: string): boolean {
+  const t = target.replace(/:$/, "");
+  return t.startsWith("$") ? t === id : t.replace(/^=/, "") === name;
+}
+
+/**
+ * The pane's state from ONE round trip (a command list: the state line, then the visible
+ * screen); `undefined` when the session is gone.
+ */
+export async function readPane(p: Pane, signal?: AbortSignal): Promise<PaneState | undefined> {
+  let replies: string[][];
+  for (let attempt = 0; ; attempt++) {
+    try {
+      replies = await p.client.commandList(
+        [
+          ["display-message", "-p", "-t", p.target, STATE_FORMAT],
+          ["capture-pane", "-p", "-t", p.target],
+        ],
+        opts(p, signal),
+      );
+      break;
+    } catch (e) {
+      if (isGone(e)) return undefined;
+      // A read is harmless to repeat: once, on a fresh connection.
+      if (e instanceof TmuxConnectionError && !(e instanceof TmuxGenerationError) && attempt === 0) continue;
+      throw e;
+    }
+  }
+  const [sid = "", sname = "", dead, status, activity, cx, cy, hist] = (replies[0]?.[0] ?? "").split("|");
+  // display-message falls back to another pane when the target is gone: check the session.
+  if (!sameSession(p.target, sid, sname)) return undefined;
+  const rows = (replies[1] ?? []).map((r) => r.trimEnd());
+  return {
+    dead: dead === "1",
+    exitStatus: status && /^\d+$/.test(status) ? Number(status) : undefined,
+    activity: Number(activity) || 0,
+    cursorX: Number(cx) || 0,
+    cursorY: Number(cy) || 0,
+    history: Number(hist) || 0,
+    rows,
+    sig: `${cx},${cy},${hist}\n${rows.join("\n")}`,
+  };
+}
+
+/** The visible screen of a live pane, "" when it is dead or gone (nothing on it can be answered). */
+export async function screen(p: Pane, signal?: AbortSignal): Promise<string> {
+  const st = await readPane(p, signal);
+  return st && !st.dead ? st.rows.join("\n") : "";
+}
+
+/**
+ * The last `lines` lines of the pane (wrapped lines joined, trailing blanks dropped), newest
+ * last; `lines <= 0` = all history; SGR escapes kept when `styled`.
+ * @throws TmuxCommandError (see isAbsent) when the session is gone.
+ */
+export async function captureText(
+  p: Pane,
+  lines: number,
+  styled: boolean,
+  signal?: AbortSignal,
+): Promise<string> {
+  const out = await p.client.command(
+    ["capture-pane", ...captureFlags(lines, styled), "-t", p.target],
+    opts(p, signal),
+  );
+  return paneText(out.join("\n"), lines);
+}
+
+/**
+ * The visible screens of `targets` on one client in one command list; when one vanished
+ * meanwhile (the list stops at the first error), each is captured on its own. `undefined`
+ * for a session that is gone.
+ */
+export async function captureScreens(
+  client: ControlClient,
+  targets: readonly string[],
+  signal?: AbortSignal,
+): Promise<(string[] | undefined)[]> {
+  const argv = (t: string) => ["capture-pane", "-p", "-t", t];
+  try {
+    return await client.commandList(targets.map(argv), { signal, create: false });
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    return Promise.all(
+      targets.map((t) =>
+        client.command(argv(t), { signal, retry: true, create: false }).catch((err: unknown) => {
+          if (isAbsent(err)) return undefined;
+          throw err;
+        }),
+      ),
+    );
+  }
+}
+
+/** @throws InvalidNameError unless every key is a non-empty tmux key name without NUL. */
+export function validateKeys(keys: readonly string[]): void {
+  for (const k of keys) {
+    if (k === "" || k.includes("\0"))
+      throw new InvalidNameError("key", k, "must be a non-empty key name without NUL");
+  }
+}
+
+/** Raw tmux key names in one `send-keys` (no implicit Enter). Keys to a dead pane are dropped by tmux. */
+export async function sendKeys(p: Pane, keys: readonly string[], signal?: AbortSignal): Promise<void> {
+  if (keys.length === 0) return;
+  await p.client.command(["send-keys", "-t", p.target, "--", ...keys], opts(p, signal, false));
+}
+
+/** Ctrl-C to the pane's program. */
+export function interrupt(p: Pane, signal?: AbortSignal): Promise<void> {
+  return sendKeys(p, ["C-c"], signal);
+}
+
+/** Drops the pane's scrollback. */
+export async function clearHistory(p: Pane, signal?: AbortSignal): Promise<void> {
+  await p.client.command(["clear-history", "-t", p.target], opts(p, signal, false));
+}
+
+/**
+ * Terminals attached to `session` other than gc's own: control-mode clients and clients
+ * that never size the window (`ignore-size`: a container's console client) do not count.
+ */
+export async function attachedClients(
+  client: ControlClient,
+  session: string,
+  signal?: AbortSignal,
+): Promise<number> {
+  const lines = await client.command(
+    ["list-clients", "-t", session, "-F", "#{client_control_mode}|#{client_flags}"],
+    { signal, retry: true, create: false },
+  );
+  return lines.filter((l) => {
+    const [control, flags = ""] = l.split("|");
+    return l.trim() !== "" && control !== "1" && !flags.includes("ignore-size");
+  }).length;
+}
+
+/** Options of {@link waitIdle}. */
+export interface IdleOptions {
+  /** The session's ready prompt prefix: idle only while it shows. */
+  readonly readyPrefix?: string | undefined;
+  /** How long the screen must stay unchanged. */
+  readonly quietMs: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * Resolves `idle` once the screen has been unchanged for `quietMs` with the ready prompt
+ * visible (when declared), no busy marker and no menu or dialog; `timeout` at `timeoutMs`
+ * (a hard bound); `gone` when the pane is missing or dead.
+ */
+export async function waitIdle(p: Pane, timeoutMs: number, o: IdleOptions): Promise<IdleResult> {
+  const deadline = Date.now() + timeoutMs;
+  let lastSig: string | undefined;
+  let since = Date.now();
+  for (;;) {
+    const st = await readPane(p, o.signal);
+    if (!st || st.dead) return "gone";
+    const now = Date.now();
+    if (st.sig !== lastSig) {
+      lastSig = st.sig;
+      since = now;
+    }
+    if (screenLooksIdle(st.rows.join("\n"), o.readyPrefix) && now - since >= o.quietMs) return "idle";
+    const left = deadline - now;
+    if (left <= 0) return "timeout";
+    await sleep(Math.min(IDLE_POLL_MS, left), undefined, { signal: o.signal });
+  }
+}
+
+let bufferSeq = 0;
+
+/** Options of {@link deliver}. */
+export interface DeliverOptions {
+  /** How long one Enter may take to show its effect. */
+  readonly confirmMs: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * Delivers `text` to the pane through the shared delivery rule (../delivery.ts): the text goes
+ * into a named paste buffer (never argv, never key by key) and is pasted in one command list
+ * (bracketed when the program asked for it), then a CR on its own submits it; delivered only
+ * when the input line took it. Resolves when the pane is gone or dies (the program took the
+ * input and exited).
+ * @throws NudgeNotDeliveredError when submission could not be confirmed, a menu or dialog is
+ * on screen, or the text holds NUL.
+ */
+export async function deliver(p: Pane, name: string, text: string, o: DeliverOptions): Promise<void> {
+  const { signal } = o;
+  if (text.includes("\0")) throw new NudgeNotDeliveredError(name, "the text contains NUL");
+  if (text === "") return;
+  const state = async (): Promise<TerminalState | undefined> => {
+    const st = await readPane(p, signal);
+    return st && !st.dead ? st : undefined;
+  };
+  await deliverText(
+    name,
+    {
+      state,
+      paste: async (body) => {
+        const buffer = `gc-nudge-${process.pid}-${++bufferSeq}`;
+        // One command list: the server runs it whole, so no buffer is left behind by a lost
+        // connection, and an abort cannot fall between the two. Never retried (not idempotent).
+        try {
+          await p.client.commandList(
+            [
+              ["set-buffer", "-b", buffer, "--", body],
+              ["paste-buffer", "-p", "-d", "-b", buffer, "-t", p.target],
+            ],
+            { generation: p.generation, create: false },
+          );
+        } catch (e) {
+          // A list stopped at the paste leaves the buffer: remove it.
+          await p.client.command(["delete-buffer", "-b", buffer], { create: false }).catch(() => undefined);
+          if (isGone(e)) return;
+          throw e;
+        }
+      },
+      submit: async () => {
+        await p.client.command(["send-keys", "-t", p.target, "-H", "0d"], opts(p, signal, false));
+      },
+    },
+    text,
+    { confirmMs: o.confirmMs, pollMs: STATE_POLL_MS, enterAttempts: ENTER_ATTEMPTS, signal },
+  );
+}
+
+/**
+ * Serializes the nudges to each session: a nudge starts when the previous one to the same
+ * name settled (either way).
+ */
+export class NudgeQueue {
+  private readonly chains = new Map<string, Promise<void>>();
+
+  /** Runs `fn` after every earlier nudge to `name`; settles with `fn`'s outcome. */
+  run(name: string, fn: () => Promise<void>): Promise<void> {
+    const prev = this.chains.get(name) ?? Promise.resolve();
+    const mine = prev.then(fn);
+    const tail = mine.catch(() => undefined);
+    this.chains.set(name, tail);
+    void tail.then(() => {
+      if (this.chains.get(name) === tail) this.chains.delete(name);
+    });
+    return mine;
+  }
+
+  /** Forgets `name` (its session stopped). */
+  forget(name: string): void {
+    this.chains.delete(name);
+  }
+
+  clear(): void {
+    this.chains.clear();
+  }
+}
