@@ -43,6 +43,7 @@ export function parseCacheKey(input: ParseCityInput, build: string): string {
     input.file,
     input.cityDir,
     input.cityId ?? "",
+    input.identityName ?? "",
     input.defaultProvider,
     input.providerOverride ?? "\0none",
   ])

@@ -5,6 +5,7 @@
  * are given by the caller — the composition root, `cmd/gc/deps.ts` — so the controller can be
  * embedded and tested without the CLI.
  */
+
 import { chmod, copyFile, mkdir, readFile, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import {
@@ -31,6 +32,7 @@ import {
   fingerprint,
 } from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
+import { recordProvider, storedIdentity } from "../runtime/identity.js";
 import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
@@ -73,6 +75,11 @@ export interface City {
    */
   checkStore(): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
   providerFor(spec: string): Promise<Provider>;
+  /**
+   * Every session provider spec the city has used (recorded in its identity by the commands
+   * that apply the file), so `gc stop` covers a provider the city no longer declares.
+   */
+  usedProviders(): readonly string[];
   /** The most recently loaded valid city file (updated by every `loadDesired`). */
   current(): LoadedCity;
   /**
@@ -474,10 +481,20 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       p = deps.createProvider(
         spec,
         // A router's backends are this city's providers (one instance per spec).
-        { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir, openBackend: providerFor },
+        // Owned by the city's stored identity (name at creation + id), never its current name:
+        // a renamed workspace keeps its fleet (runtime/identity.ts).
+        {
+          city: loaded.identity.name,
+          cityId: loaded.identity.id,
+          cityDir: loaded.cityDir,
+          stateDir,
+          openBackend: providerFor,
+        },
         own,
       );
       providers.set(key, p);
+      // What may start sessions is recorded before it does: `gc stop` covers it after a switch.
+      if (where.applies) recordProvider(loaded.cityDir, loaded.identity.name, spec);
       // A failed construction (e.g. an exec script's probe timing out) is retried next time.
       p.catch(() => providers.delete(key));
     }
@@ -577,6 +594,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       return r;
     },
     providerFor,
+    usedProviders: () => storedIdentity(loaded.cityDir)?.providers ?? loaded.identity.providers,
     refresh,
     loadDesired,
     loadWanted,

@@ -10,8 +10,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { pidAlive } from "../../internal/proc/kill.js";
-import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
-import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
+import { ownerKey } from "../../internal/runtime/identity.js";
+import { GC_BIN, makeCity, storedCityId, type TestCity, until } from "../support/city.js";
 
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 /** Trials per fault (the issue asks for 20). */
@@ -137,7 +137,7 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
     it(`${provider}: ${KILLS} compounding SIGKILLs of the controller during a ${SESSIONS}-session start → exactly ${SESSIONS}, all owned, none quarantined; stop leaves nothing, also straight after a kill`, async () => {
       const t0 = Date.now();
       const city = makeCity(pool(provider, SESSIONS));
-      const tag = ownerKey(city.name, cityIdOf(city.dir));
+      const tag = ownerKey(city.name, storedCityId(city.dir));
       const owned = () =>
         provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tag).length : heldSessions(city);
       /** Nothing of the city survives: gc's census, the controller, tmux, holders. */
