@@ -14,7 +14,13 @@ import { dirname, join } from "node:path";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
 import type { PendingInteraction } from "../runtime/provider.js";
-import { bindInSocketDir, releaseSocketDir } from "../runtime/socket-dir.js";
+import {
+  bindInSocketDir,
+  checkPrivateDir,
+  ensurePrivateDir,
+  isShortSocketDir,
+  releaseSocketDir,
+} from "../runtime/socket-dir.js";
 import type { DesiredDigest } from "./city.js";
 import type { StatusJson } from "./status-snapshot.js";
 
@@ -138,7 +144,10 @@ export const REQUEST_IDLE_MS = 10_000;
  * the short /tmp directory of a fallback path is removed if no other socket is left in it.
  */
 export async function serveControl(path: string, h: ControlHandlers): Promise<Server> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  // A /tmp directory someone else made (or could write to) is refused: their socket could pose
+  // as ours. The state dir inside the city is the city owner's.
+  if (isShortSocketDir(dirname(path))) ensurePrivateDir(dirname(path));
+  else await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   await rm(path, { force: true });
   const server = createServer((sock: Socket) => {
     // Bytes are collected as chunks and scanned once each for the newline: linear in the
@@ -235,9 +244,7 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
         server.once("error", reject);
         server.listen(path, () => resolve());
       }),
-    async (dir) => {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-    },
+    ensurePrivateDir,
   );
   // Closing unlinks the socket; a short /tmp directory goes with its last socket.
   server.on("close", () => releaseSocketDir(path));
@@ -271,6 +278,8 @@ export function requestControl(
   req: ControlRequest,
   opts: { onMessage?: (m: ControlMessage) => void; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<ControlMessage[]> {
+  // Only through a /tmp directory that is ours alone: a socket another user placed is never asked.
+  if (isShortSocketDir(dirname(path))) checkPrivateDir(dirname(path));
   return new Promise((resolve, reject) => {
     const sock = connect(path);
     const msgs: ControlMessage[] = [];

@@ -40,10 +40,16 @@ describe("README demo city", () => {
     }
     for (const dir of checkouts) {
       const st = await gcIn(dir, "status", "--json");
-      const names = (JSON.parse(st.stdout) as { sessions: { name: string; running: boolean }[] }).sessions
-        .filter((s) => s.running)
-        .map((s) => s.name);
-      expect(names.sort()).toEqual(["mayor", "reviewer", "shell", "worker-1", "worker-2"]);
+      const sessions = (JSON.parse(st.stdout) as { sessions: { name: string; running: boolean }[] }).sessions;
+      expect(sessions.map((s) => s.name).sort()).toEqual([
+        "mayor",
+        "reviewer",
+        "shell",
+        "worker-1",
+        "worker-2",
+      ]);
+      // Each checkout runs its own: the second start did not collide with the first.
+      expect(sessions.find((s) => s.name === "shell")?.running).toBe(true);
     }
     for (const dir of checkouts) expect((await gcIn(dir, "stop")).code).toBe(0);
 

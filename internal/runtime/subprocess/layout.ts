@@ -137,17 +137,9 @@ export function sessionPaths(root: string, name: string): SessionPaths {
 /**
  * Creates `dir` (and parents) and makes sure it is a real directory owned by this user with
  * no group/other access. Used for every directory that holds a socket or secrets.
- * @throws ProviderError when it exists but is a symlink, not ours, or cannot be made private.
+ * @throws UnsafeDirError when it exists but is a symlink, not ours, or writable by others.
  */
-export function ensurePrivateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(dir);
-  const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
-  if (!st.isDirectory() || st.uid !== uid) {
-    throw new ProviderError("subprocess", `${dir} is not a private directory owned by uid ${uid}`);
-  }
-  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-}
+export { ensurePrivateDir } from "../socket-dir.js";
 
 /**
  * Writes `text` to `path` atomically (temp file, rename) with mode 0600: readers see the old
