@@ -6,7 +6,7 @@
  * another city is reported as such, with the fix.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -52,35 +52,66 @@ async function running(city: { gc: TestCity["gc"] }): Promise<string[]> {
     .sort();
 }
 
+/** Pids of the city's session programs (`sleep 100000` tagged with the city's stored name). */
+function sessionPids(ownerName: string): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const argv = readFileSync(`/proc/${e}/cmdline`, "utf8");
+      if (argv !== "sleep\u0000100000\u0000") continue;
+      const env = readFileSync(`/proc/${e}/environ`, "utf8").split("\0");
+      if (env.some((v) => v.startsWith(`GC_OWNER=${ownerName}-`))) out.push(Number(e));
+    } catch {
+      // gone mid-read
+    }
+  }
+  return out.sort((a, b) => a - b);
+}
+
 function killSocketAfter(socket: string): void {
   onTestFinished(() => {
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
   });
 }
 
-describe.skipIf(!hasTmux)("city identity", () => {
-  it("renaming workspace.name under a running controller keeps the fleet: one server, gc stop stops it", {
-    timeout: 180_000,
-  }, async () => {
-    const city = makeCity(cityYaml("@NAME@", "tmux"));
-    expect((await city.gc(["start"])).code).toBe(0);
-    const socket = city.socket;
-    await until("both sessions run", async () => (await running(city)).length === 2);
-    const renamed = `${city.name}r`;
-    killSocketAfter(defaultSocketName(renamed, storedIdentity(city.dir)?.id));
-    city.write(cityYaml(renamed, "tmux"));
-    const r = await city.gc(["reconcile"]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(await running(city)).toEqual(["a", "b"]);
-    // One server, the city's own: no second fleet under the new name.
-    expect(tmuxSessions(socket)).toEqual(["a", "b"]);
-    expect(tmuxSessions(defaultSocketName(renamed, storedIdentity(city.dir)?.id))).toEqual([]);
-    const stop = await city.gc(["stop"]);
-    expect(stop.code, stop.stderr).toBe(0);
-    expect(stop.stdout).toContain("stopped 2 sessions");
-    expect(tmuxSessions(socket)).toEqual([]);
-  });
+describe.each([
+  { provider: "tmux", skip: !hasTmux },
+  { provider: "subprocess", skip: false },
+])("city identity: a renamed workspace ($provider)", ({ provider, skip }) => {
+  it.skipIf(skip)(
+    "renaming workspace.name under a running controller keeps the fleet; gc stop stops it",
+    {
+      timeout: 180_000,
+    },
+    async () => {
+      const city = makeCity(cityYaml("@NAME@", provider));
+      expect((await city.gc(["start"])).code).toBe(0);
+      const socket = city.socket;
+      await until("both sessions run", async () => (await running(city)).length === 2);
+      const pids = sessionPids(city.name);
+      expect(pids).toHaveLength(2);
+      const renamed = `${city.name}r`;
+      killSocketAfter(defaultSocketName(renamed, storedIdentity(city.dir)?.id));
+      city.write(cityYaml(renamed, provider));
+      const r = await city.gc(["reconcile"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(await running(city)).toEqual(["a", "b"]);
+      // One fleet, the city's own (restarted: GC_CITY changed), no second set under the new name.
+      await until("one process per session", () => sessionPids(city.name).length === 2);
+      if (provider === "tmux") {
+        expect(tmuxSessions(socket)).toEqual(["a", "b"]);
+        expect(tmuxSessions(defaultSocketName(renamed, storedIdentity(city.dir)?.id))).toEqual([]);
+      }
+      const stop = await city.gc(["stop"]);
+      expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+      expect(stop.stdout).toContain("stopped 2 sessions");
+      expect(sessionPids(city.name)).toEqual([]);
+    },
+  );
+});
 
+describe.skipIf(!hasTmux)("city identity", () => {
   it("moving the city directory keeps ownership: gc start adopts the fleet, gc stop stops it", {
     timeout: 180_000,
   }, async () => {
