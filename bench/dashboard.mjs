@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { benchStart } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "5" },
   },
 });
+benchStart("bench/dashboard");
 const N = Number(values.sessions);
 const VIEWERS = values.viewers.split(",").map(Number);
 const W = Number(values.seconds) * 1000;

@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { benchStart, loadReport, target, verdict } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
+benchStart("bench/holders", { json: values.json });
 const N = Number(values.sessions);
 const RUNS = Number(values.runs);
 const BUDGET_MB = (500 * N) / 50;
@@ -186,13 +188,14 @@ const report = {
   })),
   ratioMin: Math.round(Math.min(...ratios) * 100) / 100,
   ratioMedian: Math.round(median(ratios) * 100) / 100,
+  load: loadReport(),
 };
 if (values.json) console.log(JSON.stringify(report, null, 2));
 else {
   const m = report.memory;
   console.log(`bench/holders: ${N} idle subprocess sessions (program: ${JSON.stringify(config.command)})`);
   console.log(
-    `  RSS: holders ${m.holderMB} MB (${m.holders} process${m.holders === 1 ? "" : "es"}) + programs ${m.programMB} MB (${m.programs}) = ${m.totalMB} MB; budget ${m.budgetMB} MB → ${m.totalMB <= m.budgetMB ? "within" : "OVER"} (${Math.round((m.totalMB / m.budgetMB) * 100)}%)`,
+    `  RSS: holders ${m.holderMB} MB (${m.holders} process${m.holders === 1 ? "" : "es"}) + programs ${m.programMB} MB (${m.programs}) = ${m.totalMB} MB; budget ${m.budgetMB} MB: ${verdict(m.totalMB <= m.budgetMB)} (${Math.round((m.totalMB / m.budgetMB) * 100)}%)`,
   );
   console.log(`  (tmux server for the same ${N} sessions: ${m.tmuxServerMB} MB, programs not counted)`);
   for (const [i, r] of report.starts.entries())
@@ -200,6 +203,6 @@ else {
       `  run ${i + 1}: ${N} starts: subprocess ${r.subprocessMs} ms, tmux ${r.tmuxMs} ms → ${r.ratio}×`,
     );
   console.log(
-    `  starts subprocess ÷ tmux: min ${report.ratioMin}×, median ${report.ratioMedian}× (target ≤ 2×)`,
+    `  starts subprocess ÷ tmux: min ${report.ratioMin}×, median ${report.ratioMedian}× ${target(report.ratioMedian, 1.5)}`,
   );
 }

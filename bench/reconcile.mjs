@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { benchStart } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -16,6 +17,7 @@ const { values } = parseArgs({
     passes: { type: "string", default: "5" },
   },
 });
+benchStart("bench/reconcile");
 const dist = new URL("../dist/", import.meta.url);
 const { Reconciler } = await import(new URL("internal/reconcile/reconciler.js", dist).href);
 const { DEFAULT_POLICY } = await import(new URL("internal/reconcile/plan.js", dist).href);

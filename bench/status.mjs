@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { benchStart, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +26,7 @@ const { values } = parseArgs({
     modes: { type: "string", default: "once,cold,controller" },
   },
 });
+benchStart("bench/status");
 const dist = new URL("../dist/", import.meta.url);
 // The package's `bin`: what `gc` on PATH (npm link, npx gc) runs.
 const { bin } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
@@ -94,7 +96,7 @@ for (const [n, mode] of values.sessions
       `${String(n).padStart(4)} sessions, ${{ controller: "controller running", once: "no controller     ", cold: "no controller, cold" }[mode]}: node -e 0 ${b.toFixed(1)} ms; ` +
         `gc status ${median(text).toFixed(1)} ms = ${(median(text) / b).toFixed(2)}×; ` +
         `gc status --json ${median(json).toFixed(1)} ms = ${(median(json) / b).toFixed(2)}× ` +
-        `(medians of ${reps}, interleaved)`,
+        `(medians of ${reps}, interleaved) ${target(median(text) / b, mode === "controller" ? 2 : 3)}`,
     );
   } finally {
     spawnSync(process.execPath, [GC, "--city", dir, "stop"], { stdio: "ignore" });

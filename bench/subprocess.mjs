@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pty from "@lydell/node-pty";
+import { benchStart, loadReport } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -17,6 +18,7 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
+benchStart("bench/subprocess", { json: values.json });
 const N = Number(values.iterations);
 const WARMUP = Math.min(30, Math.ceil(N / 10));
 const dist = new URL("../dist/", import.meta.url);
@@ -153,6 +155,7 @@ const report = {
   startMs: Math.round(startMs),
   stopMs: Math.round(stopMs),
   holderRssMiB: Math.round(rss * 10) / 10,
+  load: loadReport(),
   ops: Object.fromEntries(
     Object.entries(results).map(([op, r]) => [op, { ...r, ratio: r.provider.p50 / r.baseline.p50 }]),
   ),

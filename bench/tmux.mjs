@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
+import { benchStart, loadReport, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
+benchStart("bench/tmux", { json: values.json });
 const N = Number(values.ops);
 const ROUNDS = Number(values.rounds);
 const S = Number(values.sessions);
@@ -130,7 +132,7 @@ async function measure(n, op) {
 }
 
 let raw;
-const results = { ops: N, sessions: S, tmux: "", perOperation: [], fleet: {} };
+const results = { ops: N, sessions: S, tmux: "", perOperation: [], fleet: {}, load: undefined };
 try {
   await provider.start("bench-0", {
     command: "i=1; while [ $i -le 60 ]; do echo line-$i; i=$((i+1)); done; exec cat",
@@ -251,6 +253,7 @@ try {
   await cleanup();
 }
 
+results.load = loadReport();
 if (values.json) {
   console.log(JSON.stringify(results, null, 2));
 } else {
@@ -259,11 +262,11 @@ if (values.json) {
     `bench/tmux: tmux ${results.tmux}, ${ROUNDS} interleaved rounds of ${N} sequential operations, one private server`,
   );
   console.log(
-    "operation            provider/op min / median    raw control-mode/op min / median   provider ÷ raw: medians, mins, paired median (target ≤ 2×)   forked/op",
+    "operation            provider/op min / median    raw control-mode/op min / median   provider ÷ raw: medians, mins, paired median (target ≤ 2×)   forked/op   verdict",
   );
   for (const r of results.perOperation) {
     console.log(
-      `${r.op.padEnd(20)} ${f(r.providerUs.min).padStart(7)} / ${f(r.providerUs.median).padStart(7)} µs      ${f(r.rawUs.min).padStart(7)} / ${f(r.rawUs.median).padStart(7)} µs           ${f(r.overRawMedian, 2)}×, ${f(r.overRawMin, 2)}×, ${f(r.overRawPairedMedian, 2)}×                                       ${f(r.forkedUs, 0)} µs (${f(r.forkedOverProvider, 0)}× the provider)`,
+      `${r.op.padEnd(20)} ${f(r.providerUs.min).padStart(7)} / ${f(r.providerUs.median).padStart(7)} µs      ${f(r.rawUs.min).padStart(7)} / ${f(r.rawUs.median).padStart(7)} µs           ${f(r.overRawMedian, 2)}×, ${f(r.overRawMin, 2)}×, ${f(r.overRawPairedMedian, 2)}×                                       ${f(r.forkedUs, 0)} µs (${f(r.forkedOverProvider, 0)}× the provider)   ${target(r.overRawPairedMedian, 2)}`,
     );
   }
   console.log("raw = the same tmux commands the provider sends:");

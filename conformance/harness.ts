@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { describeError } from "../internal/runtime/errors.js";
+import { describeError } from "../internal/base/errors.js";
 import type { Provider, ProviderCapabilities, StartConfig } from "../internal/runtime/provider.js";
 
 /** What a provider under test supplies to the suite. */

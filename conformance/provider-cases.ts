@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { capturedOutputOf, type GcErrorCode, isGcError } from "../internal/runtime/errors.js";
+import { capturedOutputOf, type GcErrorCode, isGcError } from "../internal/base/errors.js";
 import {
   type CommandProvider,
   type StartConfig,

@@ -10,9 +10,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { UsageError } from "../internal/base/errors.js";
 import { pidAlive } from "../internal/proc/kill.js";
 import { type RouteRules, RoutingProvider, routeSession } from "../internal/runtime/auto/index.js";
-import { UsageError } from "../internal/runtime/errors.js";
 import type { ConformanceTarget } from "./harness.js";
 
 /** One backend of a routing target: its spec (the target's label) and its own target. */

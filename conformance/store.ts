@@ -11,7 +11,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { describeError, type GcErrorCode, isGcError } from "../internal/runtime/errors.js";
+import { describeError, type GcErrorCode, isGcError } from "../internal/base/errors.js";
 import { LIFECYCLE_STATES, type LifecycleState, TRANSITION_RULES } from "../internal/session/lifecycle.js";
 import { processStartTime } from "../internal/session/lock.js";
 import { MemoryBacking, openMemoryStore } from "../internal/session/memory-store.js";

@@ -5,7 +5,7 @@
  * name and imported lazily so testing one provider never loads another's dependencies.
  * Conformance depends on the runtime, never the other way round.
  */
-import { UsageError } from "../internal/runtime/errors.js";
+import { UsageError } from "../internal/base/errors.js";
 import { conformanceProviders, parseProviderSpec } from "../internal/runtime/registry.js";
 import type { ConformanceTarget } from "./harness.js";
 

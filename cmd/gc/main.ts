@@ -11,8 +11,8 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command as Cli, CommanderError, Option } from "commander";
-import { closest } from "../../internal/config/suggest.js";
-import { ConfigError, describeError, isGcError } from "../../internal/runtime/errors.js";
+import { ConfigError, describeError, isGcError } from "../../internal/base/errors.js";
+import { closest } from "../../internal/base/suggest.js";
 import { type Command, type CommandContext, EXIT } from "./context.js";
 import { COMMANDS, type CommandName, isCommandName, loadCommand } from "./registry.js";
 

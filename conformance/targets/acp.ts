@@ -10,7 +10,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { shellQuote } from "../../internal/config/resolve.js";
+import { shellQuote } from "../../internal/base/shell-quote.js";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { AcpProvider } from "../../internal/runtime/acp/index.js";
 import type { StartConfig } from "../../internal/runtime/provider.js";

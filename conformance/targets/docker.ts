@@ -10,13 +10,13 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { isGcError } from "../../internal/base/errors.js";
 import {
   createProvider,
   LABEL_CITY,
   LABEL_SESSION,
   socketFromHost,
 } from "../../internal/runtime/docker/index.js";
-import { isGcError } from "../../internal/runtime/errors.js";
 import { ensureTestImage, type PrivateEngine, startPrivateEngine } from "../docker-engine.js";
 import type { ConformanceTarget } from "../harness.js";
 import { readLocalFile } from "../harness.js";

@@ -9,8 +9,8 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ProviderError } from "../../internal/base/errors.js";
 import { pidAlive } from "../../internal/proc/kill.js";
-import { ProviderError } from "../../internal/runtime/errors.js";
 import { buildPod, connect, K8sProvider, podName } from "../../internal/runtime/k8s/index.js";
 import { LABELS, labelValue } from "../../internal/runtime/k8s/names.js";
 import type { ConformanceTarget } from "../harness.js";

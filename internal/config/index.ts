@@ -3,8 +3,10 @@
  * desired sessions, print its JSON Schema, redact secrets. The reconciler and the CLI
  * import from here.
  */
+
+export { formatDuration, parseDuration } from "../base/duration.js";
+export { shellQuote } from "../base/shell-quote.js";
 export { BUILTIN_PRESET_NAMES, BUILTIN_PRESETS, type EffectivePreset } from "./builtins.js";
-export { formatDuration, parseDuration } from "./duration.js";
 export {
   CITY_FILE_NAME,
   detectDefaultProvider,
@@ -38,7 +40,6 @@ export {
   resolvePoolInstance,
   type SessionPlacement,
   sessionPlacement,
-  shellQuote,
 } from "./resolve.js";
 export {
   type AgentConfig,

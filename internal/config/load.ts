@@ -8,7 +8,8 @@ import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { access, readFile, stat } from "node:fs/promises";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
-import { ConfigError, type ConfigIssue, describeError } from "../runtime/errors.js";
+import { ConfigError, type ConfigIssue, describeError } from "../base/errors.js";
+import type { Position } from "../base/schema-builder.js";
 import { type CityIdentity, cityIdentity, storedIdentity } from "../runtime/identity.js";
 import { PROVIDERS } from "../runtime/registry.js";
 import { CITY_FILE_NAME, findCityDir } from "./locate.js";
@@ -16,7 +17,6 @@ import type { CityConfig } from "./parse.js";
 import { cachedParse } from "./parse-cache.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
-import type { Position } from "./schema-builder.js";
 import { IssueReporter } from "./validate.js";
 
 export { CITY_FILE_NAME, findCityDir } from "./locate.js";

@@ -5,13 +5,13 @@
  */
 import { basename, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
-import { ConfigError, type ConfigIssue } from "../runtime/errors.js";
+import { ConfigError, type ConfigIssue } from "../base/errors.js";
+import type { UsedVariable } from "../base/interpolate.js";
+import { nameProblem } from "../base/names.js";
+import { type DecodeContext, INVALID, type Position, positionOf } from "../base/schema-builder.js";
 import { defaultSocketName } from "../runtime/identity.js";
-import { nameProblem } from "../runtime/names.js";
 import { sessionProviderProblem } from "../runtime/registry.js";
-import type { UsedVariable } from "./interpolate.js";
 import { CITY_SCHEMA, type CityFile, type SessionSection } from "./schema.js";
-import { type DecodeContext, INVALID, type Position, positionOf } from "./schema-builder.js";
 import { IssueReporter, validateCity } from "./validate.js";
 
 /** The `session:` section with every default decided (durations in milliseconds). */

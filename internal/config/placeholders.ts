@@ -3,7 +3,7 @@
  * `$GC_SESSION`, `$GC_DIR`… from their environment instead, so no value is spliced into
  * shell text). `\{{` is a literal `{{`. Validated at load, expanded at resolution. Pure.
  */
-import { didYouMean } from "./suggest.js";
+import { didYouMean } from "../base/suggest.js";
 
 /** Placeholders a prompt (inline or template file) may use. */
 export const PROMPT_PLACEHOLDERS = ["city", "city_dir", "agent", "session", "work_dir"] as const;

@@ -3,8 +3,9 @@
  * status views): env values whose keys look secret, and any value that came from the
  * environment through `${VAR}` interpolation, wherever it ended up. Pure.
  */
+
+import type { UsedVariable } from "../base/interpolate.js";
 import { isSecretKey, REDACTED, redactEnv, redactValues, secretsLongestFirst } from "../runtime/secrets.js";
-import type { UsedVariable } from "./interpolate.js";
 
 export { isSecretKey, REDACTED, redactEnv };
 

@@ -5,6 +5,7 @@
  * beacon (which fingerprints ignore anyway) does not change between ticks.
  */
 import { basename, resolve as resolvePath } from "node:path";
+import { shellQuote } from "../base/shell-quote.js";
 import { type RouteRules, routeSession } from "../runtime/auto/route.js";
 import type { StartText } from "../runtime/fingerprint.js";
 import type { CopyEntry, StartConfig } from "../runtime/provider.js";
@@ -64,14 +65,6 @@ export interface ResolveOptions {
 
 /** Separator between the initial prompt and the agent's nudge when both go out as one nudge. */
 export const PROMPT_NUDGE_SEPARATOR = "\n\n---\n\n";
-
-const SAFE_WORD_RE = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
-/** `word` quoted for `/bin/sh` (unchanged when it needs no quoting). Pure. */
-export function shellQuote(word: string): string {
-  if (SAFE_WORD_RE.test(word)) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
 
 function pad(n: number): string {
   return String(n).padStart(2, "0");

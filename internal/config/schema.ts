@@ -3,7 +3,10 @@
  * validating decoder and the shipped JSON Schema (`gc config schema`, city.schema.json)
  * are all derived from {@link CITY_SCHEMA}; nothing else describes the file's shape.
  */
-import { nameProblem } from "../runtime/names.js";
+
+import { NAME_JSON, nameField, pathField } from "../base/fields.js";
+import { nameProblem } from "../base/names.js";
+import { type Infer, type JsonSchema, s } from "../base/schema-builder.js";
 import {
   listedProviders,
   plainProviderNames,
@@ -11,8 +14,6 @@ import {
   providerSettingsFields,
   routingProviderNames,
 } from "../runtime/registry.js";
-import { NAME_JSON, nameField, pathField } from "./fields.js";
-import { type Infer, type JsonSchema, s } from "./schema-builder.js";
 
 /**
  * Routers (runtime/auto/): providers composed of the concrete ones; each session's route is

@@ -3,14 +3,14 @@
  * colliding names, unknown providers, `depends_on` targets and cycles, pool bounds,
  * options that would be silently ignored). Every issue is located by key path. Pure.
  */
-import type { ConfigIssue } from "../runtime/errors.js";
-import { nameProblem } from "../runtime/names.js";
+import type { ConfigIssue } from "../base/errors.js";
+import { nameProblem } from "../base/names.js";
+import type { Position } from "../base/schema-builder.js";
+import { didYouMean } from "../base/suggest.js";
 import { PROVIDERS } from "../runtime/registry.js";
 import { BUILTIN_PRESETS, builtinBaseOf, lookupPreset, presetNames } from "./builtins.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems, WORK_DIR_PLACEHOLDERS } from "./placeholders.js";
 import type { AgentConfig, CityFile, PromptMode, ProviderPreset } from "./schema.js";
-import type { Position } from "./schema-builder.js";
-import { didYouMean } from "./suggest.js";
 
 /** Env keys gc sets itself; declaring one is an error. */
 export const RESERVED_ENV_KEYS: readonly string[] = [

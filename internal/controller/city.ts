@@ -8,6 +8,7 @@
 
 import { chmod, copyFile, mkdir, readFile, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { ConfigError, describeError } from "../base/errors.js";
 import {
   type DesiredSession as ConfigDesired,
   daemonSettings,
@@ -19,11 +20,9 @@ import {
   resolveCity,
   resolvePoolInstance,
 } from "../config/index.js";
-import type { WantedAs } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import type { PlanPolicy } from "../reconcile/plan.js";
 import { Reconciler } from "../reconcile/reconciler.js";
-import { ConfigError, describeError } from "../runtime/errors.js";
 import type { ProviderFactoryOptions } from "../runtime/factory.js";
 import {
   canonicalJson,
@@ -37,7 +36,14 @@ import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore, StoreFileCheck } from "../session/store.js";
-import { digestCacheKey, readDigestCache, savable, writeDigestCache } from "./digest-cache.js";
+import {
+  type DesiredDigest,
+  digestCacheKey,
+  readDigestCache,
+  savable,
+  type WantedSession,
+  writeDigestCache,
+} from "./digest-cache.js";
 import { ensureFingerprintKey, readFingerprintKey } from "./fingerprint-key.js";
 import { extraInstances, readPoolScale, scaledAwayInstances } from "./pool-scale.js";
 
@@ -113,30 +119,6 @@ export interface City {
   desiredDigest(): DesiredDigest | undefined;
   /** Releases the store and provider connections (never the sessions). */
   close(): Promise<void>;
-}
-
-/** A desired session as far as drift needs it (no start config: nothing secret). */
-export interface WantedSession extends WantedAs {
-  readonly name: string;
-  readonly agent: string;
-  readonly backend?: string | undefined;
-}
-
-/**
- * What one resolution of a city produced, with everything it depended on besides the
- * resolving process's environment: the city file's revision (its text and prompt
- * templates), the pool scale, and the content hash of every file a fingerprint covers. The
- * controller serves its latest one so `gc status` need not resolve and fingerprint the city
- * again while none of these changed ({@link currentDigestSessions}).
- */
-export interface DesiredDigest {
-  /** `LoadedCity.revision` of the file resolved. */
-  readonly revision: string;
-  /** The pool scale used ({@link scaleKeyOf}). */
-  readonly scale: string;
-  /** Content hash of each fingerprinted file (setup script, overlay dir, copy source), by path. */
-  readonly files: Readonly<Record<string, string>>;
-  readonly sessions: readonly WantedSession[];
 }
 
 /** Builds a provider from a spec (`tmux`, `exec:/path`, …) with its `session.<kind>` settings. */

@@ -1,6 +1,6 @@
 /**
  * The controller's control socket (`<city>/.gc/controller.sock`, mode 0600): JSON lines.
- * Requests: `status`, `desired` (what the last pass resolved, city.ts DesiredDigest),
+ * Requests: `status`, `desired` (what the last pass resolved, digest-cache.ts DesiredDigest),
  * `pending` (the pending interactions of running sessions, by provider), `snapshot` (the whole
  * `gc status --json` document, observed at request time: status-snapshot.ts), `watch` (progress
  * of the current pass, then its summary), `poke` (run a pass now and watch it), `shutdown`. The
@@ -22,8 +22,8 @@ import {
   isShortSocketDir,
   releaseSocketDir,
 } from "../runtime/socket-dir.js";
-import type { DesiredDigest } from "./city.js";
-import type { StatusJson } from "./status-snapshot.js";
+import type { DesiredDigest } from "./digest-cache.js";
+import type { ControllerStatus, StatusJson } from "./status-snapshot.js";
 
 /** A request to the controller. */
 export type ControlRequest =
@@ -35,40 +35,6 @@ export type ControlRequest =
   | { op: "watch" }
   | { op: "poke"; allowMassStop?: boolean }
   | { op: "shutdown" };
-
-/** What `status` answers. */
-export interface ControllerStatus {
-  readonly pid: number;
-  readonly startedAt: number;
-  readonly passes: number;
-  readonly last: TickSummary | undefined;
-  readonly lastError: string | undefined;
-  readonly busy: boolean;
-  /** Cost and result of the last completed pass (reconcile + operator step). */
-  readonly lastPass?: PassStats | undefined;
-  /**
-   * The build id of the gc this controller was started from (internal/build/build-id.ts),
-   * read when it started. Absent from controllers built before build ids, and from builds
-   * without dist/build-id.
-   */
-  readonly build?: string | undefined;
-}
-
-/** What one controller pass cost and did (`gc status --json` shows it as `controller.lastPass`). */
-export interface PassStats {
-  /** When the pass ended, epoch ms. */
-  readonly at: number;
-  /** Wall time of the whole pass, ms. */
-  readonly durationMs: number;
-  /** Of which the reconcile step (config, observe, plan, execute), ms. */
-  readonly reconcileMs: number;
-  /** Of which the operator step (nudges, approvals, waits, exec state), ms. */
-  readonly operatorMs: number;
-  /** CPU time (user + system) this process spent during the pass, ms. */
-  readonly cpuMs: number;
-  /** Count of actions per kind (waits included). */
-  readonly actions: Readonly<Record<string, number>>;
-}
 
 /** One streamed message. */
 export type ControlMessage =

@@ -10,6 +10,7 @@ import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { describeError } from "../base/errors.js";
 import { gcBuildId } from "../build/build-id.js";
 import { daemonSettings } from "../config/resolve.js";
 import { pidAlive } from "../proc/kill.js";
@@ -18,23 +19,21 @@ import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
-import { describeError } from "../runtime/errors.js";
 import { withoutOwnerTag } from "../runtime/launch.js";
 import { supportsBackendWatch } from "../runtime/provider.js";
-import { type City, type DesiredDigest, newReconciler, policyOf } from "./city.js";
-import {
-  type ControllerStatus,
-  type ControlMessage,
-  controlSocketPath,
-  type PassStats,
-  requestControl,
-  serveControl,
-} from "./control.js";
+import { type City, newReconciler, policyOf } from "./city.js";
+import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
-import { pendingInteractions } from "./sessions.js";
+import { collectCity, pendingInteractions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
-import { controllerSnapshot } from "./status-snapshot.js";
+import {
+  type ControllerInfo,
+  type ControllerStatus,
+  type PassStats,
+  type StatusJson,
+  statusJson,
+} from "./status-snapshot.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
@@ -59,15 +58,6 @@ export function controllerPaths(stateDir: string) {
     socket: controlSocketPath(stateDir),
     log: join(stateDir, "controller.log"),
   };
-}
-
-/** What is known about a city's controller. */
-export interface ControllerInfo {
-  readonly running: boolean;
-  readonly pid: number | undefined;
-  readonly status: ControllerStatus | undefined;
-  /** What its last pass resolved, when asked for (`findController(…, { desired: true })`). */
-  readonly desired?: DesiredDigest | undefined;
 }
 
 /** True when `pid` runs `gc start --foreground` (a reused pid of another program is not ours). */
@@ -508,4 +498,26 @@ export function storeCheckText(path: string, r: { found: string; movedAside?: st
     `holds, queued nudges and events kept) and reopened` +
     (r.movedAside ? `; the file a command had created in its place is now ${r.movedAside}` : "")
   );
+}
+
+/**
+ * The snapshot as the running controller builds it for the `snapshot` control op: the city
+ * observed now (not the last pass's observation) through the controller's own providers and
+ * store. DRIFT follows the same rule as status-observe.ts `observeStatus`: the last pass's resolution
+ * while the file, scale and fingerprinted files on disk still match it, else the city file is
+ * re-read (only if it changed) and resolved again.
+ * @throws Error when the city file is invalid: the asker then builds the snapshot itself, on
+ * the last good config, and says so (the read commands' rule).
+ */
+async function controllerSnapshot(
+  city: City,
+  status: ControllerStatus,
+  signal?: AbortSignal,
+): Promise<StatusJson> {
+  const view = await collectCity(city, signal, { controllerDesired: Promise.resolve(city.desiredDigest()) });
+  if (view.configError !== undefined)
+    throw new Error(`city file invalid: ${view.configError.split("\n")[0]}`);
+  // Built by the controller for an asker of another build maybe: the asker checks the build
+  // again with its own id (withBuildCheck).
+  return statusJson(city.name, { view, ctl: { running: true, pid: status.pid, status } }, status.build);
 }

@@ -1,5 +1,5 @@
 /**
- * The last desired digest (city.ts {@link DesiredDigest}: every session's fingerprints) an
+ * The last desired digest ({@link DesiredDigest}: every session's fingerprints) an
  * applying process resolved, saved under the state dir so `gc status` without a controller
  * need not resolve and fingerprint the whole city again while nothing it depends on changed.
  * Beside a running controller, status takes the controller's digest instead.
@@ -16,9 +16,33 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { LoadedCity } from "../config/index.js";
+import type { WantedAs } from "../reconcile/drift.js";
 import { readCacheFile, writeCacheFile } from "../runtime/cache-file.js";
 import type { FingerprintKey } from "../runtime/fingerprint.js";
-import type { DesiredDigest } from "./city.js";
+
+/** A desired session as far as drift needs it (no start config: nothing secret). */
+export interface WantedSession extends WantedAs {
+  readonly name: string;
+  readonly agent: string;
+  readonly backend?: string | undefined;
+}
+
+/**
+ * What one resolution of a city produced, with everything it depended on besides the
+ * resolving process's environment: the city file's revision (its text and prompt
+ * templates), the pool scale, and the content hash of every file a fingerprint covers. The
+ * controller serves its latest one so `gc status` need not resolve and fingerprint the city
+ * again while none of these changed (city.ts `currentDigestSessions`).
+ */
+export interface DesiredDigest {
+  /** `LoadedCity.revision` of the file resolved. */
+  readonly revision: string;
+  /** The pool scale used (city.ts `scaleKeyOf`). */
+  readonly scale: string;
+  /** Content hash of each fingerprinted file (setup script, overlay dir, copy source), by path. */
+  readonly files: Readonly<Record<string, string>>;
+  readonly sessions: readonly WantedSession[];
+}
 
 /** The cache file, under the city's state dir. */
 export const DIGEST_CACHE_FILE = "desired-digest.json";

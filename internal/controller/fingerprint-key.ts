@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, link, readFile, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { StoreError } from "../runtime/errors.js";
+import { StoreError } from "../base/errors.js";
 import type { FingerprintKey } from "../runtime/fingerprint.js";
 
 /** The key file's name under the state dir. */

@@ -7,8 +7,8 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { UsageError } from "../runtime/errors.js";
-import { nameProblem } from "../runtime/names.js";
+import { UsageError } from "../base/errors.js";
+import { nameProblem } from "../base/names.js";
 
 export { screenLines } from "../reconcile/nudge-delivery.js";
 

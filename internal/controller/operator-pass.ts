@@ -4,12 +4,13 @@
  * past their deadline, and drop `gc exec` shell state of sessions that stopped. Each step is
  * isolated: one failing step is logged and never stops the others or the controller.
  */
+
+import { describeError, isGcError } from "../base/errors.js";
 import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../reconcile/approval.js";
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { recordTurns } from "../reconcile/turns.js";
-import { supportsTurns } from "../runtime/acp/provider.js";
-import { describeError, isGcError } from "../runtime/errors.js";
+import { supportsTurns } from "../runtime/provider.js";
 import { BOOKKEEPING_PURPOSE } from "../session/lock.js";
 import type { City } from "./city.js";
 import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";

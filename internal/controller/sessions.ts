@@ -3,11 +3,12 @@
  * what the providers show, joined by name (one listing per provider). Also resolves a
  * session name given on the command line, with a did-you-mean when it is unknown.
  */
-import { didYouMean } from "../config/suggest.js";
+
+import { describeError, PartialObservationError, SessionNotFoundError } from "../base/errors.js";
+import { didYouMean } from "../base/suggest.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { HOLD_KEY, INFRA_LOSSES_KEY } from "../reconcile/plan.js";
-import { describeError, PartialObservationError, SessionNotFoundError } from "../runtime/errors.js";
 import {
   isRouter,
   type PendingInteraction,
@@ -17,7 +18,8 @@ import {
   supportsSnapshot,
 } from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
-import { type City, currentDigestSessions, type DesiredDigest, type WantedSession } from "./city.js";
+import { type City, currentDigestSessions } from "./city.js";
+import type { DesiredDigest, WantedSession } from "./digest-cache.js";
 
 /** One row of `gc status`. */
 export interface SessionView {

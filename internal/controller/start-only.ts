@@ -3,7 +3,7 @@
  * `daemon.interval`, `concurrency` and `drain_timeout`. An edit of them under a running
  * controller changes nothing until it restarts; this says so instead of staying silent.
  */
-import { formatDuration } from "../config/duration.js";
+import { formatDuration } from "../base/duration.js";
 import type { policyOf } from "./city.js";
 
 type Policy = ReturnType<typeof policyOf>;

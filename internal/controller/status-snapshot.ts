@@ -1,80 +1,66 @@
 /**
  * The status snapshot: what `gc status --json` prints and what the dashboard's `/api/status`
  * serves — one function, so both always show the same shape. One observation of the city
- * (internal/controller/sessions.ts) plus the controller's liveness. Built either by the
- * caller ({@link observeStatus}) or, beside a running controller, by the controller itself
- * ({@link controllerSnapshot}, control op `snapshot`) with its warm config, providers and store.
+ * (internal/controller/sessions.ts) plus the controller's liveness ({@link ControllerStatus},
+ * what the control op `status` answers). Built either by the caller (status-observe.ts
+ * `observeStatus`) or, beside a running controller, by the controller itself (controller.ts,
+ * control op `snapshot`) with its warm config, providers and store. Pure.
  */
 import { controllerBuild } from "../build/build-id.js";
 import type { MassStop } from "../reconcile/plan.js";
+import type { TickSummary } from "../reconcile/summary.js";
 import { massStopText } from "../reconcile/summary.js";
 import { isApprovalQuestion, type PendingInteraction } from "../runtime/provider.js";
-import type { City } from "./city.js";
-import { type ControllerStatus, MAX_REQUEST_BYTES, requestControl } from "./control.js";
-import { type ControllerInfo, controllerPaths, findController } from "./controller.js";
-import { type CityView, collectCity } from "./sessions.js";
+import type { DesiredDigest } from "./digest-cache.js";
+import type { CityView } from "./sessions.js";
+
+/** What `status` answers. */
+export interface ControllerStatus {
+  readonly pid: number;
+  readonly startedAt: number;
+  readonly passes: number;
+  readonly last: TickSummary | undefined;
+  readonly lastError: string | undefined;
+  readonly busy: boolean;
+  /** Cost and result of the last completed pass (reconcile + operator step). */
+  readonly lastPass?: PassStats | undefined;
+  /**
+   * The build id of the gc this controller was started from (internal/build/build-id.ts),
+   * read when it started. Absent from controllers built before build ids, and from builds
+   * without dist/build-id.
+   */
+  readonly build?: string | undefined;
+}
+
+/** What one controller pass cost and did (`gc status --json` shows it as `controller.lastPass`). */
+export interface PassStats {
+  /** When the pass ended, epoch ms. */
+  readonly at: number;
+  /** Wall time of the whole pass, ms. */
+  readonly durationMs: number;
+  /** Of which the reconcile step (config, observe, plan, execute), ms. */
+  readonly reconcileMs: number;
+  /** Of which the operator step (nudges, approvals, waits, exec state), ms. */
+  readonly operatorMs: number;
+  /** CPU time (user + system) this process spent during the pass, ms. */
+  readonly cpuMs: number;
+  /** Count of actions per kind (waits included). */
+  readonly actions: Readonly<Record<string, number>>;
+}
+
+/** What is known about a city's controller. */
+export interface ControllerInfo {
+  readonly running: boolean;
+  readonly pid: number | undefined;
+  readonly status: ControllerStatus | undefined;
+  /** What its last pass resolved, when asked for (`findController(…, { desired: true })`). */
+  readonly desired?: DesiredDigest | undefined;
+}
 
 /** The city observed once, with the controller's liveness. */
 export interface StatusObservation {
   readonly view: CityView;
   readonly ctl: ControllerInfo;
-}
-
-/**
- * Observes the city and finds its controller, concurrently. A running controller's last
- * resolution stands in for resolving the city again while it is current.
- */
-export async function observeStatus(city: City, signal?: AbortSignal): Promise<StatusObservation> {
-  const found = findController(city.stateDir, { desired: true });
-  const [view, ctl] = await Promise.all([
-    collectCity(city, signal, {
-      controllerDesired: found.then((c) => c.desired),
-      controllerPending: async (byProvider) =>
-        (await found).running ? askPending(city, byProvider) : undefined,
-    }),
-    found,
-  ]);
-  return { view, ctl };
-}
-
-/**
- * The snapshot as the running controller builds it for the `snapshot` control op: the city
- * observed now (not the last pass's observation) through the controller's own providers and
- * store. DRIFT follows the same rule as {@link observeStatus}: the last pass's resolution
- * while the file, scale and fingerprinted files on disk still match it, else the city file is
- * re-read (only if it changed) and resolved again.
- * @throws Error when the city file is invalid: the asker then builds the snapshot itself, on
- * the last good config, and says so (the read commands' rule).
- */
-export async function controllerSnapshot(city: City, status: ControllerStatus, signal?: AbortSignal) {
-  const view = await collectCity(city, signal, { controllerDesired: Promise.resolve(city.desiredDigest()) });
-  if (view.configError !== undefined)
-    throw new Error(`city file invalid: ${view.configError.split("\n")[0]}`);
-  // Built by the controller for an asker of another build maybe: the asker checks the build
-  // again with its own id (withBuildCheck).
-  return statusJson(city.name, { view, ctl: { running: true, pid: status.pid, status } }, status.build);
-}
-
-/**
- * The running controller's pending interactions for `byProvider`'s sessions; `undefined`
- * when it does not answer (or the request would be too long): the caller looks itself.
- */
-async function askPending(
-  city: City,
-  byProvider: ReadonlyMap<string, readonly string[]>,
-): Promise<Map<string, PendingInteraction> | undefined> {
-  const req = {
-    op: "pending" as const,
-    sessions: Object.fromEntries([...byProvider].map(([p, n]) => [p, [...n]])),
-  };
-  if (Buffer.byteLength(JSON.stringify(req)) > MAX_REQUEST_BYTES / 2) return undefined;
-  try {
-    const msgs = await requestControl(controllerPaths(city.stateDir).socket, req, { timeoutMs: 3_000 });
-    const m = msgs.find((x) => x.type === "pending");
-    return m?.type === "pending" ? new Map(Object.entries(m.pending)) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

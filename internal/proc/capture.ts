@@ -3,7 +3,7 @@
  * (a local child in `run`, a Docker exec, a pod exec): each stream is capped the same way, and
  * when the command is cut short (deadline, abort) what it printed so far rides on the error.
  */
-import { attachCapturedOutput, type CapturedOutput } from "../runtime/errors.js";
+import { attachCapturedOutput, type CapturedOutput } from "../base/errors.js";
 
 /** Default cap on the captured bytes of each stream. */
 export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;

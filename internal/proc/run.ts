@@ -4,7 +4,7 @@
  * killed on timeout or abort.
  */
 import { spawn } from "node:child_process";
-import { HookFailedError, OperationTimeoutError } from "../runtime/errors.js";
+import { HookFailedError, OperationTimeoutError } from "../base/errors.js";
 import { OutputCapture } from "./capture.js";
 import { KILL_GRACE_MS } from "./kill.js";
 

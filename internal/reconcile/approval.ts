@@ -4,7 +4,7 @@
  * and the controller step that answers them automatically and records each decision as an
  * event. Sessions the policy leaves to a human show `waiting-for-input` in `gc status`.
  */
-import { describeError, isGcError } from "../runtime/errors.js";
+import { describeError, isGcError } from "../base/errors.js";
 import {
   isApprovalQuestion,
   type PendingInteraction,

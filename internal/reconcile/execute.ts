@@ -3,7 +3,7 @@
  * before each provider call, and one session's failure isolated from the rest. The only
  * place (with the observer) where the store and providers meet.
  */
-import { describeError, isGcError } from "../runtime/errors.js";
+import { describeError, isGcError } from "../base/errors.js";
 import { keepStartedFields } from "../runtime/fingerprint.js";
 import {
   type Provider,

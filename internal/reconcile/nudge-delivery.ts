@@ -6,7 +6,7 @@
  * nudge silently (field-lessons §5 D).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { describeError, isGcError } from "../runtime/errors.js";
+import { describeError, isGcError } from "../base/errors.js";
 import {
   type Provider,
   sessionCapabilities,

@@ -3,7 +3,7 @@
  * invalid), take one observation per provider, read the store, plan, execute, and report.
  * Level-triggered and safe to call at any time from any state.
  */
-import { describeError, PartialObservationError } from "../runtime/errors.js";
+import { describeError, PartialObservationError } from "../base/errors.js";
 import { outputTail } from "../runtime/pane-text.js";
 import {
   type Provider,

@@ -8,8 +8,7 @@
  * {@link recordTurns}; the session lock keeps them from recording the same turn twice.
  */
 
-import type { TurnProvider, TurnRecord } from "../runtime/acp/provider.js";
-import type { Provider } from "../runtime/provider.js";
+import type { Provider, TurnProvider, TurnRecord } from "../runtime/provider.js";
 import type { SessionStore } from "../session/store.js";
 
 /** Provider metadata key holding the id of the last recorded turn. */

@@ -6,8 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { GcError, ProviderError } from "../base/errors.js";
 import { screenShowsBusyMarker } from "./agent-screens.js";
-import { GcError, ProviderError } from "./errors.js";
 import type { InteractionResponse, PendingInteraction, Provider } from "./provider.js";
 
 /** What the dialog code needs from a session: its screen and its keyboard. */

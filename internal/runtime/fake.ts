@@ -6,8 +6,8 @@
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { SessionExistsError, SessionNotFoundError, UnsupportedError } from "./errors.js";
-import { validateMetaKey, validateSessionName } from "./names.js";
+import { SessionExistsError, SessionNotFoundError, UnsupportedError } from "../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../base/names.js";
 import {
   flattenContent,
   type IdleResult,

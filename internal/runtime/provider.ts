@@ -5,6 +5,7 @@
  * writes the session store. Optional extras are separate interfaces found by type guards.
  */
 import type { CensusEntry } from "../proc/census.js";
+import type { AcpTurn } from "./acp/wire.js";
 
 /** Options accepted by every provider operation. */
 export interface OpOptions {
@@ -456,6 +457,28 @@ export interface OutputStreamProvider {
    * (its cursor movements assume it). `undefined` when the session is missing.
    */
   output(name: string, since: number, opts?: OpOptions): Promise<OutputChunk | undefined>;
+}
+
+/** One turn as gc reports it. */
+export type TurnRecord = AcpTurn;
+
+/**
+ * Optional capability: structured turns (providers whose sessions report exactly when a
+ * prompt's turn ends and what the agent answered).
+ */
+export interface TurnProvider {
+  /** Queues `content` as a prompt. @returns the turn's id. @throws NudgeNotDeliveredError. */
+  prompt(name: string, content: NudgeContent, opts?: OpOptions): Promise<number>;
+  /** The finished turn, or `undefined` when it did not end within `timeoutMs`. */
+  waitTurn(name: string, turn: number, timeoutMs: number, opts?: OpOptions): Promise<TurnRecord | undefined>;
+  /** Turns after `since`, oldest first (running ones included). @throws SessionNotFoundError. */
+  turns(name: string, since: number, opts?: OpOptions): Promise<TurnRecord[]>;
+}
+
+/** Type guard for {@link TurnProvider}. */
+export function supportsTurns(p: object): p is TurnProvider {
+  const r = p as Record<string, unknown>;
+  return typeof r.prompt === "function" && typeof r.waitTurn === "function" && typeof r.turns === "function";
 }
 
 export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider =>

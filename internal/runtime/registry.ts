@@ -12,6 +12,8 @@
  * conformance target `conformance/targets/<name>.ts` exporting `createTarget` (found by name:
  * this module never imports conformance/), and one entry below.
  */
+
+import { UsageError } from "../base/errors.js";
 import {
   type Field,
   type Infer,
@@ -20,12 +22,11 @@ import {
   type ObjectSchema,
   type StringSchema,
   s,
-} from "../config/schema-builder.js";
-import { didYouMean } from "../config/suggest.js";
+} from "../base/schema-builder.js";
+import { didYouMean } from "../base/suggest.js";
 import { ACP_SETTINGS_SCHEMA } from "./acp/schema.js";
 import { autoSettingsSchema, hybridSettingsSchema } from "./auto/schema.js";
 import { DOCKER_SETTINGS_SCHEMA } from "./docker/schema.js";
-import { UsageError } from "./errors.js";
 import { EXEC_SETTINGS_SCHEMA } from "./exec/schema.js";
 import type { ProviderFactoryOptions } from "./factory.js";
 import { K8S_SETTINGS_SCHEMA } from "./k8s/schema.js";
@@ -143,7 +144,10 @@ const ENTRIES = [
     arg: "none",
     routing: true,
     backend: "routes each session to its agent's declared provider (else session.auto.default)",
-    load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createAutoProvider })),
+    load: () =>
+      import("./auto/index.js").then((m) => ({
+        createProvider: (o: ProviderFactoryOptions) => m.createAutoProvider(o, createProviderFromSpec),
+      })),
     settings: autoSettingsSchema(() => providerField("concrete")),
     conformance: true,
   },
@@ -152,7 +156,10 @@ const ENTRIES = [
     arg: "none",
     routing: true,
     backend: "local and remote backends chosen by session.hybrid.remote_match",
-    load: () => import("./auto/index.js").then((m) => ({ createProvider: m.createHybridProvider })),
+    load: () =>
+      import("./auto/index.js").then((m) => ({
+        createProvider: (o: ProviderFactoryOptions) => m.createHybridProvider(o, createProviderFromSpec),
+      })),
     settings: hybridSettingsSchema(() => providerField("concrete")),
     conformance: true,
   },

@@ -4,8 +4,8 @@
  * state rules. The stores only add atomic persistence around these functions, so the memory
  * and SQLite stores cannot drift apart in behaviour.
  */
-import { InvalidNameError, StaleVersionError, StoreError } from "../runtime/errors.js";
-import { nameProblem, validateMetaKey, validateSessionName } from "../runtime/names.js";
+import { InvalidNameError, StaleVersionError, StoreError } from "../base/errors.js";
+import { nameProblem, validateMetaKey, validateSessionName } from "../base/names.js";
 import { isLifecycleState, type Transition, transition } from "./lifecycle.js";
 import { isSecretKey, REDACTED, redactDeep, redactStringMap, redactText } from "./redact.js";
 import {

@@ -3,7 +3,7 @@
  * it. The store refuses any state change this table does not allow, so the reconciler, the
  * CLI and `gc status` all agree on what a state means. No I/O.
  */
-import { IllegalTransitionError } from "../runtime/errors.js";
+import { IllegalTransitionError } from "../base/errors.js";
 
 /**
  * Where a session is in its life.

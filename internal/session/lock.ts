@@ -7,8 +7,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { LockedError, OperationTimeoutError } from "../base/errors.js";
 import { ended, procStartTime, readStat } from "../proc/process-table.js";
-import { LockedError, OperationTimeoutError } from "../runtime/errors.js";
 import { LOCK_LEASE_MS, type LockHolder, type LockOptions, type SessionLock } from "./store.js";
 
 const HOST = hostname();

@@ -4,8 +4,8 @@
  * database. Rows are kept serialised, exactly as the SQLite store keeps them, so both stores
  * behave alike; both pass conformance/store.ts.
  */
-import { SessionExistsError, SessionNotFoundError, StoreError } from "../runtime/errors.js";
-import { validateSessionName } from "../runtime/names.js";
+import { SessionExistsError, SessionNotFoundError, StoreError } from "../base/errors.js";
+import { validateSessionName } from "../base/names.js";
 import {
   ageNudge,
   applyPatch,

@@ -18,8 +18,8 @@ import {
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
-import { isGcError, SessionExistsError, SessionNotFoundError, StoreError } from "../runtime/errors.js";
-import { validateSessionName } from "../runtime/names.js";
+import { isGcError, SessionExistsError, SessionNotFoundError, StoreError } from "../base/errors.js";
+import { validateSessionName } from "../base/names.js";
 import {
   ageNudge,
   applyPatch,

@@ -5,7 +5,7 @@
  * Implemented by sqlite-store.ts (production) and memory-store.ts (tests); both must pass
  * conformance/store.ts. Used by the reconciler and the CLI; never calls a provider.
  */
-import { SessionNotFoundError, StaleVersionError } from "../runtime/errors.js";
+import { SessionNotFoundError, StaleVersionError } from "../base/errors.js";
 import type { FieldFingerprint } from "../runtime/fingerprint.js";
 import type { LifecycleState } from "./lifecycle.js";
 

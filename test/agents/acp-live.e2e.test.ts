@@ -18,10 +18,10 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { isGcError } from "../../internal/base/errors.js";
+import { shellQuote } from "../../internal/base/shell-quote.js";
 import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
-import { shellQuote } from "../../internal/config/resolve.js";
 import { AcpProvider } from "../../internal/runtime/acp/index.js";
-import { isGcError } from "../../internal/runtime/errors.js";
 import { AGENT_CLIS, type AgentCliName, installAgentCli, npmUnreachable } from "../../scripts/agent-clis.mjs";
 
 /** Preset → the pinned package that provides its command. */

@@ -3,7 +3,7 @@
  * the holder); the controller's momentary bookkeeping lock is waited out, never refused.
  */
 import { describe, expect, it } from "vitest";
-import { lockSession, type Target } from "../../cmd/gc/operate.js";
+import { lockSession, type Target } from "../../internal/operate/target.js";
 import { BOOKKEEPING_PURPOSE } from "../../internal/session/lock.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 

@@ -3,7 +3,7 @@
  * (operate.ts startHint): `gc start` does not start a held, quarantined or suspended session.
  */
 import { describe, expect, it } from "vitest";
-import { startHint } from "../../cmd/gc/operate.js";
+import { startHint } from "../../internal/operate/target.js";
 
 const target = (desired: object | undefined, record: object | undefined) =>
   ({ name: "sh1", session: { name: "sh1", provider: "tmux", desired, record } }) as Parameters<

@@ -2,9 +2,9 @@
  * Test helpers: parse city YAML text in memory (no files) into what resolution takes.
  */
 
+import { ConfigError, formatConfigIssue } from "../../internal/base/errors.js";
 import { type CityConfig, parseCity } from "../../internal/config/parse.js";
 import type { CityModel } from "../../internal/config/resolve.js";
-import { ConfigError, formatConfigIssue } from "../../internal/runtime/errors.js";
 
 export const CITY_DIR = "/srv/city";
 export const CITY_FILE = `${CITY_DIR}/city.yaml`;

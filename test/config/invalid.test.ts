@@ -4,8 +4,8 @@
  * relative to the corpus directory). The CLI test runs the same corpus through the binary.
  */
 import { describe, expect, it } from "vitest";
+import { ConfigError, formatConfigIssue } from "../../internal/base/errors.js";
 import { loadCity } from "../../internal/config/load.js";
-import { ConfigError, formatConfigIssue } from "../../internal/runtime/errors.js";
 import { expectedIssues, INVALID_CASES, INVALID_DIR } from "./corpus.js";
 
 async function issuesOf(name: string): Promise<string[]> {

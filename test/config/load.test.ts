@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigError, formatConfigIssue } from "../../internal/base/errors.js";
 import {
   detectDefaultProvider,
   findCityDir,
@@ -13,7 +14,6 @@ import {
 } from "../../internal/config/load.js";
 import { redactDeep } from "../../internal/config/redact.js";
 import { resolveCity } from "../../internal/config/resolve.js";
-import { ConfigError, formatConfigIssue } from "../../internal/runtime/errors.js";
 import { NOW } from "./helpers.js";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));

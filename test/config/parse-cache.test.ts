@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deserialize, serialize } from "node:v8";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigError } from "../../internal/base/errors.js";
 import { loadCity } from "../../internal/config/load.js";
 import { type ParseCityInput, parseCity } from "../../internal/config/parse.js";
 import {
@@ -19,7 +20,6 @@ import {
   type ParseCacheOptions,
   parseCacheKey,
 } from "../../internal/config/parse-cache.js";
-import { ConfigError } from "../../internal/runtime/errors.js";
 
 const EXAMPLE = readFileSync(fileURLToPath(new URL("../../config.example.yaml", import.meta.url)), "utf8");
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { shellQuote } from "../../internal/base/shell-quote.js";
 import {
   type DesiredSession,
   daemonSettings,
@@ -6,7 +7,6 @@ import {
   poolInstanceName,
   resolveCity,
   resolvePoolInstance,
-  shellQuote,
 } from "../../internal/config/resolve.js";
 import { fingerprint } from "../../internal/runtime/fingerprint.js";
 import { launchArgv } from "../../internal/runtime/launch.js";

@@ -1,7 +1,8 @@
 /* biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests are about the city file's ${VAR} syntax */
 import { describe, expect, it } from "vitest";
-import { formatDuration, parseDuration } from "../../internal/config/duration.js";
-import { interpolate } from "../../internal/config/interpolate.js";
+import { formatDuration, parseDuration } from "../../internal/base/duration.js";
+import { interpolate } from "../../internal/base/interpolate.js";
+import { closest, didYouMean, editDistance } from "../../internal/base/suggest.js";
 import { expandPlaceholders, placeholderProblems } from "../../internal/config/placeholders.js";
 import {
   isSecretKey,
@@ -11,7 +12,6 @@ import {
   redactText,
   secretValues,
 } from "../../internal/config/redact.js";
-import { closest, didYouMean, editDistance } from "../../internal/config/suggest.js";
 import { city, issues } from "./helpers.js";
 
 describe("durations", () => {

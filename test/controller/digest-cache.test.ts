@@ -10,13 +10,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { openCity, wantedOf } from "../../internal/controller/city.js";
 import {
   type DesiredDigest,
-  openCity,
+  DIGEST_CACHE_FILE,
   type WantedSession,
-  wantedOf,
-} from "../../internal/controller/city.js";
-import { DIGEST_CACHE_FILE } from "../../internal/controller/digest-cache.js";
+} from "../../internal/controller/digest-cache.js";
 import { writePoolScale } from "../../internal/controller/pool-scale.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 

@@ -3,13 +3,9 @@
  * a cut command's error carrying what was captured (errors.ts capturedOutputOf).
  */
 import { describe, expect, it } from "vitest";
+import { attachCapturedOutput, capturedOutputOf, OperationTimeoutError } from "../../internal/base/errors.js";
 import { OutputCapture } from "../../internal/proc/capture.js";
 import { run } from "../../internal/proc/run.js";
-import {
-  attachCapturedOutput,
-  capturedOutputOf,
-  OperationTimeoutError,
-} from "../../internal/runtime/errors.js";
 
 describe("OutputCapture", () => {
   it("keeps stdout and stderr apart, copies chunks, stops keeping a stream past its cap", () => {

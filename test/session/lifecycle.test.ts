@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IllegalTransitionError, isGcError } from "../../internal/runtime/errors.js";
+import { IllegalTransitionError, isGcError } from "../../internal/base/errors.js";
 import {
   canTransition,
   holdsRuntime,

@@ -3,7 +3,7 @@ import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/pr
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { isGcError, StoreError } from "../../internal/runtime/errors.js";
+import { isGcError, StoreError } from "../../internal/base/errors.js";
 import { readRecovery } from "../../internal/session/recovery.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../internal/session/sqlite-schema.js";
 import {

@@ -1,10 +1,11 @@
 /**
  * `gc attach SESSION`: hands this terminal to the session until you detach (tmux: C-b d).
  */
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
+import { requireRunning } from "../../../internal/operate/target.js";
 import { sessionCapabilities } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
-import { requireRunning, withTarget } from "../operate.js";
+import { withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc attach SESSION
 

@@ -2,7 +2,7 @@
  * `gc completion bash|zsh|fish`: prints a completion script for commands and their flags,
  * generated from the command registry and each command's declared options.
  */
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { COMMANDS, type CommandName, loadCommand } from "../registry.js";
 

@@ -3,6 +3,8 @@
  * every issue, each with file:line:col), print what it resolves to (secrets redacted,
  * with the chosen session provider and why), or print the JSON Schema of the city file.
  */
+
+import { ConfigError, formatConfigIssue, UsageError } from "../../../internal/base/errors.js";
 import {
   type DesiredSession,
   daemonSettings,
@@ -12,7 +14,6 @@ import {
   resolveCity,
 } from "../../../internal/config/index.js";
 import { citySchemaJson } from "../../../internal/config/schema.js";
-import { ConfigError, formatConfigIssue, UsageError } from "../../../internal/runtime/errors.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc config validate [FILE]   check the city file; exit 2 listing every problem

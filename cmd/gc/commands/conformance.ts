@@ -6,7 +6,7 @@
 import { runConformance } from "../../../conformance/harness.js";
 import { PROVIDER_CASES } from "../../../conformance/provider-cases.js";
 import { createTarget, KNOWN_PROVIDERS } from "../../../conformance/targets.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc conformance PROVIDER [--only PATTERN] [--json] [--concurrency N]

@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { isLoopback, startDashboard } from "../dashboard/server.js";
 import { openCity } from "../deps.js";

@@ -3,11 +3,11 @@
  * old → new (secret values redacted), and whether the change means restart or live re-apply.
  */
 
+import { UsageError } from "../../../internal/base/errors.js";
 import { findController } from "../../../internal/controller/controller.js";
 import { type FieldChange, sessionDrift } from "../../../internal/controller/drift-report.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
 import { massStopText } from "../../../internal/reconcile/summary.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
 

@@ -6,6 +6,7 @@
  * code becomes gc's; stdout and stderr stay apart.
  */
 import { existsSync, fstatSync } from "node:fs";
+import { capturedOutputOf, UsageError } from "../../../internal/base/errors.js";
 import {
   dropShellState,
   incarnationOf,
@@ -19,10 +20,10 @@ import {
   unwrapOutput,
   wrapArgv,
 } from "../../../internal/controller/exec-state.js";
-import { capturedOutputOf, UsageError } from "../../../internal/runtime/errors.js";
+import { requireRunning } from "../../../internal/operate/target.js";
 import { sessionCapabilities, supportsExecCommand } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
-import { durationFlag, printJson, REPORT_EXIT, readStdin, requireRunning, withTarget } from "../operate.js";
+import { durationFlag, printJson, REPORT_EXIT, readStdin, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] [global flags] -- CMD [ARGS...]
 

@@ -6,10 +6,10 @@
 import { constants } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
+import { describeError, UsageError } from "../../../internal/base/errors.js";
+import { nameProblem } from "../../../internal/base/names.js";
 import { CITY_FILE_NAME } from "../../../internal/config/load.js";
 import { citySchemaJson } from "../../../internal/config/schema.js";
-import { describeError, UsageError } from "../../../internal/runtime/errors.js";
-import { nameProblem } from "../../../internal/runtime/names.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 
 const USAGE = `Usage: gc init [DIR]

@@ -4,23 +4,16 @@
  * controller at the session's next idle moment. `gc nudge list` shows the queue: attempts,
  * the last failure, and dead letters. A nudge that was not confirmed exits non-zero.
  */
-import { formatDuration } from "../../../internal/config/duration.js";
+import { formatDuration } from "../../../internal/base/duration.js";
+import { UsageError } from "../../../internal/base/errors.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
+import { nudgeSession, nudgeView } from "../../../internal/operate/actions.js";
+import { startHint, type Target } from "../../../internal/operate/target.js";
 import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
 import type { Nudge } from "../../../internal/session/store.js";
-import { nudgeSession, nudgeView } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import {
-  durationFlag,
-  intFlag,
-  printJson,
-  readTextArg,
-  startHint,
-  type Target,
-  withTarget,
-} from "../operate.js";
+import { durationFlag, intFlag, printJson, readTextArg, withTarget } from "../operate.js";
 import { formatTable } from "../table.js";
 
 const USAGE = `Usage: gc nudge SESSION TEXT... [--now | --queue [--ttl DUR] [--attempts N]] [--wait DUR]

@@ -2,9 +2,10 @@
  * `gc peek SESSION [-n LINES]`: the session's recent screen text, read without touching the
  * program (no keys, no resize, no cursor of any observer moves).
  */
-import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/runtime/errors.js";
+import { isGcError, SessionNotRunningError, UsageError } from "../../../internal/base/errors.js";
+import { startHint } from "../../../internal/operate/target.js";
 import { defineCommand, EXIT } from "../context.js";
-import { printJson, startHint, withTarget } from "../operate.js";
+import { printJson, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc peek SESSION [-n LINES] [--json]
 

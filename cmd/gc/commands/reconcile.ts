@@ -2,10 +2,10 @@
  * `gc reconcile [--dry-run]`: one pass now. With a running controller it pokes it and
  * streams that pass; otherwise it runs the pass in this process.
  */
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { UsageError } from "../../../internal/base/errors.js";
+import { reconcileNow, runPassHere } from "../../../internal/operate/pass.js";
 import { defineCommand } from "../context.js";
 import { openCity } from "../deps.js";
-import { reconcileNow, runPassHere } from "../pass.js";
 
 const USAGE = `Usage: gc reconcile [--dry-run] [--allow-mass-stop]
 

@@ -7,8 +7,11 @@
  * without waiting and a second run is refused with who holds it.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { formatDuration } from "../../../internal/config/duration.js";
+import { formatDuration } from "../../../internal/base/duration.js";
+import { describeError, isGcError, UsageError } from "../../../internal/base/errors.js";
 import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
+import { pokeController } from "../../../internal/operate/actions.js";
+import { lockSession, type Target } from "../../../internal/operate/target.js";
 import {
   type IdleProbe,
   type IdleProbeOptions,
@@ -16,22 +19,10 @@ import {
   probeIdle,
 } from "../../../internal/reconcile/nudge-delivery.js";
 import { recordTurns } from "../../../internal/reconcile/turns.js";
-import { supportsTurns, type TurnProvider } from "../../../internal/runtime/acp/provider.js";
-import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
-import { supportsInteraction } from "../../../internal/runtime/provider.js";
+import { supportsInteraction, supportsTurns, type TurnProvider } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
-import { pokeController } from "../actions.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
-import {
-  durationFlag,
-  humanDuration,
-  lockSession,
-  printJson,
-  REPORT_EXIT,
-  readTextArg,
-  type Target,
-  withTarget,
-} from "../operate.js";
+import { durationFlag, humanDuration, printJson, REPORT_EXIT, readTextArg, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc run SESSION PROMPT... [--timeout DUR] [--idle-wait DUR] [--json]
        gc run SESSION - ...            (reads the prompt from stdin)

@@ -5,15 +5,16 @@
  * are drained and stopped (instance names stay stable: AGENT-1 … AGENT-N). A city stopped
  * by `gc stop` stays stopped: the scale applies at its next `gc start`.
  */
+
+import { UsageError } from "../../../internal/base/errors.js";
+import { didYouMean } from "../../../internal/base/suggest.js";
 import { poolBounds } from "../../../internal/config/index.js";
-import { didYouMean } from "../../../internal/config/suggest.js";
 import { findController } from "../../../internal/controller/controller.js";
 import { writePoolScale } from "../../../internal/controller/pool-scale.js";
 import { readStopIntent } from "../../../internal/controller/stop-intent.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
+import { reconcileNow } from "../../../internal/operate/pass.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { reconcileNow } from "../pass.js";
 
 const USAGE = `Usage: gc scale AGENT N
 

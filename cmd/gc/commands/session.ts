@@ -4,18 +4,14 @@
  * never overlap a `gc run`); restart and reset clear the operator hold set by `gc stop NAME`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
-import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
-import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
-import { walkTo } from "../../../internal/reconcile/walk.js";
 import {
   describeError,
   isGcError,
   SessionNotRunningError,
   UsageError,
-} from "../../../internal/runtime/errors.js";
-import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
-import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
+} from "../../../internal/base/errors.js";
+import { deltaSince, screenLines } from "../../../internal/controller/observe.js";
+import { collectCity, resolveSession } from "../../../internal/controller/sessions.js";
 import {
   forgetIncarnation,
   LIVE_STATES,
@@ -23,11 +19,16 @@ import {
   resetSession,
   respondSession,
   restartSession,
-} from "../actions.js";
+} from "../../../internal/operate/actions.js";
+import { reconcileNow } from "../../../internal/operate/pass.js";
+import { lockSession, type Target } from "../../../internal/operate/target.js";
+import { HOLD_KEY } from "../../../internal/reconcile/plan.js";
+import { walkTo } from "../../../internal/reconcile/walk.js";
+import { clearRecovery, readRecovery } from "../../../internal/session/recovery.js";
+import { casUpdate, type SessionEvent } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { lockSession, printJson, type Target, withTarget } from "../operate.js";
-import { reconcileNow } from "../pass.js";
+import { printJson, withTarget } from "../operate.js";
 import { formatTable, runningCell } from "../table.js";
 
 const USAGE = `Usage: gc session list [--json]

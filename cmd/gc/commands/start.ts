@@ -3,6 +3,8 @@
  * background controller (or reports the running one), shows progress of the first pass and
  * returns with its summary.
  */
+
+import { UsageError } from "../../../internal/base/errors.js";
 import { buildMismatchText, gcBuildId } from "../../../internal/build/build-id.js";
 import {
   controllerPaths,
@@ -11,11 +13,10 @@ import {
   StopWonError,
 } from "../../../internal/controller/controller.js";
 import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
+import { reportSummary, runPassHere, watchControllerPass } from "../../../internal/operate/pass.js";
 import { closeInheritedFds } from "../../../internal/proc/fds.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
 import { defineCommand, EXIT } from "../context.js";
 import { openCity, spawnController } from "../deps.js";
-import { reportSummary, runPassHere, watchControllerPass } from "../pass.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
 

@@ -10,12 +10,12 @@
  * Either way the same {@link printStatus} formats the same snapshot document.
  */
 import { join, resolve } from "node:path";
+import { UsageError } from "../../../internal/base/errors.js";
 import { buildMismatchText, controllerBuild, gcBuildId } from "../../../internal/build/build-id.js";
 import { CITY_FILE_NAME, findCityDir } from "../../../internal/config/locate.js";
 import { controlSocketPath, requestControl } from "../../../internal/controller/control.js";
 import type { StatusJson } from "../../../internal/controller/status-snapshot.js";
 import { massStopText } from "../../../internal/reconcile/summary.js";
-import { UsageError } from "../../../internal/runtime/errors.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { announceRecovery } from "../recovery-note.js";
 import { formatTable, runningCell } from "../table.js";
@@ -176,8 +176,9 @@ export const command = defineCommand({
       printStatus(ctx, answered.snap, answered.cityDir);
       return EXIT.ok;
     }
-    const [{ openCity }, { observeStatus, statusJson }] = await Promise.all([
+    const [{ openCity }, { observeStatus }, { statusJson }] = await Promise.all([
       import("../deps.js"),
+      import("../../../internal/controller/status-observe.js"),
       import("../../../internal/controller/status-snapshot.js"),
     ]);
     const city = await openCity(ctx);

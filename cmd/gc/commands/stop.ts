@@ -4,15 +4,16 @@
  * the city is left. With names, stops those sessions and holds them down until
  * `gc session reset|restart NAME`.
  */
+
+import { describeError, PartialObservationError } from "../../../internal/base/errors.js";
 import { findController, stopController } from "../../../internal/controller/controller.js";
 import { type ResolvedSession, resolveSession } from "../../../internal/controller/sessions.js";
 import { writeStopIntent } from "../../../internal/controller/stop-intent.js";
+import { holdDown } from "../../../internal/operate/actions.js";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { walkTo } from "../../../internal/reconcile/walk.js";
-import { describeError, PartialObservationError } from "../../../internal/runtime/errors.js";
 import { isRouter, supportsCensus, supportsShutdown } from "../../../internal/runtime/provider.js";
 import type { SessionStore } from "../../../internal/session/store.js";
-import { holdDown } from "../actions.js";
 import { defineCommand, EXIT } from "../context.js";
 import { type City, openCity } from "../deps.js";
 

@@ -6,7 +6,8 @@
  */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { formatDuration } from "../../../internal/config/duration.js";
+import { formatDuration } from "../../../internal/base/duration.js";
+import { describeError, isGcError, UsageError } from "../../../internal/base/errors.js";
 import {
   checkObserverId,
   DEFAULT_OBSERVER,
@@ -16,14 +17,14 @@ import {
   screenLines,
 } from "../../../internal/controller/observe.js";
 import { resolveSession } from "../../../internal/controller/sessions.js";
+import type { Target } from "../../../internal/operate/target.js";
 import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
-import { describeError, isGcError, UsageError } from "../../../internal/runtime/errors.js";
 import { supportsExitStatus } from "../../../internal/runtime/provider.js";
 import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
 import type { JsonObject, Wait } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { durationFlag, printJson, REPORT_EXIT, type Target, withTarget } from "../operate.js";
+import { durationFlag, printJson, REPORT_EXIT, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc wait SESSION (--idle | --match REGEX | --state STATE | --exit)
                [--timeout DUR] [--observer ID] [--json]

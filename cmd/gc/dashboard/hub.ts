@@ -4,15 +4,16 @@
  * Each loop runs only while someone listens.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { describeError } from "../../../internal/base/errors.js";
 import { gcBuildId } from "../../../internal/build/build-id.js";
 import type { City } from "../../../internal/controller/city.js";
-import { observeStatus, type StatusJson, statusJson } from "../../../internal/controller/status-snapshot.js";
-import { supportsTurns } from "../../../internal/runtime/acp/provider.js";
-import { describeError } from "../../../internal/runtime/errors.js";
+import { observeStatus } from "../../../internal/controller/status-observe.js";
+import { type StatusJson, statusJson } from "../../../internal/controller/status-snapshot.js";
 import {
   type Provider,
   supportsOutputStream,
   supportsStyledPeek,
+  supportsTurns,
 } from "../../../internal/runtime/provider.js";
 
 /** A listener of a hub; returns nothing, must not throw. */

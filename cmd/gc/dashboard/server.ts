@@ -14,9 +14,9 @@ import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { describeError, isGcError, ReadOnlyError } from "../../../internal/base/errors.js";
 import type { City } from "../../../internal/controller/city.js";
 import { sessionDrift } from "../../../internal/controller/drift-report.js";
-import { describeError, isGcError, ReadOnlyError } from "../../../internal/runtime/errors.js";
 import {
   holdDown,
   type NudgeMode,
@@ -25,10 +25,11 @@ import {
   resetSession,
   respondSession,
   restartSession,
-} from "../actions.js";
+} from "../../../internal/operate/actions.js";
+import { reconcileNow } from "../../../internal/operate/pass.js";
+import { targetIn } from "../../../internal/operate/target.js";
 import type { CommandContext } from "../context.js";
-import { durationFlag, targetIn } from "../operate.js";
-import { reconcileNow } from "../pass.js";
+import { durationFlag } from "../operate.js";
 import { ScreenFeed, type ScreenFrame, StatusHub, screenSourceOf } from "./hub.js";
 
 /** What the dashboard server needs. */

@@ -20,7 +20,7 @@ import {
   type RequestPermissionResponse,
   type SessionNotification,
 } from "@agentclientprotocol/sdk";
-import { describeError } from "../errors.js";
+import { describeError } from "../../base/errors.js";
 import { renderTranscript, type TranscriptEntry } from "./transcript.js";
 import type { AcpState, AcpStatus, AcpTurn, InteractionView } from "./wire.js";
 

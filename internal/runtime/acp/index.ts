@@ -1,17 +1,12 @@
 /**
- * The ACP provider's public surface: {@link AcpProvider}, the structured-turn capability,
- * and the uniform factory the composition root and `gc conformance` call by name.
+ * The ACP provider's public surface: {@link AcpProvider} (which implements the structured-turn
+ * capability, `TurnProvider` in ../provider.ts) and the uniform factory the composition root
+ * and `gc conformance` call by name.
  */
 import type { ProviderFactoryOptions } from "../factory.js";
 import { AcpProvider } from "./provider.js";
 
-export {
-  AcpProvider,
-  type AcpProviderOptions,
-  supportsTurns,
-  type TurnProvider,
-  type TurnRecord,
-} from "./provider.js";
+export { AcpProvider, type AcpProviderOptions } from "./provider.js";
 export type { AcpStatus, AcpTurn } from "./wire.js";
 
 /** An MCP server of `session.acp.mcp_servers`, in ACP's stdio shape. */

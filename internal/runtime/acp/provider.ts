@@ -9,9 +9,14 @@
  * `session/request_permission` and the agent's auth methods.
  */
 import { join } from "node:path";
+import {
+  NudgeNotDeliveredError,
+  ProviderError,
+  SessionNotFoundError,
+  UnsupportedError,
+} from "../../base/errors.js";
+import { validateSessionName } from "../../base/names.js";
 import { OP_TIMEOUT_MS } from "../../proc/run.js";
-import { NudgeNotDeliveredError, ProviderError, SessionNotFoundError, UnsupportedError } from "../errors.js";
-import { validateSessionName } from "../names.js";
 import {
   flattenContent,
   type InteractionResponse,
@@ -19,10 +24,12 @@ import {
   type OpOptions,
   type PendingInteraction,
   type ProviderCapabilities,
+  type TurnProvider,
+  type TurnRecord,
 } from "../provider.js";
 import type { HolderSpec } from "../subprocess/protocol.js";
 import { SubprocessProvider, type SubprocessProviderOptions } from "../subprocess/provider.js";
-import type { AcpStatus, AcpTurn } from "./wire.js";
+import type { AcpStatus } from "./wire.js";
 
 /** Longest wait for `initialize` + `session/new` during start. */
 export const HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -33,28 +40,6 @@ const QUICK_MS = 3_000;
 export interface AcpProviderOptions extends Omit<SubprocessProviderOptions, "rootDir"> {
   /** MCP servers handed to `session/new`, in ACP's shape (`{name, command, args, env}`). */
   readonly mcpServers?: readonly unknown[] | undefined;
-}
-
-/** One turn as gc reports it. */
-export type TurnRecord = AcpTurn;
-
-/**
- * Optional capability: structured turns (providers whose sessions report exactly when a
- * prompt's turn ends and what the agent answered).
- */
-export interface TurnProvider {
-  /** Queues `content` as a prompt. @returns the turn's id. @throws NudgeNotDeliveredError. */
-  prompt(name: string, content: NudgeContent, opts?: OpOptions): Promise<number>;
-  /** The finished turn, or `undefined` when it did not end within `timeoutMs`. */
-  waitTurn(name: string, turn: number, timeoutMs: number, opts?: OpOptions): Promise<TurnRecord | undefined>;
-  /** Turns after `since`, oldest first (running ones included). @throws SessionNotFoundError. */
-  turns(name: string, since: number, opts?: OpOptions): Promise<TurnRecord[]>;
-}
-
-/** Type guard for {@link TurnProvider}. */
-export function supportsTurns(p: object): p is TurnProvider {
-  const r = p as Record<string, unknown>;
-  return typeof r.prompt === "function" && typeof r.waitTurn === "function" && typeof r.turns === "function";
 }
 
 /** The ACP provider. */

@@ -2,7 +2,7 @@
  * The `session.acp` section of the city file, declared by the ACP provider and placed in the
  * city schema by the provider registry (registry.ts). Pure and light.
  */
-import { s } from "../../config/schema-builder.js";
+import { s } from "../../base/schema-builder.js";
 
 /** `session.acp`. */
 export const ACP_SETTINGS_SCHEMA = s.object({

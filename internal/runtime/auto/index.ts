@@ -1,17 +1,23 @@
 /**
  * The routing providers' public surface: the uniform factories of `auto` and `hybrid` (one
  * implementation, {@link RoutingProvider}, with the rules of route.ts) that the composition
- * root and `gc conformance` call by name.
+ * root and `gc conformance` call by name. The registry injects how a backend is built
+ * ({@link BackendFactory}), so routing never imports the registry that lists it.
  */
-import { UsageError } from "../errors.js";
+import { UsageError } from "../../base/errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import type { Provider } from "../provider.js";
-import { createProviderFromSpec } from "../registry.js";
 import { RoutingProvider } from "./provider.js";
 import { ruleBackends, rulesFromSettings } from "./route.js";
 
 export { ROUTES_DIR, RoutingProvider, type RoutingProviderOptions } from "./provider.js";
 export { type Route, type RouteRules, routeSession, ruleBackends, rulesFromSettings } from "./route.js";
+
+/** Builds a concrete backend from its spec (the registry's `createProviderFromSpec`). */
+export type BackendFactory = (
+  spec: string,
+  base: Omit<ProviderFactoryOptions, "arg" | "settings">,
+) => Promise<Provider>;
 
 /** Kinds that route instead of running sessions themselves. */
 export const ROUTING_KINDS = ["auto", "hybrid"] as const;
@@ -20,13 +26,14 @@ export const ROUTING_KINDS = ["auto", "hybrid"] as const;
  * Builds a routing provider of `kind`. Settings: `session.auto` (`default`, plus `backends`:
  * every backend the city's agents declare) or `session.hybrid` (`local`, `remote`,
  * `remote_match`). Every backend is opened now (through `opts.openBackend` when given, so
- * they share the city's instances and settings); a backend that cannot be opened fails the
- * whole, and the caller retries later.
+ * they share the city's instances and settings; else built by `createBackend` and owned by
+ * the router); a backend that cannot be opened fails the whole, and the caller retries later.
  * @throws UsageError when the settings name no backend, or name a routing provider as one.
  */
 export async function createRouting(
   kind: "auto" | "hybrid",
   opts: ProviderFactoryOptions,
+  createBackend: BackendFactory,
 ): Promise<RoutingProvider> {
   const rules = rulesFromSettings(kind, opts.settings);
   if (!rules) {
@@ -48,7 +55,7 @@ export async function createRouting(
   }
   const owned = opts.openBackend === undefined;
   const base = { city: opts.city, cityId: opts.cityId, cityDir: opts.cityDir, stateDir: opts.stateDir };
-  const open = opts.openBackend ?? ((spec: string) => createProviderFromSpec(spec, base));
+  const open = opts.openBackend ?? ((spec: string) => createBackend(spec, base));
   const settled = await Promise.allSettled(specs.map(open));
   const failed = settled.find((r) => r.status === "rejected");
   if (failed) {
@@ -73,6 +80,8 @@ export async function createRouting(
 }
 
 /** `auto`: each session on the backend its agent declares, else `session.auto.default`. */
-export const createAutoProvider = (opts: ProviderFactoryOptions) => createRouting("auto", opts);
+export const createAutoProvider = (opts: ProviderFactoryOptions, createBackend: BackendFactory) =>
+  createRouting("auto", opts, createBackend);
 /** `hybrid`: `session.hybrid.remote` for names matching `remote_match`, else `local`. */
-export const createHybridProvider = (opts: ProviderFactoryOptions) => createRouting("hybrid", opts);
+export const createHybridProvider = (opts: ProviderFactoryOptions, createBackend: BackendFactory) =>
+  createRouting("hybrid", opts, createBackend);

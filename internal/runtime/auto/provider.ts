@@ -8,7 +8,6 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { CensusEntry } from "../../proc/census.js";
 import {
   describeError,
   type FailedBackend,
@@ -18,8 +17,9 @@ import {
   SessionExistsError,
   SessionNotFoundError,
   UnsupportedError,
-} from "../errors.js";
-import { nameProblem, validateSessionName } from "../names.js";
+} from "../../base/errors.js";
+import { nameProblem, validateSessionName } from "../../base/names.js";
+import type { CensusEntry } from "../../proc/census.js";
 import type {
   BackendShutdownProvider,
   CensusProvider,

@@ -5,7 +5,7 @@
  * registry hands in the field that accepts one (`concreteProvider`): this module never
  * imports the registry. Pure and light.
  */
-import { type StringSchema, s } from "../../config/schema-builder.js";
+import { type StringSchema, s } from "../../base/schema-builder.js";
 
 /** Builds a field accepting one concrete session provider (`tmux`, `exec:./x.sh`, …). */
 export type ConcreteProviderField = () => StringSchema;

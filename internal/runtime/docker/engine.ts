@@ -6,8 +6,8 @@
  */
 import { PassThrough, type Readable } from "node:stream";
 import type Dockerode from "dockerode";
+import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { OutputCapture } from "../../proc/capture.js";
-import { OperationTimeoutError, ProviderError } from "../errors.js";
 
 /** The engine answered with an HTTP status (404 missing, 409 conflict/not running, …). */
 export function statusOf(e: unknown): number | undefined {

@@ -9,7 +9,6 @@ import { readFile, stat } from "node:fs/promises";
 import { posix, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Dockerode from "dockerode";
-import { screenAwaitsChoice, screenLooksBusy, screenShowsPrompt } from "../dialogs.js";
 import {
   HookFailedError,
   InvalidNameError,
@@ -18,7 +17,9 @@ import {
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
+import { screenAwaitsChoice, screenLooksBusy, screenShowsPrompt } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
@@ -33,7 +34,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { validateMetaKey, validateSessionName } from "../names.js";
 import { captureFlags, paneText } from "../pane-text.js";
 import {
   type BackendShutdownProvider,

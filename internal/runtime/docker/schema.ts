@@ -3,8 +3,8 @@
  * placed in the city schema by the provider registry (registry.ts). Pure, and light: loading
  * the config never loads dockerode.
  */
-import { pathField } from "../../config/fields.js";
-import { s } from "../../config/schema-builder.js";
+import { pathField } from "../../base/fields.js";
+import { s } from "../../base/schema-builder.js";
 import { memoryProblem } from "./settings.js";
 
 /** `session.docker`. */

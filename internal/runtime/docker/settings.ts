@@ -3,7 +3,7 @@
  * validated by the config schema) turned into typed values with defaults. Pure; used by
  * the provider's factory and its tests.
  */
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 
 /** An extra bind mount into every session container. */
 export interface DockerMount {

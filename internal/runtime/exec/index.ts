@@ -5,8 +5,8 @@
  * implements without side effects.
  */
 import { mkdir } from "node:fs/promises";
-import { parseDuration } from "../../config/duration.js";
-import { ProviderError } from "../errors.js";
+import { parseDuration } from "../../base/duration.js";
+import { ProviderError } from "../../base/errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { probeScript } from "./probe.js";
 import { ExecProvider } from "./provider.js";

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describeError, isGcError, ProviderError } from "../errors.js";
+import { describeError, isGcError, ProviderError } from "../../base/errors.js";
 import {
   clip,
   EXEC_OPERATIONS,

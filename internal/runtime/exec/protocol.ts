@@ -5,7 +5,7 @@
  * extensions. Used by the exec provider, its probe, and docs/exec-protocol.md (which a test
  * checks against {@link renderOperationTable}). Pure.
  */
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 import type { StartConfig } from "../provider.js";
 
 /** The protocol version gc speaks; given to scripts as `GC_EXEC_PROTOCOL`. */

@@ -21,7 +21,8 @@ import {
   SessionExistsError,
   SessionNotFoundError,
   UnsupportedError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { nameProblem, validateMetaKey, validateSessionName } from "../../base/names.js";
 import {
   type DelegatedStep,
   limitsFor,
@@ -30,7 +31,6 @@ import {
   runStart,
   type StartBackend,
 } from "../lifecycle/index.js";
-import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
   flattenContent,
   type NudgeContent,

@@ -2,7 +2,7 @@
  * The `session.exec` section of the city file, declared by the exec provider itself and
  * placed in the city schema by the provider registry (registry.ts). Pure.
  */
-import { s } from "../../config/schema-builder.js";
+import { s } from "../../base/schema-builder.js";
 
 /** `session.exec`. */
 export const EXEC_SETTINGS_SCHEMA = s.object({

@@ -7,8 +7,8 @@
 import { constants } from "node:fs";
 import { access, stat } from "node:fs/promises";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { isGcError, OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { run } from "../../proc/run.js";
-import { isGcError, OperationTimeoutError, ProviderError } from "../errors.js";
 import { EXEC_PROTOCOL_VERSION, type ExecOperationName } from "./protocol.js";
 
 /** Default deadline of one script call. */

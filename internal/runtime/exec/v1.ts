@@ -15,8 +15,9 @@
  *
  * Pure; documented in docs/exec-protocol.md ("What gc does for a v1 script").
  */
-import { shellQuote } from "../../config/resolve.js";
-import { UnsupportedError } from "../errors.js";
+
+import { UnsupportedError } from "../../base/errors.js";
+import { shellQuote } from "../../base/shell-quote.js";
 import { SHELL } from "../launch.js";
 import type { StartConfig } from "../provider.js";
 

@@ -7,8 +7,8 @@
 import { PassThrough, Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
+import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { OutputCapture } from "../../proc/capture.js";
-import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { CONTAINER } from "./spec.js";
 
 type ClientModule = typeof K8s;

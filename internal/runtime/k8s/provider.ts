@@ -12,8 +12,6 @@ import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, posix, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
-import type { RunResult } from "../../proc/run.js";
-import { screenAwaitsChoice, screenLooksBusy } from "../dialogs.js";
 import {
   InvalidNameError,
   NudgeNotDeliveredError,
@@ -24,7 +22,10 @@ import {
   SessionInitializingError,
   SessionNotFoundError,
   UnsupportedError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
+import type { RunResult } from "../../proc/run.js";
+import { screenAwaitsChoice, screenLooksBusy } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf, SHELL } from "../launch.js";
@@ -42,7 +43,6 @@ import {
   StartsInProgress,
 } from "../lifecycle/index.js";
 import { RUN_STDIN } from "../lifecycle/target-scripts.js";
-import { validateMetaKey, validateSessionName } from "../names.js";
 import { captureFlags, outputTail, paneText } from "../pane-text.js";
 import {
   type BackendShutdownProvider,

@@ -3,8 +3,8 @@
  * in the city schema by the provider registry (registry.ts). Pure, and light: loading the
  * config never loads the Kubernetes client.
  */
-import { nameField, pathField } from "../../config/fields.js";
-import { s } from "../../config/schema-builder.js";
+import { nameField, pathField } from "../../base/fields.js";
+import { s } from "../../base/schema-builder.js";
 
 /** `session.k8s`. */
 export const K8S_SETTINGS_SCHEMA = s.object({

@@ -2,7 +2,7 @@
  * The k8s provider's settings: the `session.k8s` section of the city file (snake_case, as
  * validated by the config schema) turned into one resolved object with defaults. Pure.
  */
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 
 /** Requests and limits of the session container (Kubernetes quantities, e.g. `500m`, `1Gi`). */
 export interface K8sResources {

@@ -3,7 +3,7 @@
  * provider's `start` goes through, so a second start of a name whose first start has not
  * finished fails at once instead of racing it.
  */
-import { SessionExistsError } from "../errors.js";
+import { SessionExistsError } from "../../base/errors.js";
 
 /** The names whose start is in progress in this process. */
 export class StartsInProgress {

@@ -5,8 +5,8 @@
  * {@link KILL_GROUP} kills its process group — the contract `run` keeps for local commands.
  */
 import { randomUUID } from "node:crypto";
+import { isGcError } from "../../base/errors.js";
 import { KILL_GRACE_MS } from "../../proc/kill.js";
-import { isGcError } from "../errors.js";
 import { KILL_GROUP, RUN_GROUP } from "./target-scripts.js";
 
 /** Options of {@link execKillable}. */

@@ -5,7 +5,7 @@
  */
 import { cp, mkdir, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
-import { describeError, InvalidNameError, ProviderError } from "../errors.js";
+import { describeError, InvalidNameError, ProviderError } from "../../base/errors.js";
 import type { StartPlan } from "./backend.js";
 
 /**

@@ -9,6 +9,7 @@
  * nothing behind when any step fails: what `create` made is destroyed before the rejection.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { describeError, HookFailedError, OperationTimeoutError } from "../../base/errors.js";
 import { type RunResult, run } from "../../proc/run.js";
 import {
   type AnsweredDialog,
@@ -23,7 +24,6 @@ import {
   screenNeedsOperator,
   screenShowsPrompt,
 } from "../dialogs.js";
-import { describeError, HookFailedError, OperationTimeoutError } from "../errors.js";
 import { hookDirOf, launchArgv, type SessionCity, SHELL, sessionEnv } from "../launch.js";
 import type { StartConfig, StartReport } from "../provider.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";

@@ -9,7 +9,6 @@
  * last session is gone. Started by SubprocessProvider as `node holder.js <root>`.
  */
 import {
-  appendFileSync,
   chmodSync,
   closeSync,
   openSync,
@@ -19,20 +18,20 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
+import { createRequire } from "node:module";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { IPty } from "@lydell/node-pty";
-import pty from "@lydell/node-pty";
+import { describeError, InvalidNameError } from "../../base/errors.js";
+import { validateMetaKey } from "../../base/names.js";
 import { procStartTime, readStat } from "../../proc/process-table.js";
 import type { AcpHost } from "../acp/host.js";
 import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
-import { describeError, InvalidNameError } from "../errors.js";
-import { validateMetaKey } from "../names.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { keyBytes } from "./keys.js";
-import { ensurePrivateDir, holderSocketPath, rotateIfLarge, writeFileAtomicSync } from "./layout.js";
+import { appendRotating, ensurePrivateDir, holderSocketPath, writeFileAtomicSync } from "./layout.js";
 import {
   type ExitInfo,
   type HolderErrorCode,
@@ -47,6 +46,9 @@ import {
 } from "./protocol.js";
 import { Screen } from "./screen.js";
 import { killSession } from "./tree.js";
+
+// CommonJS, loaded as such (an ES import would first scan its source for export names).
+const pty = createRequire(import.meta.url)("@lydell/node-pty") as typeof import("@lydell/node-pty");
 
 /** Pause between a paste and its Enter for full-screen programs, so Enter is not read as pasted. */
 const SUBMIT_DELAY_MS = 120;
@@ -176,6 +178,12 @@ interface Conn {
 interface SessionHost {
   /** Called once the session's files and socket are gone (after shutdown or a failed start). */
   removed(session: Session): void;
+  /**
+   * Runs `fork` (synchronous: it forks the program's pty) in a turn of the event loop of its
+   * own, one at a time, so a burst of starts (a whole city at once) does not hold up the
+   * requests of running sessions; everything else of a start runs concurrently.
+   */
+  forkTurn<T>(fork: () => T): Promise<T>;
 }
 
 /**
@@ -202,6 +210,8 @@ class Session {
   private exit: ExitInfo | null = null;
   private checkScheduled = false;
   private inputChain: Promise<unknown> = Promise.resolve();
+  /** Diagnostic lines being appended, in order ({@link note}). */
+  private notes: Promise<void> = Promise.resolve();
   private shuttingDown: Promise<void> | undefined;
 
   constructor(spec: HolderSpec, host: SessionHost) {
@@ -235,21 +245,23 @@ class Session {
       return;
     }
     try {
-      this.term = pty.spawn(file, args, {
-        name: this.spec.env.TERM || "xterm-256color",
-        cols: this.spec.cols,
-        rows: this.spec.rows,
-        cwd: this.spec.cwd,
-        env: { ...this.spec.env },
-        encoding: null,
+      await this.host.forkTurn(() => {
+        this.term = pty.spawn(file, args, {
+          name: this.spec.env.TERM || "xterm-256color",
+          cols: this.spec.cols,
+          rows: this.spec.rows,
+          cwd: this.spec.cwd,
+          env: { ...this.spec.env },
+          encoding: null,
+        });
+        this.childStart = procStartTime(this.term.pid);
+        this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
+        this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
       });
     } catch (e) {
       this.server.close();
       throw e;
     }
-    this.childStart = procStartTime(this.term.pid);
-    this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
-    this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
     this.writeRecord();
   }
 
@@ -307,20 +319,18 @@ class Session {
     return this.acp ? this.acp.pid : (this.term?.pid ?? 0);
   }
 
-  /** Appends a diagnostic line to this session's holder log (`logs/<name>.holder.log`, rotated at 1 MiB). */
-  note(msg: string): void {
-    try {
-      rotateIfLarge(this.spec.holderLog);
-      appendFileSync(
-        this.spec.holderLog,
-        `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`,
-        {
-          mode: 0o600,
-        },
-      );
-    } catch {
-      // diagnostics must never take the session down
-    }
+  /**
+   * Appends a diagnostic line to this session's holder log (`logs/<name>.holder.log`, rotated
+   * at 1 MiB). The file I/O runs off the event loop, lines in order; {@link shutdown} waits
+   * for them. Resolves when this line is written (or failed: it never rejects).
+   */
+  note(msg: string): Promise<void> {
+    const line = `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`;
+    const path = this.spec.holderLog;
+    this.notes = this.notes.then(() =>
+      appendRotating(path, line).catch(() => undefined /* diagnostics never take the session down */),
+    );
+    return this.notes;
   }
 
   private record(): HolderRecord {
@@ -343,7 +353,7 @@ class Session {
     try {
       writeFileAtomicSync(join(this.dir, "session.json"), `${JSON.stringify(this.record())}\n`);
     } catch (e) {
-      this.note(`writing session.json: ${describeError(e)}`);
+      void this.note(`writing session.json: ${describeError(e)}`);
     }
   }
 
@@ -383,7 +393,7 @@ class Session {
   private onExit(exitCode: number, signal: number | undefined): void {
     const sig = signalName(signal);
     this.exit = { code: sig ? null : exitCode, signal: sig, at: Date.now() };
-    this.note(`program exited: code ${this.exit.code} signal ${this.exit.signal}`);
+    void this.note(`program exited: code ${this.exit.code} signal ${this.exit.signal}`);
     this.writeRecord();
     for (const w of [...this.watchers]) w();
     void this.screen.flush().then(() => {
@@ -872,8 +882,8 @@ class Session {
 
   private attachedInput(chunk: Buffer): void {
     if (!this.running) return;
-    void this.serialize(() => this.writeInput(chunk)).catch((e: unknown) =>
-      this.note(`attach input: ${describeError(e)}`),
+    void this.serialize(() => this.writeInput(chunk)).catch(
+      (e: unknown) => void this.note(`attach input: ${describeError(e)}`),
     );
   }
 
@@ -884,12 +894,13 @@ class Session {
    */
   shutdown(): Promise<void> {
     this.shuttingDown ??= (async () => {
-      this.note("shutting down");
+      void this.note("shutting down");
       await killSession(this.childPid, { graceMs: STOP_GRACE_MS, startTime: this.childStart });
       for (const w of [...this.watchers]) w();
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();
       this.close();
+      await this.notes; // the holder may exit once the last session is removed
       this.host.removed(this);
     })();
     return this.shuttingDown;
@@ -964,8 +975,8 @@ class Holder implements SessionHost {
   private exiting = false;
   /** Open `watch` connections. */
   private watchers = 0;
-  /** The creates in progress, one after another. */
-  private createChain: Promise<unknown> = Promise.resolve();
+  /** The pty forks queued, one per turn of the event loop ({@link forkTurn}). */
+  private forkChain: Promise<unknown> = Promise.resolve();
 
   constructor(root: string) {
     this.root = root;
@@ -1011,6 +1022,12 @@ class Holder implements SessionHost {
         process.umask(old);
       }
     });
+  }
+
+  forkTurn<T>(fork: () => T): Promise<T> {
+    const forked = this.forkChain.then(() => new Promise<void>((r) => setImmediate(r))).then(fork);
+    this.forkChain = forked.catch(() => undefined);
+    return forked;
   }
 
   removed(session: Session): void {
@@ -1116,18 +1133,14 @@ class Holder implements SessionHost {
     const session = new Session(spec, this);
     this.sessions.set(spec.name, session);
     this.creating++;
-    // One create per turn of the event loop: a burst of starts (a whole city at once) must
-    // not hold up the requests of running sessions behind it (status probes have deadlines).
-    const started = this.createChain
-      .then(() => new Promise<void>((r) => setImmediate(r)))
-      .then(() => session.start());
-    this.createChain = started.catch(() => undefined);
     try {
-      await started;
-      session.note("serving");
+      // Concurrent with other creates, but for the fork itself (see forkTurn): a burst of
+      // starts must not hold up the requests of running sessions (status probes have deadlines).
+      await session.start();
+      void session.note("serving");
       return { pid: process.pid, childPid: session.childPid };
     } catch (e) {
-      session.note(`start failed: ${describeError(e)}`);
+      await session.note(`start failed: ${describeError(e)}`);
       this.sessions.delete(spec.name);
       await session.abandon();
       throw new OpError("spawn_failed", describeError(e));

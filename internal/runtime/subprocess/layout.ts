@@ -16,8 +16,9 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
+import { appendFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 
 /** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -103,6 +104,20 @@ export function rotateIfLarge(path: string, maxBytes = DIAGNOSTICS_LOG_MAX_BYTES
     return;
   }
   if (size >= maxBytes) renameSync(path, `${path}.1`);
+}
+
+/**
+ * Appends `text` to the log `path` (mode 0600), first moving it to `<path>.1` once it has
+ * reached `maxBytes`, as {@link rotateIfLarge} does — without blocking the event loop.
+ */
+export async function appendRotating(
+  path: string,
+  text: string,
+  maxBytes = DIAGNOSTICS_LOG_MAX_BYTES,
+): Promise<void> {
+  const size = (await stat(path).catch(() => undefined))?.size ?? 0;
+  if (size >= maxBytes) await rename(path, `${path}.1`);
+  await appendFile(path, text, { mode: 0o600 });
 }
 
 /** The holder process's own diagnostics (`<root>/logs/holder.log`). Pure. */

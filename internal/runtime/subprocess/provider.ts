@@ -13,11 +13,6 @@ import { constants as osConstants } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.js";
-import { pidAlive } from "../../proc/kill.js";
-import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import {
   describeError,
   InvalidNameError,
@@ -26,7 +21,13 @@ import {
   SessionDiedDuringStartupError,
   SessionExistsError,
   SessionNotFoundError,
-} from "../errors.js";
+} from "../../base/errors.js";
+import { nameProblem, validateMetaKey, validateSessionName } from "../../base/names.js";
+import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.js";
+import { pidAlive } from "../../proc/kill.js";
+import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
+import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
 import {
@@ -38,7 +39,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { nameProblem, validateMetaKey, validateSessionName } from "../names.js";
 import {
   type BackendShutdownProvider,
   type BackendWatchProvider,
@@ -538,7 +538,9 @@ export class SubprocessProvider
     if (rec && !(await this.letGo(rec))) {
       throw new SessionExistsError(name, { cause: new Error(`holder ${rec.holderPid} is not answering`) });
     }
-    await this.teardown(name, true);
+    // No socket answering and no record (a fresh name): only stray files can be left.
+    if (!rec && st.why === "missing") await this.removeFiles(name);
+    else await this.teardown(name, true);
   }
 
   /**
@@ -820,6 +822,12 @@ export class SubprocessProvider
       await this.awaitIdleHolderExit(pids.holderPid);
     }
     if (!force && (await this.startInProgress(name))) return;
+    await this.removeFiles(name);
+  }
+
+  /** Removes session `name`'s directory and socket. */
+  private async removeFiles(name: string): Promise<void> {
+    const p = this.paths(name);
     await rm(p.dir, { recursive: true, force: true });
     if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
   }
@@ -1274,13 +1282,17 @@ export class SubprocessProvider
  * `<pid> <start time>`). A lock whose owner pid is dead (or that stayed empty) is moved aside
  * and retaken once. @returns its release, or `undefined` when a live process holds it.
  */
+/** This process's start time (clock ticks since boot), for lock files; read once. */
+let ownStart: number | "" | undefined;
+
 async function tryLock(root: string, path: string): Promise<(() => Promise<void>) | undefined> {
   ensurePrivateDir(root);
   ensurePrivateDir(dirname(path));
   // The lock appears with its owner already in it (written aside, then hard-linked into
   // place): a starter killed at any moment never leaves an empty lock behind.
   const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  await writeFile(mine, `${process.pid} ${procStartTime(process.pid) ?? ""}\n`, { mode: 0o600, flag: "wx" });
+  ownStart ??= procStartTime(process.pid) ?? "";
+  await writeFile(mine, `${process.pid} ${ownStart}\n`, { mode: 0o600, flag: "wx" });
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {

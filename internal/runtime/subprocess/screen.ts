@@ -4,8 +4,12 @@
  * idle prompt matching, the input modes that decide how keys and pastes are encoded, and the
  * repaint sent to a terminal that attaches. Used only by the holder process.
  */
-import xterm from "@xterm/headless";
+import { createRequire } from "node:module";
 import { screenShowsPrompt } from "../dialogs.js";
+
+// A CommonJS package: `require` loads it as such, where an ES `import` first has Node scan its
+// whole source for export names (≈75 ms of CPU at every holder start, before any session).
+const xterm = createRequire(import.meta.url)("@xterm/headless") as typeof import("@xterm/headless");
 
 type XTerminal = InstanceType<typeof xterm.Terminal>;
 

@@ -8,11 +8,10 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
-import { StringDecoder } from "node:string_decoder";
+import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
 import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { OperationTimeoutError, ProviderError } from "../errors.js";
 import { ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 
@@ -161,7 +160,7 @@ export class TmuxGenerationError extends TmuxConnectionError {
 interface Entry {
   readonly name: string;
   /** One `%begin … %end/%error` block arrived; returns true when the entry expects no more. */
-  settle(ok: boolean, lines: readonly string[]): boolean;
+  settle(ok: boolean, lines: string[]): boolean;
   fail(e: unknown): void;
 }
 
@@ -428,15 +427,8 @@ export class ControlClient {
           reject(e);
         }
       };
-      const decoder = new StringDecoder("utf8");
-      let partial = "";
       child.stdout.on("data", (chunk: Buffer) => {
-        const text = partial + decoder.write(chunk);
-        const lines = text.split("\n");
-        partial = lines.pop() ?? "";
-        for (const line of lines) {
-          const ev = conn.parser.push(line);
-          if (!ev) continue;
+        for (const ev of conn.parser.write(chunk)) {
           this.silentSince = undefined;
           if (ev.type === "notification") {
             for (const fn of this.listeners) fn(ev);
@@ -578,7 +570,7 @@ export class ControlClient {
             reject(new TmuxCommandError(names[outputs.length] ?? name, lines));
             return true;
           }
-          outputs.push([...lines]);
+          outputs.push(lines);
           if (last) {
             done();
             resolve(outputs);

@@ -14,8 +14,8 @@ export interface ReplyBlock {
   readonly flags: number;
   /** `%end` (true) or `%error` (false). */
   readonly ok: boolean;
-  /** Output lines, verbatim. */
-  readonly lines: readonly string[];
+  /** Output lines, verbatim: a fresh array per block, owned by the receiver. */
+  readonly lines: string[];
 }
 
 /** A notification line (`%sessions-changed`, `%exit`, `%output %1 …`, …). */
@@ -27,23 +27,65 @@ export interface Notification {
   readonly args: string;
 }
 
-/** What {@link ControlParser.push} produces. */
+/** What {@link ControlParser.write} produces. */
 export type ControlEvent = ReplyBlock | Notification;
 
 const BEGIN_RE = /^%begin (\d+) (\d+) (\d+)$/;
+const NL = 0x0a;
+const PARTIAL_CAPACITY = 4096;
 
 /**
- * Incremental framing: feed complete lines, get events. Inside a block, only a `%end` or
- * `%error` line carrying the same time, number and flags as its `%begin` closes it, so
- * program output such as a pane that prints "%end 1 2 3" cannot cut a reply short.
- * tmux never emits notifications inside a block.
+ * Incremental framing of the byte stream: {@link write} the bytes as they arrive, get the
+ * completed events. Inside a block, only a `%end` or `%error` line carrying the same time,
+ * number and flags as its `%begin` closes it, so program output such as a pane that prints
+ * "%end 1 2 3" cannot cut a reply short. tmux never emits notifications inside a block.
+ *
+ * Cost: each write decodes its complete lines with ONE `toString` and ONE `split` (a 1,000-line
+ * reply arrives in a handful of writes); only the unfinished last line is kept, as bytes (so a
+ * UTF-8 character cut between writes is decoded whole, and no text is concatenated per write).
+ * Decoding per write rather than per block is deliberate: V8 decodes and splits many
+ * write-sized strings several times faster than one block-sized string (measured: 0.7 vs
+ * 3 ms for a 430 kB reply).
  */
 export class ControlParser {
+  /** The unfinished last line: bytes after the last newline seen. */
+  private partial = Buffer.allocUnsafe(PARTIAL_CAPACITY);
+  private partialLen = 0;
   private block: { time: number; number: number; flags: number; end: string; error: string } | undefined;
   private lines: string[] = [];
 
-  /** Consumes one line (without its newline). Returns an event when one is complete. */
-  push(line: string): ControlEvent | undefined {
+  /** Consumes the next bytes of the stream. Returns the events they complete, in order. */
+  write(chunk: Buffer | string): ControlEvent[] {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+    const last = bytes.lastIndexOf(NL);
+    if (last < 0) {
+      this.keep(bytes);
+      return [];
+    }
+    let text: string;
+    if (this.partialLen === 0) text = bytes.toString("utf8", 0, last);
+    else {
+      this.keep(bytes.subarray(0, last));
+      text = this.partial.toString("utf8", 0, this.partialLen);
+      this.partialLen = 0;
+      // One very long line grew the buffer: give the memory back.
+      if (this.partial.length > 16 * PARTIAL_CAPACITY) this.partial = Buffer.allocUnsafe(PARTIAL_CAPACITY);
+    }
+    this.keep(bytes.subarray(last + 1));
+    const events: ControlEvent[] = [];
+    for (const line of text.split("\n")) {
+      const ev = this.line(line);
+      if (ev) events.push(ev);
+    }
+    return events;
+  }
+
+  /** True while a reply block is open. */
+  get inBlock(): boolean {
+    return this.block !== undefined;
+  }
+
+  private line(line: string): ControlEvent | undefined {
     const b = this.block;
     if (b) {
       if (line === b.end || line === b.error) {
@@ -83,9 +125,17 @@ export class ControlParser {
     return undefined; // stray text outside a block (not produced by tmux ≥ 3.2)
   }
 
-  /** True while a reply block is open. */
-  get inBlock(): boolean {
-    return this.block !== undefined;
+  /** Appends `bytes` to the unfinished line. */
+  private keep(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    const need = this.partialLen + bytes.length;
+    if (need > this.partial.length) {
+      const grown = Buffer.allocUnsafe(Math.max(need, this.partial.length * 2));
+      this.partial.copy(grown, 0, 0, this.partialLen);
+      this.partial = grown;
+    }
+    bytes.copy(this.partial, this.partialLen);
+    this.partialLen = need;
   }
 }
 

@@ -10,6 +10,16 @@ import { mkdir, stat, unlink } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import {
+  HookFailedError,
+  InvalidNameError,
+  NudgeNotDeliveredError,
+  ProviderError,
+  SessionDiedDuringStartupError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
 import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../proc/census.js";
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
@@ -21,15 +31,6 @@ import {
   screenAwaitsChoice,
   screenLooksIdle,
 } from "../dialogs.js";
-import {
-  HookFailedError,
-  InvalidNameError,
-  NudgeNotDeliveredError,
-  ProviderError,
-  SessionDiedDuringStartupError,
-  SessionExistsError,
-  SessionNotFoundError,
-} from "../errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -44,7 +45,6 @@ import {
   StartsInProgress,
   stageLocal,
 } from "../lifecycle/index.js";
-import { validateMetaKey, validateSessionName } from "../names.js";
 import { outputTail } from "../pane-text.js";
 import {
   type BackendShutdownProvider,

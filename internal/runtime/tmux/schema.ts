@@ -2,8 +2,8 @@
  * The `session.tmux` section of the city file, declared by the tmux provider itself and
  * placed in the city schema by the provider registry (registry.ts). Pure.
  */
-import { nameField } from "../../config/fields.js";
-import { s } from "../../config/schema-builder.js";
+import { nameField } from "../../base/fields.js";
+import { s } from "../../base/schema-builder.js";
 
 /** `session.tmux`. */
 export const TMUX_SETTINGS_SCHEMA = s.object({

@@ -3,7 +3,7 @@
  * lookup and listing, its strict parser, the ownership tag, and tmux error classification.
  * Pure; used by the tmux provider.
  */
-import { nameProblem } from "../names.js";
+import { nameProblem } from "../../base/names.js";
 import {
   TmuxCommandError,
   TmuxConnectionError,

@@ -2,7 +2,7 @@
  * Settings of the tmux provider (`session.tmux` in the city file) with their defaults, and
  * the socket naming rule (one server per city, never the user's default server).
  */
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "../../base/errors.js";
 import type { TmuxSocket } from "./control-client.js";
 
 /** Tunables of the tmux provider; every duration is in milliseconds. */

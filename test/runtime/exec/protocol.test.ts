@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { isGcError } from "../../../internal/runtime/errors.js";
+import { isGcError } from "../../../internal/base/errors.js";
 import { probeExecScript } from "../../../internal/runtime/exec/index.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { MOCK_SCRIPT, mockFile, recordedArgv, type TestProvider, testProvider } from "./mock.js";

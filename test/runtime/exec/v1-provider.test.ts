@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { isGcError } from "../../../internal/runtime/errors.js";
+import { isGcError } from "../../../internal/base/errors.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { onPath } from "../../support/path.js";
 import { mockFile, recordedArgv, type TestProvider, testProvider } from "./mock.js";

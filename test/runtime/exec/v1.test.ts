@@ -9,8 +9,8 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { shellQuote } from "../../../internal/config/resolve.js";
-import { isGcError } from "../../../internal/runtime/errors.js";
+import { isGcError } from "../../../internal/base/errors.js";
+import { shellQuote } from "../../../internal/base/shell-quote.js";
 import {
   classifyV1StartFailure,
   diedDuringStartupDetail,

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isGcError } from "../../../internal/runtime/errors.js";
+import { isGcError } from "../../../internal/base/errors.js";
 import { DIST_INDEX, holdersUnder, makeCity, type TestCity, until } from "./helpers.js";
 
 const execFileP = promisify(execFile);

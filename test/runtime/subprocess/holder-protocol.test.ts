@@ -3,7 +3,7 @@ import { readFile, rm, stat } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isGcError } from "../../../internal/runtime/errors.js";
+import { isGcError } from "../../../internal/base/errors.js";
 import {
   holderSocketPath,
   MAX_SOCKET_PATH_BYTES,

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isGcError } from "../../../internal/runtime/errors.js";
+import { isGcError } from "../../../internal/base/errors.js";
 import { makeCity, type TestCity, until } from "./helpers.js";
 
 /** A full-screen program: raw mode, alternate screen, bracketed paste, application cursor keys. */

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { OperationTimeoutError } from "../../../internal/base/errors.js";
 import { pidAlive } from "../../../internal/proc/kill.js";
-import { OperationTimeoutError } from "../../../internal/runtime/errors.js";
 import {
   ControlClient,
   KEEPER_SESSION,

@@ -3,7 +3,7 @@
  * `session.<provider>` sections (`internal/runtime/<name>/schema.ts`), so a name or a path
  * is checked the same way wherever it appears. Pure.
  */
-import { MAX_NAME_LENGTH, nameProblem } from "../runtime/names.js";
+import { MAX_NAME_LENGTH, nameProblem } from "./names.js";
 import { type JsonSchema, s } from "./schema-builder.js";
 
 /** The JSON Schema of a gc name (agent, session, socket, namespace). */

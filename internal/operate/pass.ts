@@ -2,21 +2,31 @@
  * Printing of reconcile passes: one run here (`gc start --once`, `gc reconcile` without a
  * controller, every `--dry-run`) or the controller's, streamed (internal/controller/pass.ts).
  */
-import type { City } from "../../internal/controller/city.js";
-import { findController } from "../../internal/controller/controller.js";
-import { followControllerPass, runOnePass } from "../../internal/controller/pass.js";
+import type { City } from "../controller/city.js";
+import { findController } from "../controller/controller.js";
+import { followControllerPass, runOnePass } from "../controller/pass.js";
 import {
   massStopText,
   progressLine,
   summarizeTick,
   summaryLine,
   type TickSummary,
-} from "../../internal/reconcile/summary.js";
-import { type CommandContext, EXIT } from "./context.js";
+} from "../reconcile/summary.js";
+import { EXIT } from "./exit.js";
+
+/** Where a pass is reported: the CLI's command context, or the dashboard's. */
+export interface PassOutput {
+  /** Print one JSON document instead of lines. */
+  readonly json: boolean;
+  /** Cancels the pass (Ctrl-C). */
+  readonly signal: AbortSignal;
+  out(line: string): void;
+  err(line: string): void;
+}
 
 /** Runs one pass here and prints progress and the summary (or the plan, for a dry run). */
 export async function runPassHere(
-  ctx: CommandContext,
+  ctx: PassOutput,
   city: City,
   opts: { dryRun: boolean; allowMassStop?: boolean },
 ): Promise<number> {
@@ -50,7 +60,7 @@ export async function runPassHere(
 
 /** Streams a controller pass (progress lines, then the summary). Resolves the summary. */
 export async function watchControllerPass(
-  ctx: CommandContext,
+  ctx: PassOutput,
   city: City,
   poke: boolean,
   allowMassStop = false,
@@ -70,7 +80,7 @@ export async function watchControllerPass(
  * mass-stop guard kept the city file from being applied.
  */
 export function reportSummary(
-  ctx: CommandContext,
+  ctx: PassOutput,
   s: TickSummary | undefined,
   extra: Record<string, unknown> = {},
 ): number {
@@ -98,7 +108,7 @@ export function reportSummary(
  * in this process. Resolves the exit code of {@link reportSummary}.
  */
 export async function reconcileNow(
-  ctx: CommandContext,
+  ctx: PassOutput,
   city: City,
   opts: { allowMassStop?: boolean } = {},
 ): Promise<number> {

@@ -5,8 +5,8 @@
  * path), and the JSON Schema shipped as `city.schema.json`. Pure.
  */
 import { type Document, isAlias, isMap, isScalar, isSeq, type LineCounter, type YAMLMap } from "yaml";
-import type { ConfigIssue } from "../runtime/errors.js";
 import { parseDuration } from "./duration.js";
+import type { ConfigIssue } from "./errors.js";
 import { interpolate, type UsedVariable } from "./interpolate.js";
 import { didYouMean } from "./suggest.js";
 

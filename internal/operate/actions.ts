@@ -4,25 +4,21 @@
  * the dashboard's HTTP API. Each takes the session's control lock where the CLI did, writes
  * the same audit events, and returns an outcome instead of printing; callers present it.
  */
-import { formatDuration } from "../../internal/config/duration.js";
-import { requestControl } from "../../internal/controller/control.js";
-import { controllerPaths, findController } from "../../internal/controller/controller.js";
-import { dropShellState } from "../../internal/controller/exec-state.js";
-import { dropCursors } from "../../internal/controller/observe.js";
-import type { ResolvedSession } from "../../internal/controller/sessions.js";
-import { probeIdle } from "../../internal/reconcile/nudge-delivery.js";
-import { HOLD_KEY, QUARANTINED_CORE_KEY } from "../../internal/reconcile/plan.js";
-import { walkTo } from "../../internal/reconcile/walk.js";
-import { describeError } from "../../internal/runtime/errors.js";
-import {
-  sessionCapabilities,
-  supportsInteraction,
-  supportsNudgeNow,
-} from "../../internal/runtime/provider.js";
-import type { LifecycleState } from "../../internal/session/lifecycle.js";
-import { casUpdate, type Nudge, type SessionStore } from "../../internal/session/store.js";
-import type { City } from "./deps.js";
-import { lockSession, requireRunning, type Target } from "./operate.js";
+import { formatDuration } from "../base/duration.js";
+import { describeError } from "../base/errors.js";
+import type { City } from "../controller/city.js";
+import { requestControl } from "../controller/control.js";
+import { controllerPaths, findController } from "../controller/controller.js";
+import { dropShellState } from "../controller/exec-state.js";
+import { dropCursors } from "../controller/observe.js";
+import type { ResolvedSession } from "../controller/sessions.js";
+import { probeIdle } from "../reconcile/nudge-delivery.js";
+import { HOLD_KEY, QUARANTINED_CORE_KEY } from "../reconcile/plan.js";
+import { walkTo } from "../reconcile/walk.js";
+import { sessionCapabilities, supportsInteraction, supportsNudgeNow } from "../runtime/provider.js";
+import type { LifecycleState } from "../session/lifecycle.js";
+import { casUpdate, type Nudge, type SessionStore } from "../session/store.js";
+import { lockSession, requireRunning, type Target } from "./target.js";
 
 /** States in which the session holds a runtime the record must be moved off when stopped. */
 export const LIVE_STATES: readonly LifecycleState[] = ["starting", "running", "draining"];

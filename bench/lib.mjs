@@ -1,0 +1,66 @@
+// bench/lib: what every bench shares — the machine load it ran at, and the rule that a target
+// verdict ("met" / "NOT met") is only given on an idle machine. A ratio against a baseline
+// measured in the same run is still printed under load (both sides see the same machine), but
+// whether it meets a target is decided only when the 1-minute load average stayed below
+// IDLE_LOAD: targets are judged on an idle machine, where baselines are fastest.
+import { availableParallelism, loadavg } from "node:os";
+
+/** Above this 1-minute load average no target verdict is printed. */
+export const IDLE_LOAD = 1;
+
+const loadNow = () => loadavg()[0];
+const fmt = (x) => x.toFixed(2);
+
+let startLoad;
+let peakLoad = 0;
+let out = (line) => console.log(line);
+
+/**
+ * Starts a bench: prints the load average at start (and, at process exit, at end). With
+ * `json`, the load lines go to stderr so stdout stays one JSON document. Call once, first.
+ */
+export function benchStart(name, { json = false } = {}) {
+  if (startLoad !== undefined) throw new Error("benchStart called twice");
+  if (json) out = (line) => console.error(line);
+  startLoad = loadNow();
+  peakLoad = startLoad;
+  out(`${name}: load average (1 min) at start ${fmt(startLoad)} on ${cores()} cores`);
+  process.once("exit", () => {
+    const end = loadNow();
+    out(
+      `${name}: load average (1 min) at end ${fmt(end)}` +
+        (idle() ? " — idle machine, verdicts valid" : ` — NOT idle (≥ ${IDLE_LOAD}), no target verdicts`),
+    );
+  });
+}
+
+function cores() {
+  return availableParallelism();
+}
+
+/** True while the load stayed below {@link IDLE_LOAD} at start and at every check so far. */
+export function idle() {
+  if (startLoad === undefined) throw new Error("benchStart was not called");
+  peakLoad = Math.max(peakLoad, loadNow());
+  return peakLoad < IDLE_LOAD;
+}
+
+/** The loads seen so far, for JSON reports. */
+export function loadReport() {
+  idle();
+  return { start: startLoad, now: loadNow(), peak: peakLoad, idle: peakLoad < IDLE_LOAD };
+}
+
+/**
+ * The verdict text for a target: "met" / "NOT met" on an idle machine, otherwise
+ * "no verdict, load X ≥ 1". `ok` is whether the measured value meets the target.
+ */
+export function verdict(ok) {
+  if (!idle()) return `no verdict, load ${fmt(peakLoad)} ≥ ${IDLE_LOAD}`;
+  return ok ? "met" : "NOT met";
+}
+
+/** `(target ≤ {limit}{unit}: verdict)` for a value that must not exceed `limit`. */
+export function target(value, limit, unit = "×") {
+  return `(target ≤ ${limit}${unit}: ${verdict(value <= limit)})`;
+}
