@@ -6,19 +6,9 @@
  * and the holder process.
  */
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, openSync, renameSync, statSync, writeSync } from "node:fs";
 import { appendFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { ProviderError } from "../../base/errors.js";
 
 /** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
