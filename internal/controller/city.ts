@@ -563,7 +563,8 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     envIncomplete,
     current: () => current,
     store() {
-      store ??= Promise.resolve(deps.openStore(loaded.cityDir));
+      // A store that cannot be opened is a rejection (never a throw): callers may go on without it.
+      store ??= (async () => deps.openStore(loaded.cityDir))();
       return store;
     },
     async checkStore() {
@@ -571,7 +572,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       const r = open?.checkFile?.({ writeBack: where.applies === true });
       if (!open || !r || r.found === "same" || r.found === "missing") return undefined;
       retired.push(open);
-      store = Promise.resolve(deps.openStore(loaded.cityDir));
+      store = (async () => deps.openStore(loaded.cityDir))();
       await store;
       return r;
     },
@@ -591,7 +592,10 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       // The store closes while the providers' connections wind down (e.g. a tmux client exits).
       await Promise.all([
         ...[...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()),
-        store?.then((s) => s.close()),
+        store?.then(
+          (s) => s.close(),
+          () => undefined, // never opened: nothing to close
+        ),
         ...retired.map((s) => s.close()),
       ]);
     },
