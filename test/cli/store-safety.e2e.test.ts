@@ -3,7 +3,8 @@
  * that only read or operate (gc status, gc stop NAME, gc nudge --queue) refuse with a clear
  * error and leave the file where it is — they never move it aside and start an empty one
  * (where their write would be acknowledged, then lost to the next recovery). Only a command
- * that applies the city (gc reconcile, gc start) recovers it.
+ * that applies the city (gc reconcile, gc start) recovers it. `gc stop NAME` stops the
+ * session but does not claim to hold it down.
  */
 import { openSync, readdirSync, readFileSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -33,7 +34,13 @@ agents:
     const files = () => readdirSync(join(city.dir, ".gc")).sort();
     const before = files();
 
-    for (const args of [["status"], ["stop", "a"], ["nudge", "--queue", "a", "hello"], ["session", "list"]]) {
+    // A named stop still stops the session, and says it could not hold it down.
+    const stopA = await city.gc(["stop", "a"]);
+    expect(stopA.stdout).not.toContain("held down");
+    expect(stopA.stderr).toContain("the state database is damaged");
+    expect(statSync(db).ino).toBe(ino);
+    expect(readFileSync(db).equals(garbage)).toBe(true);
+    for (const args of [["status"], ["nudge", "--queue", "a", "hello"], ["session", "list"]]) {
       const r = await city.gc(args);
       expect(r.code, `gc ${args.join(" ")}`).not.toBe(0);
       expect(r.stdout).not.toMatch(/held down|queued nudge/);
