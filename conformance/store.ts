@@ -1282,7 +1282,8 @@ const nudges: StoreCase[] = [
   },
   {
     id: "nudges.lease",
-    title: "claimNudge: a lapsed claim is claimable again and fences the old claimer",
+    title:
+      "claimNudge: a lapsed claim is a dead letter, never claimed again (at most once), and fences the old claimer",
     async run(ctx) {
       const s = await ctx.open();
       const n = await s.enqueueNudge({ session: "s1", text: "x", maxAttempts: 3 });
@@ -1291,21 +1292,25 @@ const nudges: StoreCase[] = [
       ctx.clock.advance(99);
       assert.equal(await s.claimNudge("s1"), undefined, "lease still running");
       ctx.clock.advance(1);
-      const second = await s.claimNudge("s1", { leaseMs: 100 });
-      assert.equal(second?.id, n.id);
-      assert.equal(second?.attempts, 2);
-      assert.match(second?.lastError ?? "", /lease/);
+      assert.equal(
+        await s.claimNudge("s1", { leaseMs: 100 }),
+        undefined,
+        "its attempt may have typed the text",
+      );
+      const dead = await s.getNudge(n.id);
+      assert.equal(dead?.state, "dead");
+      assert.match(dead?.deadReason ?? "", /at most once/);
+      assert.match(dead?.lastError ?? "", /lease/);
       await rejectsCode(s.completeNudge(n.id, 1), "GC_STALE_VERSION", "old claimer");
       await rejectsCode(s.failNudge(n.id, 1, "old"), "GC_STALE_VERSION", "old claimer fail");
-      assert.equal((await s.completeNudge(n.id, 2)).state, "delivered");
     },
   },
   {
-    id: "nudges.lease-exhausted",
-    title: "expireNudges: a lapsed claim on its last attempt becomes dead",
+    id: "nudges.lease-expire",
+    title: "expireNudges: a lapsed claim becomes dead",
     async run(ctx) {
       const s = await ctx.open();
-      const n = await s.enqueueNudge({ session: "s1", text: "x", maxAttempts: 1 });
+      const n = await s.enqueueNudge({ session: "s1", text: "x", maxAttempts: 3 });
       await s.claimNudge("s1", { leaseMs: 10 });
       ctx.clock.advance(10);
       const moved = await s.expireNudges();
@@ -1313,7 +1318,21 @@ const nudges: StoreCase[] = [
         moved.map((x) => x.id),
         [n.id],
       );
-      assert.match(moved[0]?.deadReason ?? "", /attempts exhausted/);
+      assert.match(moved[0]?.deadReason ?? "", /at most once/);
+    },
+  },
+  {
+    id: "nudges.fail-final",
+    title: "failNudge: a final failure (the text may have arrived) is a dead letter at once",
+    async run(ctx) {
+      const s = await ctx.open();
+      const n = await s.enqueueNudge({ session: "s1", text: "x", maxAttempts: 5 });
+      await s.claimNudge("s1");
+      const f = await s.failNudge(n.id, 1, "sent but not confirmed", { retryAfterMs: 10, final: true });
+      assert.equal(f.state, "dead");
+      assert.match(f.deadReason ?? "", /at most once/);
+      ctx.clock.advance(1_000);
+      assert.equal(await s.claimNudge("s1"), undefined);
     },
   },
   {

@@ -37,7 +37,13 @@ export const AGENT_CLIS = {
   },
   // Checked for the copilot and opencode presets (recorded screens only, no live test).
   copilot: { pkg: "@github/copilot", version: "1.0.102", bin: "copilot", postinstall: undefined },
-  opencode: { pkg: "opencode-ai", version: "1.18.33", bin: "opencode", postinstall: undefined },
+  // npm blocks install scripts; this one links the platform's native binary.
+  opencode: {
+    pkg: "opencode-ai",
+    version: "1.18.33",
+    bin: "opencode",
+    postinstall: ["node", "postinstall.mjs"],
+  },
 };
 
 /** `$GC_AGENT_CLI_CACHE`, else `$XDG_CACHE_HOME/gc-agent-clis`, else `~/.cache/gc-agent-clis`. */

@@ -3,7 +3,7 @@
  * that real cluster (namespace `GC_TEST_K8S_NAMESPACE`, default `default`; image
  * `GC_TEST_K8S_IMAGE`, which needs sh, tmux ≥ 3.2 and tar). Otherwise it starts the in-repo
  * loopback API server (a dev tool under test/k8s/) whose pods run as local processes, so
- * process checks are local too. Files are read back through exec in the pod either way.
+ * process checks are local too, in a namespace enforcing PodSecurity `restricted`. Files are read back through exec in the pod either way.
  * `cleanup` deletes every pod and Secret of the run's city and stops the loopback server.
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -36,7 +36,29 @@ export async function startLoopback(): Promise<LoopbackServer> {
       { cause: e },
     );
   }
-  return mod.startApiServer({});
+  return mod.startApiServer({ namespaces: [LOOPBACK_NAMESPACE] });
+}
+
+/**
+ * The namespace of a loopback run: it enforces PodSecurity `restricted`, as a hardened
+ * cluster does, so the suite proves gc's pods are admitted there.
+ */
+export const LOOPBACK_NAMESPACE = "gc-conformance";
+
+/** Labels `ns` with `pod-security.kubernetes.io/enforce: restricted` (creating it when missing). */
+async function enforceRestricted(kubeconfig: string, ns: string): Promise<void> {
+  const api = await connect({ kubeconfig });
+  await api
+    .call((c) => c.createNamespace({ body: { metadata: { name: ns } } }))
+    .catch((e: unknown) => {
+      if ((e as { code?: number }).code !== 409) throw e;
+    });
+  await api.call((c) =>
+    c.patchNamespace(
+      { name: ns, body: { metadata: { labels: { "pod-security.kubernetes.io/enforce": "restricted" } } } },
+      api.mergePatch(),
+    ),
+  );
 }
 
 /** A k8s target: a real cluster when `GC_TEST_KUBECONFIG` is set, else the loopback server. */
@@ -56,14 +78,18 @@ export async function createK8sTarget(
   const real = opts.kubeconfig;
   let server: LoopbackServer | undefined;
   try {
-    if (!real) server = await (opts.startServer ?? startLoopback)();
+    if (!real) {
+      server = await (opts.startServer ?? startLoopback)();
+      await enforceRestricted(server.kubeconfigPath, LOOPBACK_NAMESPACE);
+    }
   } catch (e) {
+    await server?.stop();
     await rm(root, { recursive: true, force: true });
     throw e;
   }
   const city = `conf-${process.pid}-${rand}`;
   const settings = {
-    namespace: (real && process.env.GC_TEST_K8S_NAMESPACE) || "default",
+    namespace: real ? process.env.GC_TEST_K8S_NAMESPACE || "default" : LOOPBACK_NAMESPACE,
     image: (real && process.env.GC_TEST_K8S_IMAGE) || "gc-loopback/agent:local",
     kubeconfig: real ?? server!.kubeconfigPath,
     // Work dirs in the pod are the same paths as the local ones the suite compares with.
@@ -99,7 +125,8 @@ export async function createK8sTarget(
         startId: "foreign",
         bootGraceSeconds: 300,
       });
-      manifest.spec.containers = [{ name: "agent", image: settings.image, command: ["sleep", "300"] }];
+      const [own] = manifest.spec.containers as Record<string, unknown>[];
+      manifest.spec.containers = [{ ...own, command: ["sleep", "300"], env: [] }];
       if (manifest.metadata.labels[LABELS.city] !== labelValue(owner)) throw new Error("foreign labels");
       await api.call((c) =>
         c.createNamespacedPod({ namespace: settings.namespace, body: manifest as unknown as never }),

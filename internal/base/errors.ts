@@ -201,14 +201,20 @@ export class HookFailedError extends GcError {
   }
 }
 
-/** A nudge could not be confirmed as submitted. Never reported as success. */
+/**
+ * A nudge could not be confirmed as submitted. Never reported as success. `sent`: the text
+ * may have reached the program (it was typed, only its taking was not seen), so sending it
+ * again could deliver it twice; false when gc refused before typing anything.
+ */
 export class NudgeNotDeliveredError extends GcError {
   override readonly name = "NudgeNotDeliveredError";
   readonly code = "GC_NUDGE_NOT_DELIVERED";
   readonly session: string;
-  constructor(session: string, detail: string, options?: ErrorOptions) {
+  readonly sent: boolean;
+  constructor(session: string, detail: string, options?: ErrorOptions & { readonly sent?: boolean }) {
     super(`nudge to ${JSON.stringify(session)} not delivered: ${detail}`, options);
     this.session = session;
+    this.sent = options?.sent ?? false;
   }
 }
 
@@ -217,10 +223,31 @@ export class ProviderError extends GcError {
   override readonly name = "ProviderError";
   readonly code = "GC_PROVIDER";
   readonly provider: string;
-  constructor(provider: string, message: string, options?: ErrorOptions) {
+  /** Set when the failure is not the session's own (see {@link FailureFault}). */
+  readonly fault: FailureFault | undefined;
+  constructor(provider: string, message: string, options?: ErrorOptions & { fault?: FailureFault }) {
     super(`${provider}: ${message}`, options);
     this.provider = provider;
+    this.fault = options?.fault;
   }
+}
+
+/**
+ * Whose fault a failed operation is when it is not the session's program: `infrastructure`
+ * (the backend's API failed: 5xx, refused or dropped connections, timeouts) or
+ * `configuration` (the backend refused the request as configured: admission, RBAC). A start
+ * failing for either reason is retried later but never counts towards quarantine.
+ */
+export type FailureFault = "infrastructure" | "configuration";
+
+/** The {@link FailureFault} of `e` or of an error in its cause chain; `undefined` when none says. Pure. */
+export function faultOf(e: unknown): FailureFault | undefined {
+  let cur: unknown = e;
+  for (let i = 0; i < 8 && cur instanceof Error; i++) {
+    if (cur instanceof ProviderError && cur.fault) return cur.fault;
+    cur = cur.cause;
+  }
+  return undefined;
 }
 
 /** One failed backend of a partial observation. */

@@ -20,6 +20,8 @@ export interface EffectivePreset {
   readonly processNames: readonly string[];
   readonly emitsPermissionWarning: boolean;
   readonly clearInputKeys: readonly string[] | undefined;
+  readonly interruptKeys: readonly string[] | undefined;
+  readonly busyMarkers: readonly string[] | undefined;
   readonly env: Readonly<Record<string, string>>;
 }
 
@@ -40,6 +42,8 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     process_names: ["claude", "claude.exe", "node"],
     // An interrupted turn's prompt comes back into the input box; Ctrl-U empties it.
     clear_input_keys: ["C-u"],
+    // "esc to interrupt" (Ctrl-C twice quits).
+    interrupt_keys: ["Escape"],
   },
   codex: {
     command: "codex",
@@ -47,6 +51,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "› ",
     ready_delay_ms: 3_000,
     process_names: ["codex", "node"],
+    interrupt_keys: ["Escape"],
   },
   gemini: {
     command: "gemini",
@@ -54,10 +59,13 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "> ",
     ready_delay_ms: 5_000,
     process_names: ["gemini", "node"],
+    interrupt_keys: ["Escape"],
   },
   // Checked against GitHub Copilot CLI 1.0.102 and opencode 1.18.33 (recorded screens).
   // Copilot: "❯ " in its input box (it needs `/login` before it takes a turn); opencode: the
-  // placeholder of its empty input box ("┃  Ask anything…"; hidden while a turn runs).
+  // agent line under its input box ("┃  Build · <model> <provider>", the default agent), there
+  // at start and after every turn (the "Ask anything…" placeholder is gone after the first
+  // turn: test/agents/turns.e2e.test.ts); busy is told by "esc interrupt" (agent-screens.ts).
   copilot: {
     command: "copilot",
     prompt_mode: "flag",
@@ -65,14 +73,17 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "❯ ",
     ready_delay_ms: 5_000,
     process_names: ["copilot", "node"],
+    interrupt_keys: ["Escape"],
   },
   opencode: {
     command: "opencode",
     prompt_mode: "flag",
     prompt_flag: "--prompt",
-    ready_prompt_prefix: "Ask anything",
+    ready_prompt_prefix: "Build · ",
     ready_delay_ms: 3_000,
     process_names: ["opencode"],
+    // Ctrl-C quits opencode; Escape ("esc interrupt") ends the turn.
+    interrupt_keys: ["Escape"],
   },
   bash: {
     command: "bash",

@@ -101,6 +101,8 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
     processNames: p.process_names ?? [],
     emitsPermissionWarning: p.emits_permission_warning ?? false,
     clearInputKeys: p.clear_input_keys,
+    interruptKeys: p.interrupt_keys,
+    busyMarkers: p.busy_markers,
     env: p.env ?? {},
   };
 }
@@ -229,6 +231,8 @@ function resolveSession(
     processNames: agent.process_names ?? preset?.processNames,
     emitsPermissionWarning: (agent.emits_permission_warning ?? preset?.emitsPermissionWarning) || undefined,
     clearInputKeys: agent.clear_input_keys ?? preset?.clearInputKeys,
+    interruptKeys: agent.interrupt_keys ?? preset?.interruptKeys,
+    busyMarkers: agent.busy_markers ?? preset?.busyMarkers,
     nudge,
     prompt,
     promptFlag:

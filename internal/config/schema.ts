@@ -77,6 +77,18 @@ const LAUNCH_FIELDS = {
     .describe(
       "Keys that empty the program's input box (key names, e.g. C-u). gc run sends them after interrupting a turn: some agents put the interrupted prompt back there.",
     ),
+  interrupt_keys: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe(
+      "Keys that interrupt a running turn without quitting the program (key names; e.g. [Escape] for opencode and Ink apps, where C-c quits). gc run --timeout and Ctrl-C send them; default: C-c.",
+    ),
+  busy_markers: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe(
+      "Regular expressions (JavaScript, case-insensitive) that appear on screen only while the program works on a turn, e.g. '\\(\\d+s · esc to cancel\\)'. A screen matching one is never idle for gc run, gc nudge and queued nudges; added to the builtin markers.",
+    ),
   env: env().optional().describe("Environment variables; merged over the preset's (agent wins)."),
 } as const;
 

@@ -94,6 +94,17 @@ function checkEnv(r: IssueReporter, env: Readonly<Record<string, string>> | unde
   }
 }
 
+/** Each `busy_markers` entry must be a valid regular expression. */
+function checkMarkers(r: IssueReporter, markers: readonly string[] | undefined, path: string): void {
+  (markers ?? []).forEach((m, i) => {
+    try {
+      new RegExp(m, "i");
+    } catch (e) {
+      r.add(`${path}[${i}]`, `not a valid regular expression: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  });
+}
+
 function checkPresetPrompt(r: IssueReporter, p: ProviderPreset, path: string): void {
   if (p.prompt_mode === "flag" && p.prompt_flag === undefined) {
     r.add(`${path}.prompt_mode`, `prompt_mode "flag" needs prompt_flag (e.g. "--prompt")`);
@@ -165,6 +176,7 @@ function checkProviders(r: IssueReporter, city: CityFile): void {
     const layered = lookupPreset(name, city.providers)?.preset ?? preset;
     checkPresetPrompt(r, layered, path);
     checkEnv(r, preset.env, `${path}.env`);
+    checkMarkers(r, preset.busy_markers, `${path}.busy_markers`);
   }
 }
 
@@ -237,6 +249,7 @@ function checkAgentLaunch(r: IssueReporter, city: CityFile, a: AgentConfig, path
 
 function checkAgentFields(r: IssueReporter, a: AgentConfig, path: string): void {
   checkEnv(r, a.env, `${path}.env`);
+  checkMarkers(r, a.busy_markers, `${path}.busy_markers`);
   if (a.prompt !== undefined) {
     for (const p of placeholderProblems(a.prompt, PROMPT_PLACEHOLDERS)) r.add(`${path}.prompt`, p.message);
   }

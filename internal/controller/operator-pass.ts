@@ -60,7 +60,11 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
     const targets = new Map<string, DeliveryTarget>();
     for (const r of records) targets.set(r.name, { provider: r.provider });
     for (const d of report.desired) {
-      targets.set(d.name, { provider: d.provider, readyPromptPrefix: d.config.readyPromptPrefix });
+      targets.set(d.name, {
+        provider: d.provider,
+        readyPromptPrefix: d.config.readyPromptPrefix,
+        busyMarkers: d.config.busyMarkers,
+      });
     }
     const nudges = await step(
       "nudge delivery",

@@ -36,6 +36,8 @@ export interface NudgeOptions {
   readonly attempts: number;
   /** Who queued it (`cli`, `dashboard`), recorded on the nudge. */
   readonly source: string;
+  /** Type the text unchanged, terminal control included (`--raw`; not for `queue`). */
+  readonly raw?: boolean | undefined;
   readonly signal: AbortSignal;
 }
 
@@ -70,16 +72,19 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
   }
   await requireRunning(t, o.signal);
   if (o.mode === "now") {
-    if (supportsNudgeNow(t.provider)) await t.provider.nudgeNow(t.name, text, { signal: o.signal });
-    else await t.provider.nudge(t.name, text, { signal: o.signal });
+    if (supportsNudgeNow(t.provider))
+      await t.provider.nudgeNow(t.name, text, { signal: o.signal, raw: o.raw });
+    else await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw });
     await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode: "now" } });
     return { mode: "now", delivered: true };
   }
-  const lock = await lockSession(t, "gc nudge");
+  const waitStart = Date.now();
+  const lock = await lockSession(t, "gc nudge", { waitMs: o.waitMs, signal: o.signal });
   try {
     const state = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: t.config?.readyPromptPrefix,
-      boundMs: o.waitMs,
+      busyMarkers: t.config?.busyMarkers,
+      boundMs: Math.max(1, o.waitMs - (Date.now() - waitStart)),
       signal: o.signal,
     });
     if (state !== "idle") {
@@ -89,7 +94,7 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
         reason: await notIdleReason(t, state, o.waitMs, o.signal),
       };
     }
-    await t.provider.nudge(t.name, text, { signal: o.signal });
+    await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw });
     await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode: "wait-idle" } });
     return { mode: "wait-idle", delivered: true };
   } finally {

@@ -62,19 +62,27 @@ const BOOKKEEPING_WAIT_MS = 10_000;
  * Takes the session's control lock without waiting for another operator (run, restart,
  * kill, reset and nudges never overlap on one session, across processes). Only the
  * controller's momentary bookkeeping ({@link BOOKKEEPING_PURPOSE}) is waited for, so a
- * `gc run` is never refused because a pass happened to be recording turns.
+ * `gc run` is never refused because a pass happened to be recording turns. With `waitMs`,
+ * any holder is waited for up to that long (a when-idle nudge: another operation on the
+ * session, such as the controller delivering a queued nudge, means "not idle yet").
  * @throws SessionLockedError (GC_LOCKED, exit 1) naming the holder when someone has it.
  */
-export async function lockSession(t: Target, purpose: string): Promise<SessionLock> {
-  const deadline = Date.now() + BOOKKEEPING_WAIT_MS;
+export async function lockSession(
+  t: Target,
+  purpose: string,
+  opts: { waitMs?: number; signal?: AbortSignal | undefined } = {},
+): Promise<SessionLock> {
+  const start = Date.now();
   for (;;) {
     try {
       return await t.store.tryLock(t.name, { purpose });
     } catch (e) {
+      if (!(e instanceof SessionLockedError)) throw e;
       // The controller's per-pass bookkeeping holds the lock for milliseconds: wait it out.
-      const brief = e instanceof SessionLockedError && e.holder.purpose === BOOKKEEPING_PURPOSE;
-      if (!brief || Date.now() >= deadline) throw e;
-      await sleep(25);
+      const brief = e.holder.purpose === BOOKKEEPING_PURPOSE;
+      const waitMs = Math.max(opts.waitMs ?? 0, brief ? BOOKKEEPING_WAIT_MS : 0);
+      if (Date.now() - start >= waitMs) throw e;
+      await sleep(brief ? 25 : 100, undefined, { signal: opts.signal });
     }
   }
 }

@@ -3,9 +3,10 @@
  * before each provider call, and one session's failure isolated from the rest. The only
  * place (with the observer) where the store and providers meet.
  */
-import { describeError, isGcError } from "../base/errors.js";
+import { describeError, faultOf, isGcError } from "../base/errors.js";
 import { keepStartedFields } from "../runtime/fingerprint.js";
 import {
+  interruptTurn,
   type Provider,
   type StartConfig,
   type StartReport,
@@ -25,6 +26,7 @@ import {
   QUARANTINED_CORE_KEY,
   REKEYED_KEY,
   recordedUnkeyed,
+  uncountedFailureAction,
 } from "./plan.js";
 import { walkTo } from "./walk.js";
 
@@ -250,7 +252,8 @@ async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
       if (rec) await walkTo(store, action.name, "draining", action.reason, { pending: intent("stop", rec) });
       // A session scaled away or removed from the file is drained like a drift restart's:
       // an agent mid-turn gets its Ctrl-C and a bounded wait to settle before it is stopped.
-      await settle(provider, action.name, deps);
+      // (Its config is gone from the file: the provider's own interrupt.)
+      await settle(provider, action.name, undefined, deps);
       await provider.stop(action.name, { signal: deps.signal });
       if (rec) {
         if (action.forget) await store.delete(action.name);
@@ -353,15 +356,18 @@ async function startSession(
       ? `the name is taken, but no session of ours runs under it: ${describeError(e)}${why}`
       : describeError(e);
     const rec = (await store.get(d.name))!;
-    // A start that failed is a crash of this generation: back off or quarantine right away.
-    const crash = crashAction(
-      d.name,
-      rec,
-      null,
-      { now: deps.now(), policy: deps.policy, random: deps.random },
-      `start failed: ${failure}`,
-      true,
-    );
+    const input = { now: deps.now(), policy: deps.policy, random: deps.random };
+    // A start that failed is a crash of this generation: back off or quarantine right away —
+    // unless the backend is at fault (outage, refusal): then retried, never counted.
+    const fault = faultOf(e);
+    const crash = fault
+      ? uncountedFailureAction(
+          d.name,
+          rec,
+          input,
+          `start failed (${fault} problem, not counted towards quarantine): ${failure}`,
+        )
+      : crashAction(d.name, rec, null, input, `start failed: ${failure}`, true);
     await recordCrash(d, crash, deps);
     throw e;
   }
@@ -431,19 +437,26 @@ async function drain(d: DesiredSession, reason: string, deps: ExecuteDeps): Prom
   if (rec && rec.state !== "draining") {
     await walkTo(deps.store, d.name, "draining", reason, { pending: intent("drain", rec, deps.now()) });
   }
-  await settle(provider, d.name, deps);
+  await settle(provider, d.name, d.config.interruptKeys, deps);
   await provider.stop(d.name, { signal: deps.signal });
   await walkTo(deps.store, d.name, "stopped", reason, { pending: null });
 }
 
 /**
  * A drain's steps before the stop (architecture §6), for every stop the reconciler chooses:
- * interrupt (best effort: a failure to deliver it never keeps the session from its stop), then
+ * interrupt with the session's own interrupt keys when declared (`interrupt_keys`: Escape for
+ * agent CLIs whose Ctrl-C quits), else the provider's interrupt (best effort: a failure to
+ * deliver it never keeps the session from its stop), then
  * wait for idle, bounded by `daemon.drain_timeout`, where the provider can tell idle. Only
  * an abort of the pass ends it early (the caller's stop then rejects).
  */
-async function settle(provider: Provider, name: string, deps: ExecuteDeps): Promise<void> {
-  await provider.interrupt(name, { signal: deps.signal }).catch(() => undefined);
+async function settle(
+  provider: Provider,
+  name: string,
+  interruptKeys: readonly string[] | undefined,
+  deps: ExecuteDeps,
+): Promise<void> {
+  await interruptTurn(provider, name, interruptKeys, { signal: deps.signal }).catch(() => undefined);
   if (supportsIdleWait(provider) && (await sessionCapabilities(provider, name)).idleWait) {
     await provider.waitForIdle(name, deps.drainTimeoutMs, { signal: deps.signal }).catch(() => undefined);
   }

@@ -3,10 +3,12 @@
  * decides "idle" for nudges, `gc wait --idle` and `gc run`. The controller calls
  * {@link deliverDueNudges} once per pass; every attempt ends in delivered, failed with a
  * reason (retried with backoff) or a dead letter, so a busy session never starves a queued
- * nudge silently (field-lessons §5 D).
+ * nudge silently (field-lessons §5 D). Delivery is at most once: an attempt that typed the
+ * text but could not confirm it, or whose deliverer stopped mid-attempt (the claim, recorded
+ * before anything is sent, lapsed), is a dead letter, never sent again.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { describeError, isGcError } from "../base/errors.js";
+import { describeError, isGcError, NudgeNotDeliveredError } from "../base/errors.js";
 import {
   type Provider,
   sessionCapabilities,
@@ -74,9 +76,21 @@ export interface IdleProbeOptions {
    * while it holds, e.g. "the turn visibly started".
    */
   readonly accept?: ((screen: string) => boolean) | undefined;
+  /**
+   * The session's own busy markers (preset `busy_markers`, regular expression sources matched
+   * case-insensitively on the last 50 screen lines): a screen showing one is never idle.
+   */
+  readonly busyMarkers?: readonly string[] | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly pollMs?: number | undefined;
   readonly quietMs?: number | undefined;
+}
+
+/** True when one of `markers` (regular expression sources) matches the last 50 lines of `screen`. Pure. */
+export function showsBusyMarker(screen: string, markers: readonly string[] | undefined): boolean {
+  if (!markers || markers.length === 0) return false;
+  const tail = screenLines(screen).slice(-50).join("\n");
+  return markers.some((m) => new RegExp(m, "i").test(tail));
 }
 
 /** True when `line` ends like a shell or REPL prompt. Pure. */
@@ -132,7 +146,7 @@ export async function probeIdle(
       previous = screen;
       since = now;
     }
-    const accepted = opts.accept ? opts.accept(screen) : true;
+    const accepted = (opts.accept ? opts.accept(screen) : true) && !showsBusyMarker(screen, opts.busyMarkers);
     const last = screenLines(screen).at(-1) ?? "";
     if (prompt !== undefined && (opts.promptOnly || last.startsWith(prompt))) {
       if (accepted && last === prompt && same) return "idle";
@@ -160,6 +174,8 @@ export function nudgeRetryDelayMs(attempts: number): number {
 export interface DeliveryTarget {
   readonly provider: string;
   readonly readyPromptPrefix?: string | undefined;
+  /** The session's own busy markers (preset `busy_markers`). */
+  readonly busyMarkers?: readonly string[] | undefined;
 }
 
 /** What {@link deliverDueNudges} needs. */
@@ -255,8 +271,9 @@ async function attemptOne(
   try {
     const n = await store.claimNudge(session);
     if (!n) return undefined;
-    const reason = busy ?? (await tryDeliver(deps, session, n.text));
-    if (reason === undefined) {
+    const outcome =
+      busy === undefined ? await tryDeliver(deps, session, n.text) : { reason: busy, sent: false };
+    if (outcome === undefined) {
       const done = await store.completeNudge(n.id, n.attempts);
       log(`nudge #${n.id} delivered to ${session} (attempt ${n.attempts})`);
       await store.appendEvent({
@@ -266,8 +283,10 @@ async function attemptOne(
       });
       return { ok: true, nudge: done };
     }
+    const { reason, sent } = outcome;
     const f = await store.failNudge(n.id, n.attempts, reason, {
       retryAfterMs: nudgeRetryDelayMs(n.attempts),
+      final: sent,
     });
     log(
       f.state === "dead"
@@ -290,35 +309,41 @@ async function attemptOne(
   }
 }
 
-/** One delivery attempt; resolves `undefined` when delivered, else why not. */
+/**
+ * One delivery attempt; resolves `undefined` when delivered, else why not and whether the
+ * text may have reached the session anyway (`sent`: a nudge typed but not confirmed is never
+ * sent again, so it arrives at most once).
+ */
 async function tryDeliver(
   deps: NudgeDeliveryDeps,
   session: string,
   text: string,
-): Promise<string | undefined> {
+): Promise<{ readonly reason: string; readonly sent: boolean } | undefined> {
+  const no = (reason: string) => ({ reason, sent: false });
   const target = deps.targetOf(session);
-  if (!target) return "session is not part of the city";
+  if (!target) return no("session is not part of the city");
   try {
     const provider = await deps.providerFor(target.provider);
     const bound = deps.idleBoundMs ?? DELIVERY_IDLE_BOUND_MS;
     const state = await probeIdle(provider, session, {
       readyPromptPrefix: target.readyPromptPrefix,
+      busyMarkers: target.busyMarkers,
       boundMs: bound,
       signal: deps.signal,
     });
     switch (state) {
       case "gone":
-        return "session is not running";
+        return no("session is not running");
       case "waiting-for-input":
-        return "session is waiting for input (pending interaction)";
+        return no("session is waiting for input (pending interaction)");
       case "busy":
-        return `session busy (not idle within ${bound} ms)`;
+        return no(`session busy (not idle within ${bound} ms)`);
       case "idle":
         await provider.nudge(session, text, { signal: deps.signal });
         return undefined;
     }
   } catch (e) {
     if (deps.signal?.aborted) throw e;
-    return describeError(e);
+    return { reason: describeError(e), sent: e instanceof NudgeNotDeliveredError && e.sent };
   }
 }

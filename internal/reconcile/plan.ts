@@ -303,6 +303,31 @@ export function crashAction(
   return { kind: "crashed", name, reason, exit, failure: true, next, failures };
 }
 
+/**
+ * A failed start that is not the session's fault (an infrastructure or configuration
+ * problem, {@link faultOf}): retried after a backoff, but not counted as a failure, so no
+ * outage or refusal of the backend can quarantine a session. Pure.
+ */
+export function uncountedFailureAction(
+  name: string,
+  rec: SessionRecord,
+  input: Pick<PlanInput, "now" | "policy" | "random">,
+  why: string,
+): Extract<Action, { kind: "crashed" }> {
+  const { now, policy } = input;
+  const failures = rec.recentFailures.filter((t) => t > now - policy.quarantineWindowMs);
+  const until = now + backoffDelayMs(Math.max(1, failures.length), policy, input.random);
+  return {
+    kind: "crashed",
+    name,
+    reason: why,
+    exit: null,
+    failure: true,
+    next: { kind: "backoff", until },
+    failures,
+  };
+}
+
 /** Plans one desired session. */
 function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: PlanInput): Action | undefined {
   const up = input.observed.running.has(d.name);

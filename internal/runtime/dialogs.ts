@@ -358,19 +358,34 @@ function paragraphAbove(lines: readonly string[], first: number, max: number): s
  * between options) on `screen` that is not a leftover frame (other text drawn below its
  * block) and reads which option carries the cursor marker. Its
  * context is the paragraph right above the options (the question, not a logo above it).
- * Unnumbered lists are only read inside a catalogued dialog ({@link matchDialog}). Pure.
+ * Without one, an unnumbered list with a cursor (`❯ OpenAI` over `  Anthropic`, as qwen's
+ * and cline's menus are drawn) is a menu too when it is the last thing on screen (only key
+ * hints below it) and its labels are short: a program showing one waits for a choice
+ * whether it numbers its options or not. Pure.
  */
 export function parseMenu(screen: string): ParsedMenu | undefined {
   const lines = screen.split("\n");
   const best = numberedRuns(lines, 0, lines.length)
     .filter((run) => !isStale(lines, blockEndFrom(lines, run[run.length - 1]!.line)))
     .pop();
-  if (!best) return undefined;
-  return menuOf(
-    best.map((h) => h.opt),
-    paragraphAbove(lines, best[0]!.line, 3),
-  );
+  if (best) {
+    return menuOf(
+      best.map((h) => h.opt),
+      paragraphAbove(lines, best[0]!.line, 3),
+    );
+  }
+  const marked = markedList(lines, 0, lines.length);
+  if (
+    !marked ||
+    marked.options.some((o) => o.label.length > MARKED_LABEL_MAX) ||
+    isStale(lines, marked.first + marked.options.length - 1)
+  )
+    return undefined;
+  return menuOf(marked.options, paragraphAbove(lines, marked.first, 3));
 }
+
+/** Longest label of an unnumbered menu found outside a catalogued dialog. */
+const MARKED_LABEL_MAX = 60;
 
 /** Where a catalogued dialog's question is: the lines it spans and the end of its block. */
 interface Located {

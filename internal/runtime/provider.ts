@@ -55,6 +55,18 @@ export interface StartConfig {
    * (an agent may put the interrupted prompt back there). Not fingerprinted.
    */
   readonly clearInputKeys?: readonly string[] | undefined;
+  /**
+   * Keys that interrupt a running turn without quitting the program (`Escape` for agent CLIs
+   * whose Ctrl-C quits); `gc run` sends them on timeout or cancel instead of the provider's
+   * `interrupt` (Ctrl-C). Not fingerprinted.
+   */
+  readonly interruptKeys?: readonly string[] | undefined;
+  /**
+   * Regular expression sources (matched case-insensitively) shown only while the program works
+   * on a turn; a screen matching one is never idle for `gc run`, `gc nudge` and queued nudges,
+   * on top of the builtin markers (agent-screens.ts). Not fingerprinted.
+   */
+  readonly busyMarkers?: readonly string[] | undefined;
   /** Text delivered as a nudge once the program is ready. */
   readonly nudge?: string | undefined;
   /** Initial prompt passed on the command line (as an argument, never through a shell string). */
@@ -101,6 +113,15 @@ export interface StartConfig {
 export type ContentBlock =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "file_path"; readonly path: string };
+
+/**
+ * Options of `nudge`/`nudgeNow`. `raw`: type the text exactly as given; by default a
+ * terminal provider neutralises terminal control in it first (delivery.ts `terminalText`:
+ * no escape sequence, no bracketed-paste end marker, no control key can be typed by a nudge).
+ */
+export interface NudgeOptions extends OpOptions {
+  readonly raw?: boolean | undefined;
+}
 
 /** What `nudge` accepts: plain text or content blocks. */
 export type NudgeContent = string | readonly ContentBlock[];
@@ -228,7 +249,7 @@ export interface Provider {
    * Delivers the exact text and submits it (Enter). Best-effort for a missing session
    * (resolves). @throws NudgeNotDeliveredError when the text could not be confirmed.
    */
-  nudge(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
+  nudge(name: string, content: NudgeContent, opts?: NudgeOptions): Promise<void>;
 
   /** Raw key events (`Enter`, `C-c`, `Down`, `Escape`…); no implicit Enter. Resolves if missing. */
   sendKeys(name: string, keys: readonly string[], opts?: OpOptions): Promise<void>;
@@ -315,7 +336,7 @@ export interface BatchInteractionProvider {
 
 /** Optional: deliver a nudge without any idle heuristic. */
 export interface ImmediateNudgeProvider {
-  nudgeNow(name: string, content: NudgeContent, opts?: OpOptions): Promise<void>;
+  nudgeNow(name: string, content: NudgeContent, opts?: NudgeOptions): Promise<void>;
 }
 
 /** How a session's program ended. */
@@ -553,6 +574,21 @@ export const supportsCensus = (p: Provider): p is Provider & CensusProvider => h
 /** Type guard for {@link OrphanKillProvider}. */
 export const supportsOrphanKill = (p: Provider): p is Provider & OrphanKillProvider =>
   hasMethods(p, "killOrphans");
+
+/**
+ * Interrupts the running turn of `name` the way its program wants: the session's declared
+ * `interruptKeys` (`Escape` for agent CLIs whose Ctrl-C quits) as keys, else the provider's
+ * `interrupt` (Ctrl-C; session/cancel on acp, whose keys op maps Escape to a cancel too).
+ */
+export async function interruptTurn(
+  provider: Provider,
+  name: string,
+  interruptKeys: readonly string[] | undefined,
+  opts: OpOptions = {},
+): Promise<void> {
+  if (interruptKeys && interruptKeys.length > 0) await provider.sendKeys(name, interruptKeys, opts);
+  else await provider.interrupt(name, opts);
+}
 
 /**
  * Joins content blocks into the text a session receives: text blocks verbatim, file

@@ -31,6 +31,7 @@ import { EXEC_SETTINGS_SCHEMA } from "./exec/schema.js";
 import type { ProviderFactoryOptions } from "./factory.js";
 import { K8S_SETTINGS_SCHEMA } from "./k8s/schema.js";
 import type { Provider } from "./provider.js";
+import { SUBPROCESS_SETTINGS_SCHEMA } from "./subprocess/schema.js";
 import { TMUX_SETTINGS_SCHEMA } from "./tmux/schema.js";
 
 /** A provider module: `internal/runtime/<name>/index.ts`. */
@@ -99,6 +100,7 @@ const ENTRIES = [
     arg: "none",
     backend: "one detached holder process per city owning each session's real pty",
     load: () => import("./subprocess/index.js"),
+    settings: SUBPROCESS_SETTINGS_SCHEMA,
     conformance: true,
   },
   {

@@ -456,16 +456,20 @@ function dead(n: Nudge, why: string): Nudge {
 
 /**
  * Ages one undelivered nudge at `now`: past its TTL → dead ("expired"); a claim whose lease
- * lapsed → back to queued, or dead when its attempts are used up. `undefined` when nothing
- * changes. Pure.
+ * lapsed → dead (its attempt may have typed the text: delivery is at most once). `undefined`
+ * when nothing changes. Pure.
  */
 export function ageNudge(n: Nudge, now: number): Nudge | undefined {
   if (n.state !== "queued" && n.state !== "claimed") return undefined;
   if (now >= n.expiresAt) return dead(n, "expired (ttl)");
   if (n.state === "claimed" && n.claimedUntil !== null && n.claimedUntil <= now) {
+    // The attempt may have typed the text before its deliverer stopped: at most once, so it
+    // is never sent again.
     const lapsed = { ...n, lastError: "claim lease lapsed before the attempt was reported" };
-    if (lapsed.attempts >= lapsed.maxAttempts) return dead(lapsed, "attempts exhausted");
-    return { ...lapsed, state: "queued", claimedUntil: null };
+    return dead(
+      lapsed,
+      "an attempt was interrupted before its outcome was known; not sent again (at most once)",
+    );
   }
   return undefined;
 }
@@ -504,7 +508,11 @@ function checkClaim(n: Nudge | undefined, id: number, attempt: number): Nudge {
   return n;
 }
 
-/** The outcome of a failed attempt. Pure. @throws StaleVersionError when the claim is not current. */
+/**
+ * The outcome of a failed attempt; `final`: never retried (the text may have reached the
+ * session, so another attempt could deliver it twice). Pure.
+ * @throws StaleVersionError when the claim is not current.
+ */
 export function failedNudge(
   n: Nudge | undefined,
   id: number,
@@ -512,10 +520,12 @@ export function failedNudge(
   reason: string,
   retryAfterMs: number,
   now: number,
+  final = false,
 ): Nudge {
   const c = checkClaim(n, id, attempt);
   if (!Number.isFinite(retryAfterMs) || retryAfterMs < 0) throw new RangeError("retryAfterMs must be ≥ 0");
   const f: Nudge = { ...c, lastError: redactText(checkText("failure reason", reason)), claimedUntil: null };
+  if (final) return dead(f, "sent but not confirmed; not sent again (at most once)");
   if (now >= f.expiresAt) return dead(f, "expired (ttl)");
   if (f.attempts >= f.maxAttempts) return dead(f, "attempts exhausted");
   return { ...f, state: "queued", notBefore: now + retryAfterMs };

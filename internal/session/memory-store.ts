@@ -444,13 +444,13 @@ export class MemoryStore implements SessionStore {
     id: number,
     attempt: number,
     reason: string,
-    opts: { retryAfterMs?: number } = {},
+    opts: { retryAfterMs?: number; final?: boolean } = {},
   ): Promise<Nudge> {
     this.#open();
     const n = this.#getOwned<Nudge>(this.#b.nudges, id);
     return this.#putOwned(
       this.#b.nudges,
-      failedNudge(n, id, attempt, reason, opts.retryAfterMs ?? 0, this.#now()),
+      failedNudge(n, id, attempt, reason, opts.retryAfterMs ?? 0, this.#now(), opts.final),
     );
   }
 

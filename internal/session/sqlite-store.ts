@@ -868,11 +868,13 @@ export class SqliteStore implements SessionStore {
     id: number,
     attempt: number,
     reason: string,
-    opts: { retryAfterMs?: number } = {},
+    opts: { retryAfterMs?: number; final?: boolean } = {},
   ): Promise<Nudge> {
     const now = this.#now();
     return this.#run(() =>
-      this.#tx.nudgeTo(id, (n) => failedNudge(n, id, attempt, reason, opts.retryAfterMs ?? 0, now)),
+      this.#tx.nudgeTo(id, (n) =>
+        failedNudge(n, id, attempt, reason, opts.retryAfterMs ?? 0, now, opts.final),
+      ),
     );
   }
 

@@ -477,16 +477,22 @@ export interface SessionStore {
   /**
    * Claims the next due nudge for `session` (FIFO by `notBefore`, then id) and starts an
    * attempt: state `claimed`, `attempts + 1`, lease until now + `leaseMs`. A claim whose
-   * lease lapsed is claimable again. Expired nudges of the session become dead letters first.
+   * lease lapsed becomes a dead letter (its attempt may have typed the text: at most once). Expired nudges of the session become dead letters first.
    * Resolves `undefined` when nothing is due. Exactly one of several concurrent claimers wins.
    */
   claimNudge(session: string, opts?: { leaseMs?: number }): Promise<Nudge | undefined>;
   /**
    * Records that attempt `attempt` of nudge `id` failed with `reason`: back to `queued`
-   * (claimable after `retryAfterMs`, default 0) or `dead` when attempts are exhausted.
+   * (claimable after `retryAfterMs`, default 0) or `dead` when attempts are exhausted, or at
+   * once with `final` (the text may have reached the session: never sent twice).
    * @throws StaleVersionError unless the nudge is `claimed` with exactly `attempt` attempts.
    */
-  failNudge(id: number, attempt: number, reason: string, opts?: { retryAfterMs?: number }): Promise<Nudge>;
+  failNudge(
+    id: number,
+    attempt: number,
+    reason: string,
+    opts?: { retryAfterMs?: number; final?: boolean },
+  ): Promise<Nudge>;
   /**
    * Marks attempt `attempt` of nudge `id` delivered.
    * @throws StaleVersionError unless the nudge is `claimed` with exactly `attempt` attempts.

@@ -8,12 +8,13 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { ownerKey } from "../../internal/runtime/identity.js";
 import { GC_BIN, makeCity, storedCityId, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 /** Trials per fault (the issue asks for 20). */
 const TRIALS = 20;
 /**
@@ -127,7 +128,29 @@ function startInBackground(city: TestCity): { done: Promise<number | null> } {
   return { done: new Promise((r) => child.on("close", (code) => r(code))) };
 }
 
-const rand = (max: number) => Math.floor(Math.random() * max);
+/**
+ * The seed of the random fault moments. Every test logs it; `GC_TEST_FAULTS_SEED=<seed>`
+ * replays the same moments (each test starts its generator from the seed).
+ */
+const SEED = Number(process.env.GC_TEST_FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 32));
+
+/** A seeded generator of integers in [0, max) (mulberry32). */
+function seeded(seed: number): (max: number) => number {
+  let a = seed >>> 0;
+  return (max) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * max);
+  };
+}
+
+let rand = seeded(SEED);
+beforeEach(({ task }) => {
+  rand = seeded(SEED);
+  console.log(`faults: "${task.name}" uses seed ${SEED} (replay: GC_TEST_FAULTS_SEED=${SEED})`);
+});
 
 describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
   // The issue's 20 SIGKILL moments per provider, compounded: each kill lands on a start that is

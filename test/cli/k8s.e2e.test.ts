@@ -3,7 +3,7 @@
  * checked with the real `kubectl`: start makes one pod per agent, a core change replaces
  * exactly that pod, peek/nudge/run work through exec, and stop deletes every pod and Secret.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import * as k8s from "@kubernetes/client-node";
 import pty from "@lydell/node-pty";
@@ -11,8 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ownerKey } from "../../internal/runtime/identity.js";
 import { type ApiServer, startApiServer } from "../k8s/apiserver/index.js";
 import { GC_BIN, makeCity, storedCityId, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+const hasKubectl = has("kubectl");
 
 let server: ApiServer;
 

@@ -11,8 +11,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { GC_BIN, type GcResult, makeCity, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 const hasPython = spawnSync("python3", ["-c", "pass"]).status === 0;
 const APPROVAL_AGENT = fileURLToPath(new URL("./fixtures/approval-agent.py", import.meta.url));
 

@@ -24,8 +24,9 @@ import {
   type TestCity,
   until,
 } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 
 interface StatusRow {
   name: string;

@@ -3,15 +3,16 @@
  * live), a killed session, a killed tmux server, a SIGKILLed controller mid-start, crash-loop
  * quarantine, foreign sessions, and a stop that leaves nothing behind.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { PARSE_CACHE_FILE } from "../../internal/config/parse-cache.js";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 
 interface StatusRow {
   name: string;
@@ -480,7 +481,10 @@ agents:
     city.write("workspace:\n  name: @NAME@\nagents:\n  - name: alpha\n    bogus_key: 1\n");
     const validate = await city.gc(["config", "validate"]);
     expect(validate.code).toBe(2);
-    await new Promise((r) => setTimeout(r, 1000)); // let the file watcher fire a pass
+    // The file watcher's pass met the invalid file: the controller logs it (once).
+    await expect
+      .poll(() => readFileSync(join(city.dir, ".gc", "controller.log"), "utf8"), { timeout: 20_000 })
+      .toContain("bogus_key");
     const st = await city.gc(["status", "--json"]);
     const parsed = JSON.parse(st.stdout);
     expect(parsed.configError).toContain("bogus_key");

@@ -7,12 +7,12 @@
  * says so: in gc start's output and as a `session.ready-unconfirmed` event. A startup dialog
  * gc answers is said and recorded the same way (`session.dialog-answered`).
  */
-import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { makeCity } from "../support/city.js";
+import { has } from "../support/needs.js";
 
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+const hasTmux = has("tmux");
 
 describe.skipIf(!hasTmux)("start deadlines on tmux", { timeout: 120_000 }, () => {
   it("session.setup_timeout: a hung session_setup fails that start after the hook's deadline; the others of the pass start", async () => {

@@ -361,6 +361,25 @@ describe("resolveCity", () => {
     expect(Object.keys(fp(plain!).breakdown).some((k) => k.startsWith("providerSettings"))).toBe(false);
   });
 
+  it("resolveCity: interrupt_keys and busy_markers come from the preset (opencode: Escape), an agent overrides them, and they are not fingerprinted", () => {
+    const [b, py] = resolve(
+      "agents:\n  - name: b\n    provider: opencode\n  - name: py\n    provider: python\n",
+    );
+    expect(b!.config.interruptKeys).toEqual(["Escape"]);
+    expect(py!.config.interruptKeys).toBeUndefined();
+    const [o] = resolve(
+      "providers:\n  q: { command: qwen, busy_markers: ['esc to cancel'], interrupt_keys: [Escape] }\nagents:\n  - name: o\n    provider: q\n    interrupt_keys: [C-g]\n    busy_markers: ['Reticulating']\n",
+    );
+    const [q] = resolve(
+      "providers:\n  q: { command: qwen, busy_markers: ['esc to cancel'], interrupt_keys: [Escape] }\nagents:\n  - name: o\n    provider: q\n",
+    );
+    expect(q!.config.interruptKeys).toEqual(["Escape"]);
+    expect(q!.config.busyMarkers).toEqual(["esc to cancel"]);
+    expect(o!.config.interruptKeys).toEqual(["C-g"]);
+    expect(o!.config.busyMarkers).toEqual(["Reticulating"]);
+    expect(fingerprint(o!.config).core).toBe(fingerprint(q!.config).core);
+  });
+
   it("resolveCity: clear_input_keys comes from the preset (claude: C-u), an agent overrides it, and it is not fingerprinted", () => {
     const [c, n] = resolve("agents:\n  - name: c\n    provider: claude\n  - name: n\n    provider: codex\n");
     const [o] = resolve("agents:\n  - name: c\n    provider: claude\n    clear_input_keys: [Escape, C-u]\n");

@@ -183,7 +183,13 @@ agents:
         { timeout: 20_000 },
       )
       .toBe(1);
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Three more controller passes, each of which could have answered or recorded it again.
+    const passAt = async (): Promise<number> =>
+      JSON.parse((await city.gc(["status", "--json"])).stdout).controller.lastPass?.at ?? 0;
+    for (let i = 0; i < 3; i++) {
+      const before = await passAt();
+      await expect.poll(passAt, { timeout: 20_000 }).toBeGreaterThan(before);
+    }
     const events = await city.gc(["session", "logs", "codex", "--events", "--json"]);
     expect(events.stdout).not.toContain("interaction.respond-failed");
     expect((events.stdout.match(/"interaction\.pending"/g) ?? []).length).toBe(1);

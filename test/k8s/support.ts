@@ -93,3 +93,37 @@ export function shellPod(name: string, script: string, extra: Record<string, unk
     },
   };
 }
+
+/** The Debian interpreter that has the official client (`python3-kubernetes`). */
+export const PYTHON = "/usr/bin/python3";
+
+/**
+ * Runs `script` with the official Python client (`python3-kubernetes`) against `server`:
+ * `KUBECONFIG` is set, `sys.argv[1:]` are `args`; the script prints its result as JSON on
+ * stdout. Rejects with the script's stderr when it fails.
+ */
+export function python(server: ApiServer, script: string, args: string[] = []): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PYTHON, ["-c", script, ...args], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        KUBECONFIG: server.kubeconfigPath,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString("utf8");
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString("utf8");
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code !== 0) reject(new Error(`python exited ${code}: ${stderr}`));
+      else resolve(JSON.parse(stdout));
+    });
+  });
+}

@@ -63,6 +63,7 @@ describe("provider registry", () => {
       "exec",
       "hybrid",
       "k8s",
+      "subprocess",
       "tmux",
     ]);
     for (const e of withSettings)

@@ -7,8 +7,6 @@
  * loopback API server runs the same routing cases with pods as one backend. Needs tmux and
  * jq on PATH.
  */
-import { spawnSync } from "node:child_process";
-import { describe } from "vitest";
 import { PROVIDER_CASES } from "../../conformance/provider-cases.js";
 import { createRoutingTarget } from "../../conformance/routing-target.js";
 import { createTarget as autoTarget } from "../../conformance/targets/auto.js";
@@ -16,11 +14,11 @@ import { createTarget as hybridTarget } from "../../conformance/targets/hybrid.j
 import { createK8sTarget } from "../../conformance/targets/k8s.js";
 import { createTarget as tmuxTarget } from "../../conformance/targets/tmux.js";
 import { describeProviderConformance } from "../../conformance/vitest.js";
+import { describeNeeding } from "../support/needs.js";
 
-const onPath = (bin: string) => spawnSync("sh", ["-c", 'command -v "$1"', "sh", bin]).status === 0;
 const ROUTING_CASES = PROVIDER_CASES.filter((c) => /^(start|stop|listRunning|isRunning|meta)\./.test(c.id));
 
-describe.skipIf(!onPath("tmux") || !onPath("jq"))("routing providers", () => {
+describeNeeding(["tmux", "jq"], "routing providers", () => {
   describeProviderConformance("auto", autoTarget);
   describeProviderConformance("hybrid", hybridTarget, { cases: ROUTING_CASES });
   describeProviderConformance(

@@ -16,7 +16,7 @@ import { openCity } from "../deps.js";
 import { durationFlag, intFlag, printJson, readTextArg, withTarget } from "../operate.js";
 import { formatTable } from "../table.js";
 
-const USAGE = `Usage: gc nudge SESSION TEXT... [--now | --queue [--ttl DUR] [--attempts N]] [--wait DUR]
+const USAGE = `Usage: gc nudge SESSION TEXT... [--now | --queue [--ttl DUR] [--attempts N]] [--wait DUR] [--raw]
        gc nudge SESSION - ...          (reads the text from stdin)
        gc nudge list [SESSION] [--all] [--json]
 
@@ -27,6 +27,10 @@ Delivers TEXT to the session and submits it (Enter). Delivery modes:
   --queue     record the nudge; the controller delivers it at the session's next idle
               moment. --ttl (default 24h) and --attempts (default 10) bound it; a nudge
               that runs out becomes a dead letter with its reason (see gc nudge list)
+
+Terminal control in TEXT is neutralised: ESC shows as ␛ (so ESC[201~ cannot end a bracketed
+paste), control characters as their pictures (␃ for Ctrl-C), a CR as a newline. --raw types
+the text unchanged (not with --queue).
 
 gc nudge list shows queued nudges with their attempts and last failure, and dead letters
 (--all adds delivered ones). "list" is reserved: it is never taken as a session name here.
@@ -49,12 +53,15 @@ export const command = defineCommand({
     ttl: { type: "string" },
     attempts: { type: "string" },
     all: { type: "boolean" },
+    raw: { type: "boolean" },
   },
   async run(ctx, { positionals, values }) {
     const json = ctx.json;
     if (positionals[0] === "list") return list(ctx, positionals.slice(1), values.all === true, json);
     if (positionals.length < 2) throw new UsageError(`gc nudge needs a session and text\n\n${USAGE}`);
     if (values.now && values.queue) throw new UsageError("--now and --queue exclude each other");
+    if (values.raw && values.queue)
+      throw new UsageError("--raw does not apply to --queue (a queued nudge is always neutralised)");
     if (!values.queue && (values.ttl !== undefined || values.attempts !== undefined)) {
       throw new UsageError("--ttl and --attempts only apply to --queue");
     }
@@ -73,6 +80,7 @@ export const command = defineCommand({
         ttlMs,
         attempts,
         source: "cli",
+        raw: values.raw === true,
         signal: ctx.signal,
       });
       if (r.mode === "queue") {

@@ -19,7 +19,12 @@ import {
   probeIdle,
 } from "../../../internal/reconcile/nudge-delivery.js";
 import { recordTurns } from "../../../internal/reconcile/turns.js";
-import { supportsInteraction, supportsTurns, type TurnProvider } from "../../../internal/runtime/provider.js";
+import {
+  interruptTurn,
+  supportsInteraction,
+  supportsTurns,
+  type TurnProvider,
+} from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { durationFlag, humanDuration, printJson, REPORT_EXIT, readTextArg, withTarget } from "../operate.js";
@@ -271,6 +276,7 @@ async function locked(
   try {
     before = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: readyPrompt,
+      busyMarkers: t.config?.busyMarkers,
       boundMs: idleWaitMs,
       signal: ctx.signal,
     });
@@ -317,6 +323,7 @@ async function locked(
     for (;;) {
       const r = await probeIdle(t.provider, t.name, {
         ...turn,
+        busyMarkers: t.config?.busyMarkers,
         boundMs: 60_000,
         accept: progressed,
         signal,
@@ -338,12 +345,13 @@ async function locked(
     }
   } catch (e) {
     if (!signal.aborted) return error(describeError(e), await outputNow(), elapsed());
-    // Cancelled or timed out while the turn runs: interrupt the agent, let it settle, report.
+    // Cancelled or timed out while the turn runs: interrupt the agent with its own interrupt
+    // key (Escape where Ctrl-C would quit it), let it settle, report.
     const status = ctx.signal.aborted ? "cancelled" : "timeout";
     const durationMs = elapsed();
-    await t.provider
-      .interrupt(t.name, { signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS) })
-      .catch(() => undefined);
+    await interruptTurn(t.provider, t.name, t.config?.interruptKeys, {
+      signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS),
+    }).catch(() => undefined);
     await probeIdle(t.provider, t.name, {
       ...turn,
       boundMs: SETTLE_AFTER_INTERRUPT_MS,

@@ -52,6 +52,7 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { tarOfFiles, tarOfPath, untarFirstFile } from "../tar.js";
 import { Engine, type ExecResult, statusOf } from "./engine.js";
 import {
   BOOT_SCRIPT,
@@ -69,7 +70,6 @@ import {
   validEnvKey,
 } from "./scripts.js";
 import { type DockerSettings, resolveSettings } from "./settings.js";
-import { tarOfFiles, tarOfPath, untarFirstFile } from "./tar.js";
 
 /** Label holding the owning city's identity. */
 export const LABEL_CITY = "gc.city";

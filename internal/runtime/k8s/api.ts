@@ -7,7 +7,7 @@
 import { PassThrough, Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
-import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
+import { type FailureFault, OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { OutputCapture } from "../../proc/capture.js";
 import { CONTAINER } from "./spec.js";
 
@@ -132,6 +132,23 @@ export function apiMessage(e: unknown): string {
   return e instanceof Error ? e.message.split("\n")[0]! : String(e);
 }
 
+/**
+ * A failed API call as a ProviderError `<what>: HTTP <code>: <the API's message>`, with its
+ * fault: 401/403 (admission, RBAC, a terminating namespace) are `configuration`; transient
+ * failures ({@link isTransient}: 429, 5xx, refused or dropped connections) that outlived the
+ * retries are `infrastructure`. Pure.
+ */
+export function apiFailure(what: string, e: unknown): ProviderError {
+  const status = httpStatus(e);
+  const fault: FailureFault | undefined =
+    status === 401 || status === 403 ? "configuration" : isTransient(e) ? "infrastructure" : undefined;
+  const hint = fault === "configuration" ? " (a configuration problem: the cluster refused the request)" : "";
+  return new ProviderError("k8s", `${what}: ${apiMessage(e)}${hint}`, {
+    cause: e,
+    ...(fault ? { fault } : {}),
+  });
+}
+
 /** Result of a command run in a pod. */
 export interface ExecResult {
   readonly exitCode: number;
@@ -167,6 +184,8 @@ export interface ApiStats {
 /** The API surface the provider uses; built by {@link connect}. */
 export class KubeApi {
   readonly stats: ApiStats = { requests: 0, retries: 0 };
+  /** Retries of {@link KubeApi.call} (tests shorten it). */
+  retry: RetryPolicy = DEFAULT_RETRY;
   readonly config: K8s.KubeConfig;
   readonly core: K8s.CoreV1Api;
   private readonly mod: ClientModule;
@@ -178,6 +197,11 @@ export class KubeApi {
     this.execClient = execClient;
   }
 
+  /** The namespace of the kubeconfig's current context, when it names one. */
+  contextNamespace(): string | undefined {
+    return this.config.getContextObject(this.config.getCurrentContext())?.namespace || undefined;
+  }
+
   /** One API call with retries; counted. */
   call<T>(fn: (core: K8s.CoreV1Api) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return withRetry(
@@ -185,7 +209,7 @@ export class KubeApi {
         this.stats.requests++;
         return fn(this.core);
       },
-      { signal, onRetry: () => this.stats.retries++ },
+      { signal, policy: this.retry, onRetry: () => this.stats.retries++ },
     );
   }
 

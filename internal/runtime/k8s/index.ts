@@ -8,6 +8,7 @@ import { K8sProvider } from "./provider.js";
 
 export { connect, KubeApi, withRetry } from "./api.js";
 export { LABELS, labelValue, metaAnnotation, podName } from "./names.js";
+export { buildCityObject, cityObjectName, ensureCityObject } from "./owner.js";
 export { K8sProvider, type K8sProviderOptions } from "./provider.js";
 export { type K8sSettings, resolveSettings } from "./settings.js";
 export { buildPod, buildSecret, cityLabels, podState, podWorkDir, sessionLabels } from "./spec.js";

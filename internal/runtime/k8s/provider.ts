@@ -6,10 +6,9 @@
  * files, run in the pod, read the screen, type, check liveness — so the shared start
  * lifecycle can drive them.
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
-import { basename, dirname, posix, resolve } from "node:path";
+import { basename, posix, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
 import {
@@ -63,14 +62,18 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
-import { apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
+import { tarOfPath } from "../tar.js";
+import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
+import { ensureCityObject } from "./owner.js";
 import { CAT, IN_DIR, PANE_STATE, PASTE, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
 import {
   buildPod,
   buildSecret,
+  CONTAINER,
   cityLabels,
+  type PodState,
   type PodView,
   podState,
   podWorkDir,
@@ -140,13 +143,21 @@ export class K8sProvider
     this.settings = resolveSettings(opts.settings);
     this.owner = ownerKey(opts.city, opts.cityId);
     this.cityDir = opts.cityDir;
-    if (opts.api) this.apiPromise = Promise.resolve(opts.api);
+    if (opts.api) {
+      this.namespace = this.settings.namespace ?? opts.api.contextNamespace() ?? "default";
+      this.apiPromise = Promise.resolve(opts.api);
+    }
   }
 
   /** The API connection, made on first use. */
   api(): Promise<KubeApi> {
     if (!this.apiPromise) {
-      const p = connect({ kubeconfig: this.settings.kubeconfig, context: this.settings.context });
+      const p = connect({ kubeconfig: this.settings.kubeconfig, context: this.settings.context }).then(
+        (api) => {
+          this.namespace = this.settings.namespace ?? api.contextNamespace() ?? "default";
+          return api;
+        },
+      );
       this.apiPromise = p;
       p.catch(() => {
         if (this.apiPromise === p) this.apiPromise = undefined;
@@ -176,8 +187,14 @@ export class K8sProvider
     return { owner: this.owner, name, pod: podName(this.owner, name) };
   }
 
+  /** The session namespace: `session.k8s.namespace`, else the kubeconfig context's, else `default`. */
+  private namespace: string | undefined;
+
+  /** {@link K8sProvider.namespace}; known once {@link K8sProvider.api} resolved, which every caller awaits first. */
   private get ns(): string {
-    return this.settings.namespace;
+    if (this.namespace === undefined)
+      throw new ProviderError("k8s", "the namespace is read before connecting");
+    return this.namespace;
   }
 
   // ---- pods ---------------------------------------------------------------------------------
@@ -195,8 +212,9 @@ export class K8sProvider
     }
   }
 
+  /** A failed API call as a ProviderError, with its fault (infrastructure, configuration) when known. */
   private apiError(what: string, e: unknown): ProviderError {
-    return new ProviderError("k8s", `${what}: ${apiMessage(e)}`, { cause: e });
+    return apiFailure(what, e);
   }
 
   /**
@@ -213,7 +231,11 @@ export class K8sProvider
     return p;
   }
 
-  /** Deletes the pod (grace 0) and the Secret of `name`, and waits until the pod is gone. */
+  /**
+   * Deletes the pod (with `grace_period`: the program gets SIGHUP through tmux and the grace
+   * period before SIGKILL) and the Secret of `name`, and waits until the pod is gone — only
+   * then may a pod of the same name start.
+   */
   private async deletePod(name: string, uid: string | undefined, signal?: AbortSignal): Promise<void> {
     const api = await this.api();
     const { pod } = this.identity(name);
@@ -223,7 +245,7 @@ export class K8sProvider
           c.deleteNamespacedPod({
             name: pod,
             namespace: this.ns,
-            gracePeriodSeconds: 0,
+            gracePeriodSeconds: this.settings.gracePeriodSeconds,
             ...(uid ? { body: { preconditions: { uid } } } : {}),
           }),
         signal,
@@ -278,6 +300,8 @@ export class K8sProvider
     const image = this.settings.image;
     if (!image) throw new ProviderError("k8s", "session.k8s.image is required to start a session");
     const startId = randomUUID();
+    // Every pod and Secret is owned by the city object: deleting it removes the fleet.
+    const ownerRef = await ensureCityObject(api, this.ns, this.owner, signal);
     const manifest = buildPod({
       id,
       settings: this.settings,
@@ -286,9 +310,10 @@ export class K8sProvider
       env,
       startId,
       bootGraceSeconds: BOOT_GRACE_S,
+      ownerRef,
     });
     manifest.metadata.annotations[WORK_DIR_ANNOTATION] = workDir;
-    const secret = buildSecret(id, this.ns, env);
+    const secret = buildSecret(id, this.ns, env, ownerRef);
     if (secret) {
       try {
         await api.call(
@@ -356,11 +381,9 @@ export class K8sProvider
           throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
         const st = podState(p as PodView);
         if (st.kind === "running") return;
-        if (st.kind === "ended" || st.kind === "terminating") {
-          throw new SessionDiedDuringStartupError(
-            name,
-            `pod ${pod} ${st.kind === "ended" ? `ended: ${st.reason}` : "is being deleted"}`,
-          );
+        if (st.kind === "ended") throw await this.endedEarly(name, pod, st, signal);
+        if (st.kind === "terminating") {
+          throw new SessionDiedDuringStartupError(name, `pod ${pod} is being deleted`);
         }
         reason = st.reason;
         if (Date.now() >= deadline) {
@@ -375,6 +398,41 @@ export class K8sProvider
       if (!signal.aborted) throw e;
       throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
     }
+  }
+
+  /**
+   * The report of a pod that ended before gc's session existed (the boot script, the image):
+   * its end and its last log lines, read now because they go with the pod.
+   */
+  private async endedEarly(
+    name: string,
+    pod: string,
+    st: Extract<PodState, { kind: "ended" }>,
+    signal?: AbortSignal,
+  ): Promise<SessionDiedDuringStartupError> {
+    const logs = await this.logTail(pod, signal);
+    const code = st.exitCode === null ? "" : ` (exit code ${st.exitCode})`;
+    return new SessionDiedDuringStartupError(
+      name,
+      `pod ${pod} ended: ${st.reason}${code}${logs ? `; its last log lines: ${logs}` : ""}`,
+    );
+  }
+
+  /** The pod's last 20 log lines, one line (` | ` between them); empty when unreadable. */
+  private async logTail(pod: string, signal?: AbortSignal): Promise<string> {
+    const api = await this.api();
+    const text = await api
+      .call(
+        (c) => c.readNamespacedPodLog({ name: pod, namespace: this.ns, container: CONTAINER, tailLines: 20 }),
+        signal,
+      )
+      .catch(() => "");
+    return String(text)
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .join(" | ")
+      .slice(-2000);
   }
 
   /** Runs `argv` in the pod of `name` (no shell). */
@@ -652,9 +710,14 @@ export class K8sProvider
           signal.throwIfAborted();
           await this.newSession(made.pod, p, signal);
         } catch (e) {
+          // The container may have ended under the steps (the boot script failed after it
+          // ran): then its end and log lines are the story, not the step's exec error.
+          const now = signal.aborted ? undefined : await this.getPod(p.name).catch(() => undefined);
+          const st = now?.metadata?.uid === made.uid ? podState(now as PodView) : undefined;
+          const report = st?.kind === "ended" ? await this.endedEarly(p.name, made.pod, st) : undefined;
           await this.deletePod(p.name, made.uid).catch(() => undefined);
           made = undefined;
-          throw e;
+          throw report ? Object.assign(report, { cause: e }) : e;
         }
       },
       alive: (signal) => this.alive(need(), signal),
@@ -889,8 +952,10 @@ export class K8sProvider
         signal,
       );
     } catch (e) {
+      // 422 is what a real server answers when the uid guard fails (metadata.uid is immutable)
       const code = httpStatus(e);
-      if (code === 404 || code === 409) throw new SessionNotFoundError(name, undefined, { cause: e });
+      if (code === 404 || code === 409 || code === 422)
+        throw new SessionNotFoundError(name, undefined, { cause: e });
       throw this.apiError(`annotating pod ${p.metadata?.name}`, e);
     }
   }
@@ -1066,7 +1131,11 @@ export class K8sProvider
       try {
         await api.call(
           (c) =>
-            c.deleteNamespacedPod({ name: p.metadata!.name!, namespace: this.ns, gracePeriodSeconds: 0 }),
+            c.deleteNamespacedPod({
+              name: p.metadata!.name!,
+              namespace: this.ns,
+              gracePeriodSeconds: this.settings.gracePeriodSeconds,
+            }),
           signal,
         );
       } catch (e) {
@@ -1133,7 +1202,7 @@ interface Packed {
 /**
  * Packs local `src` (file or directory) for `relDst` under a work dir. A file with an empty
  * `relDst` keeps its name.
- * @throws InvalidNameError when `relDst` leaves the work dir; ProviderError when tar fails.
+ * @throws InvalidNameError when `relDst` leaves the work dir; the fs error when `src` cannot be read.
  */
 async function pack(src: string, relDst: string, signal?: AbortSignal): Promise<Packed> {
   const inside = posix.normalize(posix.join("/w", relDst || "."));
@@ -1141,10 +1210,10 @@ async function pack(src: string, relDst: string, signal?: AbortSignal): Promise<
     throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
   }
   const file = !(await stat(src)).isDirectory();
-  const argv = file
-    ? ["tar", "-cf", "-", "-C", dirname(src), basename(src)]
-    : ["tar", "-cf", "-", "-C", src, "."];
-  const archive = await tarToBuffer(argv, signal);
+  signal?.throwIfAborted();
+  // Owned like the local files, as the host's `tar -c` recorded them (tar.ts, no spawn).
+  const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  const archive = await tarOfPath(src, file ? basename(src) : ".", owner);
   return { src, archive, relDst: file && !relDst ? basename(src) : relDst, file, name: basename(src) };
 }
 
@@ -1158,28 +1227,6 @@ async function packStage(plan: StartPlan, signal: AbortSignal): Promise<Packed[]
   if (overlayDir) out.push(await pack(resolve(plan.sourceDir, overlayDir), "", signal));
   for (const e of copyFiles ?? []) out.push(await pack(resolve(plan.sourceDir, e.src), e.relDst, signal));
   return out;
-}
-
-/**
- * Runs local `tar` (argv, no shell) and returns its archive.
- * @throws ProviderError when tar fails.
- */
-function tarToBuffer(argv: readonly string[], signal?: AbortSignal): Promise<Buffer> {
-  return new Promise((resolveTar, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], signal });
-    const out: Buffer[] = [];
-    const errs: Buffer[] = [];
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => errs.push(b));
-    child.on("error", (e) =>
-      reject(signal?.aborted ? signal.reason : new ProviderError("k8s", `tar: ${e.message}`, { cause: e })),
-    );
-    child.on("close", (code) => {
-      if (code === 0) resolveTar(Buffer.concat(out));
-      else
-        reject(new ProviderError("k8s", `tar: ${Buffer.concat(errs).toString().trim() || `exit ${code}`}`));
-    });
-  });
 }
 
 /** Last line of `text` (trailing blanks dropped), at most 16 characters. */

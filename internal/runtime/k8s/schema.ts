@@ -8,7 +8,11 @@ import { s } from "../../base/schema-builder.js";
 
 /** `session.k8s`. */
 export const K8S_SETTINGS_SCHEMA = s.object({
-  namespace: nameField().default("default").describe("Namespace of the session pods and Secrets."),
+  namespace: nameField()
+    .optional()
+    .describe(
+      "Namespace of the session pods and Secrets; default: the kubeconfig context's namespace, else default.",
+    ),
   image: s
     .string({ nonEmpty: true })
     .optional()
@@ -51,4 +55,32 @@ export const K8S_SETTINGS_SCHEMA = s.object({
     .duration({ min: "1s" })
     .default("120s")
     .describe("How long a pod may stay Pending; then the start fails with the pod's reason."),
+  grace_period: s
+    .duration({ max: "3600s" })
+    .default("10s")
+    .describe(
+      "terminationGracePeriodSeconds of the pods: a stopped session's program gets SIGHUP (via tmux) and this long before SIGKILL; a start of the same name waits until the old pod is gone.",
+    ),
+  run_as_non_root: s
+    .bool()
+    .default(true)
+    .describe("securityContext.runAsNonRoot of the pods (PodSecurity restricted needs true)."),
+  run_as_user: s
+    .int({ min: 0 })
+    .optional()
+    .describe("securityContext.runAsUser of the pods (default: the image's user)."),
+  run_as_group: s
+    .int({ min: 0 })
+    .optional()
+    .describe("securityContext.runAsGroup of the pods (default: the image's group)."),
+  fs_group: s
+    .int({ min: 0 })
+    .optional()
+    .describe("securityContext.fsGroup of the pods: group owning the emptyDir volumes."),
+  read_only_root_filesystem: s
+    .bool()
+    .default(false)
+    .describe(
+      "securityContext.readOnlyRootFilesystem of the session container; work_root and /tmp are emptyDir volumes, so tmux and the work dirs still work.",
+    ),
 });

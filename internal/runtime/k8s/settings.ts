@@ -10,9 +10,19 @@ export interface K8sResources {
   readonly limits?: Readonly<Record<string, string>> | undefined;
 }
 
+/** The identity and filesystem settings of the pods' security context. */
+export interface K8sSecurity {
+  readonly runAsNonRoot: boolean;
+  readonly runAsUser: number | undefined;
+  readonly runAsGroup: number | undefined;
+  readonly fsGroup: number | undefined;
+  readonly readOnlyRootFilesystem: boolean;
+}
+
 /** Resolved settings. */
 export interface K8sSettings {
-  readonly namespace: string;
+  /** Namespace; `undefined`: the kubeconfig context's, else `default` (resolved on connecting). */
+  readonly namespace: string | undefined;
   /** Container image; required to start a session. */
   readonly image: string | undefined;
   readonly imagePullPolicy: "Always" | "IfNotPresent" | "Never" | undefined;
@@ -34,6 +44,10 @@ export interface K8sSettings {
   /** Terminal size of the tmux session in the pod. */
   readonly cols: number;
   readonly rows: number;
+  /** `terminationGracePeriodSeconds` of the pods, and the grace of gc's deletes. */
+  readonly gracePeriodSeconds: number;
+  /** Pod security context (PodSecurity `restricted` when `runAsNonRoot`). */
+  readonly security: K8sSecurity;
   /** Readiness deadline when `ready_prompt_prefix` is set. */
   readonly readyTimeoutMs: number;
   /** A screen unchanged this long (and not busy) counts as idle. */
@@ -41,7 +55,6 @@ export interface K8sSettings {
 }
 
 const DEFAULTS = {
-  namespace: "default",
   workRoot: "/workspace",
   startTimeoutMs: 120_000,
   hookTimeoutMs: 30_000,
@@ -49,6 +62,7 @@ const DEFAULTS = {
   rows: 50,
   readyTimeoutMs: 60_000,
   idleQuietMs: 600,
+  gracePeriodMs: 10_000,
 } as const;
 
 const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
@@ -69,6 +83,20 @@ function num(raw: Record<string, unknown>, key: string, fallback: number, min: n
   const v = raw[key];
   if (v === undefined || v === null) return fallback;
   if (typeof v !== "number" || !Number.isFinite(v) || v < min) throw bad(key, `must be a number ≥ ${min}`);
+  return v;
+}
+
+function bool(raw: Record<string, unknown>, key: string, fallback: boolean): boolean {
+  const v = raw[key];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== "boolean") throw bad(key, "must be true or false");
+  return v;
+}
+
+function id(raw: Record<string, unknown>, key: string): number | undefined {
+  const v = raw[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw bad(key, "must be an integer ≥ 0");
   return v;
 }
 
@@ -115,7 +143,7 @@ export function resolveSettings(raw: Readonly<Record<string, unknown>> = {}): K8
   const workRoot = str(r, "work_root") ?? DEFAULTS.workRoot;
   if (!workRoot.startsWith("/")) throw bad("work_root", "must be an absolute path");
   return {
-    namespace: str(r, "namespace") ?? DEFAULTS.namespace,
+    namespace: str(r, "namespace"),
     image: str(r, "image"),
     imagePullPolicy: pull as K8sSettings["imagePullPolicy"],
     serviceAccount: str(r, "service_account"),
@@ -132,6 +160,14 @@ export function resolveSettings(raw: Readonly<Record<string, unknown>> = {}): K8
     cols: DEFAULTS.cols,
     rows: DEFAULTS.rows,
     readyTimeoutMs: num(r, "ready_timeout", DEFAULTS.readyTimeoutMs, 0),
+    gracePeriodSeconds: Math.ceil(num(r, "grace_period", DEFAULTS.gracePeriodMs, 0) / 1000),
+    security: {
+      runAsNonRoot: bool(r, "run_as_non_root", true),
+      runAsUser: id(r, "run_as_user"),
+      runAsGroup: id(r, "run_as_group"),
+      fsGroup: id(r, "fs_group"),
+      readOnlyRootFilesystem: bool(r, "read_only_root_filesystem", false),
+    },
     idleQuietMs: DEFAULTS.idleQuietMs,
   };
 }

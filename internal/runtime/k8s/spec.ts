@@ -31,6 +31,8 @@ export function tmuxSocket(pod: string): string {
  * watches the session's pane; when the program exits the pane stays (remain-on-exit) so its
  * exit status can be read, the server is killed and the container exits with that status
  * (128 + n for a program killed by signal n; 137 when the status cannot be read at all).
+ * On SIGTERM (a graceful pod deletion; the script is the container's PID 1, which has no
+ * default handler) it kills the tmux server, so the program gets SIGHUP, and exits 143.
  *
  * tmux marks a pane dead when its pty reaches EOF, which can happen before the server has
  * reaped the program: `pane_dead` is then 1 while `pane_dead_status` and `pane_dead_signal`
@@ -45,6 +47,7 @@ export const BOOT_SCRIPT = [
   'mkdir -p "$GC_WORK_DIR" || exit 126',
   'printf "set -g remain-on-exit on\\nset -g history-limit 50000\\n" > "$S.conf" || exit 126',
   'rm -f "$S"; tmux -S "$S" -f "$S.conf" -D & srv=$!',
+  `trap 'tmux -S "$S" kill-server 2>/dev/null; wait "$srv"; rm -f "$S.conf" "$S"; exit 143' TERM`,
   "i=0",
   `until tmux -S "$S" has-session -t ${TMUX_SESSION} 2>/dev/null; do`,
   '  i=$((i+1)); if [ "$i" -gt $((${GC_BOOT_GRACE:-300}*5)) ] || ! kill -0 "$srv" 2>/dev/null; then kill "$srv" 2>/dev/null; exit 125; fi',
@@ -81,6 +84,19 @@ export function podWorkDir(workRoot: string, cityDir: string, workDir: string): 
   const inside = rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
   const tail = inside ? rel : posix.basename(abs);
   return tail ? posix.join(workRoot, tail) : workRoot;
+}
+
+/**
+ * The pod's writable places, as `emptyDir` volumes, so a non-root user and a read-only root
+ * filesystem work: `/tmp` (the tmux socket and its conf, {@link tmuxSocket}) and `work_root`
+ * (the work dirs), unless `work_root` is `/` or already under `/tmp`. Pure.
+ */
+export function podVolumes(workRoot: string): { name: string; mountPath: string }[] {
+  const out = [{ name: "gc-tmp", mountPath: "/tmp" }];
+  if (workRoot !== "/" && workRoot !== "/tmp" && !workRoot.startsWith("/tmp/")) {
+    out.push({ name: "gc-work", mountPath: workRoot });
+  }
+  return out;
 }
 
 /** Everything that identifies one session's objects. */
@@ -134,6 +150,16 @@ export interface PodInputs {
   readonly startId: string;
   /** Seconds the boot script waits for gc to create the tmux session. */
   readonly bootGraceSeconds: number;
+  /** The city object owning the pod (owner.ts); none for a bare pod. */
+  readonly ownerRef?: OwnerReference | undefined;
+}
+
+/** A `metadata.ownerReferences` entry (structural, keeps this module pure). */
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
 }
 
 /** A plain-object V1Pod (the client's type is structural; this keeps the module pure). */
@@ -142,9 +168,11 @@ export type PodManifest = {
   kind: "Pod";
   metadata: {
     name: string;
-    namespace: string;
+    /** Absent when the namespace comes from the kubeconfig context (the request's path says it). */
+    namespace?: string;
     labels: Record<string, string>;
     annotations: Record<string, string>;
+    ownerReferences?: OwnerReference[];
   };
   spec: Record<string, unknown>;
 };
@@ -169,6 +197,8 @@ export function buildPod(p: PodInputs): PodManifest {
     { name: "GC_BOOT_GRACE", value: String(p.bootGraceSeconds) },
   );
   const s = p.settings;
+  const sec = s.security;
+  const volumes = podVolumes(s.workRoot);
   const container: Record<string, unknown> = {
     name: CONTAINER,
     image: p.image,
@@ -176,13 +206,19 @@ export function buildPod(p: PodInputs): PodManifest {
     env,
     ...(s.imagePullPolicy ? { imagePullPolicy: s.imagePullPolicy } : {}),
     ...(s.resources.requests || s.resources.limits ? { resources: { ...s.resources } } : {}),
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+      ...(sec.readOnlyRootFilesystem ? { readOnlyRootFilesystem: true } : {}),
+    },
+    volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: v.mountPath })),
   };
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
       name: p.id.pod,
-      namespace: s.namespace,
+      ...(s.namespace ? { namespace: s.namespace } : {}),
       labels: sessionLabels(p.id),
       annotations: {
         [ANNOTATIONS.session]: p.id.name,
@@ -190,10 +226,19 @@ export function buildPod(p: PodInputs): PodManifest {
         [ANNOTATIONS.startId]: p.startId,
         "kubectl.kubernetes.io/default-container": CONTAINER,
       },
+      ...(p.ownerRef ? { ownerReferences: [{ ...p.ownerRef }] } : {}),
     },
     spec: {
       restartPolicy: "Never",
-      terminationGracePeriodSeconds: 5,
+      terminationGracePeriodSeconds: s.gracePeriodSeconds,
+      securityContext: {
+        runAsNonRoot: sec.runAsNonRoot,
+        ...(sec.runAsUser !== undefined ? { runAsUser: sec.runAsUser } : {}),
+        ...(sec.runAsGroup !== undefined ? { runAsGroup: sec.runAsGroup } : {}),
+        ...(sec.fsGroup !== undefined ? { fsGroup: sec.fsGroup } : {}),
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      volumes: volumes.map((v) => ({ name: v.name, emptyDir: {} })),
       containers: [container],
       ...(s.serviceAccount ? { serviceAccountName: s.serviceAccount } : {}),
       ...(Object.keys(s.nodeSelector).length ? { nodeSelector: { ...s.nodeSelector } } : {}),
@@ -206,6 +251,7 @@ export function buildSecret(
   id: SessionIdentity,
   namespace: string,
   env: Readonly<Record<string, string>>,
+  ownerRef?: OwnerReference,
 ): Record<string, unknown> | undefined {
   const { secret } = splitEnv(env);
   const keys = Object.keys(secret);
@@ -221,6 +267,7 @@ export function buildSecret(
       namespace,
       labels: sessionLabels(id),
       annotations: { [ANNOTATIONS.session]: id.name, [ANNOTATIONS.city]: id.owner },
+      ...(ownerRef ? { ownerReferences: [{ ...ownerRef }] } : {}),
     },
     stringData,
   };

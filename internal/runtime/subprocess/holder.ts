@@ -503,7 +503,9 @@ class Session {
         return { text: this.screen.peek(int(req.lines, "lines")) };
       case "screen":
         await this.screen.flush();
-        return { text: this.screen.visibleText() };
+        return { text: this.screen.visibleText(), ...this.screen.terminalState() };
+      case "paste":
+        return this.paste(str(req.text, "text"));
       case "nudge":
         return this.nudge(str(req.text, "text"));
       case "keys":
@@ -705,6 +707,22 @@ class Session {
 
   private requireRunning(): void {
     if (!this.running) throw new OpError("not_running", "the program has exited");
+  }
+
+  /**
+   * Types `text` as a terminal pastes it: inside `ESC[200~…ESC[201~` with newlines as CR when
+   * the program enabled bracketed paste, else the characters as typed (a newline stays LF:
+   * a line end for a line-reading program, Ctrl-J — a newline in the input, not Enter — for a
+   * raw-mode one). No Enter: the caller confirms the text showed, then presses it.
+   */
+  private paste(text: string): Promise<HolderResults["paste"]> {
+    return this.serialize(async () => {
+      this.requireRunning();
+      await this.screen.flush();
+      const body = this.screen.bracketedPaste ? `\x1b[200~${text.replace(/\r?\n/g, "\r")}\x1b[201~` : text;
+      if (body !== "") await this.writeInput(body);
+      return { bytes: Buffer.byteLength(body) };
+    });
   }
 
   private nudge(text: string): Promise<HolderResults["nudge"]> {

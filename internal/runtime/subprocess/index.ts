@@ -30,9 +30,10 @@ function positiveInt(v: unknown): number | undefined {
 
 /**
  * Builds the subprocess provider for a city. Sessions live under `<stateDir>/subprocess/`.
- * Recognised `settings` (city file `session.subprocess`): `cols`, `rows`, `scrollback`,
- * `log_max_bytes`, `ring_bytes`, `ready_timeout_ms`, `dialog_timeout_ms` (positive integers) and `detach_keys`
- * (`both` | `C-\` | `C-b d`); anything else is ignored.
+ * Recognised `settings` (city file `session.subprocess`, declared and validated by
+ * schema.ts): `cols`, `rows`, `scrollback`, `log_max_bytes`, `ring_bytes`,
+ * `ready_timeout_ms`, `dialog_timeout_ms` (positive integers) and `detach_keys`
+ * (`both` | `C-\` | `C-b d`).
  */
 export function createProvider(opts: ProviderFactoryOptions): SubprocessProvider {
   const s = opts.settings ?? {};

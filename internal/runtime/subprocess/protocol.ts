@@ -103,6 +103,9 @@ export type HolderRequest =
   | { readonly op: "info" }
   | { readonly op: "peek"; readonly lines: number }
   | { readonly op: "screen" }
+  /** Types the text (no Enter): a bracketed paste when the program enabled that mode. */
+  | { readonly op: "paste"; readonly text: string }
+  /** Served for clients of an earlier gc; this gc sends `paste`, confirms, then `keys [Enter]`. */
   | { readonly op: "nudge"; readonly text: string }
   | { readonly op: "keys"; readonly keys: readonly string[] }
   /** Ctrl-C typed (ACP: cancel). Served for clients of an earlier gc; this gc sends `keys [C-c]`. */
@@ -148,7 +151,18 @@ export interface HolderResults {
   status: HolderStatus;
   info: { readonly workDir: string; readonly env: Record<string, string> };
   peek: { readonly text: string };
-  screen: { readonly text: string };
+  /**
+   * `rows`/`cursorX`/`cursorY`/`history`: the visible rows and the cursor (absent from holders
+   * older than these fields).
+   */
+  screen: {
+    readonly text: string;
+    readonly rows?: readonly string[] | undefined;
+    readonly cursorX?: number | undefined;
+    readonly cursorY?: number | undefined;
+    readonly history?: number | undefined;
+  };
+  paste: { readonly bytes: number };
   /** `turn`: the ACP turn the text became (`acp` mode). */
   nudge: { readonly bytes: number; readonly turn?: number | undefined };
   keys: { readonly bytes: number };

@@ -27,6 +27,7 @@ import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.
 import { pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { deliverText, type TerminalState, terminalText } from "../delivery.js";
 import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
@@ -55,6 +56,7 @@ import {
   type InteractionProvider,
   type InteractionResponse,
   type NudgeContent,
+  type NudgeOptions,
   type OpOptions,
   type OrphanKillProvider,
   type OutputChunk,
@@ -175,6 +177,11 @@ export function defaultHolderPath(): string {
 type CallResult<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly why: "missing" | "unresponsive" | "foreign" | "exited" };
+
+/** How long one Enter may take to show on screen before it counts as swallowed (as tmux's default). */
+const NUDGE_CONFIRM_MS = 1_500;
+/** Screen poll interval while a nudge is confirmed. */
+const NUDGE_POLL_MS = 25;
 
 const MISSING = { ok: false, why: "missing" } as const;
 const UNRESPONSIVE = { ok: false, why: "unresponsive" } as const;
@@ -993,22 +1000,23 @@ export class SubprocessProvider
   // ---------------------------------------------------------------- input
 
   /**
-   * Types the exact text and submits it with Enter (CR). Programs that enabled bracketed
-   * paste get the text as one paste, and full-screen programs a short pause before Enter.
-   * Resolves once the bytes were accepted by the pty. Best-effort for a missing or exited
-   * session (resolves). Empty text sends nothing.
-   * @throws NudgeNotDeliveredError when the pty did not accept the text, or when a menu or
-   * dialog is waiting for a choice (typing would answer it; see {@link SubprocessProvider.pending}).
+   * Types the text and submits it with Enter, confirmed on screen by the shared delivery rule
+   * (../delivery.ts `deliverText`, as tmux does): the text is pasted (bracketed when the program
+   * enabled it), Enter is pressed on its own once the paste showed, and the nudge resolves only
+   * once the input line shows the program took it. Terminal control in the text is neutralised
+   * unless `opts.raw`. Resolves for a missing or exited session. Empty text sends nothing.
+   * @throws NudgeNotDeliveredError when a menu or dialog waits for a choice (typing would answer
+   * it), or the program did not visibly take the text (the error quotes the screen).
    */
-  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudge(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     validateSessionName(name);
-    const text = flattenContent(content);
+    const text = terminalText(flattenContent(content), opts);
     if (text === "") return;
     await this.deliver(name, text, opts.signal, false);
   }
 
   /** Same as {@link SubprocessProvider.nudge}: this provider never waits for idle first. */
-  async nudgeNow(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudgeNow(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     await this.nudge(name, content, opts);
   }
 
@@ -1018,14 +1026,51 @@ export class SubprocessProvider
     signal: AbortSignal | undefined,
     strict: boolean,
   ): Promise<void> {
-    let r: CallResult<HolderResults["nudge"]>;
-    try {
-      r = await this.call(name, { op: "nudge", text }, OP_TIMEOUT_MS, signal);
-    } catch (e) {
-      if (e instanceof ProviderError) throw new NudgeNotDeliveredError(name, e.message, { cause: e });
-      throw e;
+    const wrap = (e: unknown): unknown =>
+      e instanceof ProviderError ? new NudgeNotDeliveredError(name, e.message, { cause: e, sent: true }) : e;
+    const first = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal).catch((e: unknown) => {
+      throw e instanceof ProviderError ? new NudgeNotDeliveredError(name, e.message, { cause: e }) : e;
+    });
+    if (!first.ok) {
+      if (strict) await this.requireAlive(name, signal);
+      return;
     }
-    if (!r.ok && strict) await this.requireAlive(name, signal);
+    if (first.value.rows === undefined) {
+      // An ACP session (the protocol confirms the prompt) or a holder of an earlier gc.
+      let r: CallResult<HolderResults["nudge"]>;
+      try {
+        r = await this.call(name, { op: "nudge", text }, OP_TIMEOUT_MS, signal);
+      } catch (e) {
+        throw wrap(e);
+      }
+      if (!r.ok && strict) await this.requireAlive(name, signal);
+      return;
+    }
+    const state = async (): Promise<TerminalState | undefined> => {
+      const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal);
+      if (!r.ok || r.value.rows === undefined) return undefined;
+      const v = r.value;
+      return { rows: v.rows!, cursorX: v.cursorX ?? 0, cursorY: v.cursorY ?? 0, history: v.history };
+    };
+    let gone = false;
+    try {
+      await deliverText(
+        name,
+        {
+          state,
+          paste: async (body) => {
+            gone = !(await this.call(name, { op: "paste", text: body }, OP_TIMEOUT_MS, signal)).ok;
+          },
+          submit: async () => {
+            if (!gone) await this.call(name, { op: "keys", keys: ["Enter"] }, OP_TIMEOUT_MS, signal);
+          },
+        },
+        text,
+        { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, signal },
+      );
+    } catch (e) {
+      throw wrap(e);
+    }
   }
 
   /**

@@ -126,6 +126,20 @@ export class Screen {
     return out;
   }
 
+  /**
+   * The visible rows (right-trimmed), the cursor in them, and the lines scrolled into the
+   * scrollback so far: what nudge delivery compares (../delivery.ts).
+   */
+  terminalState(): { rows: string[]; cursorX: number; cursorY: number; history: number } {
+    const buf = this.term.buffer.active;
+    return {
+      rows: this.viewportLines().map((r) => r.replace(/ +$/, "")),
+      cursorX: buf.cursorX,
+      cursorY: buf.cursorY,
+      history: buf.baseY,
+    };
+  }
+
   /** The visible rows as text, trailing blank rows dropped. */
   visibleText(): string {
     return tailLines(this.viewportLines(), 0).join("\n");

@@ -24,13 +24,8 @@ import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../p
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import {
-  findInteraction,
-  respondToInteraction,
-  type ScreenIO,
-  screenAwaitsChoice,
-  screenLooksIdle,
-} from "../dialogs.js";
+import { deliverText, type TerminalState, terminalText } from "../delivery.js";
+import { findInteraction, respondToInteraction, type ScreenIO, screenLooksIdle } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -63,6 +58,7 @@ import {
   type InteractionProvider,
   type InteractionResponse,
   type NudgeContent,
+  type NudgeOptions,
   type OpOptions,
   type OrphanKillProvider,
   type PendingInteraction,
@@ -107,14 +103,12 @@ const SHUTDOWN_ROUNDS = 3;
 /** How long shutdown waits for the tmux server to stop listening after kill-server. */
 const SERVER_EXIT_MS = 10_000;
 const ENTER_ATTEMPTS = 3;
-const TAIL_CHARS = 16;
 /** How long a dead pane may lack an exit status before it counts as killed by a signal. */
 const EXIT_STATUS_GRACE_MS = 2_000;
 
 /** What the pane looks like right now: cursor, history size and every visible row. */
-interface PaneState {
+interface PaneState extends TerminalState {
   readonly dead: boolean;
-  readonly cursorY: number;
   readonly rows: readonly string[];
   /** Changes whenever anything visible (or the history size) changes. */
   readonly sig: string;
@@ -533,11 +527,11 @@ export class TmuxProvider
    * @throws NudgeNotDeliveredError when the text could not be confirmed as submitted, or
    * a menu/dialog is waiting for a choice (typing would answer it).
    */
-  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudge(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
-    await this.nudgeSession(name, s, flattenContent(content), true, opts.signal);
+    await this.nudgeSession(name, s, terminalText(flattenContent(content), opts), true, opts.signal);
   }
 
   /**
@@ -548,11 +542,11 @@ export class TmuxProvider
    * Nudges to one session are serialized. Resolves when the session is missing.
    * @throws NudgeNotDeliveredError when submission could not be confirmed, or a menu is on screen.
    */
-  async nudgeNow(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudgeNow(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
-    await this.nudgeSession(name, s, flattenContent(content), false, opts.signal);
+    await this.nudgeSession(name, s, terminalText(flattenContent(content), opts), false, opts.signal);
   }
 
   private nudgeSession(
@@ -580,6 +574,7 @@ export class TmuxProvider
     return mine;
   }
 
+  /** Types and confirms the text through the shared delivery rule (../delivery.ts). */
   private async deliver(
     name: string,
     s: SessionInfo,
@@ -587,58 +582,37 @@ export class TmuxProvider
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const target = `${s.id}:`;
-    const before = await this.paneState(s.id, signal);
-    if (!before || before.dead) return;
-    if (screenAwaitsChoice(before.rows.join("\n"))) {
-      throw new NudgeNotDeliveredError(
-        name,
-        "a menu or dialog is waiting for a choice; typing would answer it",
-      );
-    }
-    const tail = textTail(text);
-    const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
-    // Not abortable: an abort between the two would leave the buffer behind on the server.
-    await this.tmux(["set-buffer", "-b", buffer, "--", text]);
-    try {
-      await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target]);
-    } catch (e) {
-      await this.tmux(["delete-buffer", "-b", buffer]).catch(() => undefined);
-      if (isAbsent(e)) return;
-      throw e;
-    }
-    // The paste is visible when the screen changed; it has settled when it stops changing.
-    let landed = false;
-    let base = before;
-    let stableSince = 0;
-    const settleBy = Date.now() + 2 * this.settings.nudgeConfirmMs;
-    while (Date.now() < settleBy) {
-      await sleep(STATE_POLL_MS, undefined, { signal });
+    const state = async (): Promise<TerminalState | undefined> => {
       const st = await this.paneState(s.id, signal);
-      if (!st || st.dead) return;
-      if (st.sig !== base.sig) {
-        landed = landed || st.sig !== before.sig;
-        base = st;
-        stableSince = Date.now();
-      } else if (landed && Date.now() - stableSince >= 2 * STATE_POLL_MS) break;
-    }
-    // Only keep pressing Enter when the text visibly sits in an input line.
-    const attempts = landed ? ENTER_ATTEMPTS : 1;
-    for (let i = 0; i < attempts; i++) {
-      await this.tmux(["send-keys", "-t", target, "-H", "0d"], { signal });
-      const by = Date.now() + this.settings.nudgeConfirmMs;
-      while (Date.now() < by) {
-        await sleep(STATE_POLL_MS, undefined, { signal });
-        const st = await this.paneState(s.id, signal);
-        if (!st || st.dead) return; // the program took the input and exited
-        if (st.sig !== base.sig && !cursorRowHolds(st, tail)) return;
-      }
-      base = (await this.paneState(s.id, signal)) ?? base;
-    }
-    throw new NudgeNotDeliveredError(
+      return st && !st.dead ? st : undefined;
+    };
+    await deliverText(
       name,
-      landed
-        ? `the text is still on the input line after ${attempts} Enter presses`
-        : "neither the pasted text nor Enter changed the screen",
+      {
+        state,
+        paste: async (body) => {
+          const buffer = `gc-nudge-${process.pid}-${++this.bufferSeq}`;
+          // Not abortable: an abort between the two would leave the buffer behind on the server.
+          await this.tmux(["set-buffer", "-b", buffer, "--", body]);
+          try {
+            await this.tmux(["paste-buffer", "-p", "-d", "-b", buffer, "-t", target]);
+          } catch (e) {
+            await this.tmux(["delete-buffer", "-b", buffer]).catch(() => undefined);
+            if (isAbsent(e)) return;
+            throw e;
+          }
+        },
+        submit: async () => {
+          await this.tmux(["send-keys", "-t", target, "-H", "0d"], { signal });
+        },
+      },
+      text,
+      {
+        confirmMs: this.settings.nudgeConfirmMs,
+        pollMs: STATE_POLL_MS,
+        enterAttempts: ENTER_ATTEMPTS,
+        signal,
+      },
     );
   }
 
@@ -1236,7 +1210,9 @@ export class TmuxProvider
       const trimmed = rows.map((r) => r.trimEnd());
       return {
         dead: dead === "1",
+        cursorX: Number(cx),
         cursorY: Number(cy),
+        history: Number(hist),
         rows: trimmed,
         sig: `${cx},${cy},${hist}\n${trimmed.join("\n")}`,
       };
@@ -1289,21 +1265,6 @@ export class TmuxProvider
       GC_TMUX_SOCKET: this.settings.socketLabel,
     };
   }
-}
-
-/** Last line of `text` (trailing blanks dropped), at most {@link TAIL_CHARS} characters. */
-function textTail(text: string): string {
-  const last =
-    text
-      .split(/\r?\n|\r/)
-      .pop()
-      ?.trimEnd() ?? "";
-  if (last.includes("\t")) return ""; // tabs are drawn as spaces: cannot be matched on screen
-  return [...last].slice(-TAIL_CHARS).join("");
-}
-
-function cursorRowHolds(st: PaneState, tail: string): boolean {
-  return tail !== "" && (st.rows[st.cursorY] ?? "").includes(tail);
 }
 
 /** True when `pid` exists as a zombie (exited, not yet reaped by its parent). */

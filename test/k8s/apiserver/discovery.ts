@@ -3,7 +3,9 @@
  * response Content-Type selects the aggregated parser; a resource without `responseKind` is
  * dropped). Pure.
  */
-import { RESOURCES } from "./resources.js";
+import { GROUPS, RESOURCES, type ResourceDef } from "./resources.js";
+
+const inGroup = (group: string) => RESOURCES.filter((r) => r.group === group);
 
 /** Content-Type of an aggregated discovery answer. */
 export const AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -39,24 +41,7 @@ export function aggregatedApi(): object {
           {
             version: "v1",
             freshness: "Current",
-            resources: RESOURCES.map((r) => ({
-              resource: r.resource,
-              responseKind: { group: "", version: "v1", kind: r.kind },
-              scope: r.namespaced ? "Namespaced" : "Cluster",
-              singularResource: r.singular,
-              verbs: r.verbs,
-              ...(r.shortNames.length ? { shortNames: r.shortNames } : {}),
-              ...(r.resource === "pods" ? { categories: ["all"] } : {}),
-              ...(r.subresources.length
-                ? {
-                    subresources: r.subresources.map((s) => ({
-                      subresource: s.name,
-                      responseKind: { group: "", version: "v1", kind: s.kind },
-                      verbs: s.verbs,
-                    })),
-                  }
-                : {}),
-            })),
+            resources: inGroup("").map(discoveryResource),
           },
         ],
       },
@@ -64,9 +49,45 @@ export function aggregatedApi(): object {
   };
 }
 
-/** Aggregated `/apis` (no groups). */
+/** One resource of an aggregated discovery document. */
+function discoveryResource(r: ResourceDef): object {
+  return {
+    resource: r.resource,
+    responseKind: { group: r.group, version: "v1", kind: r.kind },
+    scope: r.namespaced ? "Namespaced" : "Cluster",
+    singularResource: r.singular,
+    verbs: r.verbs,
+    ...(r.shortNames.length ? { shortNames: r.shortNames } : {}),
+    ...(r.resource === "pods" ? { categories: ["all"] } : {}),
+    ...(r.subresources.length
+      ? {
+          subresources: r.subresources.map((s) => ({
+            subresource: s.name,
+            responseKind: { group: r.group, version: "v1", kind: s.kind },
+            verbs: s.verbs,
+          })),
+        }
+      : {}),
+  };
+}
+
+/** Aggregated `/apis`: the served groups (coordination.k8s.io). */
 export function aggregatedApis(): object {
-  return { kind: "APIGroupDiscoveryList", apiVersion: "apidiscovery.k8s.io/v2", metadata: {}, items: [] };
+  return {
+    kind: "APIGroupDiscoveryList",
+    apiVersion: "apidiscovery.k8s.io/v2",
+    metadata: {},
+    items: GROUPS.map((g) => ({
+      metadata: { name: g, creationTimestamp: null },
+      versions: [{ version: "v1", freshness: "Current", resources: inGroup(g).map(discoveryResource) }],
+    })),
+  };
+}
+
+/** Legacy `/apis/<group>`. */
+export function apiGroup(group: string): object {
+  const v = { groupVersion: `${group}/v1`, version: "v1" };
+  return { kind: "APIGroup", apiVersion: "v1", name: group, versions: [v], preferredVersion: v };
 }
 
 /** Legacy `/api`. */
@@ -80,13 +101,24 @@ export function legacyApi(hostPort: string): object {
 
 /** Legacy `/apis`. */
 export function legacyApis(): object {
-  return { kind: "APIGroupList", apiVersion: "v1", groups: [] };
+  return {
+    kind: "APIGroupList",
+    apiVersion: "v1",
+    groups: GROUPS.map((g) => {
+      const { kind: _k, apiVersion: _a, ...rest } = apiGroup(g) as Record<string, unknown>;
+      return rest;
+    }),
+  };
 }
 
-/** `/api/v1`: resources first, then their subresources (KubernetesObjectApi takes the first kind match). */
-export function apiResourceList(): object {
+/**
+ * `/api/v1` (group "") or `/apis/<group>/v1`: resources first, then their subresources
+ * (KubernetesObjectApi takes the first kind match).
+ */
+export function apiResourceList(group = ""): object {
   const resources: object[] = [];
-  for (const r of RESOURCES) {
+  const served = inGroup(group);
+  for (const r of served) {
     resources.push({
       name: r.resource,
       singularName: r.singular,
@@ -97,7 +129,7 @@ export function apiResourceList(): object {
       ...(r.resource === "pods" ? { categories: ["all"] } : {}),
     });
   }
-  for (const r of RESOURCES) {
+  for (const r of served) {
     for (const s of r.subresources) {
       resources.push({
         name: `${r.resource}/${s.name}`,
@@ -108,14 +140,19 @@ export function apiResourceList(): object {
       });
     }
   }
-  return { kind: "APIResourceList", groupVersion: "v1", resources };
+  return { kind: "APIResourceList", groupVersion: group ? `${group}/v1` : "v1", resources };
 }
 
 const OPENAPI_HASH = "LOOPBACK0000000000000000000000000000000000000000000000000000000000";
 
 /** `GET /openapi/v3`. */
 export function openApiIndex(): object {
-  return { paths: { "api/v1": { serverRelativeURL: `/openapi/v3/api/v1?hash=${OPENAPI_HASH}` } } };
+  const paths: Record<string, object> = {
+    "api/v1": { serverRelativeURL: `/openapi/v3/api/v1?hash=${OPENAPI_HASH}` },
+  };
+  for (const g of GROUPS)
+    paths[`apis/${g}/v1`] = { serverRelativeURL: `/openapi/v3/apis/${g}/v1?hash=${OPENAPI_HASH}` };
+  return { paths };
 }
 
 /**
@@ -123,15 +160,16 @@ export function openApiIndex(): object {
  * `fieldValidation` parameter, which is what kubectl looks for before trusting server-side
  * field validation (cli-runtime `query_param_verifier_v3.go`).
  */
-export function openApiV1(): object {
+export function openApiV1(group = ""): object {
   const paths: Record<string, object> = {};
-  for (const r of RESOURCES) {
+  const base = group ? `/apis/${group}/v1` : "/api/v1";
+  for (const r of inGroup(group)) {
     const path = r.namespaced
-      ? `/api/v1/namespaces/{namespace}/${r.resource}/{name}`
-      : `/api/v1/${r.resource}/{name}`;
+      ? `${base}/namespaces/{namespace}/${r.resource}/{name}`
+      : `${base}/${r.resource}/{name}`;
     paths[path] = {
       patch: {
-        "x-kubernetes-group-version-kind": { group: "", version: "v1", kind: r.kind },
+        "x-kubernetes-group-version-kind": { group, version: "v1", kind: r.kind },
         parameters: [
           { name: "fieldValidation", in: "query", schema: { type: "string" } },
           { name: "fieldManager", in: "query", schema: { type: "string" } },

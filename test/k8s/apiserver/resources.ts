@@ -9,6 +9,8 @@ import { invalid, type StatusCause } from "./status.js";
 
 /** One served resource. */
 export interface ResourceDef {
+  /** API group ("" for core). */
+  readonly group: string;
   readonly resource: string;
   readonly singular: string;
   readonly kind: string;
@@ -28,9 +30,15 @@ const str = (v: unknown) => (v === undefined || v === null ? "" : String(v));
 const spec = (o: KObject) => (o.spec ?? {}) as Record<string, unknown>;
 const status = (o: KObject) => (o.status ?? {}) as Record<string, unknown>;
 
+/** `apiVersion` of `def`'s objects (`v1`, `coordination.k8s.io/v1`). */
+export function apiVersionOf(def: Pick<ResourceDef, "group">): string {
+  return def.group ? `${def.group}/v1` : "v1";
+}
+
 /** Served resources, pods first (client-node's KubernetesObjectApi takes the first `kind` match). */
 export const RESOURCES: readonly ResourceDef[] = [
   {
+    group: "",
     resource: "pods",
     singular: "pod",
     kind: "Pod",
@@ -57,6 +65,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     },
   },
   {
+    group: "",
     resource: "namespaces",
     singular: "namespace",
     kind: "Namespace",
@@ -67,6 +76,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     fields: { ...meta, "status.phase": (o) => str(status(o).phase) },
   },
   {
+    group: "",
     resource: "secrets",
     singular: "secret",
     kind: "Secret",
@@ -77,6 +87,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     fields: { ...meta, type: (o) => str(o.type) },
   },
   {
+    group: "",
     resource: "configmaps",
     singular: "configmap",
     kind: "ConfigMap",
@@ -87,6 +98,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     fields: meta,
   },
   {
+    group: "",
     resource: "serviceaccounts",
     singular: "serviceaccount",
     kind: "ServiceAccount",
@@ -96,11 +108,25 @@ export const RESOURCES: readonly ResourceDef[] = [
     subresources: [],
     fields: meta,
   },
+  {
+    group: "coordination.k8s.io",
+    resource: "leases",
+    singular: "lease",
+    kind: "Lease",
+    namespaced: true,
+    shortNames: [],
+    verbs: CRUD,
+    subresources: [],
+    fields: meta,
+  },
 ];
 
-/** The definition of `resource`, if served. */
-export function resourceDef(resource: string): ResourceDef | undefined {
-  return RESOURCES.find((r) => r.resource === resource);
+/** The API groups served besides core. */
+export const GROUPS: readonly string[] = [...new Set(RESOURCES.map((r) => r.group).filter(Boolean))];
+
+/** The definition of `resource` in `group` (default core), if served. */
+export function resourceDef(resource: string, group = ""): ResourceDef | undefined {
+  return RESOURCES.find((r) => r.resource === resource && r.group === group);
 }
 
 /** RFC 3339 UTC, whole seconds, as Kubernetes writes timestamps. */
@@ -229,6 +255,19 @@ function validatePodSpec(obj: KObject, causes: StatusCause[]): void {
   }
 }
 
+/** JSON with object keys sorted at every depth, so equal values compare equal. Pure. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
+}
+
 /** Fields of a pod spec that may change after creation (`ValidatePodUpdate`). */
 function podSpecChangeAllowed(oldSpec: Record<string, unknown>, newSpec: Record<string, unknown>): boolean {
   const strip = (s: Record<string, unknown>) => {
@@ -239,7 +278,7 @@ function podSpecChangeAllowed(oldSpec: Record<string, unknown>, newSpec: Record<
     delete c.activeDeadlineSeconds;
     delete c.tolerations;
     delete c.nodeName; // set by binding
-    return JSON.stringify(c, Object.keys(c).sort());
+    return canonicalJson(c);
   };
   return strip(oldSpec) === strip(newSpec);
 }
@@ -248,6 +287,13 @@ function podSpecChangeAllowed(oldSpec: Record<string, unknown>, newSpec: Record<
 export function validate(def: ResourceDef, obj: KObject, old?: KObject): void {
   const causes: StatusCause[] = [];
   validateMeta(def, obj, causes);
+  if (old?.metadata.uid !== undefined && obj.metadata.uid !== old.metadata.uid) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message: `Invalid value: "${String(obj.metadata.uid)}": field is immutable`,
+      field: "metadata.uid",
+    });
+  }
   if (def.resource === "pods") {
     validatePodSpec(obj, causes);
     if (old && !podSpecChangeAllowed(spec(old), spec(obj))) {
@@ -312,7 +358,7 @@ function defaultContainer(c: Container): Container {
 /** Server-set fields on create: uid, timestamps, namespace, kind defaults (pods, secrets). */
 export function defaultOnCreate(def: ResourceDef, obj: KObject, ns: string | undefined): KObject {
   const out = structuredClone(obj);
-  out.apiVersion = "v1";
+  out.apiVersion = apiVersionOf(def);
   out.kind = def.kind;
   out.metadata = { ...out.metadata, uid: randomUUID(), creationTimestamp: now() };
   if (def.namespaced) out.metadata.namespace = ns;

@@ -5,8 +5,11 @@
  * and return objects or throw ApiError; the HTTP layer lives in server.ts.
  */
 import type { ServerResponse } from "node:http";
+import { orphanDependents } from "./gc.js";
 import { applyPatch, type PatchType } from "./patch.js";
+import { ENFORCE_LABEL, podSecurityMessage, podSecurityViolations } from "./podsecurity.js";
 import {
+  apiVersionOf,
   defaultOnCreate,
   normalizeData,
   now,
@@ -15,7 +18,7 @@ import {
   validate,
 } from "./resources.js";
 import { type KObject, type Matcher, parseFieldSelector, parseLabelSelector } from "./selectors.js";
-import { ApiError, alreadyExists, badRequest, conflict, expired, notFound } from "./status.js";
+import { ApiError, alreadyExists, badRequest, conflict, expired, forbidden, notFound } from "./status.js";
 import type { Store, StoreEvent } from "./store.js";
 
 type Json = Record<string, unknown>;
@@ -25,6 +28,14 @@ export const DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kub
 
 /** Query parameters that matter to REST handlers. */
 export type Query = URLSearchParams;
+
+/**
+ * A boolean query parameter as the API server parses it (Go's `strconv.ParseBool`): `1`, `t`,
+ * `T`, `true`, `TRUE`, `True` — the official Python client sends `True`. Pure.
+ */
+export function queryBool(q: Query, name: string): boolean {
+  return ["1", "t", "T", "true", "TRUE", "True"].includes(q.get(name) ?? "");
+}
 
 /** Builds a selector matcher from `labelSelector` + `fieldSelector`. */
 export function selectorOf(def: ResourceDef, q: Query): Matcher {
@@ -78,27 +89,32 @@ export class Rest {
     const obj = this.store.get("namespaces", undefined, ns);
     if (!obj) throw notFound("namespaces", ns);
     if (forCreate && obj.metadata.deletionTimestamp) {
-      throw new ApiError({
-        kind: "Status",
-        apiVersion: "v1",
-        metadata: {},
-        status: "Failure",
-        message: `unable to create new content in namespace ${ns} because it is being terminated`,
-        reason: "Forbidden",
-        details: { name: ns, kind: "namespaces" },
-        code: 403,
-      });
+      throw forbidden(
+        "namespaces",
+        ns,
+        `unable to create new content in namespace ${ns} because it is being terminated`,
+      );
     }
+  }
+
+  /** PodSecurity admission: 403 when the namespace enforces a level the pod violates. */
+  private admitPodSecurity(pod: KObject): void {
+    const ns = this.store.get("namespaces", undefined, pod.metadata.namespace!);
+    const level = ns?.metadata.labels?.[ENFORCE_LABEL];
+    if (!level) return;
+    const violations = podSecurityViolations(pod, level);
+    if (violations.length === 0) return;
+    throw forbidden("pods", pod.metadata.name!, podSecurityMessage(pod.metadata.name!, level, violations));
   }
 
   get(def: ResourceDef, ns: string | undefined, name: string): KObject {
     const obj = this.store.get(def.resource, ns, name);
-    if (!obj) throw notFound(def.resource, name);
+    if (!obj) throw notFound(def.resource, name, def.group);
     return obj;
   }
 
+  /** LIST. A namespace that does not exist simply has no objects (200, empty), as on a real server. */
   list(def: ResourceDef, ns: string | undefined, q: Query): KObject {
-    if (ns !== undefined && def.namespaced) this.requireNamespace(ns, false);
     const match = selectorOf(def, q);
     const items = this.store
       .list(def.resource, def.namespaced ? ns : undefined)
@@ -106,7 +122,7 @@ export class Rest {
       .map(withoutTypeMeta);
     return {
       kind: `${def.kind}List`,
-      apiVersion: "v1",
+      apiVersion: apiVersionOf(def),
       metadata: { resourceVersion: String(this.store.currentRv()) },
       items,
     } as unknown as KObject;
@@ -119,7 +135,7 @@ export class Rest {
     obj.metadata ??= {};
     if (obj.kind !== undefined && obj.kind !== def.kind) {
       throw badRequest(
-        `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (v1)`,
+        `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${apiVersionOf(def)})`,
       );
     }
     if (def.namespaced && obj.metadata.namespace !== undefined && obj.metadata.namespace !== ns) {
@@ -137,6 +153,7 @@ export class Rest {
     }
     const out = defaultOnCreate(def, obj, def.namespaced ? ns : undefined);
     validate(def, out);
+    if (def.resource === "pods") this.admitPodSecurity(out);
     if (q.get("dryRun") === "All") return out;
     const stored = this.store.put(def.resource, out);
     if (def.resource === "namespaces") this.addDefaultServiceAccount(name!);
@@ -211,13 +228,14 @@ export class Rest {
     } else {
       next = normalizeData(def, {
         ...incoming,
-        apiVersion: "v1",
+        apiVersion: apiVersionOf(def),
         kind: def.kind,
         metadata: {
           ...incoming.metadata,
           name: old.metadata.name,
           namespace: old.metadata.namespace,
-          uid: old.metadata.uid,
+          // a uid the client sent must match (ValidateObjectMetaUpdate: 422 "field is immutable")
+          uid: incoming.metadata.uid || old.metadata.uid,
           creationTimestamp: old.metadata.creationTimestamp,
           resourceVersion: old.metadata.resourceVersion,
         },
@@ -256,6 +274,9 @@ export class Rest {
     }
     const dryRun =
       q.get("dryRun") === "All" || (Array.isArray(options.dryRun) && options.dryRun.includes("All"));
+    const policy = options.propagationPolicy ?? q.get("propagationPolicy");
+    if (!dryRun && policy === "Orphan" && ns !== undefined)
+      orphanDependents(this.store, ns, old.metadata.uid!);
     if (def.resource === "pods") return this.deletePod(old, q, options, dryRun);
     if (def.resource === "namespaces") return this.deleteNamespace(old, dryRun);
     if (dryRun) return old;
@@ -304,7 +325,7 @@ export class Rest {
       status: { phase: "Terminating" },
     });
     setImmediate(() => {
-      for (const r of ["pods", "secrets", "configmaps", "serviceaccounts"]) {
+      for (const r of ["pods", "secrets", "configmaps", "serviceaccounts", "leases"]) {
         for (const o of this.store.list(r, name)) this.store.remove(r, name, o.metadata.name!);
       }
       this.store.remove("namespaces", undefined, name);
@@ -340,7 +361,7 @@ export class Rest {
     const match = selectorOf(def, q);
     const inScope = (o: KObject) => !def.namespaced || ns === undefined || o.metadata.namespace === ns;
     const rvParam = q.get("resourceVersion");
-    const bookmarks = q.get("allowWatchBookmarks") === "true";
+    const bookmarks = queryBool(q, "allowWatchBookmarks");
     res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
     res.flushHeaders();
     const send = (type: string, object: unknown) => {
@@ -387,7 +408,7 @@ export class Rest {
       const iv = setInterval(() => {
         send("BOOKMARK", {
           kind: def.kind,
-          apiVersion: "v1",
+          apiVersion: apiVersionOf(def),
           metadata: {
             resourceVersion: String(Math.max(lastRv, this.store.currentRv())),
             creationTimestamp: null,

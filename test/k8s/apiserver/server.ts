@@ -17,6 +17,7 @@ import {
   AGGREGATED_TYPE,
   aggregatedApi,
   aggregatedApis,
+  apiGroup,
   apiResourceList,
   legacyApi,
   legacyApis,
@@ -26,11 +27,12 @@ import {
   wantsAggregated,
 } from "./discovery.js";
 import { Faults } from "./faults.js";
+import { GarbageCollector } from "./gc.js";
 import { Kubelet, type LogBuffer } from "./kubelet.js";
 import { PATCH_TYPES, type PatchType } from "./patch.js";
 import type { Proc } from "./proc.js";
-import { type ResourceDef, resourceDef } from "./resources.js";
-import { Rest } from "./rest.js";
+import { GROUPS, RESOURCES, type ResourceDef, resourceDef } from "./resources.js";
+import { queryBool, Rest } from "./rest.js";
 import type { KObject } from "./selectors.js";
 import {
   ApiError,
@@ -147,8 +149,12 @@ interface Route {
 /** Parses `/api/v1/...` into a resource route; undefined when it is not one. */
 function parseRoute(path: string): Route | undefined {
   let parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-  if (parts[0] !== "api" || parts[1] !== "v1") return undefined;
-  parts = parts.slice(2);
+  let group = "";
+  if (parts[0] === "api" && parts[1] === "v1") parts = parts.slice(2);
+  else if (parts[0] === "apis" && GROUPS.includes(parts[1] ?? "") && parts[2] === "v1" && parts.length > 3) {
+    group = parts[1]!;
+    parts = parts.slice(3);
+  } else return undefined;
   let watchPath = false;
   if (parts[0] === "watch") {
     watchPath = true;
@@ -161,12 +167,12 @@ function parseRoute(path: string): Route | undefined {
     !(parts.length === 3 && ["status", "finalize"].includes(parts[2]!))
   ) {
     const [, ns, resource, name, sub] = parts;
-    const def = resourceDef(resource!);
+    const def = resourceDef(resource!, group);
     if (!def?.namespaced || parts.length > 5) return { def: undefined, watchPath };
     return { def, ns, name, sub, watchPath };
   }
   const [resource, name, sub] = parts;
-  const def = resourceDef(resource!);
+  const def = resourceDef(resource!, group);
   if (!def || parts.length > 3) return { def: undefined, watchPath };
   if (def.namespaced && name !== undefined) return { def: undefined, watchPath };
   return { def, name, sub, watchPath };
@@ -239,6 +245,12 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   const requestLog = new RequestLog();
   const rest = new Rest(store);
   rest.seed();
+  const collector = new GarbageCollector(store, (resource, ns, name, uid) => {
+    rest.delete(RESOURCES.find((d) => d.resource === resource)!, ns, name, new URLSearchParams(), {
+      preconditions: { uid },
+      propagationPolicy: "Background",
+    });
+  });
   for (const ns of opts.namespaces ?? []) {
     rest.create(resourceDef("namespaces")!, undefined, { metadata: { name: ns } }, new URLSearchParams());
   }
@@ -288,7 +300,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
 
   const verbOf = (method: string, route: Route | undefined, q: URLSearchParams): string => {
     if (!route?.def) return "other";
-    const watch = route.watchPath || q.get("watch") === "true" || q.get("watch") === "1";
+    const watch = route.watchPath || queryBool(q, "watch");
     if (route.sub === "exec" || route.sub === "attach") return "connect";
     switch (method) {
       case "GET":
@@ -410,6 +422,18 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
 
   const serveDiscovery = (req: IncomingMessage, res: ServerResponse, path: string): void => {
     const aggregated = wantsAggregated(req.headers.accept);
+    // /apis/<group>, /apis/<group>/v1, /openapi/v3/apis/<group>/v1 of a served group
+    const g = /^\/(openapi\/v3\/)?apis\/([^/]+)(\/v1)?\/*$/.exec(path);
+    if (g && GROUPS.includes(g[2]!)) {
+      if (g[1] && g[3]) {
+        sendJson(res, 200, openApiV1(g[2]));
+        return;
+      }
+      if (!g[1]) {
+        sendJson(res, 200, g[3] ? apiResourceList(g[2]) : apiGroup(g[2]!));
+        return;
+      }
+    }
     switch (path.replace(/\/+$/, "")) {
       case "/version":
         sendJson(res, 200, VERSION);
@@ -443,12 +467,8 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   };
 
   const serveLog = (res: ServerResponse, pod: KObject, q: URLSearchParams): void => {
-    const buf: LogBuffer = kubelet.logBuffer(
-      pod,
-      q.get("container") ?? undefined,
-      q.get("previous") === "true",
-    );
-    const timestamps = q.get("timestamps") === "true";
+    const buf: LogBuffer = kubelet.logBuffer(pod, q.get("container") ?? undefined, queryBool(q, "previous"));
+    const timestamps = queryBool(q, "timestamps");
     const since = q.get("sinceSeconds") !== null ? Date.now() - Number(q.get("sinceSeconds")) * 1000 : 0;
     let limit = q.get("limitBytes") !== null ? Number(q.get("limitBytes")) : Number.POSITIVE_INFINITY;
     const fmt = (ts: number, data: Buffer): Buffer => {
@@ -478,7 +498,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       if (limit <= 0) res.end();
     };
     write(body);
-    if (q.get("follow") !== "true" || buf.ended || res.writableEnded) {
+    if (!queryBool(q, "follow") || buf.ended || res.writableEnded) {
       if (!res.writableEnded) res.end();
       return;
     }
@@ -504,8 +524,12 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     const q = url.searchParams;
     const route = parseRoute(url.pathname);
     const rec = record(req, url, route, "connect");
+    // A client may reset the connection at any point of the upgrade: without a listener the
+    // socket's error would be uncaught and end the whole server.
+    socket.on("error", () => socket.destroy());
     const refuse = (e: ApiError) => {
       rec.status = e.code;
+      if (socket.destroyed) return;
       const body = JSON.stringify(e.status);
       socket.end(
         `HTTP/1.1 ${e.code} ${e.status.reason ?? "Error"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -522,10 +546,10 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       }
       const pod = rest.get(route.def, route.ns, route.name);
       const flags: StreamFlags = {
-        stdin: q.get("stdin") === "true" || q.get("stdin") === "1",
-        stdout: q.get("stdout") === "true" || q.get("stdout") === "1",
-        stderr: q.get("stderr") === "true" || q.get("stderr") === "1",
-        tty: q.get("tty") === "true" || q.get("tty") === "1",
+        stdin: queryBool(q, "stdin"),
+        stdout: queryBool(q, "stdout"),
+        stderr: queryBool(q, "stderr"),
+        tty: queryBool(q, "tty"),
       };
       if (!flags.stdin && !flags.stdout && !flags.stderr) {
         throw badRequest("you must specify at least 1 of stdin, stdout, stderr");
@@ -543,6 +567,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
         const argv = q.getAll("command");
         if (argv.length === 0) throw badRequest("you must specify at least one command for the container");
         kubelet.runningContainer(pod, container); // refuse before upgrading
+        if (socket.destroyed) return; // the client went away while we checked
         wss.handleUpgrade(req, socket, head, (ws) => {
           rec.status = 101;
           runExec(ws, flags, () => kubelet.exec(pod, container, argv, flags.tty), argv);
@@ -671,6 +696,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       if (stopped) return;
       stopped = true;
       await close();
+      collector.stop();
       await kubelet.stop();
       if (ownDir) rmSync(dir, { recursive: true, force: true });
     },

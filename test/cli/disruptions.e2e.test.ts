@@ -1,6 +1,6 @@
 /**
- * What an operator running a night of 20 tmux and subprocess sessions met in session 13
- * (docs/decisions.md, "An operator's night with the dashboard and the disruptions"): a
+ * Disruptions an operator running a night of 20 tmux and subprocess sessions met
+ * (docs/decisions.md, "Last good config", "Store faults", "Waits are on one incarnation"): a
  * dashboard whose city file turns invalid while it runs keeps its sessions on the last good
  * config (restart works, drift is the last good one's), as every CLI command does.
  */

@@ -1,7 +1,8 @@
 /**
- * Tar archives for the Engine API's archive endpoints (copyTo, copy-mode work dirs,
- * metadata files): built in memory from local paths or literal entries, and the first
- * file read back out of a downloaded archive. Uses tar-stream.
+ * Tar archives built in memory from local paths or literal entries (docker's Engine API
+ * archive endpoints: copyTo, copy-mode work dirs, metadata files; k8s staging, unpacked in
+ * the pod), and the first file read back out of a downloaded archive. Uses tar-stream, so
+ * no host `tar` is spawned.
  */
 import { lstat, readdir, readFile, readlink } from "node:fs/promises";
 import { join, posix } from "node:path";

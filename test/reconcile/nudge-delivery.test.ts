@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { turnIdleMode } from "../../cmd/gc/commands/run.js";
+import { NudgeNotDeliveredError } from "../../internal/base/errors.js";
 import {
   atBarePrompt,
   deliverDueNudges,
@@ -207,6 +208,45 @@ describe("deliverDueNudges", () => {
     const n = await store.enqueueNudge({ session: "py", text: "x" });
     await deliverDueNudges(deps());
     expect((await store.getNudge(n.id))?.lastError).toMatch(/waiting for input/);
+  });
+
+  it("deliver: a nudge typed but not confirmed is a dead letter, never sent again (at most once)", async () => {
+    p.peekOutput.set("py", ">>>");
+    const n = await store.enqueueNudge({ session: "py", text: "x", maxAttempts: 5 });
+    p.failNext(
+      "nudge",
+      new NudgeNotDeliveredError("py", "the text is still on the input line", { sent: true }),
+    );
+    const r = await deliverDueNudges(deps());
+    expect(r.failed).toHaveLength(1);
+    const stored = await store.getNudge(n.id);
+    expect(stored).toMatchObject({ state: "dead", attempts: 1 });
+    expect(stored?.deadReason).toMatch(/at most once/);
+    now += NUDGE_RETRY_MAX_MS;
+    await deliverDueNudges(deps());
+    expect(p.calls.filter((c) => c.method === "nudge")).toHaveLength(1);
+  });
+
+  it("deliver: a refusal before typing (sent: false) is retried", async () => {
+    p.peekOutput.set("py", ">>>");
+    const n = await store.enqueueNudge({ session: "py", text: "x", maxAttempts: 5 });
+    p.failNext("nudge", new NudgeNotDeliveredError("py", "a menu is waiting for a choice"));
+    await deliverDueNudges(deps());
+    expect(await store.getNudge(n.id)).toMatchObject({ state: "queued", attempts: 1 });
+    now += NUDGE_RETRY_MIN_MS;
+    await deliverDueNudges(deps());
+    expect(p.session("py")?.nudges).toEqual(["x"]);
+  });
+
+  it("deliver: an attempt whose deliverer stopped mid-way (lapsed claim) is never sent again", async () => {
+    p.peekOutput.set("py", ">>>");
+    const n = await store.enqueueNudge({ session: "py", text: "x" });
+    expect((await store.claimNudge("py", { leaseMs: 1_000 }))?.id).toBe(n.id);
+    now += 1_000;
+    await deliverDueNudges(deps());
+    expect(p.session("py")?.nudges).toEqual([]);
+    expect((await store.getNudge(n.id))?.state).toBe("dead");
+    expect(await store.queryEvents({ session: "py", types: ["nudge.dead"] })).toHaveLength(1);
   });
 
   it("deliver: one nudge per session per round, in queue order", async () => {

@@ -1,6 +1,6 @@
 /**
- * What an operator running exec-script, pool and tmux cities met in session 12
- * (docs/decisions.md, "An operator's hour on exec scripts, pools and the session commands"):
+ * The session commands where an operator of exec-script, pool and tmux cities met edges
+ * (docs/decisions.md, "Partial observation stops nothing", "CLI conventions"):
  * a provider that cannot be observed leaves RUNNING unknown ("?", null), never "no"; a command
  * cut short by Ctrl-C says "interrupted", as a JSON error under --json; an edit of a setting
  * the controller reads only at its start (daemon.interval…) is logged as waiting for a restart;

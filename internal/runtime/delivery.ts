@@ -1,0 +1,214 @@
+/**
+ * Nudge delivery into a terminal, one implementation for every provider that has a screen
+ * (tmux, subprocess; docker and k8s through the tmux channel): what the text becomes before
+ * it is typed ({@link terminalText}) and the decision whether the program took it
+ * ({@link deliverText}). Providers supply the terminal as a {@link DeliveryTerminal} (read the
+ * screen, paste, press Enter); the decision is made here only.
+ *
+ * The rule: a nudge is delivered only when the screen shows the program took it — the input
+ * line that showed the text changed (cleared, redrawn elsewhere) or the cursor left it, or the
+ * program exited. A spinner or a clock elsewhere on screen is not evidence. When nothing shows
+ * either way (a program that echoes nothing) the result is an error that says the text was
+ * sent but not confirmed; `sent` on the error tells a caller not to send it again.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { NudgeNotDeliveredError } from "../base/errors.js";
+import { screenAwaitsChoice } from "./dialogs.js";
+
+/** One look at a terminal: its visible rows (trailing blanks dropped) and the cursor. */
+export interface TerminalState {
+  readonly rows: readonly string[];
+  readonly cursorX: number;
+  readonly cursorY: number;
+  /** Lines scrolled off the top so far, when the terminal knows (a settle check only). */
+  readonly history?: number | undefined;
+}
+
+/** What {@link deliverText} needs from a session's terminal. */
+export interface DeliveryTerminal {
+  /** The screen now; `undefined` when the program is gone. */
+  state(): Promise<TerminalState | undefined>;
+  /**
+   * Types `text` as one paste, without Enter: inside bracketed-paste markers when the
+   * program enabled that mode (newlines then arrive inside the paste), else as typed keys.
+   */
+  paste(text: string): Promise<void>;
+  /** Presses Enter (one CR, written on its own). */
+  submit(): Promise<void>;
+}
+
+/** Timing of {@link deliverText}. */
+export interface DeliveryTiming {
+  /** How long one Enter may take to show on screen before it counts as swallowed. */
+  readonly confirmMs: number;
+  /** Screen poll interval. Default 25 ms. */
+  readonly pollMs?: number | undefined;
+  /** Enter presses at most while the text visibly stays on its input line. Default 3. */
+  readonly enterAttempts?: number | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** How the text was taken: `gone` = the program exited (it may have read it first). */
+export type DeliveryOutcome = "delivered" | "gone";
+
+/** The last characters of the text's last line gc looks for on screen. */
+const TAIL_CHARS = 16;
+/** Lines of the screen quoted in an error. */
+const QUOTED_LINES = 6;
+
+/**
+ * The text a terminal program receives for nudge `text`. By default terminal control is
+ * neutralised, so a nudge can only ever type characters: ESC becomes `␛` (so `ESC[201~`
+ * cannot end a bracketed paste early and no escape sequence reaches the program), other C0
+ * controls and DEL become their control pictures (`␃` for Ctrl-C), C1 controls become
+ * U+FFFD, and CRLF or a lone CR becomes a newline (a CR would press Enter mid-text). Tab and
+ * newline stay. `raw: true` passes the text unchanged (`gc nudge --raw`). Pure.
+ */
+export function terminalText(text: string, opts: { readonly raw?: boolean | undefined } = {}): string {
+  if (opts.raw) return text;
+  return text.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    if (code === 0x7f) return "\u2421";
+    return "\ufffd";
+  });
+}
+
+/** The last line of `text` (trailing blanks dropped), at most {@link TAIL_CHARS} characters; "" when it cannot be matched on screen. Pure. */
+export function textTail(text: string): string {
+  const last =
+    text
+      .split(/\r?\n|\r/)
+      .pop()
+      ?.trimEnd() ?? "";
+  if (last.includes("\t")) return ""; // tabs are drawn as spaces
+  return [...last].slice(-TAIL_CHARS).join("");
+}
+
+/** Where the typed text shows: the lowest row holding its tail (the cursor's row first). Pure. */
+export function inputRowOf(st: TerminalState, tail: string): number {
+  if (tail === "") return -1;
+  // A line wrapped at the screen's edge may split the tail: its last few characters then.
+  for (const t of [tail, [...tail].slice(-6).join("")]) {
+    if ((st.rows[st.cursorY] ?? "").includes(t)) return st.cursorY;
+    for (let i = st.rows.length - 1; i >= 0; i--) if (st.rows[i]!.includes(t)) return i;
+  }
+  return -1;
+}
+
+/**
+ * True when `after` shows that the program took what sat on `typed`'s input line: the
+ * program's input line (row `row`, or the cursor's row when the text is not visible) holds
+ * something else now (a scroll moves it too), or the cursor left it. Anything else changing
+ * (a spinner, a clock, a status line, the scrollback of a program that clears its screen on
+ * every frame) is not evidence. Pure.
+ */
+export function inputTaken(typed: TerminalState, after: TerminalState, row: number): boolean {
+  if (after.cursorY !== typed.cursorY) return true;
+  const r = row >= 0 ? row : typed.cursorY;
+  if ((after.rows[r] ?? "") !== (typed.rows[r] ?? "")) return true;
+  return row < 0 && after.cursorX !== typed.cursorX;
+}
+
+function sameState(a: TerminalState, b: TerminalState): boolean {
+  return (
+    a.cursorX === b.cursorX &&
+    a.cursorY === b.cursorY &&
+    (a.history ?? 0) === (b.history ?? 0) &&
+    a.rows.length === b.rows.length &&
+    a.rows.every((r, i) => r === b.rows[i])
+  );
+}
+
+/** The last non-blank lines of a screen, quoted for an error message. Pure. */
+export function quoteScreen(st: TerminalState): string {
+  const lines = st.rows.map((r) => r.trim()).filter((r) => r !== "");
+  if (lines.length === 0) return "the screen is blank";
+  return `the screen shows: ${lines
+    .slice(-QUOTED_LINES)
+    .map((l) => JSON.stringify(l.length > 120 ? `${l.slice(0, 117)}...` : l))
+    .join(" / ")}`;
+}
+
+/**
+ * Types `text` into the terminal and confirms the program took it. Refuses before typing
+ * when a menu or dialog waits for a choice (typing would answer it). After the paste, waits
+ * for it to show and the screen to settle; then presses Enter and watches the input line:
+ * taken ({@link inputTaken}) → delivered. While the text visibly stays on its line (a
+ * program that swallows early Enters, as Codex does while "Waiting for startup"), Enter is
+ * pressed again, at most `enterAttempts` times in all; an Enter is never repeated when the
+ * text is not visible. Resolves `gone` when the program exits meanwhile.
+ * @throws NudgeNotDeliveredError saying what is on screen; `sent` is false only when nothing
+ * was typed.
+ */
+export async function deliverText(
+  session: string,
+  term: DeliveryTerminal,
+  text: string,
+  timing: DeliveryTiming,
+): Promise<DeliveryOutcome> {
+  const { signal } = timing;
+  const pollMs = timing.pollMs ?? 25;
+  const fail = (detail: string, sent: boolean) => new NudgeNotDeliveredError(session, detail, { sent });
+  const before = await term.state();
+  if (!before) return "gone";
+  if (screenAwaitsChoice(before.rows.join("\n"))) {
+    throw fail(
+      `a menu or dialog is waiting for a choice; typing would answer it (${quoteScreen(before)})`,
+      false,
+    );
+  }
+  const tail = textTail(text);
+  await term.paste(text);
+  // The paste shows once the screen changed; it has settled once it stops changing (or,
+  // when its tail shows, as soon as it is there and stable for two polls).
+  let typed = before;
+  let changed = false;
+  let stableSince = Date.now();
+  const settleBy = Date.now() + 2 * timing.confirmMs;
+  while (Date.now() < settleBy) {
+    await sleep(pollMs, undefined, { signal });
+    const st = await term.state();
+    if (!st) return "gone";
+    if (!sameState(st, typed)) {
+      changed = true;
+      typed = st;
+      stableSince = Date.now();
+    } else if (
+      changed &&
+      Date.now() - stableSince >= 2 * pollMs &&
+      (tail === "" || inputRowOf(st, tail) >= 0)
+    )
+      break;
+  }
+  const row = inputRowOf(typed, tail);
+  const visible = row >= 0 || (tail === "" && changed);
+  if (screenAwaitsChoice(typed.rows.join("\n")) && !screenAwaitsChoice(before.rows.join("\n"))) {
+    // The text opened a menu (a `/` command palette): Enter would choose from it.
+    throw fail(`the text opened a menu; Enter was not pressed (${quoteScreen(typed)})`, true);
+  }
+  const attempts = visible ? (timing.enterAttempts ?? 3) : 1;
+  let last = typed;
+  for (let i = 0; i < attempts; i++) {
+    await term.submit();
+    const by = Date.now() + timing.confirmMs;
+    while (Date.now() < by) {
+      await sleep(pollMs, undefined, { signal });
+      const st = await term.state();
+      if (!st) return "gone";
+      last = st;
+      if (inputTaken(typed, st, row)) return "delivered";
+    }
+    if (!visible) break;
+  }
+  if (!visible) {
+    throw fail(
+      `the text was sent, but the screen shows no sign the program took it (it showed neither the text nor a change after Enter; ${quoteScreen(last)})`,
+      true,
+    );
+  }
+  throw fail(
+    `the text is still on the input line after ${attempts} Enter presses (${quoteScreen(last)})`,
+    true,
+  );
+}
