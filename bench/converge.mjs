@@ -92,7 +92,7 @@ async function waitAllRunning(dbPath, since, what) {
 async function gcRun(i) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-conv-")));
   const name = `bconv${process.pid}x${i}`;
-  const socket = defaultSocketName(name, cityIdOf(dir));
+  const socket = defaultSocketName(name, cityIdOf(dir, name));
   const agents = Array.from(
     { length: N },
     (_, k) => `  - name: a${k}\n    start_command: "exec sleep 100000"\n`,

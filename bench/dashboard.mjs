@@ -52,7 +52,7 @@ try {
   if (run("start").status !== 0) throw new Error("gc start failed");
   const ctlPid = Number(readFileSync(join(dir, ".gc", "controller.pid"), "utf8"));
   const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
-  const socket = defaultSocketName(name, cityIdOf(dir));
+  const socket = defaultSocketName(name, cityIdOf(dir, name));
   const tmuxPid = Number(
     spawnSync("tmux", ["-L", socket, "display", "-p", "#{pid}"], { encoding: "utf8" }).stdout,
   );

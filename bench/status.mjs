@@ -66,7 +66,7 @@ for (const [n, mode] of values.sessions
   .flatMap((n) => values.modes.split(",").map((m) => [n, m]))) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-status-")));
   const name = `bst${process.pid}n${n}`;
-  const socket = defaultSocketName(name, cityIdOf(dir));
+  const socket = defaultSocketName(name, cityIdOf(dir, name));
   const agents = Array.from(
     { length: n },
     (_, k) => `  - name: a${k}\n    start_command: "exec sleep 100000"\n`,

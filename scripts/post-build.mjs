@@ -43,10 +43,9 @@ async function writeCodeCache() {
     console.log("code cache: skipped (no tmux for the warm-up run); gc works without it, slower");
     return;
   }
-  const { cityIdOf, defaultSocketName } = await import("../dist/internal/runtime/identity.js");
+  const { defaultSocketName, storedIdentity } = await import("../dist/internal/runtime/identity.js");
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-build-warmup-")));
   const name = `gcwarm${process.pid}`;
-  const socket = defaultSocketName(name, cityIdOf(dir));
   const cache = join(dist, "cmd", "gc", CODE_CACHE);
   const written = `${cache}.tmp`;
   try {
@@ -70,6 +69,9 @@ async function writeCodeCache() {
     renameSync(written, cache);
   } finally {
     rmSync(written, { force: true });
+    // The socket is named after the identity gc stored with the city on its first load.
+    const id = storedIdentity(dir);
+    const socket = defaultSocketName(id?.name ?? name, id?.id);
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
     rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
     rmSync(dir, { recursive: true, force: true });

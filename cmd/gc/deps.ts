@@ -41,7 +41,10 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
     {
       createProvider: createProviderFromSpec,
       openStore: (cityDir) => {
-        const store = openSqliteStore({ cityDir, singleTenant: true, recover: true });
+        // Only the commands that apply the file (the controller among them) move a damaged
+        // database aside and start a new one; any other command refuses to use it (a write
+        // into a fresh database would be acknowledged and then lost to the recovery).
+        const store = openSqliteStore({ cityDir, singleTenant: true, recover: opts.strict === true });
         if (store.recovery) ctx.err(`gc: WARNING: ${describeRecovery(store.recovery)}`);
         return store;
       },

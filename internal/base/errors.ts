@@ -37,8 +37,9 @@ export class SessionExistsError extends GcError {
   override readonly name = "SessionExistsError";
   readonly code = "GC_SESSION_EXISTS";
   readonly session: string;
-  constructor(session: string, options?: ErrorOptions) {
-    super(`session ${JSON.stringify(session)} already exists`, options);
+  /** `why`: who holds the name and what to do, when known (e.g. another city on a shared socket). */
+  constructor(session: string, options?: ErrorOptions, why?: string) {
+    super(`session ${JSON.stringify(session)} already exists${why ? `: ${why}` : ""}`, options);
     this.session = session;
   }
 }

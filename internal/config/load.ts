@@ -10,7 +10,7 @@ import { access, readFile, stat } from "node:fs/promises";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../base/errors.js";
 import type { Position } from "../base/schema-builder.js";
-import { cityIdOf } from "../runtime/identity.js";
+import { type CityIdentity, cityIdentity, storedIdentity } from "../runtime/identity.js";
 import { PROVIDERS } from "../runtime/registry.js";
 import { CITY_FILE_NAME, findCityDir } from "./locate.js";
 import type { CityConfig } from "./parse.js";
@@ -51,10 +51,13 @@ export interface LoadedCity {
   /** Absolute city directory (relative paths in the file resolve against it). */
   readonly cityDir: string;
   /**
-   * The city's stable id, from the real path of `cityDir` (runtime/identity.ts): two
-   * cities of the same name in two directories have two ids and never touch each other.
+   * The city's stable id, stored with the city (runtime/identity.ts): two cities of the
+   * same name in two directories have two ids and never touch each other; a rename or a move
+   * keeps it.
    */
   readonly cityId: string;
+  /** The stored identity (id, name at creation, providers used). */
+  readonly identity: CityIdentity;
   /** The typed config, defaults applied. */
   readonly config: CityConfig;
   /** Why `config.session.provider` (and `session.auto.default`) is what it is. */
@@ -267,6 +270,26 @@ function providerReason(
   return `session.provider not set: ${detected}`;
 }
 
+/** The city's stored identity; a malformed file is a config error (what runs carries it). */
+function identityOrThrow(cityDir: string, file: string): CityIdentity | undefined {
+  try {
+    return storedIdentity(cityDir);
+  } catch (e) {
+    throw new ConfigError(
+      [
+        {
+          file,
+          line: 1,
+          col: 1,
+          path: "",
+          message: `the city's identity is unreadable: ${describeError(e)}`,
+        },
+      ],
+      { cause: e },
+    );
+  }
+}
+
 /**
  * Finds, reads, validates and completes the city file; reads prompt templates and checks
  * the files it names. The session provider is, in order: `GC_SESSION` from `env`,
@@ -286,21 +309,30 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
   }
   const detected = await detectDefaultProvider(opts.env, opts.lookup);
   const override = opts.env.GC_SESSION || undefined;
-  const cityId = cityIdOf(cityDir);
-  const parsed = cachedParse(
-    {
-      text,
-      file,
-      cityDir,
-      cityId,
-      env: opts.env,
-      defaultProvider: detected.provider,
-      providerOverride: override,
-    },
-    opts.parseCacheBuild === undefined
-      ? undefined
-      : { dir: join(cityDir, ".gc"), build: opts.parseCacheBuild, write: opts.writeParseCache === true },
-  );
+  const parse = (id: CityIdentity | undefined) =>
+    cachedParse(
+      {
+        text,
+        file,
+        cityDir,
+        cityId: id?.id,
+        identityName: id?.name,
+        env: opts.env,
+        defaultProvider: detected.provider,
+        providerOverride: override,
+      },
+      opts.parseCacheBuild === undefined
+        ? undefined
+        : { dir: join(cityDir, ".gc"), build: opts.parseCacheBuild, write: opts.writeParseCache === true },
+    );
+  let identity = identityOrThrow(cityDir, file);
+  let parsed = parse(identity);
+  if (!identity) {
+    // The first load of a new city: its identity is created with the name it has now.
+    identity = cityIdentity(cityDir, parsed.config.workspace.name);
+    parsed = parse(identity);
+  }
+  const cityId = identity.id;
   const issues: ConfigIssue[] = [];
   const reporter = new IssueReporter(file, parsed.positions, issues);
   const promptTemplates = await checkFiles(parsed.config, cityDir, reporter);
@@ -325,6 +357,7 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
     file,
     cityDir,
     cityId,
+    identity,
     config: parsed.config,
     defaultProviderReason,
     promptTemplates,

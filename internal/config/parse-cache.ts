@@ -7,15 +7,14 @@
  * defaults and checks are code), the file's path and text, the city dir and id, the
  * detected default provider and the `GC_SESSION` override, and the value (or absence) of
  * every environment variable the parse read (`${VAR}` interpolation), recorded as it ran.
- * A parse that read a secret-looking variable (runtime/secrets.ts isSecretKey) is never
- * cached: its value would reach the disk. The entry otherwise holds what the file says and
- * the non-secret values it interpolated, is written 0600 by applying commands only, and a
+ * A parse that interpolated any set variable is never cached, whatever the variable's name:
+ * its value would reach the disk. The entry otherwise holds what the file says (the variables
+ * it read were all unset), is written 0600 by applying commands only, and a
  * missing, unreadable, foreign or corrupt entry is a miss, never an error.
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { readCacheFile, writeCacheFile } from "../runtime/cache-file.js";
-import { isSecretKey } from "../runtime/secrets.js";
 import { type ParseCityInput, type ParsedCity, parseCity } from "./parse.js";
 
 /** The cache file, under the city's state dir. */
@@ -43,6 +42,7 @@ export function parseCacheKey(input: ParseCityInput, build: string): string {
     input.file,
     input.cityDir,
     input.cityId ?? "",
+    input.identityName ?? "",
     input.defaultProvider,
     input.providerOverride ?? "\0none",
   ])
@@ -89,7 +89,9 @@ export function cachedParse(input: ParseCityInput, cache: ParseCacheOptions | un
   });
   const parsed = parseCity({ ...input, env });
   const names = [...read].sort();
-  if (!listed && !names.some(isSecretKey)) {
+  // Any value from the environment may be a secret, whatever its variable's name: a parse
+  // that interpolated one is never written to disk.
+  if (!listed && names.every((n) => input.env[n] === undefined)) {
     const vars = names.map((n): ReadVariable => [n, input.env[n] ?? null]);
     writeCacheFile(file, key, { vars, parsed } satisfies Entry);
   }

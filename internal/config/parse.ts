@@ -41,6 +41,8 @@ export interface ParseCityInput {
   readonly cityDir: string;
   /** The city's stable id (runtime/identity.ts), part of the default tmux socket. */
   readonly cityId?: string | undefined;
+  /** The name stored with the id (runtime/identity.ts): the default socket's name part. */
+  readonly identityName?: string | undefined;
   /** Variables for `${VAR}` interpolation. */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Session provider when the file sets none (`tmux` or `subprocess`, from PATH detection). */
@@ -88,7 +90,7 @@ function finalize(file: CityFile, input: ParseCityInput, r: IssueReporter): City
   const session: SessionConfig = {
     ...s,
     provider,
-    tmux: { socket: s.tmux.socket ?? defaultSocketName(name, input.cityId) },
+    tmux: { socket: s.tmux.socket ?? defaultSocketName(input.identityName ?? name, input.cityId) },
     auto: { default: absoluteProvider(s.auto.default ?? input.defaultProvider, input.cityDir) },
     hybrid: {
       ...s.hybrid,

@@ -1,7 +1,7 @@
 /**
  * Secret redaction for everything the config layer prints (`gc config show`, drift and
- * status views): env values whose keys look secret, and any value that came from a
- * secret-looking variable through `${VAR}` interpolation, wherever it ended up. Pure.
+ * status views): env values whose keys look secret, and any value that came from the
+ * environment through `${VAR}` interpolation, wherever it ended up. Pure.
  */
 
 import type { UsedVariable } from "../base/interpolate.js";
@@ -10,11 +10,13 @@ import { isSecretKey, REDACTED, redactEnv, redactValues, secretsLongestFirst } f
 export { isSecretKey, REDACTED, redactEnv };
 
 /**
- * Values substituted into the config from variables whose names look secret
- * (`${API_TOKEN}`), longest first, for {@link redactText}.
+ * Values substituted into the config from the environment (`${VAR}`), whatever the
+ * variable's name (`postgres://u:${DBPW}@h/db` holds a password though `DBPW` does not look
+ * secret), longest first: they are sealed in fingerprints, kept out of every cache and
+ * redacted from what is printed ({@link redactText}). Empty values are not secrets.
  */
 export function secretValues(used: readonly UsedVariable[]): string[] {
-  return secretsLongestFirst(used.filter((u) => isSecretKey(u.name)).map((u) => u.value));
+  return secretsLongestFirst(used.map((u) => u.value).filter((v) => v !== ""));
 }
 
 /** `text` with every occurrence of each of `secrets` replaced by {@link REDACTED}. */

@@ -5,6 +5,7 @@
  * are given by the caller — the composition root, `cmd/gc/deps.ts` — so the controller can be
  * embedded and tested without the CLI.
  */
+
 import { chmod, copyFile, mkdir, readFile, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { ConfigError, describeError } from "../base/errors.js";
@@ -30,6 +31,7 @@ import {
   fingerprint,
 } from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
+import { recordProvider, storedIdentity } from "../runtime/identity.js";
 import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry.js";
 import { readRecovery } from "../session/recovery.js";
@@ -79,6 +81,11 @@ export interface City {
    */
   checkStore(): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
   providerFor(spec: string): Promise<Provider>;
+  /**
+   * Every session provider spec the city has used (recorded in its identity by the commands
+   * that apply the file), so `gc stop` covers a provider the city no longer declares.
+   */
+  usedProviders(): readonly string[];
   /** The most recently loaded valid city file (updated by every `loadDesired`). */
   current(): LoadedCity;
   /**
@@ -456,10 +463,20 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       p = deps.createProvider(
         spec,
         // A router's backends are this city's providers (one instance per spec).
-        { city: name, cityId: loaded.cityId, cityDir: loaded.cityDir, stateDir, openBackend: providerFor },
+        // Owned by the city's stored identity (name at creation + id), never its current name:
+        // a renamed workspace keeps its fleet (runtime/identity.ts).
+        {
+          city: loaded.identity.name,
+          cityId: loaded.identity.id,
+          cityDir: loaded.cityDir,
+          stateDir,
+          openBackend: providerFor,
+        },
         own,
       );
       providers.set(key, p);
+      // What may start sessions is recorded before it does: `gc stop` covers it after a switch.
+      if (where.applies) recordProvider(loaded.cityDir, loaded.identity.name, spec);
       // A failed construction (e.g. an exec script's probe timing out) is retried next time.
       p.catch(() => providers.delete(key));
     }
@@ -546,7 +563,8 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     envIncomplete,
     current: () => current,
     store() {
-      store ??= Promise.resolve(deps.openStore(loaded.cityDir));
+      // A store that cannot be opened is a rejection (never a throw): callers may go on without it.
+      store ??= (async () => deps.openStore(loaded.cityDir))();
       return store;
     },
     async checkStore() {
@@ -554,11 +572,12 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       const r = open?.checkFile?.({ writeBack: where.applies === true });
       if (!open || !r || r.found === "same" || r.found === "missing") return undefined;
       retired.push(open);
-      store = Promise.resolve(deps.openStore(loaded.cityDir));
+      store = (async () => deps.openStore(loaded.cityDir))();
       await store;
       return r;
     },
     providerFor,
+    usedProviders: () => storedIdentity(loaded.cityDir)?.providers ?? loaded.identity.providers,
     refresh,
     loadDesired,
     loadWanted,
@@ -573,7 +592,10 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       // The store closes while the providers' connections wind down (e.g. a tmux client exits).
       await Promise.all([
         ...[...providers.values()].map(async (p) => (await p.catch(() => undefined))?.close()),
-        store?.then((s) => s.close()),
+        store?.then(
+          (s) => s.close(),
+          () => undefined, // never opened: nothing to close
+        ),
         ...retired.map((s) => s.close()),
       ]);
     },

@@ -11,10 +11,17 @@ import { createHash } from "node:crypto";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import type { TickSummary } from "../reconcile/summary.js";
 import type { PendingInteraction } from "../runtime/provider.js";
-import { bindInSocketDir, releaseSocketDir } from "../runtime/socket-dir.js";
+import {
+  bindInSocketDir,
+  checkPrivateDir,
+  ensurePrivateDir,
+  isShortSocketDir,
+  releaseSocketDir,
+} from "../runtime/socket-dir.js";
 import type { DesiredDigest } from "./digest-cache.js";
 import type { Seen } from "./sessions.js";
 import type { ControllerStatus, StatusJson } from "./status-snapshot.js";
@@ -100,19 +107,47 @@ function isRequest(v: unknown): v is ControlRequest {
 
 /** Longest request line accepted; a longer one is refused and the connection closed. */
 export const MAX_REQUEST_BYTES = 64 * 1024;
-/** Connections served at once; more are refused at once (a flood cannot pin the controller). */
+/**
+ * Requests served at once (a watch counts while it lasts); one more is answered "busy" and
+ * closed, never left hanging.
+ */
 export const MAX_CONNECTIONS = 64;
+/**
+ * Connections still waiting for their request line that are kept; a new one past this closes
+ * the oldest waiting one, so idle connections (a flood of them) never keep a real request —
+ * whose line follows its connect at once — from being read.
+ */
+export const MAX_WAITING = 32;
 /** A connection that has not sent its request line within this long is closed. */
-export const REQUEST_IDLE_MS = 10_000;
+export const REQUEST_IDLE_MS = 2_000;
 
 /**
  * Listens on `path` (replacing a stale socket file) with mode 0600. When the server closes,
  * the short /tmp directory of a fallback path is removed if no other socket is left in it.
  */
 export async function serveControl(path: string, h: ControlHandlers): Promise<Server> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  // A /tmp directory someone else made (or could write to) is refused: their socket could pose
+  // as ours. The state dir inside the city is the city owner's.
+  if (isShortSocketDir(dirname(path))) ensurePrivateDir(dirname(path));
+  else await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   await rm(path, { force: true });
+  /** Connections without their request line yet, oldest first. */
+  const waiting = new Set<Socket>();
+  let serving = 0;
   const server = createServer((sock: Socket) => {
+    if (waiting.size >= MAX_WAITING) {
+      const oldest = waiting.values().next().value;
+      if (oldest) {
+        waiting.delete(oldest);
+        oldest.destroy();
+      }
+    }
+    waiting.add(sock);
+    let served = false;
+    sock.on("close", () => {
+      waiting.delete(sock);
+      if (served) serving--;
+    });
     // Bytes are collected as chunks and scanned once each for the newline: linear in the
     // request size, and bounded by MAX_REQUEST_BYTES.
     const chunks: Buffer[] = [];
@@ -141,7 +176,15 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
         return;
       }
       done = true;
+      waiting.delete(sock);
       sock.setTimeout(0); // a watch may legitimately stay quiet for long
+      if (serving >= MAX_CONNECTIONS) {
+        send({ type: "error", error: `controller busy: ${serving} requests in progress; try again` });
+        sock.end();
+        return;
+      }
+      served = true;
+      serving++;
       chunks.push(chunk.subarray(0, nl));
       const line = Buffer.concat(chunks).toString("utf8");
       chunks.length = 0;
@@ -202,17 +245,15 @@ export async function serveControl(path: string, h: ControlHandlers): Promise<Se
       }
     }
   });
-  server.maxConnections = MAX_CONNECTIONS;
   await bindInSocketDir(
     path,
     () =>
       new Promise<void>((resolve, reject) => {
         server.once("error", reject);
-        server.listen(path, () => resolve());
+        // The kernel's largest listen queue: a burst of connections waits to be accepted.
+        server.listen({ path, backlog: 4096 }, () => resolve());
       }),
-    async (dir) => {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-    },
+    ensurePrivateDir,
   );
   // Closing unlinks the socket; a short /tmp directory goes with its last socket.
   server.on("close", () => releaseSocketDir(path));
@@ -237,15 +278,40 @@ export function controlSocketPath(stateDir: string): string {
   return join("/tmp", `gc-${uid}-${hash}`, "controller.sock");
 }
 
+/** Options of {@link requestControl}. */
+interface RequestOptions {
+  onMessage?: (m: ControlMessage) => void;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
 /**
  * Sends one request and collects the streamed replies (calling `onMessage` for each).
- * Rejects when nothing listens (ENOENT/ECONNREFUSED) or on `timeoutMs`.
+ * Rejects when nothing listens (ENOENT/ECONNREFUSED) or on `timeoutMs`. A full listen queue
+ * (EAGAIN: a flood of connections ahead of this one) is waited out until `timeoutMs`: the
+ * request was not sent, so trying again is safe.
  */
-export function requestControl(
+export async function requestControl(
   path: string,
   req: ControlRequest,
-  opts: { onMessage?: (m: ControlMessage) => void; timeoutMs?: number; signal?: AbortSignal } = {},
+  opts: RequestOptions = {},
 ): Promise<ControlMessage[]> {
+  // Only through a /tmp directory that is ours alone: a socket another user placed is never asked.
+  if (isShortSocketDir(dirname(path))) checkPrivateDir(dirname(path));
+  const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
+  for (;;) {
+    try {
+      const left = deadline === undefined ? undefined : Math.max(1, deadline - Date.now());
+      return await requestOnce(path, req, { ...opts, ...(left === undefined ? {} : { timeoutMs: left }) });
+    } catch (e) {
+      const queueFull = (e as NodeJS.ErrnoException).code === "EAGAIN";
+      if (!queueFull || opts.signal?.aborted || (deadline !== undefined && Date.now() >= deadline)) throw e;
+      await sleep(20, undefined, opts.signal ? { signal: opts.signal } : {});
+    }
+  }
+}
+
+function requestOnce(path: string, req: ControlRequest, opts: RequestOptions): Promise<ControlMessage[]> {
   return new Promise((resolve, reject) => {
     const sock = connect(path);
     const msgs: ControlMessage[] = [];

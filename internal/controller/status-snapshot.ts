@@ -103,7 +103,27 @@ export function statusJson(cityName: string, { view, ctl }: StatusObservation, g
     configError: view.configError ?? ctl.status?.lastError ?? null,
     massStop: massStopJson(ctl.status?.last?.massStop),
     observeErrors: view.observeErrors,
+    errors: statusErrors({ view, ctl }),
   };
+}
+
+/**
+ * The errors `gc status` shows in its banner (text and JSON alike), one sentence each: the
+ * city file's error (the last good config kept), the controller's failing pass (a store
+ * error, a full disk…), and each provider that could not be observed. Pure.
+ */
+export function statusErrors({ view, ctl }: StatusObservation): string[] {
+  const out: string[] = [];
+  const configError = view.configError ?? ctl.status?.last?.configError;
+  if (configError !== undefined) {
+    out.push(`config error (the last good config is kept): ${configError.split("\n")[0]}`);
+  }
+  const lastError = ctl.status?.lastError;
+  if (lastError !== undefined && lastError !== ctl.status?.last?.configError && lastError !== configError) {
+    out.push(`the controller's last pass failed: ${lastError.split("\n")[0]}`);
+  }
+  for (const o of view.observeErrors) out.push(`cannot observe provider ${o.provider}: ${o.error}`);
+  return out;
 }
 
 /**

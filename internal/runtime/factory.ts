@@ -6,10 +6,13 @@ import type { Provider } from "./provider.js";
 
 /** What every provider factory receives. */
 export interface ProviderFactoryOptions {
-  /** City name, for humans (`GC_CITY` in sessions). */
+  /**
+   * The city's name as stored in its identity (its name when first loaded: identity.ts), so a
+   * renamed workspace keeps its ownership tag.
+   */
   readonly city: string;
   /**
-   * The city's stable id (`cityIdOf` in identity.ts); with the name it forms the ownership tag of
+   * The city's stable id (`cityIdentity` in identity.ts); with the name it forms the ownership tag of
    * every runtime object and the default tmux socket (identity.ts). Absent only where the
    * name alone is unique (unit tests, `gc conformance`).
    */

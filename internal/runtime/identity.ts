@@ -1,24 +1,133 @@
 /**
- * City identity: what makes a runtime object *this* city's. A city is its directory, not its
- * name — two cities named `demo` in two directories are two cities. The id is derived from
- * the real path of the city directory (so every gc process, whatever its cwd or symlink,
- * finds the same id without reading state), and the name stays alongside for humans.
+ * City identity: what makes a runtime object *this* city's. It is created once, the first
+ * time gc loads the city, and stored with the city in `<city>/.gc/city.json`: a random id and
+ * the city's name at that moment. Everything that runs is tagged with the pair (the owner
+ * key, {@link ownerKey}) and the default tmux socket is named after it, so renaming
+ * `workspace.name` or moving the directory (`.gc` moves with it) keeps ownership: the running
+ * fleet stays the city's, no second one is started. The file also records every session
+ * provider the city has used, so `gc stop` covers them all after a provider switch.
+ *
+ * A city that ran before the file existed (a `.gc` directory without it) keeps the id it had:
+ * the hash of its real path, so what runs stays its own.
  */
-import { createHash } from "node:crypto";
-import { realpathSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 /** Length in hex digits of a city id. */
 const ID_HEX = 10;
 
-/** The city's stable id: a short hash of the real path of `cityDir`. Reads the filesystem (realpath). */
-export function cityIdOf(cityDir: string): string {
+/** The stored identity of a city (`.gc/city.json`). */
+export interface CityIdentity {
+  /** Random hex id, created once. */
+  readonly id: string;
+  /** The city's name when the identity was created: the name part of its owner key. */
+  readonly name: string;
+  /** Session provider specs the city has used (`tmux`, `subprocess`, …), in first-use order. */
+  readonly providers: readonly string[];
+}
+
+/** Where a city's identity is stored. Pure. */
+export function identityFile(cityDir: string): string {
+  return join(cityDir, ".gc", "city.json");
+}
+
+/** The identity stored with the city, `undefined` when none is yet. @throws when malformed. */
+export function storedIdentity(cityDir: string): CityIdentity | undefined {
+  return readIdentity(identityFile(cityDir));
+}
+
+function readIdentity(file: string): CityIdentity | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+  const v = JSON.parse(text) as Partial<CityIdentity>;
+  if (typeof v.id !== "string" || !/^[0-9a-f]{6,64}$/.test(v.id) || typeof v.name !== "string" || !v.name) {
+    throw new Error(`${file}: not a city identity (want {"id","name","providers"})`);
+  }
+  const providers = Array.isArray(v.providers) ? v.providers.filter((p) => typeof p === "string") : [];
+  return { id: v.id, name: v.name, providers };
+}
+
+/** The id a city that ran before identities were stored has: a hash of its real path. */
+function legacyId(cityDir: string): string {
   let real = cityDir;
   try {
     real = realpathSync(cityDir);
   } catch {
-    // a city directory that does not exist yet (tests, `gc init` in progress): its path as given
+    // a city directory that does not exist yet: its path as given
   }
   return createHash("sha256").update(real).digest("hex").slice(0, ID_HEX);
+}
+
+/**
+ * The city's identity: read from `.gc/city.json`, or created there (0600, in a 0700 `.gc`)
+ * with `name` when missing — exactly once, whoever gets there first (a losing concurrent
+ * creator reads the winner's). When the directory cannot be written, the identity it would
+ * get is returned without storing it. This is the one function that says which city a
+ * runtime object belongs to.
+ * @throws when the stored file is malformed (never silently replaced: what runs carries it).
+ */
+export function cityIdentity(cityDir: string, name: string): CityIdentity {
+  const file = identityFile(cityDir);
+  const found = readIdentity(file);
+  if (found) return found;
+  const stateDir = join(cityDir, ".gc");
+  let ranBefore = false;
+  try {
+    ranBefore = realpathSync(stateDir) !== "";
+  } catch {
+    // no .gc: a new city
+  }
+  const fresh: CityIdentity = {
+    id: ranBefore ? legacyId(cityDir) : randomBytes(ID_HEX / 2).toString("hex"),
+    name,
+    providers: [],
+  };
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    writeFileSync(tmp, `${JSON.stringify(fresh)}\n`, { mode: 0o600 });
+    try {
+      linkSync(tmp, file); // fails when another process created it first
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+  } catch {
+    return fresh; // read-only city dir: the identity it would get
+  }
+  return readIdentity(file) ?? fresh;
+}
+
+/** The id of the city at `cityDir` ({@link cityIdentity}: created with `name` when missing). */
+export function cityIdOf(cityDir: string, name: string): string {
+  return cityIdentity(cityDir, name).id;
+}
+
+/**
+ * Records that the city used session provider `spec` (so `gc stop` covers it later, after a
+ * switch). Resolves the identity as stored afterwards; a no-op when already recorded.
+ */
+export function recordProvider(cityDir: string, name: string, spec: string): CityIdentity {
+  const id = cityIdentity(cityDir, name);
+  if (id.providers.includes(spec)) return id;
+  const next: CityIdentity = { ...id, providers: [...id.providers, spec] };
+  const file = identityFile(cityDir);
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  try {
+    writeFileSync(tmp, `${JSON.stringify(next)}\n`, { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    rmSync(tmp, { force: true });
+    return id;
+  }
+  return next;
 }
 
 /**

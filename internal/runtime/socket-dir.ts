@@ -7,8 +7,66 @@
  * A bind that loses the race to such a removal fails and is retried after the directory is
  * made again ({@link bindInSocketDir}).
  */
-import { existsSync, rmdirSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
+
+/**
+ * A directory gc would put sockets in (or connect through) that another user could control:
+ * not a directory, a symlink, owned by someone else, or writable by group or others. A
+ * socket there may be someone else's posing as gc's, so gc refuses to use it.
+ */
+export class UnsafeDirError extends Error {
+  override readonly name = "UnsafeDirError";
+  readonly code = "GC_UNSAFE_DIR";
+}
+
+/** This process's uid (0 where there is none). */
+function myUid(): number {
+  return typeof process.getuid === "function" ? process.getuid() : 0;
+}
+
+/**
+ * Checks that `dir` is safe for gc's sockets, by `lstat` (a symlink is never followed): a real
+ * directory owned by this user and not writable by group or others. Resolves false when it
+ * does not exist.
+ * @throws UnsafeDirError naming what is wrong and the fix.
+ */
+export function checkPrivateDir(dir: string): boolean {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw e;
+  }
+  const uid = myUid();
+  const why = st.isSymbolicLink()
+    ? "is a symbolic link"
+    : !st.isDirectory()
+      ? "is not a directory"
+      : st.uid !== uid
+        ? `is owned by uid ${st.uid}, not by this user (uid ${uid})`
+        : (st.mode & 0o022) !== 0
+          ? `is writable by ${(st.mode & 0o020) !== 0 ? "its group" : "others"} (mode ${(st.mode & 0o777).toString(8)})`
+          : undefined;
+  if (why) {
+    throw new UnsafeDirError(
+      `refusing to use ${dir} for gc's sockets: it ${why}; another user could pose as gc there. Remove it (or ask its owner to) and run the command again`,
+    );
+  }
+  return true;
+}
+
+/**
+ * Creates `dir` (0700, parents too) or checks the one that exists ({@link checkPrivateDir});
+ * read/execute bits for group or others on a directory of ours are removed.
+ * @throws UnsafeDirError when it exists and is not safe.
+ */
+export function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  checkPrivateDir(dir);
+  if ((lstatSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
 
 /** `/tmp/gc-<uid>-<12 hex>`: the only directories {@link releaseSocketDir} removes. */
 const SHORT_SOCKET_DIR = /^\/tmp\/gc-\d+-[0-9a-f]{12}$/;

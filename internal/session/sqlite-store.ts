@@ -211,7 +211,12 @@ export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
   } catch (e) {
     if (!(e instanceof StateFileFault)) throw e;
     const problem = `${path}: the state database is damaged (${e.message})`;
-    if (!opts.recover) throw new StoreError(problem, { cause: e });
+    if (!opts.recover) {
+      throw new StoreError(
+        `${problem}; nothing was written. \`gc reconcile\` or \`gc start\` moves it aside and starts a new one (or put a good copy back)`,
+        { cause: e },
+      );
+    }
     const at = new Date(now());
     const movedTo = moveAside(path, e.ino, at);
     const store = openAt(path, opts, tenancy, now);

@@ -9,8 +9,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerName, LABEL_CITY } from "../../internal/runtime/docker/index.js";
-import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
-import { makeCity, type TestCity, until } from "../support/city.js";
+import { ownerKey } from "../../internal/runtime/identity.js";
+import { makeCity, storedCityId, type TestCity, until } from "../support/city.js";
 import { DOCKER_SKIP, startTestEngine, type TestEngine } from "../support/docker.js";
 
 interface StatusRow {
@@ -29,7 +29,7 @@ async function status(city: TestCity): Promise<StatusRow[]> {
 }
 
 /** The city's ownership key, as its docker labels and container names carry it. */
-const owner = (city: TestCity) => ownerKey(city.name, cityIdOf(city.dir));
+const owner = (city: TestCity) => ownerKey(city.name, storedCityId(city.dir));
 
 const AGENTS = ["a1", "a2", "a3", "a4", "a5"];
 

@@ -26,6 +26,17 @@ describe("gc exec: flags after SESSION", () => {
     expect(splitExecArgs(rest, none)).toEqual(want);
   });
 
+  it("global flags between SESSION and `--` are gc's (--city, --config, also as --flag=value)", () => {
+    expect(splitExecArgs(["--city", "/c", "--config=/c/x.yaml", "--raw", "--", "pwd"], none)).toEqual({
+      argv: ["pwd"],
+      raw: true,
+      timeout: undefined,
+      json: false,
+      city: "/c",
+      config: "/c/x.yaml",
+    });
+  });
+
   it("flags given before SESSION still count", () => {
     expect(splitExecArgs(["pwd"], { raw: true, timeout: "3s" })).toMatchObject({ raw: true, timeout: "3s" });
   });

@@ -8,9 +8,9 @@ import { rmSync } from "node:fs";
 import * as k8s from "@kubernetes/client-node";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cityIdOf, ownerKey } from "../../internal/runtime/identity.js";
+import { ownerKey } from "../../internal/runtime/identity.js";
 import { type ApiServer, startApiServer } from "../k8s/apiserver/index.js";
-import { GC_BIN, makeCity, type TestCity, until } from "../support/city.js";
+import { GC_BIN, makeCity, storedCityId, type TestCity, until } from "../support/city.js";
 import { has } from "../support/needs.js";
 
 const hasKubectl = has("kubectl");
@@ -54,7 +54,7 @@ async function kubectlNames(kind: string, city: TestCity): Promise<string[]> {
     "get",
     kind,
     "-l",
-    `gc.dev/city=${ownerKey(city.name, cityIdOf(city.dir))}`,
+    `gc.dev/city=${ownerKey(city.name, storedCityId(city.dir))}`,
     "-o",
     "name",
   );
@@ -68,7 +68,7 @@ async function podUids(city: TestCity): Promise<Record<string, string>> {
     "get",
     "pods",
     "-l",
-    `gc.dev/city=${ownerKey(city.name, cityIdOf(city.dir))}`,
+    `gc.dev/city=${ownerKey(city.name, storedCityId(city.dir))}`,
     "-o",
     "json",
   );
@@ -145,7 +145,7 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
         "get",
         "pods",
         "-l",
-        `gc.dev/city=${ownerKey(city.name, cityIdOf(city.dir))}`,
+        `gc.dev/city=${ownerKey(city.name, storedCityId(city.dir))}`,
         "-o",
         "json",
       )

@@ -14,8 +14,16 @@ import { fileURLToPath } from "node:url";
 import pty from "@lydell/node-pty";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { readBuildId } from "../../internal/build/build-id.js";
-import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
-import { GC_BIN, type GcResult, makeCity, runGc, type TestCity, until } from "../support/city.js";
+import { defaultSocketName } from "../../internal/runtime/identity.js";
+import {
+  GC_BIN,
+  type GcResult,
+  makeCity,
+  runGc,
+  storedCityId,
+  type TestCity,
+  until,
+} from "../support/city.js";
 import { has } from "../support/needs.js";
 
 const hasTmux = has("tmux");
@@ -73,16 +81,16 @@ describe.each([
       // makeCity tears down the socket of its own unique name; these cities share `name`.
       onTestFinished(() => {
         for (const c of [a, b]) {
-          const socket = defaultSocketName(name, cityIdOf(c.dir));
+          const socket = defaultSocketName(name, storedCityId(c.dir));
           spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
           rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
         }
       });
-      expect(cityIdOf(a.dir)).not.toBe(cityIdOf(b.dir));
-
       // Start both, each with its background controller.
       expectOk(await a.gc(["start"]), "gc start a");
       expectOk(await b.gc(["start"]), "gc start b");
+      expect(storedCityId(a.dir)).toBeDefined();
+      expect(storedCityId(a.dir)).not.toBe(storedCityId(b.dir));
       for (const c of [a, b]) {
         expect(await sessions(c)).toMatchObject([
           { name: "alpha", state: "running", running: true, drift: "none" },
@@ -93,8 +101,8 @@ describe.each([
       expect(pidA).not.toBe(pidB);
       if (provider === "tmux") {
         // Two servers: the socket names carry the city's identity.
-        const sa = defaultSocketName(name, cityIdOf(a.dir));
-        const sb = defaultSocketName(name, cityIdOf(b.dir));
+        const sa = defaultSocketName(name, storedCityId(a.dir));
+        const sb = defaultSocketName(name, storedCityId(b.dir));
         expect(sa).not.toBe(sb);
         for (const s of [sa, sb]) {
           const ls = spawnSync("tmux", ["-L", s, "list-sessions", "-F", "#{session_name}"], {

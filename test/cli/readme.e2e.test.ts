@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
-import { GC_BIN, runGc } from "../support/city.js";
+import { defaultSocketName } from "../../internal/runtime/identity.js";
+import { GC_BIN, runGc, storedCityId } from "../support/city.js";
 
 const hasPython = spawnSync("python3", ["-V"]).status === 0;
 
@@ -31,7 +31,7 @@ describe.skipIf(!hasPython)("README", () => {
     const cityDir = join(work, "mycity");
     onTestFinished(async () => {
       await runGc(["--city", cityDir, "stop"], { timeoutMs: 60_000 }).catch(() => undefined);
-      spawnSync("tmux", ["-L", defaultSocketName("mycity", cityIdOf(cityDir)), "kill-server"], {
+      spawnSync("tmux", ["-L", defaultSocketName("mycity", storedCityId(cityDir)), "kill-server"], {
         stdio: "ignore",
       });
       rmSync(work, { recursive: true, force: true });

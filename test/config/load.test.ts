@@ -255,7 +255,7 @@ describe("loadCity", () => {
     expect(await loadIssues({ cityDir: dir, env: {}, lookup: withTmux })).toEqual([]);
   });
 
-  it("loadCity: interpolated secret values are listed for redaction", async () => {
+  it("loadCity: every interpolated value is listed for redaction, whatever its variable's name", async () => {
     await write(
       "city.yaml",
       'agents:\n  - name: a\n    start_command: "cli --key ${API_TOKEN} --user ${USER_NAME}"\n',
@@ -265,9 +265,9 @@ describe("loadCity", () => {
       env: { API_TOKEN: "tok-123456", USER_NAME: "alice" },
       lookup: withTmux,
     });
-    expect(city.secrets).toEqual(["tok-123456"]);
+    expect(city.secrets).toEqual(["tok-123456", "alice"]);
     const [d] = redactDeep(resolveCity(city, { now: NOW }), city.secrets);
-    expect(d!.config.command).toBe("cli --key [redacted] --user alice");
+    expect(d!.config.command).toBe("cli --key [redacted] --user [redacted]");
   });
 
   it("loadCity: config.example.yaml loads with an empty environment", async () => {

@@ -152,15 +152,15 @@ describe("redaction", () => {
     });
   });
 
-  it("secretValues/redactText: values of secret variables are masked anywhere, longest first", () => {
+  it("secretValues/redactText: values of every interpolated variable are masked anywhere, longest first", () => {
     const secrets = secretValues([
       { name: "MY_TOKEN", value: "abcd" },
       { name: "MY_TOKEN_LONG", value: "abcdef" },
       { name: "SHORT_KEY", value: "ab" },
       { name: "USER", value: "alice" },
     ]);
-    expect(secrets).toEqual(["abcdef", "abcd"]);
-    expect(redactText("x abcdef abcd alice", secrets)).toBe(`x ${REDACTED} ${REDACTED} alice`);
+    expect(secrets).toEqual(["abcdef", "alice", "abcd"]);
+    expect(redactText("x abcdef abcd alice", secrets)).toBe(`x ${REDACTED} ${REDACTED} ${REDACTED}`);
   });
 
   it("redactDeep: env maps by key, strings by secret value, other values untouched", () => {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { onTestFinished } from "vitest";
-import { cityIdOf, defaultSocketName } from "../../internal/runtime/identity.js";
+import { defaultSocketName, storedIdentity } from "../../internal/runtime/identity.js";
 
 /** Absolute path of the built CLI. */
 export const GC_BIN = fileURLToPath(new URL("../../dist/cmd/gc/main.js", import.meta.url));
@@ -25,7 +25,10 @@ export interface GcResult {
 export interface TestCity {
   readonly dir: string;
   readonly name: string;
-  /** tmux socket name of the city (`gc-<name>-<city id>`, runtime/identity.ts). */
+  /**
+   * tmux socket name of the city (`gc-<name>-<city id>`, runtime/identity.ts), read from the
+   * identity gc stored with the city on its first load.
+   */
   readonly socket: string;
   /** Runs the built `gc --city <dir> ...args`. */
   gc(
@@ -40,6 +43,17 @@ export interface TestCity {
 
 let seq = 0;
 
+/** The id gc stored with the city at `dir` (runtime/identity.ts); `undefined` before its first load. */
+export function storedCityId(dir: string): string | undefined {
+  return storedIdentity(dir)?.id;
+}
+
+/** The default tmux socket of the city at `dir` (from its stored identity, once it has one). */
+function socketOf(dir: string, name: string): string {
+  const id = storedIdentity(dir);
+  return id ? defaultSocketName(id.name, id.id) : defaultSocketName(name);
+}
+
 /**
  * Creates a city whose `workspace.name` is unique; `yaml` gets `@NAME@` replaced by it. Its
  * cleanup is registered with `onFinished`: concurrent tests pass their own context's
@@ -48,17 +62,18 @@ let seq = 0;
 export function makeCity(yaml: string, onFinished: typeof onTestFinished = onTestFinished): TestCity {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-city-")));
   const name = `t${process.pid}x${++seq}`;
-  const socket = defaultSocketName(name, cityIdOf(dir));
   const write = (text: string) => writeFileSync(join(dir, "city.yaml"), text.replaceAll("@NAME@", name));
   write(yaml);
   const city: TestCity = {
     dir,
     name,
-    socket,
+    get socket() {
+      return socketOf(dir, name);
+    },
     write,
     gc: (args, opts = {}) => runGc(["--city", dir, ...args], opts),
     tmux: (...args) => {
-      const r = spawnSync("tmux", ["-L", socket, ...args], { encoding: "utf8" });
+      const r = spawnSync("tmux", ["-L", socketOf(dir, name), ...args], { encoding: "utf8" });
       return { code: r.status, stdout: r.stdout };
     },
   };
@@ -72,7 +87,7 @@ export function makeCity(yaml: string, onFinished: typeof onTestFinished = onTes
     } catch {
       // no controller left
     }
-    spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
+    spawnSync("tmux", ["-L", socketOf(dir, name), "kill-server"], { stdio: "ignore" });
     // GC_TEST_SAVE_LOGS=<dir> keeps each city's controller log (for debugging flaky runs).
     const saveTo = process.env.GC_TEST_SAVE_LOGS;
     if (saveTo) {
@@ -83,7 +98,7 @@ export function makeCity(yaml: string, onFinished: typeof onTestFinished = onTes
         // no controller log
       }
     }
-    rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
+    rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socketOf(dir, name)), { force: true });
     // A program finishing its exit (an agent CLI saving state into its HOME under the city)
     // can still add a file while the tree is removed: retry instead of failing the test.
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });

@@ -25,7 +25,7 @@ import { sessionCapabilities, supportsExecCommand } from "../../../internal/runt
 import { defineCommand, EXIT } from "../context.js";
 import { durationFlag, printJson, REPORT_EXIT, readStdin, withTarget } from "../operate.js";
 
-const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] -- CMD [ARGS...]
+const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] [global flags] -- CMD [ARGS...]
 
 Runs CMD with ARGS (no shell parsing: each argument is passed as is) in the session's
 environment: its work dir and environment, on the machine or pod where it lives.
@@ -59,17 +59,29 @@ function stdinHasData(): boolean {
   }
 }
 
+/** What follows SESSION, read as gc exec's flags, the global flags and the command. */
+export interface ExecArgs {
+  readonly argv: string[];
+  readonly raw: boolean;
+  readonly timeout: string | undefined;
+  readonly json: boolean;
+  /** `--city DIR` / `--config FILE` written after SESSION (global flags go anywhere before `--`). */
+  readonly city?: string;
+  readonly config?: string;
+}
+
 /**
- * The command and gc exec's own flags from what follows SESSION. When that starts with a
- * flag, everything up to `--` is flags (`--raw`, `--timeout DUR` or `--timeout=DUR`,
- * `--json`; where the usage line puts them) and the command follows the `--`; otherwise the
- * command starts right after SESSION (its own `--`s are its arguments). Pure.
+ * The command and the flags from what follows SESSION. When that starts with a flag,
+ * everything up to `--` is flags — gc exec's own (`--raw`, `--timeout DUR`, `--json`) and the
+ * global ones (`--city DIR`, `--config FILE`), each also as `--flag=value` — and the command
+ * follows the `--`; otherwise the command starts right after SESSION (its own `--`s are its
+ * arguments). Pure.
  * @throws UsageError for anything else among the flags, or flags with no `--` after them.
  */
 export function splitExecArgs(
   rest: readonly string[],
   values: { raw?: string | boolean | undefined; timeout?: string | boolean | undefined },
-): { argv: string[]; raw: boolean; timeout: string | undefined; json: boolean } {
+): ExecArgs {
   let raw = values.raw === true;
   let timeout = typeof values.timeout === "string" ? values.timeout : undefined;
   let json = false;
@@ -77,16 +89,30 @@ export function splitExecArgs(
   const dash = rest.indexOf("--");
   if (dash < 0) throw new UsageError(`gc exec: put \`--\` between the flags and the command\n\n${USAGE}`);
   const flags = rest.slice(0, dash);
+  const valued: Record<string, string> = {};
   for (let i = 0; i < flags.length; i++) {
     const f = flags[i]!;
+    const eq = f.indexOf("=");
+    const name = eq < 0 ? f : f.slice(0, eq);
     if (f === "--raw") raw = true;
     else if (f === "--json") json = true;
-    else if (f === "--timeout" && i + 1 < flags.length) timeout = flags[++i];
-    else if (f.startsWith("--timeout=")) timeout = f.slice("--timeout=".length);
+    else if (VALUE_FLAGS.has(name) && eq >= 0) valued[name] = f.slice(eq + 1);
+    else if (VALUE_FLAGS.has(name) && i + 1 < flags.length) valued[name] = flags[++i]!;
     else throw new UsageError(`gc exec: unexpected ${JSON.stringify(f)} before \`--\`\n\n${USAGE}`);
   }
-  return { argv: rest.slice(dash + 1), raw, timeout, json };
+  if (valued["--timeout"] !== undefined) timeout = valued["--timeout"];
+  return {
+    argv: rest.slice(dash + 1),
+    raw,
+    timeout,
+    json,
+    ...(valued["--city"] !== undefined ? { city: valued["--city"] } : {}),
+    ...(valued["--config"] !== undefined ? { config: valued["--config"] } : {}),
+  };
 }
+
+/** Flags with a value accepted between SESSION and `--`. */
+const VALUE_FLAGS = new Set(["--timeout", "--city", "--config"]);
 
 export const command = defineCommand({
   usage: USAGE,
@@ -94,10 +120,12 @@ export const command = defineCommand({
   passThrough: true,
   failureExit: EXIT.execFailed,
   async run(ctx, { positionals, values }) {
-    const { argv, raw, timeout, json: jsonFlag } = splitExecArgs(positionals.slice(1), values);
+    const { argv, raw, timeout, json: jsonFlag, city, config } = splitExecArgs(positionals.slice(1), values);
     if (positionals.length < 1 || argv.length === 0) {
       throw new UsageError(`gc exec needs a session and a command\n\n${USAGE}`);
     }
+    if (city !== undefined) ctx = { ...ctx, cityFlag: city };
+    if (config !== undefined) ctx = { ...ctx, configFlag: config };
     if (argv[0] === "") throw new UsageError("the command is empty");
     const json = ctx.json || jsonFlag;
     const timeoutMs = durationFlag("timeout", timeout, DEFAULT_TIMEOUT_MS);

@@ -125,7 +125,8 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
   if (mismatch) ctx.out(mismatch);
   if (newConfigError)
     ctx.err(`gc: config error (sessions keep their last good config): ${newConfigError.split("\n")[0]}`);
-  for (const o of snap.observeErrors) ctx.err(`cannot observe provider ${o.provider}: ${o.error}`);
+  // The controller's own errors (and the providers it cannot observe), in a banner above the table.
+  for (const e of snap.errors ?? []) ctx.err(`ERROR: ${e}`);
   if (snap.massStop) ctx.out(massStopText(snap.massStop));
   const header = [
     "NAME",

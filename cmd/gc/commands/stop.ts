@@ -31,7 +31,15 @@ async function providersInUse(city: City, store: SessionStore | undefined): Prom
     // an invalid file must not keep `gc stop` from stopping what runs
   }
   const records = store ? (await store.list()).map((r) => r.provider) : [];
-  return [...new Set([city.defaultProvider, ...desired, ...records])];
+  // Every provider the city has used, also one it no longer declares (a switch from tmux to
+  // subprocess leaves the tmux server to stop).
+  let used: readonly string[] = [];
+  try {
+    used = city.usedProviders();
+  } catch {
+    // an unreadable identity: what the file and the store name is still stopped
+  }
+  return [...new Set([city.defaultProvider, ...desired, ...records, ...used])];
 }
 
 export const command = defineCommand({

@@ -6,19 +6,9 @@
  * and the holder process.
  */
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, openSync, renameSync, statSync, writeSync } from "node:fs";
 import { appendFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { ProviderError } from "../../base/errors.js";
 
 /** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -152,17 +142,9 @@ export function sessionPaths(root: string, name: string): SessionPaths {
 /**
  * Creates `dir` (and parents) and makes sure it is a real directory owned by this user with
  * no group/other access. Used for every directory that holds a socket or secrets.
- * @throws ProviderError when it exists but is a symlink, not ours, or cannot be made private.
+ * @throws UnsafeDirError when it exists but is a symlink, not ours, or writable by others.
  */
-export function ensurePrivateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(dir);
-  const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
-  if (!st.isDirectory() || st.uid !== uid) {
-    throw new ProviderError("subprocess", `${dir} is not a private directory owned by uid ${uid}`);
-  }
-  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-}
+export { ensurePrivateDir } from "../socket-dir.js";
 
 /**
  * Writes `text` to `path` atomically (temp file, rename) with mode 0600: readers see the old

@@ -253,7 +253,9 @@ export class TmuxProvider
   ): Promise<StartReport> {
     const existing = await this.lookup(sessionTarget(name), signal);
     if (existing) {
-      if (existing.name !== name || isLive(existing)) throw new SessionExistsError(name);
+      if (existing.name !== name)
+        throw new SessionExistsError(name, undefined, await this.foreignHolder(name));
+      if (isLive(existing)) throw new SessionExistsError(name);
       await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
     }
     const config = {
@@ -350,7 +352,7 @@ export class TmuxProvider
         { signal, create: true },
       );
     } catch (e) {
-      if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e });
+      if (isDuplicate(e)) throw new SessionExistsError(name, { cause: e }, await this.foreignHolder(name));
       // A failure after new-session (a tag) leaves a session this start created: remove it.
       const made = await this.lookup(sessionTarget(name)).catch(() => undefined);
       if (made && made.name === undefined) await this.destroy(made.id).catch(() => undefined);
@@ -1028,6 +1030,22 @@ export class TmuxProvider
    */
   private async reapLostChildren(): Promise<void> {
     await this.tmux(["run-shell", "-b", "true"]).catch(() => undefined);
+  }
+
+  /**
+   * Who holds session `name` when it is not this city's: another city sharing the tmux socket
+   * (its `@gc_city` tag differs) or something gc did not start; with the fix. `undefined` when
+   * it is this city's own or cannot be read.
+   */
+  private async foreignHolder(name: string): Promise<string | undefined> {
+    const owner = await this.tmux(["show-options", "-qv", "-t", sessionTarget(name), "@gc_city"]).then(
+      (lines) => lines[0] ?? "",
+      () => undefined,
+    );
+    if (owner === undefined || owner === this.tag) return undefined;
+    const sock = this.settings.socketLabel;
+    const who = owner ? `it belongs to another city (owner ${owner})` : "it was not started by gc";
+    return `${who} on the shared tmux socket ${sock}; give this city its own socket (remove session.tmux.socket from the city file: each city then gets one of its own) or rename the session`;
   }
 
   /** One tmux command. Never starts a server unless `create` is set (only `new-session` does). */
