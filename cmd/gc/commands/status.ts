@@ -108,9 +108,16 @@ function withBuildCheck(snap: StatusJson, gcBuild: string | undefined): StatusJs
 
 /**
  * Prints a status snapshot: the document itself with `--json`, else the table and notes.
- * `newConfigError`: a config error met while observing that opening the city did not report.
+ * `newConfigError`: a config error met while observing that opening the city did not report;
+ * `openError`: the one opening the city reported (the banner does not repeat it).
  */
-function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, newConfigError?: string): void {
+function printStatus(
+  ctx: CommandContext,
+  snap: StatusJson,
+  cityDir: string,
+  newConfigError?: string,
+  openError?: string,
+): void {
   if (ctx.json) {
     ctx.out(JSON.stringify(snap, null, 2));
     return;
@@ -125,8 +132,12 @@ function printStatus(ctx: CommandContext, snap: StatusJson, cityDir: string, new
   if (mismatch) ctx.out(mismatch);
   if (newConfigError)
     ctx.err(`gc: config error (sessions keep their last good config): ${newConfigError.split("\n")[0]}`);
-  // The controller's own errors (and the providers it cannot observe), in a banner above the table.
-  for (const e of snap.errors ?? []) ctx.err(`ERROR: ${e}`);
+  // The controller's own errors (and the providers it cannot observe), in a banner above the
+  // table; a config error this command already reported in its own line is not said twice.
+  const said = [openError, newConfigError].flatMap((e) =>
+    e ? [`config error (the last good config is kept): ${e.split("\n")[0]}`] : [],
+  );
+  for (const e of snap.errors ?? []) if (!said.includes(e)) ctx.err(`ERROR: ${e}`);
   if (snap.massStop) ctx.out(massStopText(snap.massStop));
   const header = [
     "NAME",
@@ -218,6 +229,7 @@ export const command = defineCommand({
         statusJson(city.name, observed, gcBuildId()),
         city.cityDir,
         configError !== openError ? configError : undefined,
+        openError,
       );
       return EXIT.ok;
     } finally {
