@@ -327,12 +327,6 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
     );
   let identity = identityOrThrow(cityDir, file);
   let parsed = parse(identity);
-  if (!identity) {
-    // The first load of a new city: its identity is created with the name it has now.
-    identity = cityIdentity(cityDir, parsed.config.workspace.name);
-    parsed = parse(identity);
-  }
-  const cityId = identity.id;
   const issues: ConfigIssue[] = [];
   const reporter = new IssueReporter(file, parsed.positions, issues);
   const promptTemplates = await checkFiles(parsed.config, cityDir, reporter);
@@ -342,6 +336,13 @@ export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
       [...issues].sort((a, b) => order(a) - order(b) || a.line - b.line || a.col - b.col),
     );
   }
+  if (!identity) {
+    // The first load of a new, valid city: its identity is created with the name it has now
+    // (an invalid file creates nothing).
+    identity = cityIdentity(cityDir, parsed.config.workspace.name);
+    parsed = parse(identity);
+  }
+  const cityId = identity.id;
 
   const defaultProviderReason = providerReason(
     parsed.positions,
