@@ -160,9 +160,10 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
     it(`${provider}: ${KILLS} compounding SIGKILLs of the controller during a ${SESSIONS}-session start → exactly ${SESSIONS}, all owned, none quarantined; stop leaves nothing, also straight after a kill`, async () => {
       const t0 = Date.now();
       const city = makeCity(pool(provider, SESSIONS));
-      const tag = ownerKey(city.name, storedCityId(city.dir));
+      // The city's id is created by its first start: read it when first needed.
+      const tagOf = () => ownerKey(city.name, storedCityId(city.dir));
       const owned = () =>
-        provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tag).length : heldSessions(city);
+        provider === "tmux" ? tmuxSessions(city).filter((s) => s.tag === tagOf()).length : heldSessions(city);
       /** Nothing of the city survives: gc's census, the controller, tmux, holders. */
       const expectNothingLeft = async (
         what: string,
@@ -214,7 +215,7 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
       expect(st.sessions.filter((r) => r.state === "quarantined")).toEqual([]);
       if (provider === "tmux") {
         const all = tmuxSessions(city);
-        expect(all.filter((s) => s.tag !== tag)).toEqual([]); // nothing untagged
+        expect(all.filter((s) => s.tag !== tagOf())).toEqual([]); // nothing untagged
         expect(all).toHaveLength(SESSIONS);
       } else {
         expect(holders(city)).toHaveLength(1); // one holder per city
