@@ -3,20 +3,26 @@
 // container) against one raw exec running the same tmux command, in the same run.
 //   k8s, on the loopback API server with 0 and 150 ms injected per request: peek(50) against
 //   `kubectl exec POD -- tmux … capture-pane …`, a nudge against `kubectl exec` of
-//   `send-keys -l TEXT ; send-keys Enter`, execCommand (what `gc run` does in a pod) against
-//   `kubectl exec POD -- true`. Targets: peek ≤ 1.5× the raw exec, nudge ≤ 2×.
+//   `send-keys -l TEXT ; send-keys Enter`, and one turn — the built CLI's
+//   `gc run repl "TEXT"` on a city (`gc start --once`) whose agent is a tiny shell REPL
+//   (`repl> ` prompt, answers `= TEXT`) — against the same work done by kubectl: one exec of
+//   `send-keys -l TEXT ; send-keys Enter`, then execs of `capture-pane` until the answer and a
+//   fresh prompt show. Targets: peek ≤ 1.5× the raw exec, nudge ≤ 2× (`gc run` has none: it is
+//   a whole CLI process against kubectl processes; its ratio is printed).
 //   Then API requests of a steady observation pass over 200 pods (target ≤ 1).
-//   docker, on a private dockerd: peek and nudge against `docker exec` of the same commands.
-// Raw and provider batches alternate per round, so both see the same load; medians are
-// printed with the 1-minute load average at start and end. On a loaded machine the figures
-// say that it works, not how fast it is.
-// Needs `npm run build` first.
+//   docker, on a private dockerd: the same three against `docker exec`.
+// Raw and gc batches alternate per round, so both see the same load; medians are printed
+// with the load average (bench/lib.mjs: no target verdict unless the machine is idle).
+// Everything started (API server, pods, dockerd, containers, cities, temp dirs) is removed
+// at the end, also on failure. Needs `npm run build` first.
 //   node bench/remote.mjs [--rounds R] [--pods P] [--no-docker] [--json]
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
+import { benchStart, loadReport, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -26,16 +32,21 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
+benchStart("bench/remote", { json: values.json });
 const ROUNDS = Number(values.rounds);
 const PODS = Number(values.pods);
 const dist = new URL("../dist/", import.meta.url);
 const load = async (p) => import(new URL(p, dist).href);
+// The package's `bin`: what `gc` on PATH (npm link, npx gc) runs.
+const { bin } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+const GC = fileURLToPath(new URL(`../${bin.gc}`, import.meta.url));
 let k8s;
 let apiMod;
 let spec;
 let names;
 let apiserver;
 let dockerMod;
+let dockerScripts;
 let engineMod;
 try {
   k8s = await load("internal/runtime/k8s/index.js");
@@ -44,14 +55,15 @@ try {
   names = await load("internal/runtime/k8s/names.js");
   apiserver = await load("test/k8s/apiserver/index.js");
   dockerMod = await load("internal/runtime/docker/index.js");
+  dockerScripts = await load("internal/runtime/docker/scripts.js");
   engineMod = await load("conformance/docker-engine.js");
 } catch (e) {
   console.error(`bench/remote: cannot load dist/ (run \`npm run build\` first): ${e.message}`);
   process.exit(1);
 }
 const sh = promisify(execFile);
-const root = mkdtempSync(join(tmpdir(), "gc-bench-remote-"));
-const results = { loadStart: loadavg()[0], k8s: {}, docker: undefined, loadEnd: 0 };
+const root = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-remote-")));
+const results = { k8s: {}, docker: undefined };
 const cleanups = [];
 
 const median = (xs) => {
@@ -91,6 +103,64 @@ async function waitFor(fn, ms = 60_000) {
   }
 }
 
+/** The REPL agent of the `gc run` cities: prompt `repl> `, answers a line L with `= L`. */
+const REPL = `exec sh -c 'while printf "repl> "; read -r l; do echo "= $l"; done'`;
+const PROMPT = "repl> ";
+
+/** A temp city dir whose one agent `repl` runs {@link REPL} on `session` (YAML lines). */
+function replCity(kind, session) {
+  const dir = join(root, `city-${kind}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "city.yaml"),
+    `workspace:\n  name: brem${kind}${process.pid}\nsession:\n${session}daemon:\n  interval: 1h\n` +
+      `agents:\n  - name: repl\n    start_command: ${JSON.stringify(REPL)}\n` +
+      `    ready_prompt_prefix: ${JSON.stringify(PROMPT)}\n`,
+  );
+  return dir;
+}
+
+/** Runs the built gc on `dir`, asynchronously (the API server lives in this process). */
+const gcCli = (dir, ...args) =>
+  sh(process.execPath, [GC, "--city", dir, ...args], {
+    env: { ...process.env, NO_COLOR: "1" },
+    timeout: 120_000,
+    maxBuffer: 16 << 20,
+  });
+
+/** Starts the city (`gc start --once`) and stops it at the end. */
+async function startCity(dir) {
+  cleanups.push(async () => {
+    await gcCli(dir, "stop").catch(() => undefined);
+  });
+  await gcCli(dir, "start", "--once");
+}
+
+/** One `gc run repl TEXT`; fails unless the turn completed with the REPL's answer in its output. */
+async function gcRun(dir, text) {
+  const { stdout } = await gcCli(dir, "run", "repl", text, "--timeout", "60s", "--json");
+  const r = JSON.parse(stdout);
+  if (r.status !== "completed" || !r.output.split("\n").some((l) => l.trimEnd() === `= ${text}`))
+    throw new Error(`gc run ${text}: ${stdout}`);
+}
+
+/**
+ * The raw turn: `exec(...tmuxArgs)` runs one tmux command in the pod or container; types
+ * TEXT + Enter in one exec, then reads the screen until the answer and a bare prompt show.
+ */
+async function rawTurn(exec, target, text) {
+  await exec("send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter");
+  const by = Date.now() + 60_000;
+  for (;;) {
+    const { stdout } = await exec("capture-pane", "-p", "-J", "-S", "-50", "-t", target);
+    const lines = stdout.split("\n").map((l) => l.trimEnd());
+    while (lines.length > 0 && lines.at(-1) === "") lines.pop();
+    const at = lines.lastIndexOf(`= ${text}`);
+    if (at !== -1 && lines.at(-1) === PROMPT.trimEnd() && at === lines.length - 2) return;
+    if (Date.now() > by) throw new Error(`raw turn ${text}: no answer on screen:\n${stdout}`);
+  }
+}
+
 async function benchK8s() {
   const server = await apiserver.startApiServer({});
   cleanups.push(() => server.stop());
@@ -111,9 +181,35 @@ async function benchK8s() {
   await p.start("b", { command: "exec cat", workDir: work, env: {} });
   const pod = p.identity("b").pod;
   const sock = spec.tmuxSocket(pod);
-  const kubectl = (...args) =>
-    sh("kubectl", ["--kubeconfig", server.kubeconfigPath, "exec", pod, "--", ...args]);
+  const kubectlExec = (podName, ...args) =>
+    sh("kubectl", ["--kubeconfig", server.kubeconfigPath, "exec", podName, "--", ...args]);
+  const kubectl = (...args) => kubectlExec(pod, ...args);
   await p.peek("b", 50); // the channel opens here, once
+
+  // The `gc run` city: one REPL pod, started by the built CLI.
+  const city = replCity(
+    "k8s",
+    `  provider: k8s\n  k8s:\n    image: gc-test/agent:1\n    kubeconfig: ${server.kubeconfigPath}\n` +
+      `    work_root: ${join(root, "k8s-pods")}\n`,
+  );
+  await startCity(city);
+  const { stdout: podsJson } = await sh("kubectl", [
+    "--kubeconfig",
+    server.kubeconfigPath,
+    "get",
+    "pods",
+    "-o",
+    "json",
+  ]);
+  const replPod = JSON.parse(podsJson).items.find(
+    (x) => x.metadata.annotations?.["gc.dev/session-name"] === "repl",
+  )?.metadata.name;
+  if (!replPod) throw new Error("bench/remote: the city's repl pod is not listed");
+  const replTmux = (...args) => kubectlExec(replPod, "tmux", "-S", spec.tmuxSocket(replPod), ...args);
+  let turn = 0;
+  await gcRun(city, "warm"); // waits for the REPL's first prompt; warms the page cache
+  await rawTurn(replTmux, spec.TMUX_TARGET, "rawwarm");
+
   for (const latency of [0, 150]) {
     server.faults.latencyMs = latency;
     let n = 0;
@@ -142,16 +238,16 @@ async function benchK8s() {
         ),
     );
     const run = await compare(
-      () => p.execCommand("b", ["true"]),
-      () => kubectl("true"),
+      () => gcRun(city, `g${++turn}`),
+      () => rawTurn(replTmux, spec.TMUX_TARGET, `r${turn}`),
     );
     results.k8s[`latency${latency}`] = { peek, nudge, run };
   }
   server.faults.latencyMs = 0;
   // A steady observation pass over PODS pods of one city.
-  const city = "count";
+  const owner = "count";
   const q = new k8s.K8sProvider({
-    city,
+    city: owner,
     cityDir: work,
     stateDir: work,
     settings: { image: "gc-test/agent:1", kubeconfig: server.kubeconfigPath, work_root: work },
@@ -162,7 +258,7 @@ async function benchK8s() {
   });
   const create = async (name) => {
     const m = spec.buildPod({
-      id: { owner: city, name, pod: names.podName(city, name) },
+      id: { owner, name, pod: names.podName(owner, name) },
       settings: q.settings,
       image: "gc-test/agent:1",
       workDir: work,
@@ -203,19 +299,42 @@ async function benchDocker() {
     await p.close();
   });
   await p.start("b", { command: "exec cat", workDir: work, env: {} });
+  const dockerCli = (...args) => sh("docker", ["-H", `unix://${engine.socketPath}`, ...args]);
   const container = p.containerName("b");
-  const docker = (...args) => sh("docker", ["-H", `unix://${engine.socketPath}`, "exec", container, ...args]);
+  const pane = dockerScripts.PANE;
+  const docker = (...args) => dockerCli("exec", container, ...args);
   await p.peek("b", 50);
+
+  const city = replCity(
+    "docker",
+    `  provider: docker\n  docker: { host: ${engine.socketPath}, image: ${image} }\n`,
+  );
+  await startCity(city);
+  const listed = (
+    await dockerCli("ps", "--filter", `label=${dockerMod.LABEL_SESSION}=repl`, "--format", "{{.Names}}")
+  ).stdout
+    .split("\n")
+    .filter(Boolean);
+  if (listed.length !== 1) throw new Error(`bench/remote: repl containers listed: ${listed.join(", ")}`);
+  const replTmux = (...args) => dockerCli("exec", listed[0], "tmux", ...args);
+  await gcRun(city, "warm");
+  await rawTurn(replTmux, pane, "rawwarm");
+
   let n = 0;
   const peek = await compare(
     () => p.peek("b", 50),
-    () => docker("tmux", "capture-pane", "-p", "-J", "-S", "-50", "-t", "gc:"),
+    () => docker("tmux", "capture-pane", "-p", "-J", "-S", "-50", "-t", pane),
   );
   const nudge = await compare(
     () => p.nudge("b", `n${++n}`),
-    () => docker("tmux", "send-keys", "-t", "gc:", "-l", `r${n}`, ";", "send-keys", "-t", "gc:", "Enter"),
+    () => docker("tmux", "send-keys", "-t", pane, "-l", `r${n}`, ";", "send-keys", "-t", pane, "Enter"),
   );
-  results.docker = { peek, nudge };
+  let turn = 0;
+  const run = await compare(
+    () => gcRun(city, `g${++turn}`),
+    () => rawTurn(replTmux, pane, `r${turn}`),
+  );
+  results.docker = { peek, nudge, run };
 }
 
 try {
@@ -223,31 +342,52 @@ try {
   if (!values["no-docker"]) await benchDocker();
 } finally {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  rmSync(root, { recursive: true, force: true });
+  rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 }
-results.loadEnd = loadavg()[0];
-if (values.json) console.log(JSON.stringify(results, null, 2));
-else {
-  console.log(
-    `load average (1 min): ${results.loadStart.toFixed(1)} at start, ${results.loadEnd.toFixed(1)} at end`,
-  );
-  const row = (label, r) =>
+
+const verdicts = (r) => ({
+  peek: target(r.peek.ratio, 1.5),
+  nudge: target(r.nudge.ratio, 2),
+});
+if (values.json) {
+  const k = results.k8s;
+  const out = {
+    load: loadReport(),
+    k8s: {
+      latency0: { ...k.latency0, verdicts: verdicts(k.latency0) },
+      latency150: { ...k.latency150, verdicts: verdicts(k.latency150) },
+      requestsPerPass: { ...k.requestsPerPass, verdict: target(k.requestsPerPass.requests, 1, "") },
+    },
+    docker:
+      results.docker && !results.docker.skipped
+        ? { ...results.docker, verdicts: verdicts(results.docker) }
+        : results.docker,
+  };
+  console.log(JSON.stringify(out, null, 2));
+} else {
+  const row = (label, r, tgt = "") =>
     console.log(
-      `  ${label.padEnd(12)} gc ${String(r.gcMs).padStart(6)} ms   raw ${String(r.rawMs).padStart(6)} ms   ${r.ratio}×`,
+      `  ${label.padEnd(7)} gc ${String(r.gcMs).padStart(6)} ms   raw ${String(r.rawMs).padStart(6)} ms   ` +
+        `${r.ratio}× ${tgt}`.trimEnd(),
     );
+  const rows = (r, raw) => {
+    const v = verdicts(r);
+    row("peek", r.peek, v.peek);
+    row("nudge", r.nudge, v.nudge);
+    row("gc run", r.run, `(no target; raw: ${raw} send-keys, then capture-pane until the answer)`);
+  };
+  console.log(`medians of ${ROUNDS} round(s), gc and raw alternating`);
   for (const latency of [0, 150]) {
-    const r = results.k8s[`latency${latency}`];
-    console.log(`k8s, ${latency} ms per request (targets: peek ≤ 1.5×, nudge ≤ 2× one kubectl exec)`);
-    row("peek", r.peek);
-    row("nudge", r.nudge);
-    row("run", r.run);
+    console.log(`k8s, ${latency} ms per request: gc against one \`kubectl exec\` of the same tmux command`);
+    rows(results.k8s[`latency${latency}`], "kubectl exec");
   }
   const rp = results.k8s.requestsPerPass;
-  console.log(`k8s steady observation pass over ${rp.pods} pods: ${rp.requests} API request(s) (target ≤ 1)`);
+  console.log(
+    `k8s requests per steady pass with ${rp.pods} pods: ${rp.requests} ${target(rp.requests, 1, "")}`,
+  );
   if (results.docker?.skipped) console.log(`docker: skipped (${results.docker.skipped})`);
   else if (results.docker) {
-    console.log("docker (targets: peek ≤ 1.5×, nudge ≤ 2× one docker exec)");
-    row("peek", results.docker.peek);
-    row("nudge", results.docker.nudge);
+    console.log("docker: gc against one `docker exec` of the same tmux command");
+    rows(results.docker, "docker exec");
   }
 }
