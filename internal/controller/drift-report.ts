@@ -4,9 +4,9 @@
  */
 
 import { driftOf } from "../reconcile/drift.js";
-import type { DesiredSession } from "../reconcile/execute.js";
 import { type FieldDrift, LIVE_FIELD } from "../runtime/fingerprint.js";
 import type { SessionRecord } from "../session/store.js";
+import type { WantedSession } from "./digest-cache.js";
 
 /**
  * A drifted field with what applying it takes: `restart`, `live` (re-applied without a
@@ -23,7 +23,7 @@ export type SessionDrift =
 export function sessionDrift(
   name: string,
   rec: SessionRecord | undefined,
-  d: DesiredSession | undefined,
+  d: WantedSession | undefined,
 ): SessionDrift {
   if (!d || !rec || rec.coreHash === null) {
     return {

@@ -461,6 +461,8 @@ agents:
         session: "alpha",
         drift: "core",
         fields: [{ field: "env.GREETING", from: "hello", to: "bonjour", effect: "restart" }],
+        view: "local",
+        callerEnvDiffers: false,
       },
     ]);
   });

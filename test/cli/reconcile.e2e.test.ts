@@ -161,7 +161,13 @@ agents:
     );
     await until("the new prompt", () => prompt().includes(longer));
     const after = JSON.parse((await city.gc(["drift", "writer", "--json"])).stdout)[0];
-    expect(after).toEqual({ session: "writer", drift: "none", fields: [] });
+    expect(after).toEqual({
+      session: "writer",
+      drift: "none",
+      fields: [],
+      view: "local",
+      callerEnvDiffers: false,
+    });
     expect((await city.gc(["drift", "writer"])).stdout.trim()).toBe("writer: in sync");
     expect((await status(city)).sessions[0]?.nextStart).toBeUndefined();
   });

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { describeError, isGcError, ReadOnlyError } from "../../../internal/base/errors.js";
 import type { City } from "../../../internal/controller/city.js";
-import { sessionDrift } from "../../../internal/controller/drift-report.js";
+import { desiredView, viewedDrift } from "../../../internal/controller/drift-view.js";
 import {
   holdDown,
   type NudgeMode,
@@ -238,7 +238,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
     const t = await targetIn(city, name, signal);
     const snap = await hub.current();
     const row = snap.json.sessions.find((s) => s.name === t.name) ?? null;
-    const [rec, events, nudges, peek] = await Promise.all([
+    const [rec, events, nudges, peek, view] = await Promise.all([
       t.store.get(t.name),
       t.store.queryEvents({ session: t.name, order: "desc", limit: 50 }),
       t.store.listNudges({ session: t.name, states: ["queued", "claimed", "dead"] }),
@@ -246,6 +246,8 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
         (text) => ({ text, error: null }),
         (e: unknown) => ({ text: "", error: describeError(e) }),
       ),
+      // Beside a running controller, its view (drift-view.ts); else this process's.
+      desiredView(city),
     ]);
     const now = Date.now();
     return {
@@ -254,7 +256,7 @@ export async function startDashboard(city: City, opts: DashboardOptions): Promis
       session: row,
       generation: rec?.generation ?? null,
       lastError: rec?.lastError ?? null,
-      drift: sessionDrift(t.name, rec, t.session.desired),
+      drift: viewedDrift(view, t.name, rec),
       peek,
       screenSource: screenSourceOf(t.provider),
       events: events.map((e) => ({

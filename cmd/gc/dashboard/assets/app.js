@@ -368,8 +368,12 @@ async function loadDetail() {
   }
   if (seq !== detailSeq || view?.kind !== "session") return;
   const dr = d.drift;
+  const differs = dr.callerEnvDiffers
+    ? "<p>The dashboard's environment resolves this session differently from the running controller; drift shown is the controller's (what it acts on).</p>"
+    : "";
   $("#drift").innerHTML =
-    dr.drift === "unknown"
+    differs +
+    (dr.drift === "unknown"
       ? `<p>${esc(dr.reason)}</p>`
       : dr.fields.length === 0
         ? "<p>in sync</p>"
@@ -379,7 +383,7 @@ async function loadDetail() {
                 ? `<tr><td>${esc(f.field)}</td><td colspan="2">changed (derived from a secret)</td><td>${esc(f.effect)}</td></tr>`
                 : `<tr><td>${esc(f.field)}</td><td>${esc(shownValue(f, f.from))}</td><td>${esc(shownValue(f, f.to))}</td><td>${esc(f.effect)}</td></tr>`,
             )
-            .join("")}</table>`;
+            .join("")}</table>`);
   $("#events").innerHTML = d.events
     .map(
       (e) => `<li>${esc(e.at.slice(11, 19))} #${e.seq} ${esc(e.type)} ${esc(JSON.stringify(e.payload))}</li>`,
