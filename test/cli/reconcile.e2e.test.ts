@@ -549,10 +549,17 @@ agents:
  * pass's timings move between two calls; everything else must be the same.
  */
 function steady(out: string, json: boolean): string {
-  if (!json) return out.replace(/\d+[smh] ago/g, "ago").replace(/ +/g, " ");
+  if (!json)
+    return out
+      .replace(/\d+[smh] ago/g, "ago")
+      .replace(/\b(working|idle|needs-input|error|unknown) \d+[smh]\b/g, "$1")
+      .replace(/ +/g, " ");
   const doc = JSON.parse(out);
   doc.controller.lastPass = null;
-  for (const s of doc.sessions) s.lastActivity = null;
+  for (const s of doc.sessions) {
+    s.lastActivity = null;
+    if (s.work) s.work.since = null;
+  }
   return JSON.stringify(doc);
 }
 
@@ -569,9 +576,14 @@ agents:
 ${names.map((n) => `  - name: ${n}\n    start_command: "exec sleep 100000"\n`).join("")}`;
     const city = makeCity(file(agents));
     expect((await city.gc(["start"])).code).toBe(0);
-    await until("all running", async () => {
+    // Idle too (no output for a while), so the work state cannot change between two snapshots.
+    await until("all running and idle", async () => {
       const st = await status(city);
-      return st.controller.running && st.sessions.filter((s) => s.running).length === 3;
+      return (
+        st.controller.running &&
+        st.sessions.filter((s) => s.running && (s as { work?: { state: string } }).work?.state === "idle")
+          .length === 3
+      );
     });
     const own = ["--config", join(city.dir, "city.yaml")]; // --config: status builds its own snapshot
     const compare = async () => {
