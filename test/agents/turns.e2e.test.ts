@@ -147,6 +147,11 @@ const GAPS: Partial<Record<TurnCli, string>> = {
   opencode:
     "known gap: on tmux the nudge is not submitted (text left in opencode's input box after 3 Enter presses); on subprocess gc reports the turn over before the reply",
 };
+/** A CLI that does not pass on one provider yet (`provider/cli`), skipped with the reason. */
+const GAPS_ON: Partial<Record<string, string>> = {
+  "tmux/codex":
+    "known gap: Codex shows no busy marker once it streams text, so on tmux `gc run` can report completed at the first token, before the reply is drawn (seen in 5a in a full CI run; issue 33)",
+};
 /** Steps a CLI does not pass yet, skipped with the reason (annotated on the test). */
 const STEP_GAPS: Partial<Record<TurnCli, { steps: readonly ("5c" | "5e")[]; reason: string }>> = {
   codex: {
@@ -172,7 +177,7 @@ describe.concurrent.each(["tmux", "subprocess"])("real turns on %s", (provider) 
       // GC_TURNS_ONLY=PROVIDER/CLI[,…] narrows a local run (say which in the skip).
       const only = process.env.GC_TURNS_ONLY?.split(",");
       if (only && !only.includes(`${provider}/${cli}`)) ctx.skip(`GC_TURNS_ONLY=${only.join(",")}`);
-      const gap = GAPS[cli];
+      const gap = GAPS[cli] ?? GAPS_ON[`${provider}/${cli}`];
       if (gap && process.env.GC_TURNS_ALL !== "1") ctx.skip(gap);
       const t0 = Date.now();
       const city = makeCity("workspace: { name: '@NAME@' }\n", ctx.onTestFinished);
