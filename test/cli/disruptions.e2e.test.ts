@@ -39,7 +39,7 @@ describe("a city file that turns invalid under a running dashboard", () => {
       .toMatch(/city\.yaml/);
 
     const detail = await getJson<{ drift: { drift: string; reason?: string } }>(d, "/api/sessions/a");
-    expect(detail.drift).toEqual({ session: "a", drift: "none", fields: [] });
+    expect(detail.drift).toMatchObject({ session: "a", drift: "none", fields: [] });
 
     const r = await post(d, "/api/sessions/a/restart");
     expect(r.status, JSON.stringify(r.json)).toBe(200);
