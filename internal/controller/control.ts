@@ -278,6 +278,11 @@ export function controlSocketPath(stateDir: string): string {
   return join("/tmp", `gc-${uid}-${hash}`, "controller.sock");
 }
 
+/** Times an idempotent request closed without any answer is asked again. */
+const UNANSWERED_RETRIES = 5;
+/** The requests that are asked again when closed without any answer (reads and a poke). */
+const RETRIED_OPS: ReadonlySet<string> = new Set(["status", "desired", "pending", "snapshot", "poke"]);
+
 /** Options of {@link requestControl}. */
 interface RequestOptions {
   onMessage?: (m: ControlMessage) => void;
@@ -289,7 +294,9 @@ interface RequestOptions {
  * Sends one request and collects the streamed replies (calling `onMessage` for each).
  * Rejects when nothing listens (ENOENT/ECONNREFUSED) or on `timeoutMs`. A full listen queue
  * (EAGAIN: a flood of connections ahead of this one) is waited out until `timeoutMs`: the
- * request was not sent, so trying again is safe.
+ * request was not sent, so trying again is safe. A connection closed with no answer at all
+ * (the server dropped it before reading its line) is retried a few times for the idempotent
+ * requests ({@link RETRIED_OPS}); when a retry cannot connect, the empty answer stands.
  */
 export async function requestControl(
   path: string,
@@ -299,11 +306,26 @@ export async function requestControl(
   // Only through a /tmp directory that is ours alone: a socket another user placed is never asked.
   if (isShortSocketDir(dirname(path))) checkPrivateDir(dirname(path));
   const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
-  for (;;) {
+  for (let unanswered = 0; ; ) {
     try {
       const left = deadline === undefined ? undefined : Math.max(1, deadline - Date.now());
-      return await requestOnce(path, req, { ...opts, ...(left === undefined ? {} : { timeoutMs: left }) });
+      const msgs = await requestOnce(path, req, {
+        ...opts,
+        ...(left === undefined ? {} : { timeoutMs: left }),
+      });
+      // Closed before any answer: under a flood of idle connections the server may close this
+      // one before reading its line (nothing was done), so an idempotent request asks again.
+      if (
+        msgs.length > 0 ||
+        !RETRIED_OPS.has(req.op) ||
+        ++unanswered > UNANSWERED_RETRIES ||
+        opts.signal?.aborted ||
+        (deadline !== undefined && Date.now() >= deadline)
+      )
+        return msgs;
+      await sleep(20 * unanswered, undefined, opts.signal ? { signal: opts.signal } : {});
     } catch (e) {
+      if (unanswered > 0 && (e as NodeJS.ErrnoException).code !== "EAGAIN") return [];
       const queueFull = (e as NodeJS.ErrnoException).code === "EAGAIN";
       if (!queueFull || opts.signal?.aborted || (deadline !== undefined && Date.now() >= deadline)) throw e;
       await sleep(20, undefined, opts.signal ? { signal: opts.signal } : {});
