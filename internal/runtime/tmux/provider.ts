@@ -385,7 +385,13 @@ export class TmuxProvider
             : pane.exitSignal !== undefined
               ? `signal ${pane.exitSignal}`
               : "killed";
-        const tail = outputTail(await captureText(this.pane(id), 0, false));
+        // tmux may mark the pane dead before it has drawn the program's last output: look
+        // again (bounded) while the screen is still empty.
+        let tail = outputTail(await captureText(this.pane(id), 0, false));
+        for (let i = 0; i < 10 && tail === ""; i++) {
+          await sleep(STATE_POLL_MS);
+          tail = outputTail(await captureText(this.pane(id), 0, false));
+        }
         detail = `${how}${tail ? `; last output: ${tail}` : ""}`;
       }
     } catch {
