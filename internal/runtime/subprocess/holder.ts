@@ -176,8 +176,12 @@ interface Conn {
 
 /** What a session needs from the process that holds it. */
 interface SessionHost {
-  /** Called once the session's files and socket are gone (after shutdown or a failed start). */
-  removed(session: Session): void;
+  /**
+   * Called as the session stops serving, before its files and socket go (in the same turn of
+   * the event loop, so no create of the same name comes between): frees its name at once. The
+   * holder exits, if this was its last session, only once `drained` (its last notes written).
+   */
+  removed(session: Session, drained: Promise<void>): void;
   /**
    * Runs `fork` (synchronous: it forks the program's pty) in a turn of the event loop of its
    * own, one at a time, so a burst of starts (a whole city at once) does not hold up the
@@ -917,9 +921,10 @@ class Session {
       for (const w of [...this.watchers]) w();
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();
+      // The name is free before any connection (the caller's reply included) is ended: a
+      // caller told the session is gone may start it again at once.
+      this.host.removed(this, this.notes);
       this.close();
-      await this.notes; // the holder may exit once the last session is removed
-      this.host.removed(this);
     })();
     return this.shuttingDown;
   }
@@ -1048,9 +1053,9 @@ class Holder implements SessionHost {
     return forked;
   }
 
-  removed(session: Session): void {
+  removed(session: Session, drained: Promise<void>): void {
     if (this.sessions.get(session.spec.name) === session) this.sessions.delete(session.spec.name);
-    this.maybeExit();
+    void drained.then(() => this.maybeExit());
   }
 
   /** Exits when no session is left and none is being created. */
