@@ -113,11 +113,14 @@ export const MAX_REQUEST_BYTES = 64 * 1024;
  */
 export const MAX_CONNECTIONS = 64;
 /**
- * Connections still waiting for their request line that are kept; a new one past this closes
- * the oldest waiting one, so idle connections (a flood of them) never keep a real request —
- * whose line follows its connect at once — from being read.
+ * Connections still waiting for their request line that are kept (each costs a descriptor and
+ * a little memory until {@link REQUEST_IDLE_MS}); a new one past this closes the oldest
+ * waiting one. Large on purpose: a real request's line follows its connect at once, but under
+ * load the server may accept a whole burst before it reads any of them, so a small cap closes
+ * real requests accepted in the same burst as a flood — and every close makes a flooder
+ * reconnect at once, a storm that holds the controller's CPU.
  */
-export const MAX_WAITING = 32;
+export const MAX_WAITING = 4096;
 /** A connection that has not sent its request line within this long is closed. */
 export const REQUEST_IDLE_MS = 2_000;
 

@@ -17,11 +17,7 @@ describe.each([
   it.skipIf(skip)(
     "2,000 idle connections never make an operator's command fail",
     { timeout: 180_000 },
-    async (ctx) => {
-      // Known to fail in full CI runs (2 of 4 at the end of session 15; issue 36 item 7 is not
-      // met yet): GC_TEST_FLOOD=1 runs it.
-      if (process.env.GC_TEST_FLOOD !== "1")
-        ctx.skip("known gap: fails under full-suite load (issue 36 item 7); GC_TEST_FLOOD=1 runs it");
+    async () => {
       const city = makeCity(`workspace:
   name: @NAME@
 session:
