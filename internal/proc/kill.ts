@@ -3,7 +3,7 @@
  * process is gone, SIGKILL stragglers after the grace period. No fixed sleeps.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ended, processTree, readProcessTable, readStat } from "./process-table.js";
+import { ended, processTree, readProcessTable, readStat, withGroups } from "./process-table.js";
 
 /** Grace between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
@@ -58,16 +58,14 @@ export async function killPids(
 }
 
 /**
- * Kills `root` and its whole process tree (one /proc snapshot, plus the process groups of
- * every member so a child that double-forked inside the group dies too).
+ * Kills `root` and its whole process tree (one /proc snapshot, plus the process groups the
+ * members lead, so a child that double-forked inside the group dies too: {@link withGroups}).
+ * The caller's own process is never signalled.
  */
 export async function killTree(root: number, opts: { graceMs?: number } = {}): Promise<void> {
   const table = await readProcessTable();
-  const tree = processTree(table, root);
-  const ownGroup = table.find((p) => p.pid === process.pid)?.pgid;
-  const groups = new Set(tree.map((p) => p.pgid).filter((g) => g > 1 && g !== ownGroup));
-  const pids = new Set(tree.map((p) => p.pid));
-  for (const p of table) if (groups.has(p.pgid) && p.pid !== process.pid) pids.add(p.pid);
+  const family = withGroups(table, processTree(table, root), new Set([process.pid]));
+  const pids = new Set(family.map((p) => p.pid));
   if (pids.size === 0 && (await pidAlive(root))) pids.add(root);
   pids.delete(process.pid);
   await killPids([...pids], opts);

@@ -170,6 +170,30 @@ function readArgv0(pid: number): string | undefined {
   }
 }
 
+/**
+ * `members` plus every process in a process group one of them belongs to — so a child that
+ * double-forked inside the group goes with it — but only groups a member leads, or whose
+ * leader is gone. A group led by a process outside `members` is never added: a child just
+ * forked (before its setsid) is still in its parent's group, e.g. the tmux server's or the
+ * holder's, and killing "its group" would take the server down. Groups of `skip` pids are
+ * never added either. Pure.
+ */
+export function withGroups(
+  table: readonly ProcEntry[],
+  members: readonly ProcEntry[],
+  skip: ReadonlySet<number> = new Set(),
+): ProcEntry[] {
+  const mine = new Set(members.map((p) => p.pid));
+  const present = new Set(table.map((p) => p.pid));
+  const skipGroups = new Set(table.filter((p) => skip.has(p.pid)).map((p) => p.pgid));
+  const groups = new Set(
+    members.map((p) => p.pgid).filter((g) => g > 1 && !skipGroups.has(g) && (mine.has(g) || !present.has(g))),
+  );
+  const out = [...members];
+  for (const p of table) if (groups.has(p.pgid) && !mine.has(p.pid)) out.push(p);
+  return out;
+}
+
 /** `root` and every descendant of it in `table` (root first, then breadth-first). Pure. */
 export function processTree(table: readonly ProcEntry[], root: number): ProcEntry[] {
   const byParent = new Map<number, ProcEntry[]>();

@@ -2,12 +2,14 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
+  type ProcEntry,
   parseStat,
   processTree,
   procStartTime,
   readArgv,
   readProcessTable,
   readStat,
+  withGroups,
 } from "../../internal/proc/process-table.js";
 
 describe("readProcessTable", () => {
@@ -91,5 +93,52 @@ describe("parseStat / readStat", () => {
     await new Promise((r) => child.once("exit", r));
     expect(readStat(child.pid!)).toBeUndefined();
     expect(procStartTime(child.pid!)).toBeNull();
+  });
+});
+
+describe("withGroups", () => {
+  // A tmux-like server (pid 10, its own group) with one pane (20, its own group after setsid)
+  // that runs a pipeline group (30 leads, 31 in it) and a child that left the tree inside the
+  // pane's group (40, reparented to init); a pane just forked (50) is still in the server's group.
+  const p = (pid: number, ppid: number, pgid: number): ProcEntry => ({
+    pid,
+    ppid,
+    pgid,
+    sid: pgid,
+    comm: "x",
+    state: "S",
+    startTime: "1",
+    tpgid: 0,
+    argv0: "x",
+  });
+  const table = [
+    p(1, 0, 1),
+    p(10, 1, 10),
+    p(20, 10, 20),
+    p(30, 20, 30),
+    p(31, 30, 30),
+    p(40, 1, 20),
+    p(50, 10, 10),
+    p(60, 1, 66),
+  ];
+  const pids = (members: ProcEntry[]) => members.map((m) => m.pid).sort((a, b) => a - b);
+  it.each([
+    {
+      what: "a pane: its tree and the groups it leads, with a double-forked child",
+      root: 20,
+      skip: [],
+      want: [20, 30, 31, 40],
+    },
+    {
+      what: "a pane before its setsid: never its parent's (the server's) group",
+      root: 50,
+      skip: [],
+      want: [50],
+    },
+    { what: "a group whose leader is gone goes with a member", root: 60, skip: [], want: [60] },
+    { what: "groups of skipped pids are never added", root: 20, skip: [30], want: [20, 30, 31, 40] },
+    { what: "a skipped leader keeps its group out", root: 30, skip: [30], want: [30, 31] },
+  ])("$what", ({ root, skip, want }) => {
+    expect(pids(withGroups(table, processTree(table, root), new Set(skip)))).toEqual(want);
   });
 });

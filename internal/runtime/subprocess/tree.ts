@@ -11,6 +11,7 @@ import {
   processTree,
   procStartTime,
   readProcessTable,
+  withGroups,
 } from "../../proc/process-table.js";
 
 /**
@@ -28,11 +29,7 @@ export function sessionProcesses(
   const members = new Map<number, ProcEntry>();
   for (const p of processTree(table, childPid)) members.set(p.pid, p);
   for (const p of table) if (p.sid === childPid) members.set(p.pid, p);
-  const skipGroups = new Set(table.filter((p) => skip.has(p.pid)).map((p) => p.pgid));
-  const groups = new Set([...members.values()].map((p) => p.pgid).filter((g) => g > 1 && !skipGroups.has(g)));
-  for (const p of table) if (groups.has(p.pgid)) members.set(p.pid, p);
-  for (const pid of skip) members.delete(pid);
-  return [...members.values()];
+  return withGroups(table, [...members.values()], skip).filter((p) => !skip.has(p.pid));
 }
 
 /**

@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -46,8 +54,11 @@ describe("holder diagnostics logs stay bounded", () => {
       writeFileSync(join(logs, "holder.log"), big);
       await t.provider.start("a", await t.config("sleep 1000"));
       // Notes are written after the reply (the rotated log may not exist yet).
-      await until("serving noted", () =>
-        existsSync(join(logs, "a.holder.log")) && readFileSync(join(logs, "a.holder.log"), "utf8").includes("serving"),
+      await until(
+        "serving noted",
+        () =>
+          existsSync(join(logs, "a.holder.log")) &&
+          readFileSync(join(logs, "a.holder.log"), "utf8").includes("serving"),
       );
       expect(readFileSync(join(logs, "a.holder.log.1"), "utf8")).toBe(big);
       expect(readFileSync(join(logs, "a.holder.log")).length).toBeLessThan(4096);
