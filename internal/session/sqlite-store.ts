@@ -1031,9 +1031,12 @@ export class SqliteStore implements SessionStore {
       });
       if (restored) return movedAside ? { found: "salvaged", movedAside } : { found: "salvaged" };
       return { found: "missing" };
-    } catch {
+    } catch (e) {
       // The open database cannot be read whole either: the caller reopens with recovery.
-      return { found: "damaged" };
+      if (e instanceof UnreadableCopy) return { found: "damaged" };
+      throw new StoreError(`${this.path}: cannot write the state database back: ${describe(e)}`, {
+        cause: e,
+      });
     }
   }
 
@@ -1041,11 +1044,17 @@ export class SqliteStore implements SessionStore {
    * Copies the open database to a temporary name, runs `clear` (which frees the path) and
    * links the copy into place. Resolves false when another process created the path
    * meanwhile (the next check deals with it).
+   * @throws UnreadableCopy when the open database cannot be copied (nothing was changed).
    */
   #writeBack(clear: () => void): boolean {
     const tmp = `${this.path}.restore-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
     try {
-      this.#db.prepare("VACUUM INTO ?").run(tmp);
+      try {
+        this.#db.prepare("VACUUM INTO ?").run(tmp);
+      } catch (e) {
+        if (isDamage(e)) throw new UnreadableCopy(describe(e), { cause: e });
+        throw e;
+      }
       chmodSync(tmp, 0o600);
       clear();
       try {
@@ -1066,6 +1075,11 @@ export class SqliteStore implements SessionStore {
     this.#closed = true;
     this.#db.close();
   }
+}
+
+/** The open database could not be copied: it is damaged too. */
+class UnreadableCopy extends Error {
+  override readonly name = "UnreadableCopy";
 }
 
 interface IdRow {
