@@ -81,7 +81,9 @@ export interface City {
    * Resolves what was found when {@link store} now gives a new store, else `undefined`. The
    * old store stays open (an operation may be using it) until the city closes.
    */
-  checkStore(opts?: { damaged?: boolean }): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
+  checkStore(opts?: {
+    damaged?: boolean;
+  }): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
   providerFor(spec: string): Promise<Provider>;
   /**
    * Every session provider spec the city has used (recorded in its identity by the commands

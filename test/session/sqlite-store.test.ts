@@ -81,13 +81,39 @@ describe("sqlite store: files", () => {
     const r = s.checkFile({ writeBack: true });
     expect(r.found).toBe("salvaged");
     expect(r.movedAside).toMatch(/state\.db\.corrupt-/);
-    expect(readFileSync(r.movedAside as string).subarray(0, 4096).equals(garbage)).toBe(true);
+    expect(
+      readFileSync(r.movedAside as string)
+        .subarray(0, 4096)
+        .equals(garbage),
+    ).toBe(true);
     const back = open({ cityDir: city, actor: "a" });
     expect((await back.list()).map((x) => x.name)).toEqual(["x"]);
     expect((await back.listNudges()).map((n) => [n.id, n.text])).toEqual([[n1.id, "kept"]]);
     // The id sequence came along: a new nudge never reuses an old id.
     expect((await back.enqueueNudge({ session: "x", text: "new" })).id).toBeGreaterThan(n2.id);
     expect(back.checkFile({ writeBack: true })).toEqual({ found: "same" });
+  });
+
+  it("checkFile: when the open store cannot read its copy either, `damaged` leaves the file for recovery", async () => {
+    const city = await tempDir();
+    const s = open({ cityDir: city, actor: "a" });
+    const other = open({ cityDir: city, actor: "a" });
+    for (let i = 0; i < 50; i++)
+      await s.create({ name: `s${i}`, agent: "w", provider: "fake", metadata: { pad: "x".repeat(500) } });
+    const db = join(city, ".gc", "state.db");
+    s.checkFile(); // nothing to do
+    await other.compact(); // every page into the file, the WAL emptied
+    const size = (await stat(db)).size;
+    const fd = openSync(db, "r+");
+    writeSync(fd, Buffer.alloc(size, 0x5a), 0, size, 0);
+    closeSync(fd);
+    // Another connection's write: the open store's page cache is no longer trusted.
+    await other.appendEvent({ type: "x" }).catch(() => undefined);
+    const r = s.checkFile({ writeBack: true, damaged: true });
+    expect(r).toEqual({ found: "damaged" });
+    expect((await stat(db)).size).toBe(size); // left in place
+    const back = open({ cityDir: city, actor: "a", recover: true });
+    expect(back.recovery?.movedTo).toMatch(/state\.db\.corrupt-/);
   });
 
   it("openSqliteStore create: false: a missing file is a StoreError and nothing is created", async () => {
