@@ -6,7 +6,7 @@
  * move or create the file; the controller recovers without a restart, keeping holds and
  * queued nudges; ids never collide; the status banner leaves once recovered.
  */
-import { closeSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeCity, type TestCity, until } from "../support/city.js";
