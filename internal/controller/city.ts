@@ -29,6 +29,7 @@ import {
   type FingerprintFiles,
   type FingerprintKey,
   fingerprint,
+  secretsOfConfig,
 } from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import { recordProvider, storedIdentity } from "../runtime/identity.js";
@@ -322,6 +323,7 @@ export async function desiredFrom(
         breakdown: fp.breakdown,
         ...(fp.legacy === undefined ? {} : { legacy: fp.legacy }),
         config: d.config,
+        secrets: secretsOfConfig(d.config, loaded.secrets),
       };
       memo?.sessions.set(d, { files: filesKey, hashes: files, session });
       return session;
