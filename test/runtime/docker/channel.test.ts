@@ -161,7 +161,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
         });
         return () => reads;
       }
-      onTestFinished(() => vi.restoreAllMocks());
+      onTestFinished(() => {
+        vi.restoreAllMocks();
+      });
       const quiet = await counted("q", "echo QUIET; exec sleep 1000", "QUIET");
       expect(await p.waitForIdle("q", 10_000)).toBe("idle");
       expect(quiet()).toBeLessThanOrEqual(3);
