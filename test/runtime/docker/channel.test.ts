@@ -113,7 +113,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       expect(info.State.ExitCode).toBe(124);
       expect(await p.sessionEnd("r")).toBe("infrastructure");
       // gc made no container of its own meanwhile, and the next operations answer at once.
-      const mine = await d.listContainers({ all: true, filters: { label: [`gc.city=${p.ownerLabel}`] } });
+      const mine = await d.listContainers({ all: true, filters: { label: [p.ownerLabel] } });
       expect(mine.map((m) => m.Id)).toEqual([idBefore]);
       expect(await p.peek("r", 5)).toBe("");
       expect(await p.waitForIdle("r", 1_000)).toBe("gone");
