@@ -13,8 +13,8 @@ import {
   type Provider,
   sessionCapabilities,
   supportsIdleWait,
-  supportsOutputWatch,
   supportsInteraction,
+  supportsOutputWatch,
 } from "../runtime/provider.js";
 import type { Nudge, SessionLock, SessionStore } from "../session/store.js";
 
@@ -170,10 +170,13 @@ export async function probeIdle(
         if (accepted && last === prompt && same) return "idle";
         if (accepted && opts.promptLike && looksLikePromptLine(last) && now - since >= quietMs) return "idle";
         if (accepted && last === prompt) quiet = { from: readAt, ms: pollMs };
-        else if (accepted && opts.promptLike && looksLikePromptLine(last)) quiet = { from: since, ms: quietMs };
+        else if (accepted && opts.promptLike && looksLikePromptLine(last))
+          quiet = { from: since, ms: quietMs };
       } else if (idleWait) {
         if (accepted) {
-          const r = await idleWait.waitForIdle(name, Math.max(1, Math.min(deadline - now, 5_000)), { signal });
+          const r = await idleWait.waitForIdle(name, Math.max(1, Math.min(deadline - now, 5_000)), {
+            signal,
+          });
           if (r === "gone") return "gone";
           if (r === "idle") return "idle";
         }

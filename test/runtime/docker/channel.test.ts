@@ -167,7 +167,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(
       const quiet = await counted("q", "echo QUIET; exec sleep 1000", "QUIET");
       expect(await p.waitForIdle("q", 10_000)).toBe("idle");
       expect(quiet()).toBeLessThanOrEqual(3);
-      const busy = await counted("b", "echo 'working (esc to interrupt)'; exec sleep 1000", "esc to interrupt");
+      const busy = await counted(
+        "b",
+        "echo 'working (esc to interrupt)'; exec sleep 1000",
+        "esc to interrupt",
+      );
       expect(await p.waitForIdle("b", 3_000)).toBe("timeout");
       // Polling every 100 ms would have read ~30 times.
       expect(busy()).toBeLessThanOrEqual(4);
