@@ -3,7 +3,7 @@
  * while working (Claude Code and Codex "esc to interrupt", Gemini CLI "(esc to cancel, Ns)",
  * opencode "esc interrupt"). Checked against the recorded screens in test/fixtures/screens/
  * (versions in versions.json there). Pure data and a pure function; the one idle rule
- * (`screenLooksIdle` in dialogs.ts: no busy marker, no dialog, the preset's ready prompt on
+ * (`screenLooksIdle` in screen/classify.ts: no busy marker, no dialog, the preset's ready prompt on
  * screen) uses them, so the providers' idle waits and `gc run`'s end of turn do.
  */
 

@@ -13,7 +13,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { NudgeNotDeliveredError } from "../base/errors.js";
-import { screenAwaitsChoice } from "./dialogs.js";
+import { screenAwaitsChoice } from "./screen/classify.js";
 
 /** One look at a terminal: its visible rows (trailing blanks dropped) and the cursor. */
 export interface TerminalState {

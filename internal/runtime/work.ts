@@ -3,10 +3,11 @@
  * `idle`, `needs-input`, `error` or `unknown`. Classified from one {@link SessionLook} (the
  * screen and interaction a pass already reads, or an ACP session's turn state) by
  * {@link classifyLook}, a pure function; the screen rules are the ones the idle checks use
- * (dialogs.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}).
+ * (screen/classify.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}).
  */
-import { screenAwaitsChoice, screenLooksBusy } from "./dialogs.js";
+
 import type { SessionLook } from "./provider.js";
+import { screenAwaitsChoice, screenLooksBusy } from "./screen/classify.js";
 
 /** The work states, in the order an operator's "needs you" view sorts them. */
 export const WORK_STATES = ["needs-input", "error", "working", "idle", "unknown"] as const;
@@ -84,7 +85,7 @@ export function screenErrorLine(screen: string): string | undefined {
  * 3. no screen → `unknown`;
  * 4. an error line at the bottom ({@link screenErrorLine}) → `error` with that line (an agent
  *    retrying a failed request shows it under its busy marker: the error wins);
- * 5. an agent's busy marker (dialogs.ts `screenLooksBusy`) → `working`;
+ * 5. an agent's busy marker (screen/classify.ts `screenLooksBusy`) → `working`;
  * 6. a menu or dialog gc reads no interaction from (`screenAwaitsChoice`) → `needs-input`;
  * 7. the last line is the declared ready prompt (the look's, else `opts`'), bare → `idle`;
  *    the prompt with text after it → `working` (a command runs, perhaps quietly);

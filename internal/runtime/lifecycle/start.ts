@@ -11,21 +11,19 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describeError, HookFailedError, OperationTimeoutError } from "../../base/errors.js";
 import { type RunResult, run } from "../../proc/run.js";
+import { hookDirOf, launchArgv, type SessionCity, SHELL, sessionEnv } from "../launch.js";
+import type { StartConfig, StartReport } from "../provider.js";
+import { DIALOG_CATALOGUE } from "../screen/catalogue.js";
+import { looksLikePrompt, screenNeedsOperator, screenShowsPrompt } from "../screen/classify.js";
 import {
   type AnsweredDialog,
   acceptStartupDialogs,
-  DIALOG_CATALOGUE,
   DialogRefusedError,
   type DialogStep,
   dismissStartupDialog,
-  looksLikePrompt,
-  matchDialog,
   type ScreenIO,
-  screenNeedsOperator,
-  screenShowsPrompt,
-} from "../dialogs.js";
-import { hookDirOf, launchArgv, type SessionCity, SHELL, sessionEnv } from "../launch.js";
-import type { StartConfig, StartReport } from "../provider.js";
+} from "../screen/keys.js";
+import { matchDialog } from "../screen/parse.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
 import { checkStageSources } from "./stage.js";
 

@@ -28,7 +28,6 @@ import { pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { deliverText, type TerminalState, terminalText } from "../delivery.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
 import {
@@ -69,6 +68,8 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { findInteraction } from "../screen/classify.js";
+import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
 import {
   ConnectionPool,
   HolderOpError,
@@ -1126,7 +1127,7 @@ export class SubprocessProvider
 
   /**
    * The approval prompt, startup dialog or menu with a cursor on the visible screen
-   * (dialogs.ts), or `undefined` when none, or when the session is missing or exited.
+   * (screen/classify.ts), or `undefined` when none, or when the session is missing or exited.
    */
   async pending(name: string, opts: OpOptions = {}): Promise<PendingInteraction | undefined> {
     validateSessionName(name);

@@ -8,9 +8,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidNameError, NudgeNotDeliveredError } from "../../base/errors.js";
 import { deliverText, type TerminalState } from "../delivery.js";
-import { screenLooksIdle } from "../dialogs.js";
 import { captureFlags, paneText } from "../pane-text.js";
 import type { IdleResult } from "../provider.js";
+import { screenLooksIdle } from "../screen/classify.js";
 import {
   type CommandOptions,
   type ControlClient,

@@ -25,7 +25,6 @@ import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { terminalText } from "../delivery.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -70,6 +69,8 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { findInteraction } from "../screen/classify.js";
+import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
 import {
   type CommandOptions,
   ControlClient,
