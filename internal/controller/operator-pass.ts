@@ -69,6 +69,9 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
         provider: d.provider,
         readyPromptPrefix: d.config.readyPromptPrefix,
         busyMarkers: d.config.busyMarkers,
+        readyMarkers: d.config.readyMarkers,
+        errorMarkers: d.config.errorMarkers,
+        multiline: d.config.multiline,
       });
     }
     const nudges = await step(
@@ -197,7 +200,7 @@ async function recordWorkStates(
       const look = looks.get(r.name);
       if (look?.interaction) seen.set(r.name, look.interaction);
       if (!looksAtWork(look)) continue; // not running (the reconciler sees to it), or nothing to read
-      const obs = classifyLook(look, { now, readyPromptPrefix: targets.get(r.name)?.readyPromptPrefix });
+      const obs = classifyLook(look, { now, rules: targets.get(r.name) });
       const { next, events } = advanceWork(recordedWork(r), obs, {
         now,
         generation: r.generation,

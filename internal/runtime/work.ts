@@ -3,9 +3,10 @@
  * `idle`, `needs-input`, `error` or `unknown`. Classified from one {@link SessionLook} (the
  * screen and interaction a pass already reads, or an ACP session's turn state) by
  * {@link classifyLook}, a pure function; the screen rules are the ones the idle checks use
- * (screen/classify.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}).
+ * (screen/classify.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}),
+ * and the session's own markers from its preset ({@link ScreenRules}).
  */
-
+import { markerRegExp, type ScreenRules, screenShowsMarker } from "./agent-screens.js";
 import type { SessionLook } from "./provider.js";
 import { screenAwaitsChoice, screenLooksBusy } from "./screen/classify.js";
 
@@ -46,6 +47,11 @@ export const WORK_QUIET_MS = 2_000;
 export interface ClassifyOptions {
   /** The session's declared ready prompt (`>>> `): a last line that starts with it is idle. */
   readonly readyPromptPrefix?: string | undefined;
+  /**
+   * The session's own screen knowledge (its preset's ready prompt, ready, busy and error
+   * markers; a session's `StartConfig` is one). Its `readyPromptPrefix` wins over the option's.
+   */
+  readonly rules?: ScreenRules | undefined;
   /** Now, epoch ms (injected for tests). */
   readonly now: number;
 }
@@ -67,12 +73,18 @@ export function screenTail(screen: string, n: number): string[] {
     .slice(-n);
 }
 
-/** The agent's error line at the bottom of `screen` (box borders trimmed), or `undefined`. Pure. */
-export function screenErrorLine(screen: string): string | undefined {
+/**
+ * The agent's error line at the bottom of `screen` (box borders trimmed), or `undefined`:
+ * the lowest of the last {@link ERROR_WINDOW_LINES} non-blank lines that shows one of
+ * {@link ERROR_MARKERS} or of `extra` (a preset's `error_markers`, regular expression
+ * sources, case-insensitive). Pure.
+ */
+export function screenErrorLine(screen: string, extra: readonly string[] = []): string | undefined {
+  const markers = [...ERROR_MARKERS, ...extra.map(markerRegExp)];
   const tail = screenTail(screen, ERROR_WINDOW_LINES);
   for (let i = tail.length - 1; i >= 0; i--) {
     const l = tail[i]!;
-    if (ERROR_MARKERS.some((re) => re.test(l))) return l.replace(/^[\s│|]+|[\s│|]+$/g, "");
+    if (markers.some((re) => re.test(l))) return l.replace(/^[\s│|]+|[\s│|]+$/g, "");
   }
   return undefined;
 }
@@ -83,13 +95,17 @@ export function screenErrorLine(screen: string): string | undefined {
  *    `error`; a running turn → `working`; else `idle`;
  * 2. an interaction (approval prompt, dialog, menu) → `needs-input` with its question;
  * 3. no screen → `unknown`;
- * 4. an error line at the bottom ({@link screenErrorLine}) → `error` with that line (an agent
- *    retrying a failed request shows it under its busy marker: the error wins);
- * 5. an agent's busy marker (screen/classify.ts `screenLooksBusy`) → `working`;
+ * 4. an error line at the bottom ({@link screenErrorLine}, with the session's error markers)
+ *    → `error` with that line (an agent retrying a failed request shows it under its busy
+ *    marker: the error wins);
+ * 5. an agent's busy marker (screen/classify.ts `screenLooksBusy`) or one of the session's
+ *    busy markers → `working`;
  * 6. a menu or dialog gc reads no interaction from (`screenAwaitsChoice`) → `needs-input`;
- * 7. the last line is the declared ready prompt (the look's, else `opts`'), bare → `idle`;
- *    the prompt with text after it → `working` (a command runs, perhaps quietly);
- * 8. output within {@link WORK_QUIET_MS} → `working`, else `idle`.
+ * 7. one of the session's ready markers → `idle`;
+ * 8. the last line is the declared ready prompt (the rules', else the look's, else
+ *    `opts.readyPromptPrefix`), bare → `idle`; the prompt with text after it → `working` (a
+ *    command runs, perhaps quietly);
+ * 9. output within {@link WORK_QUIET_MS} → `working`, else `idle`.
  * Pure.
  */
 export function classifyLook(look: SessionLook, opts: ClassifyOptions): ObservedWork {
@@ -103,11 +119,14 @@ export function classifyLook(look: SessionLook, opts: ClassifyOptions): Observed
   }
   if (question !== undefined) return { state: "needs-input", message: question };
   if (look.screen === undefined) return { state: "unknown" };
-  const err = screenErrorLine(look.screen);
+  const rules = opts.rules ?? {};
+  const err = screenErrorLine(look.screen, rules.errorMarkers);
   if (err !== undefined) return { state: "error", message: err };
-  if (screenLooksBusy(look.screen)) return { state: "working" };
+  if (screenLooksBusy(look.screen) || screenShowsMarker(look.screen, rules.busyMarkers))
+    return { state: "working" };
   if (screenAwaitsChoice(look.screen)) return { state: "needs-input", message: "a menu is on screen" };
-  const prompt = (look.readyPromptPrefix ?? opts.readyPromptPrefix)?.trimEnd();
+  if (screenShowsMarker(look.screen, rules.readyMarkers)) return { state: "idle" };
+  const prompt = (rules.readyPromptPrefix ?? look.readyPromptPrefix ?? opts.readyPromptPrefix)?.trimEnd();
   const last = lines(look.screen).at(-1) ?? "";
   if (prompt && last.startsWith(prompt)) return { state: last === prompt ? "idle" : "working" };
   const at = look.lastActivity?.getTime();

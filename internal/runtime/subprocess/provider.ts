@@ -474,7 +474,7 @@ export class SubprocessProvider
         waitForPrompt: async (prefix, ms, sig) => {
           await this.call(name, { op: "waitReady", prefix, timeoutMs: ms }, ms + STATUS_TIMEOUT_MS, sig);
         },
-        nudge: (text, sig) => this.deliver(name, text, sig, true),
+        nudge: (text, sig) => this.deliver(name, text, sig, true, config.multiline),
         destroy,
       };
       const limits = limitsFor(config, {
@@ -1014,7 +1014,7 @@ export class SubprocessProvider
     validateSessionName(name);
     const text = terminalText(flattenContent(content), opts);
     if (text === "") return;
-    await this.deliver(name, text, opts.signal, false);
+    await this.deliver(name, text, opts.signal, false, opts.multiline);
   }
 
   /** Same as {@link SubprocessProvider.nudge}: this provider never waits for idle first. */
@@ -1027,6 +1027,7 @@ export class SubprocessProvider
     text: string,
     signal: AbortSignal | undefined,
     strict: boolean,
+    multiline?: "paste" | "lines" | undefined,
   ): Promise<void> {
     const wrap = (e: unknown): unknown =>
       e instanceof ProviderError ? new NudgeNotDeliveredError(name, e.message, { cause: e, sent: true }) : e;
@@ -1068,7 +1069,7 @@ export class SubprocessProvider
           },
         },
         text,
-        { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, signal },
+        { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, multiline, signal },
       );
     } catch (e) {
       throw wrap(e);

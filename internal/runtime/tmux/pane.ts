@@ -249,6 +249,8 @@ let bufferSeq = 0;
 export interface DeliverOptions {
   /** How long one Enter may take to show its effect. */
   readonly confirmMs: number;
+  /** Text of several lines as one paste (default) or line by line (../delivery.ts). */
+  readonly multiline?: "paste" | "lines" | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -297,7 +299,13 @@ export async function deliver(p: Pane, name: string, text: string, o: DeliverOpt
       },
     },
     text,
-    { confirmMs: o.confirmMs, pollMs: STATE_POLL_MS, enterAttempts: ENTER_ATTEMPTS, signal },
+    {
+      confirmMs: o.confirmMs,
+      pollMs: STATE_POLL_MS,
+      enterAttempts: ENTER_ATTEMPTS,
+      multiline: o.multiline,
+      signal,
+    },
   );
 }
 

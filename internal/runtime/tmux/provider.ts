@@ -286,7 +286,7 @@ export class TmuxProvider
       nudge: async (text, sig) => {
         const s = await live(sig);
         if (!s) throw await this.died(name, id ?? "");
-        await this.nudgeSession(name, s, text, true, sig);
+        await this.nudgeSession(name, s, text, true, sig, cfg.multiline);
       },
       destroy: async () => {
         if (id !== undefined) await this.destroy(id);
@@ -542,7 +542,14 @@ export class TmuxProvider
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
-    await this.nudgeSession(name, s, terminalText(flattenContent(content), opts), true, opts.signal);
+    await this.nudgeSession(
+      name,
+      s,
+      terminalText(flattenContent(content), opts),
+      true,
+      opts.signal,
+      opts.multiline,
+    );
   }
 
   /**
@@ -557,7 +564,14 @@ export class TmuxProvider
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
-    await this.nudgeSession(name, s, terminalText(flattenContent(content), opts), false, opts.signal);
+    await this.nudgeSession(
+      name,
+      s,
+      terminalText(flattenContent(content), opts),
+      false,
+      opts.signal,
+      opts.multiline,
+    );
   }
 
   private nudgeSession(
@@ -566,6 +580,7 @@ export class TmuxProvider
     text: string,
     waitIdle: boolean,
     signal: AbortSignal | undefined,
+    multiline?: "paste" | "lines" | undefined,
   ): Promise<void> {
     if (text.includes("\0")) return Promise.reject(new NudgeNotDeliveredError(name, "the text contains NUL"));
     return this.nudges.run(name, async () => {
@@ -574,7 +589,11 @@ export class TmuxProvider
         const r = await this.idleWait(s, this.settings.nudgeIdleWaitMs, signal);
         if (r === "gone") return;
       }
-      await deliver(this.pane(s.id), name, text, { confirmMs: this.settings.nudgeConfirmMs, signal });
+      await deliver(this.pane(s.id), name, text, {
+        confirmMs: this.settings.nudgeConfirmMs,
+        multiline,
+        signal,
+      });
     });
   }
 
