@@ -99,7 +99,11 @@ describe("busy_markers are checked by gc config validate", () => {
 
 const AGENT = fileURLToPath(new URL("./fixtures/preset-agent.py", import.meta.url));
 
-/** A city of one agent `a` on `provider` whose custom preset runs preset-agent.py `mode`. */
+/**
+ * A city of one agent `a` on `provider` whose custom preset runs preset-agent.py `mode`
+ * (through `env`, so the preset layers over no builtin: `python3` would bring the python
+ * preset's ready prompt).
+ */
 const agentCity = (provider: string, mode: string, preset: string, agent = "") => `workspace:
   name: @NAME@
 session:
@@ -108,8 +112,8 @@ daemon:
   interval: 1h
 providers:
   fake:
-    command: python3
-    args: [${JSON.stringify(AGENT)}, ${mode}]
+    command: env
+    args: [python3, ${JSON.stringify(AGENT)}, ${mode}]
     prompt_mode: none
 ${preset}agents:
   - name: a
@@ -139,6 +143,7 @@ describe.each([
 ])("a custom preset's screen knowledge takes effect (%s)", (provider, available) => {
   it.skipIf(!available)(
     "providers.*.ready_markers: start waits for the marker (no prompt line), so the initial nudge lands",
+    { timeout: 90_000 },
     async () => {
       const c = makeCity(
         agentCity(provider, "late", "    ready_markers: ['Type your message']\n", "    nudge: hello\n"),
@@ -160,6 +165,7 @@ describe.each([
 
   it.skipIf(!available)(
     "providers.*.ready_settle_ms: the initial nudge waits until the prompt stood that long (no Enter swallowed)",
+    { timeout: 90_000 },
     async () => {
       const c = makeCity(
         agentCity(
@@ -187,6 +193,7 @@ describe.each([
 
   it.skipIf(!available)(
     "providers.*.error_markers: the CLI's own error line makes work `error` with that line",
+    { timeout: 90_000 },
     async () => {
       const c = makeCity(
         agentCity(
@@ -218,6 +225,7 @@ describe.each([
 
   it.skipIf(!available)(
     "providers.*.multiline: lines types and submits each line on its own; paste submits the text once",
+    { timeout: 90_000 },
     async () => {
       const c = makeCity(
         agentCity(provider, "editor", '    ready_prompt_prefix: "> "\n    multiline: lines\n'),
