@@ -22,6 +22,10 @@ export interface EffectivePreset {
   readonly clearInputKeys: readonly string[] | undefined;
   readonly interruptKeys: readonly string[] | undefined;
   readonly busyMarkers: readonly string[] | undefined;
+  readonly readyMarkers: readonly string[] | undefined;
+  readonly errorMarkers: readonly string[] | undefined;
+  readonly readySettleMs: number | undefined;
+  readonly multiline: "paste" | "lines" | undefined;
   readonly env: Readonly<Record<string, string>>;
 }
 
@@ -50,6 +54,8 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     prompt_mode: "argument",
     ready_prompt_prefix: "› ",
     ready_delay_ms: 3_000,
+    // Codex 0.171 draws "› " at once but swallows Enter while "Waiting for startup" (≈ 1 s).
+    ready_settle_ms: 1_500,
     process_names: ["codex", "node"],
     interrupt_keys: ["Escape"],
   },

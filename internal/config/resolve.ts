@@ -6,6 +6,7 @@
  */
 import { basename, resolve as resolvePath } from "node:path";
 import { shellQuote } from "../base/shell-quote.js";
+import type { ScreenRules } from "../runtime/agent-screens.js";
 import { type RouteRules, routeSession } from "../runtime/auto/route.js";
 import type { StartText } from "../runtime/fingerprint.js";
 import type { CopyEntry, StartConfig } from "../runtime/provider.js";
@@ -103,8 +104,27 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
     clearInputKeys: p.clear_input_keys,
     interruptKeys: p.interrupt_keys,
     busyMarkers: p.busy_markers,
+    readyMarkers: p.ready_markers,
+    errorMarkers: p.error_markers,
+    readySettleMs: p.ready_settle_ms,
+    multiline: p.multiline,
     env: p.env ?? {},
   };
+}
+
+/**
+ * What `agent`'s sessions show on screen, as the classifier reads it: its ready prompt and
+ * ready, busy and error markers (the agent's keys over its preset's); empty for a
+ * `start_command` agent without its own. The one place these keys are layered. Pure.
+ */
+export function screenRulesOf(config: CityConfig, agent: AgentConfig): ScreenRules {
+  const preset = effectivePreset(config, agent);
+  return compact({
+    readyPromptPrefix: agent.ready_prompt_prefix ?? preset?.readyPromptPrefix,
+    readyMarkers: agent.ready_markers ?? preset?.readyMarkers,
+    busyMarkers: agent.busy_markers ?? preset?.busyMarkers,
+    errorMarkers: agent.error_markers ?? preset?.errorMarkers,
+  });
 }
 
 /** Where a session runs, and why (`gc config show`). */
@@ -226,13 +246,14 @@ function resolveSession(
     env,
     inheritEnv: config.session.inherit_env.length > 0 ? config.session.inherit_env : undefined,
     hookDir: cityDir,
-    readyPromptPrefix: agent.ready_prompt_prefix ?? preset?.readyPromptPrefix,
+    ...screenRulesOf(config, agent),
     readyDelayMs: agent.ready_delay_ms ?? preset?.readyDelayMs,
     processNames: agent.process_names ?? preset?.processNames,
     emitsPermissionWarning: (agent.emits_permission_warning ?? preset?.emitsPermissionWarning) || undefined,
     clearInputKeys: agent.clear_input_keys ?? preset?.clearInputKeys,
     interruptKeys: agent.interrupt_keys ?? preset?.interruptKeys,
-    busyMarkers: agent.busy_markers ?? preset?.busyMarkers,
+    readySettleMs: agent.ready_settle_ms ?? preset?.readySettleMs,
+    multiline: agent.multiline ?? preset?.multiline,
     nudge,
     prompt,
     promptFlag:

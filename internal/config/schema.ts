@@ -89,6 +89,30 @@ const LAUNCH_FIELDS = {
     .describe(
       "Regular expressions (JavaScript, case-insensitive) that appear on screen only while the program works on a turn, e.g. '\\(\\d+s · esc to cancel\\)'. A screen matching one is never idle for gc run, gc nudge and queued nudges; added to the builtin markers.",
     ),
+  ready_markers: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe(
+      "Regular expressions (JavaScript, case-insensitive) shown when the program waits for input, wherever it draws its prompt, e.g. 'Type your message'. Start counts the program ready when one shows (as with ready_prompt_prefix); a screen showing one and no busy marker is idle for gc run, nudges and the work state.",
+    ),
+  error_markers: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe(
+      "Regular expressions (JavaScript, case-insensitive) of the program's error lines, e.g. 'quota exceeded'. A line near the bottom of the screen matching one makes the work state error, with that line as its message; added to the builtin markers.",
+    ),
+  ready_settle_ms: s
+    .int({ min: 0, max: 60_000 })
+    .optional()
+    .describe(
+      "The ready prompt (or a ready marker) must have stayed on screen this long before start counts the program ready, for programs that draw their input before they accept Enter (Codex: 1500).",
+    ),
+  multiline: s
+    .enum(["paste", "lines"] as const)
+    .optional()
+    .describe(
+      "How a nudge of several lines is typed: paste (default) types it as one paste — bracketed when the program enabled bracketed paste — and submits it once; lines types and submits each line on its own, each confirmed, for programs that would take a newline in a paste as Enter or drop it.",
+    ),
   env: env().optional().describe("Environment variables; merged over the preset's (agent wins)."),
 } as const;
 

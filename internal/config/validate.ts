@@ -94,7 +94,10 @@ function checkEnv(r: IssueReporter, env: Readonly<Record<string, string>> | unde
   }
 }
 
-/** Each `busy_markers` entry must be a valid regular expression. */
+/** The launch keys holding screen markers (regular expression sources). */
+const MARKER_KEYS = ["busy_markers", "ready_markers", "error_markers"] as const;
+
+/** Each `busy_markers`, `ready_markers` and `error_markers` entry must be a valid regular expression. */
 function checkMarkers(r: IssueReporter, markers: readonly string[] | undefined, path: string): void {
   (markers ?? []).forEach((m, i) => {
     try {
@@ -176,7 +179,7 @@ function checkProviders(r: IssueReporter, city: CityFile): void {
     const layered = lookupPreset(name, city.providers)?.preset ?? preset;
     checkPresetPrompt(r, layered, path);
     checkEnv(r, preset.env, `${path}.env`);
-    checkMarkers(r, preset.busy_markers, `${path}.busy_markers`);
+    for (const k of MARKER_KEYS) checkMarkers(r, preset[k], `${path}.${k}`);
   }
 }
 
@@ -249,7 +252,7 @@ function checkAgentLaunch(r: IssueReporter, city: CityFile, a: AgentConfig, path
 
 function checkAgentFields(r: IssueReporter, a: AgentConfig, path: string): void {
   checkEnv(r, a.env, `${path}.env`);
-  checkMarkers(r, a.busy_markers, `${path}.busy_markers`);
+  for (const k of MARKER_KEYS) checkMarkers(r, a[k], `${path}.${k}`);
   if (a.prompt !== undefined) {
     for (const p of placeholderProblems(a.prompt, PROMPT_PLACEHOLDERS)) r.add(`${path}.prompt`, p.message);
   }

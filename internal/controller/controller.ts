@@ -26,7 +26,7 @@ import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
-import { collectCity, seeSessions } from "./sessions.js";
+import { collectCity, screenRulesBySession, seeSessions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
 import {
   type ControllerInfo,
@@ -288,7 +288,8 @@ export async function runController(
   const server = await serveControl(paths.socket, {
     status: statusNow,
     desired: () => city.desiredDigest(),
-    pending: (sessions) => seeSessions(city, sessions, signal),
+    pending: (sessions) =>
+      seeSessions(city, sessions, signal, screenRulesBySession(city, city.desiredDigest()?.sessions ?? [])),
     snapshot: async (file) => {
       if (file !== city.loaded.file) throw new Error(`this controller runs ${city.loaded.file}, not ${file}`);
       return controllerSnapshot(city, statusNow(), signal);

@@ -72,6 +72,9 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
         provider: d.provider,
         readyPromptPrefix: d.config.readyPromptPrefix,
         busyMarkers: d.config.busyMarkers,
+        readyMarkers: d.config.readyMarkers,
+        errorMarkers: d.config.errorMarkers,
+        multiline: d.config.multiline,
       });
     }
     const nudges = await step(
@@ -211,7 +214,7 @@ async function recordWorkStates(
       if (!looksAtWork(look)) continue; // not running (the reconciler sees to it), or nothing to read
       const obs = classifyLook(look, {
         now,
-        readyPromptPrefix: targets.get(r.name)?.readyPromptPrefix,
+        rules: targets.get(r.name),
         classifyScreen: memo.screens.forSession(r.name),
       });
       const { next, events } = advanceWork(memo.recorded.of(r), obs, {

@@ -6,10 +6,12 @@
 
 import { describeError, PartialObservationError, SessionNotFoundError } from "../base/errors.js";
 import { didYouMean } from "../base/suggest.js";
+import { screenRulesOf } from "../config/resolve.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
 import { HOLD_KEY, INFRA_LOSSES_KEY } from "../reconcile/plan.js";
 import { advanceWork, lookSessions, looksAtWork, recordedWork, type WorkRecord } from "../reconcile/work.js";
+import type { ScreenRules } from "../runtime/agent-screens.js";
 import {
   isRouter,
   type PendingInteraction,
@@ -79,11 +81,11 @@ export interface Seen {
   readonly screen?: readonly string[] | undefined;
 }
 
-/** {@link Seen} of one look at `now`. Pure. */
-export function seenOf(look: SessionLook, now: number): Seen {
+/** {@link Seen} of one look at `now`, its work read with the session's own screen `rules`. Pure. */
+export function seenOf(look: SessionLook, now: number, rules?: ScreenRules | undefined): Seen {
   return {
     ...(look.interaction ? { interaction: look.interaction } : {}),
-    ...(looksAtWork(look) ? { work: classifyLook(look, { now }) } : {}),
+    ...(looksAtWork(look) ? { work: classifyLook(look, { now, rules }) } : {}),
     ...(look.lastActivity ? { lastActivity: look.lastActivity.getTime() } : {}),
     ...(look.screen !== undefined ? { screen: screenTail(look.screen, SCREEN_TAIL_LINES) } : {}),
   };
@@ -186,7 +188,9 @@ export async function collectCity(
   ];
   const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
   const byProvider = runningByProvider(observation);
-  const seen = (await opts.controllerPending?.(byProvider)) ?? (await seeSessions(city, byProvider, signal));
+  const seen =
+    (await opts.controllerPending?.(byProvider)) ??
+    (await seeSessions(city, byProvider, signal, screenRulesBySession(city, desired)));
   const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
@@ -366,6 +370,7 @@ export async function seeSessions(
   city: City,
   byProvider: ReadonlyMap<string, readonly string[]>,
   signal?: AbortSignal,
+  rulesOf: (session: string) => ScreenRules | undefined = () => undefined,
 ): Promise<Map<string, Seen>> {
   const out = new Map<string, Seen>();
   await Promise.all(
@@ -374,10 +379,34 @@ export async function seeSessions(
       if (!p) return;
       const looks = await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>());
       const now = Date.now();
-      for (const [n, l] of looks) out.set(n, seenOf(l, now));
+      for (const [n, l] of looks) out.set(n, seenOf(l, now, rulesOf(n)));
     }),
   );
   return out;
+}
+
+/**
+ * The screen rules of each wanted session (config/resolve.ts `screenRulesOf`: its agent's
+ * ready prompt and markers in the city file as last loaded); `undefined` for a session the
+ * file does not want, or before any file loaded.
+ */
+export function screenRulesBySession(
+  city: City,
+  wanted: readonly Pick<WantedSession, "name" | "agent">[],
+): (session: string) => ScreenRules | undefined {
+  let config: ReturnType<City["current"]>["config"] | undefined;
+  try {
+    config = city.current().config;
+  } catch {
+    return () => undefined;
+  }
+  const agents = new Map(config.agents.map((a) => [a.name, a]));
+  const agentOf = new Map(wanted.map((w) => [w.name, w.agent]));
+  const cfg = config;
+  return (session) => {
+    const a = agents.get(agentOf.get(session) ?? "");
+    return a === undefined ? undefined : screenRulesOf(cfg, a);
+  };
 }
 
 /** A session named on the command line, resolved against the city. */

@@ -73,8 +73,13 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
   await requireRunning(t, o.signal);
   if (o.mode === "now") {
     if (supportsNudgeNow(t.provider))
-      await t.provider.nudgeNow(t.name, text, { signal: o.signal, raw: o.raw });
-    else await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw });
+      await t.provider.nudgeNow(t.name, text, {
+        signal: o.signal,
+        raw: o.raw,
+        multiline: t.config?.multiline,
+      });
+    else
+      await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw, multiline: t.config?.multiline });
     await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode: "now" } });
     return { mode: "now", delivered: true };
   }
@@ -84,6 +89,7 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
     const state = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: t.config?.readyPromptPrefix,
       busyMarkers: t.config?.busyMarkers,
+      readyMarkers: t.config?.readyMarkers,
       boundMs: Math.max(1, o.waitMs - (Date.now() - waitStart)),
       signal: o.signal,
     });
@@ -94,7 +100,7 @@ export async function nudgeSession(t: Target, text: string, o: NudgeOptions): Pr
         reason: await notIdleReason(t, state, o.waitMs, o.signal),
       };
     }
-    await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw });
+    await t.provider.nudge(t.name, text, { signal: o.signal, raw: o.raw, multiline: t.config?.multiline });
     await t.store.appendEvent({ session: t.name, type: "nudge.sent", payload: { mode: "wait-idle" } });
     return { mode: "wait-idle", delivered: true };
   } finally {

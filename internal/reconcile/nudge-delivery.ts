@@ -9,6 +9,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describeError, isGcError, NudgeNotDeliveredError } from "../base/errors.js";
+import { type ScreenRules, screenShowsMarker } from "../runtime/agent-screens.js";
 import {
   type Provider,
   sessionCapabilities,
@@ -82,16 +83,14 @@ export interface IdleProbeOptions {
    * case-insensitively on the last 50 screen lines): a screen showing one is never idle.
    */
   readonly busyMarkers?: readonly string[] | undefined;
+  /**
+   * The session's ready markers (preset `ready_markers`): a screen showing one (and no busy
+   * marker) is idle once it stood unchanged for two polls, wherever the prompt is drawn.
+   */
+  readonly readyMarkers?: readonly string[] | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly pollMs?: number | undefined;
   readonly quietMs?: number | undefined;
-}
-
-/** True when one of `markers` (regular expression sources) matches the last 50 lines of `screen`. Pure. */
-export function showsBusyMarker(screen: string, markers: readonly string[] | undefined): boolean {
-  if (!markers || markers.length === 0) return false;
-  const tail = screenLines(screen).slice(-50).join("\n");
-  return markers.some((m) => new RegExp(m, "i").test(tail));
 }
 
 /** True when `line` ends like a shell or REPL prompt. Pure. */
@@ -103,7 +102,8 @@ export function looksLikePromptLine(line: string): boolean {
  * Decides whether a session is idle, within `boundMs`, without ever typing into it.
  * A pending interaction (approval prompt, menu) is never idle. Per poll, first that applies:
  * the last screen line is a prompt line (starts with the ready prompt, or `promptOnly`) →
- * idle when it is the bare prompt on two consecutive polls with the same screen; a provider
+ * idle when it is the bare prompt on two consecutive polls with the same screen; a ready
+ * marker on screen → idle when the screen is the same on two consecutive polls; a provider
  * with `waitForIdle` → its answer (full-screen programs whose prompt is not the last line);
  * otherwise → the screen unchanged for `quietMs`. Between polls: `pollMs` (or the rest of
  * `quietMs`), or, when the provider watches the session's output ({@link supportsOutputWatch}),
@@ -161,7 +161,7 @@ export async function probeIdle(
         since = now;
       }
       const accepted =
-        (opts.accept ? opts.accept(screen) : true) && !showsBusyMarker(screen, opts.busyMarkers);
+        (opts.accept ? opts.accept(screen) : true) && !screenShowsMarker(screen, opts.busyMarkers);
       const last = screenLines(screen).at(-1) ?? "";
       // What the next read waits for: the same screen a while later (it may then be idle), or
       // a changed one (nothing else can make it idle).
@@ -172,6 +172,9 @@ export async function probeIdle(
         if (accepted && last === prompt) quiet = { from: readAt, ms: pollMs };
         else if (accepted && opts.promptLike && looksLikePromptLine(last))
           quiet = { from: since, ms: quietMs };
+      } else if (screenShowsMarker(screen, opts.readyMarkers)) {
+        if (accepted && same) return "idle";
+        if (accepted) quiet = { from: readAt, ms: pollMs };
       } else if (idleWait) {
         if (accepted) {
           const r = await idleWait.waitForIdle(name, Math.max(1, Math.min(deadline - now, 5_000)), {
@@ -209,12 +212,14 @@ export function nudgeRetryDelayMs(attempts: number): number {
   return Math.min(NUDGE_RETRY_MAX_MS, NUDGE_RETRY_MIN_MS * 2 ** Math.max(0, attempts - 1));
 }
 
-/** Where a session lives and how to tell it is idle. */
-export interface DeliveryTarget {
+/**
+ * Where a session lives and how to read its screen (its preset's ready prompt and markers,
+ * agent-screens.ts {@link ScreenRules}).
+ */
+export interface DeliveryTarget extends ScreenRules {
   readonly provider: string;
-  readonly readyPromptPrefix?: string | undefined;
-  /** The session's own busy markers (preset `busy_markers`). */
-  readonly busyMarkers?: readonly string[] | undefined;
+  /** How text of several lines is typed (preset `multiline`). */
+  readonly multiline?: "paste" | "lines" | undefined;
 }
 
 /** What {@link deliverDueNudges} needs. */
@@ -367,6 +372,7 @@ async function tryDeliver(
     const state = await probeIdle(provider, session, {
       readyPromptPrefix: target.readyPromptPrefix,
       busyMarkers: target.busyMarkers,
+      readyMarkers: target.readyMarkers,
       boundMs: bound,
       signal: deps.signal,
     });
@@ -378,7 +384,7 @@ async function tryDeliver(
       case "busy":
         return no(`session busy (not idle within ${bound} ms)`);
       case "idle":
-        await provider.nudge(session, text, { signal: deps.signal });
+        await provider.nudge(session, text, { signal: deps.signal, multiline: target.multiline });
         return undefined;
     }
   } catch (e) {

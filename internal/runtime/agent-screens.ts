@@ -2,8 +2,9 @@
  * What a full-screen agent CLI's own screen says about its turn: the busy markers it shows
  * while working (Claude Code and Codex "esc to interrupt", Gemini CLI "(esc to cancel, Ns)",
  * opencode "esc interrupt"). Checked against the recorded screens in test/fixtures/screens/
- * (versions in versions.json there). Pure data and a pure function; the one idle rule
- * (`screenLooksIdle` in dialogs.ts: no busy marker, no dialog, the preset's ready prompt on
+ * (versions in versions.json there); and what a city's preset adds for its own CLI
+ * ({@link ScreenRules}: ready, busy and error markers). Pure data and pure functions; the one idle rule
+ * (`screenLooksIdle` in screen/classify.ts: no busy marker, no dialog, the preset's ready prompt on
  * screen) uses them, so the providers' idle waits and `gc run`'s end of turn do.
  */
 
@@ -42,4 +43,52 @@ const ALL_BUSY: readonly RegExp[] = [
 /** True when the screen shows any known agent's "working" marker. Pure. */
 export function screenShowsBusyMarker(screen: string): boolean {
   return ALL_BUSY.some((re) => re.test(screen));
+}
+
+/**
+ * What a session's preset says about its screen, beside the builtin markers (preset and agent
+ * keys `ready_prompt_prefix`, `ready_markers`, `busy_markers`, `error_markers`). Markers are
+ * regular expression sources, matched case-insensitively on the last
+ * {@link MARKER_WINDOW_LINES} lines of the screen (error markers on the bottom lines only:
+ * work.ts `ERROR_WINDOW_LINES`). `StartConfig` carries them, so a session's config is one.
+ */
+export interface ScreenRules {
+  /** A screen line starting with it (trimmed, box borders too) is the ready prompt. */
+  readonly readyPromptPrefix?: string | undefined;
+  /** Shown when the program waits for input (and no busy marker shows). */
+  readonly readyMarkers?: readonly string[] | undefined;
+  /** Shown only while the program works on a turn. */
+  readonly busyMarkers?: readonly string[] | undefined;
+  /** A line showing one is the program's error (`work: error` with that line). */
+  readonly errorMarkers?: readonly string[] | undefined;
+}
+
+/** Lines at the bottom of a screen that a session's own markers are looked for in. */
+export const MARKER_WINDOW_LINES = 50;
+
+const compiled = new Map<string, RegExp>();
+
+/** `source` as a case-insensitive regular expression (compiled once). @throws SyntaxError when invalid. */
+export function markerRegExp(source: string): RegExp {
+  let re = compiled.get(source);
+  if (re === undefined) {
+    re = new RegExp(source, "i");
+    if (compiled.size > 1_000) compiled.clear();
+    compiled.set(source, re);
+  }
+  return re;
+}
+
+/** The last {@link MARKER_WINDOW_LINES} lines of `screen` (CRLF as LF, trailing blank lines dropped). Pure. */
+export function markerWindow(screen: string): string {
+  const lines = screen.replace(/\r\n?/g, "\n").split("\n");
+  while (lines.length > 0 && lines[lines.length - 1]!.trim() === "") lines.pop();
+  return lines.slice(-MARKER_WINDOW_LINES).join("\n");
+}
+
+/** True when one of `markers` (regular expression sources) matches the bottom of `screen`. Pure. */
+export function screenShowsMarker(screen: string, markers: readonly string[] | undefined): boolean {
+  if (!markers || markers.length === 0) return false;
+  const tail = markerWindow(screen);
+  return markers.some((m) => markerRegExp(m).test(tail));
 }

@@ -13,7 +13,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { NudgeNotDeliveredError } from "../base/errors.js";
-import { screenAwaitsChoice } from "./dialogs.js";
+import { screenAwaitsChoice } from "./screen/classify.js";
 
 /** One look at a terminal: its visible rows (trailing blanks dropped) and the cursor. */
 export interface TerminalState {
@@ -45,6 +45,12 @@ export interface DeliveryTiming {
   readonly pollMs?: number | undefined;
   /** Enter presses at most while the text visibly stays on its input line. Default 3. */
   readonly enterAttempts?: number | undefined;
+  /**
+   * Text of several lines: `paste` (default) types it as one paste and submits it once;
+   * `lines` types and submits each line on its own, each confirmed before the next (preset
+   * `multiline`).
+   */
+  readonly multiline?: "paste" | "lines" | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -137,11 +143,39 @@ export function quoteScreen(st: TerminalState): string {
  * taken ({@link inputTaken}) → delivered. While the text visibly stays on its line (a
  * program that swallows early Enters, as Codex does while "Waiting for startup"), Enter is
  * pressed again, at most `enterAttempts` times in all; an Enter is never repeated when the
- * text is not visible. Resolves `gone` when the program exits meanwhile.
+ * text is not visible. Resolves `gone` when the program exits meanwhile. With `multiline:
+ * "lines"`, text of several lines is delivered line by line this way (an empty line: Enter
+ * alone), each confirmed before the next.
  * @throws NudgeNotDeliveredError saying what is on screen; `sent` is false only when nothing
  * was typed.
  */
 export async function deliverText(
+  session: string,
+  term: DeliveryTerminal,
+  text: string,
+  timing: DeliveryTiming,
+): Promise<DeliveryOutcome> {
+  if (timing.multiline !== "lines" || !text.includes("\n")) return deliverOne(session, term, text, timing);
+  // One line at a time, each confirmed: a line that fails after others went is reported as
+  // sent (the caller must not send the whole text again).
+  const lines = text.split("\n");
+  for (const [i, line] of lines.entries()) {
+    try {
+      if ((await deliverOne(session, term, line, timing)) === "gone") return "gone";
+    } catch (e) {
+      if (i === 0 || !(e instanceof NudgeNotDeliveredError)) throw e;
+      throw new NudgeNotDeliveredError(
+        session,
+        `line ${i + 1} of ${lines.length} (the lines before it were taken): ${e.message.replace(/^nudge to .*? not delivered: /s, "")}`,
+        { cause: e, sent: true },
+      );
+    }
+  }
+  return "delivered";
+}
+
+/** {@link deliverText} of one paste (an empty `text`: Enter alone, confirmed the same way). */
+async function deliverOne(
   session: string,
   term: DeliveryTerminal,
   text: string,
@@ -159,13 +193,13 @@ export async function deliverText(
     );
   }
   const tail = textTail(text);
-  await term.paste(text);
+  if (text !== "") await term.paste(text);
   // The paste shows once the screen changed; it has settled once it stops changing (or,
   // when its tail shows, as soon as it is there and stable for two polls).
   let typed = before;
   let changed = false;
   let stableSince = Date.now();
-  const settleBy = Date.now() + 2 * timing.confirmMs;
+  const settleBy = text === "" ? 0 : Date.now() + 2 * timing.confirmMs;
   while (Date.now() < settleBy) {
     await sleep(pollMs, undefined, { signal });
     const st = await term.state();

@@ -67,6 +67,28 @@ export interface StartConfig {
    * on top of the builtin markers (agent-screens.ts). Not fingerprinted.
    */
   readonly busyMarkers?: readonly string[] | undefined;
+  /**
+   * Regular expression sources (case-insensitive) shown when the program waits for input:
+   * start counts it ready when one shows (as with `readyPromptPrefix`), and a screen showing
+   * one and no busy marker is idle. Not fingerprinted.
+   */
+  readonly readyMarkers?: readonly string[] | undefined;
+  /**
+   * Regular expression sources (case-insensitive) of the program's error lines: a line at the
+   * bottom of the screen matching one is the session's `work: error` (work.ts), on top of
+   * the builtin markers. Not fingerprinted.
+   */
+  readonly errorMarkers?: readonly string[] | undefined;
+  /**
+   * The ready prompt (or a ready marker) must stay on screen this long before start counts
+   * the program ready (a program that draws its input before it takes Enter). Not fingerprinted.
+   */
+  readonly readySettleMs?: number | undefined;
+  /**
+   * How a nudge of several lines is typed (`NudgeOptions.multiline`): one paste (default), or
+   * each line typed and submitted on its own. Not fingerprinted.
+   */
+  readonly multiline?: "paste" | "lines" | undefined;
   /** Text delivered as a nudge once the program is ready. */
   readonly nudge?: string | undefined;
   /** Initial prompt passed on the command line (as an argument, never through a shell string). */
@@ -121,6 +143,12 @@ export type ContentBlock =
  */
 export interface NudgeOptions extends OpOptions {
   readonly raw?: boolean | undefined;
+  /**
+   * How text of several lines is typed by a terminal provider (delivery.ts `deliverText`):
+   * `paste` (default) as one paste submitted once; `lines` each line typed and submitted on
+   * its own, each confirmed before the next. Others ignore it.
+   */
+  readonly multiline?: "paste" | "lines" | undefined;
 }
 
 /** What `nudge` accepts: plain text or content blocks. */

@@ -3,10 +3,12 @@
  * `idle`, `needs-input`, `error` or `unknown`. Classified from one {@link SessionLook} (the
  * screen and interaction a pass already reads, or an ACP session's turn state) by
  * {@link classifyLook}, a pure function; the screen rules are the ones the idle checks use
- * (dialogs.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}).
+ * (screen/classify.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}),
+ * and the session's own markers from its preset ({@link ScreenRules}).
  */
-import { screenAwaitsChoice, screenLooksBusy } from "./dialogs.js";
+import { markerRegExp, type ScreenRules, screenShowsMarker } from "./agent-screens.js";
 import type { SessionLook } from "./provider.js";
+import { screenAwaitsChoice, screenLooksBusy } from "./screen/classify.js";
 
 /** The work states, in the order an operator's "needs you" view sorts them. */
 export const WORK_STATES = ["needs-input", "error", "working", "idle", "unknown"] as const;
@@ -45,6 +47,11 @@ export const WORK_QUIET_MS = 2_000;
 export interface ClassifyOptions {
   /** The session's declared ready prompt (`>>> `): a last line that starts with it is idle. */
   readonly readyPromptPrefix?: string | undefined;
+  /**
+   * The session's own screen knowledge (its preset's ready prompt, ready, busy and error
+   * markers; a session's `StartConfig` is one). Its `readyPromptPrefix` wins over the option's.
+   */
+  readonly rules?: ScreenRules | undefined;
   /** Now, epoch ms (injected for tests). */
   readonly now: number;
   /**
@@ -52,9 +59,7 @@ export interface ClassifyOptions {
    * same sessions pass after pass gives a {@link ScreenWorkMemo}'s, so an unchanged screen is
    * not read again.
    */
-  readonly classifyScreen?:
-    | ((screen: string, readyPrompt: string | undefined) => ObservedWork | undefined)
-    | undefined;
+  readonly classifyScreen?: typeof classifyScreen | undefined;
 }
 
 /** The screen's lines without trailing blanks (NBSP as space). Pure. */
@@ -74,12 +79,18 @@ export function screenTail(screen: string, n: number): string[] {
     .slice(-n);
 }
 
-/** The agent's error line at the bottom of `screen` (box borders trimmed), or `undefined`. Pure. */
-export function screenErrorLine(screen: string): string | undefined {
+/**
+ * The agent's error line at the bottom of `screen` (box borders trimmed), or `undefined`:
+ * the lowest of the last {@link ERROR_WINDOW_LINES} non-blank lines that shows one of
+ * {@link ERROR_MARKERS} or of `extra` (a preset's `error_markers`, regular expression
+ * sources, case-insensitive). Pure.
+ */
+export function screenErrorLine(screen: string, extra: readonly string[] = []): string | undefined {
+  const markers = [...ERROR_MARKERS, ...extra.map(markerRegExp)];
   const tail = screenTail(screen, ERROR_WINDOW_LINES);
   for (let i = tail.length - 1; i >= 0; i--) {
     const l = tail[i]!;
-    if (ERROR_MARKERS.some((re) => re.test(l))) return l.replace(/^[\s│|]+|[\s│|]+$/g, "");
+    if (markers.some((re) => re.test(l))) return l.replace(/^[\s│|]+|[\s│|]+$/g, "");
   }
   return undefined;
 }
@@ -90,13 +101,17 @@ export function screenErrorLine(screen: string): string | undefined {
  *    `error`; a running turn → `working`; else `idle`;
  * 2. an interaction (approval prompt, dialog, menu) → `needs-input` with its question;
  * 3. no screen → `unknown`;
- * 4. an error line at the bottom ({@link screenErrorLine}) → `error` with that line (an agent
- *    retrying a failed request shows it under its busy marker: the error wins);
- * 5. an agent's busy marker (dialogs.ts `screenLooksBusy`) → `working`;
+ * 4. an error line at the bottom ({@link screenErrorLine}, with the session's error markers)
+ *    → `error` with that line (an agent retrying a failed request shows it under its busy
+ *    marker: the error wins);
+ * 5. an agent's busy marker (screen/classify.ts `screenLooksBusy`) or one of the session's
+ *    busy markers → `working`;
  * 6. a menu or dialog gc reads no interaction from (`screenAwaitsChoice`) → `needs-input`;
- * 7. the last line is the declared ready prompt (the look's, else `opts`'), bare → `idle`;
- *    the prompt with text after it → `working` (a command runs, perhaps quietly);
- * 8. output within {@link WORK_QUIET_MS} → `working`, else `idle`.
+ * 7. one of the session's ready markers → `idle`;
+ * 8. the last line is the declared ready prompt (the rules', else the look's, else
+ *    `opts.readyPromptPrefix`), bare → `idle`; the prompt with text after it → `working` (a
+ *    command runs, perhaps quietly);
+ * 9. output within {@link WORK_QUIET_MS} → `working`, else `idle`.
  * Pure.
  */
 export function classifyLook(look: SessionLook, opts: ClassifyOptions): ObservedWork {
@@ -110,25 +125,30 @@ export function classifyLook(look: SessionLook, opts: ClassifyOptions): Observed
   }
   if (question !== undefined) return { state: "needs-input", message: question };
   if (look.screen === undefined) return { state: "unknown" };
-  const byScreen = (opts.classifyScreen ?? classifyScreen)(
-    look.screen,
-    look.readyPromptPrefix ?? opts.readyPromptPrefix,
-  );
+  const rules = opts.rules ?? {};
+  const prompt = rules.readyPromptPrefix ?? look.readyPromptPrefix ?? opts.readyPromptPrefix;
+  const byScreen = (opts.classifyScreen ?? classifyScreen)(look.screen, rules, prompt);
   if (byScreen !== undefined) return byScreen;
   const at = look.lastActivity?.getTime();
   return at !== undefined && opts.now - at < WORK_QUIET_MS ? { state: "working" } : { state: "idle" };
 }
 
 /**
- * What the screen alone says, rules 4–7 of {@link classifyLook}: an error line, a busy
- * marker, a menu, or the ready prompt on the last line. `undefined` when it says none of
- * these (then the time since the last output decides). Pure.
+ * What the screen alone says, rules 4–8 of {@link classifyLook}: an error line, a busy
+ * marker, a menu, a ready marker, or the ready prompt `readyPrompt` on the last line (the
+ * session's `rules` add their markers). `undefined` when it says none of these (then the
+ * time since the last output decides). Pure.
  */
-export function classifyScreen(screen: string, readyPrompt: string | undefined): ObservedWork | undefined {
-  const err = screenErrorLine(screen);
+export function classifyScreen(
+  screen: string,
+  rules: ScreenRules,
+  readyPrompt: string | undefined,
+): ObservedWork | undefined {
+  const err = screenErrorLine(screen, rules.errorMarkers);
   if (err !== undefined) return { state: "error", message: err };
-  if (screenLooksBusy(screen)) return { state: "working" };
+  if (screenLooksBusy(screen) || screenShowsMarker(screen, rules.busyMarkers)) return { state: "working" };
   if (screenAwaitsChoice(screen)) return { state: "needs-input", message: "a menu is on screen" };
+  if (screenShowsMarker(screen, rules.readyMarkers)) return { state: "idle" };
   const prompt = readyPrompt?.trimEnd();
   const last = lines(screen).at(-1) ?? "";
   if (prompt && last.startsWith(prompt)) return { state: last === prompt ? "idle" : "working" };
@@ -136,23 +156,28 @@ export function classifyScreen(screen: string, readyPrompt: string | undefined):
 }
 
 /**
- * {@link classifyScreen} remembered per session: a session whose screen text and prompt are
- * the ones it was last classified with (a quiet agent, read again pass after pass) gets the
+ * {@link classifyScreen} remembered per session: a session whose screen text, rules and prompt
+ * are the ones it was last classified with (a quiet agent, read again pass after pass) gets the
  * same answer without its screen being read again. Keeps one entry per session.
  */
 export class ScreenWorkMemo {
   private readonly last = new Map<
     string,
-    { screen: string; prompt: string | undefined; work: ObservedWork | undefined }
+    { screen: string; rules: ScreenRules; prompt: string | undefined; work: ObservedWork | undefined }
   >();
 
-  /** The classifier for `session`, to give {@link classifyLook} as `classifyScreen`. */
-  forSession(session: string): (screen: string, readyPrompt: string | undefined) => ObservedWork | undefined {
-    return (screen, prompt) => {
+  /**
+   * The classifier for `session`, to give {@link classifyLook} as `classifyScreen`: the same
+   * screen, prompt and rules (marker lists compared by identity: a city's config keeps them
+   * from pass to pass) get the answer remembered.
+   */
+  forSession(session: string): typeof classifyScreen {
+    return (screen, rules, prompt) => {
       const hit = this.last.get(session);
-      if (hit && hit.screen === screen && hit.prompt === prompt) return hit.work;
-      const work = classifyScreen(screen, prompt);
-      this.last.set(session, { screen, prompt, work });
+      if (hit && hit.screen === screen && hit.prompt === prompt && sameRules(hit.rules, rules))
+        return hit.work;
+      const work = classifyScreen(screen, rules, prompt);
+      this.last.set(session, { screen, rules, prompt, work });
       return work;
     };
   }
@@ -161,4 +186,14 @@ export class ScreenWorkMemo {
   retain(keep: ReadonlySet<string>): void {
     for (const name of this.last.keys()) if (!keep.has(name)) this.last.delete(name);
   }
+}
+
+/** Whether `a` and `b` hold the same markers (lists by identity) and prompt. Pure. */
+function sameRules(a: ScreenRules, b: ScreenRules): boolean {
+  return (
+    a.readyPromptPrefix === b.readyPromptPrefix &&
+    a.readyMarkers === b.readyMarkers &&
+    a.busyMarkers === b.busyMarkers &&
+    a.errorMarkers === b.errorMarkers
+  );
 }

@@ -380,6 +380,34 @@ describe("resolveCity", () => {
     expect(fingerprint(o!.config).core).toBe(fingerprint(q!.config).core);
   });
 
+  it("resolveCity: ready_markers, error_markers, ready_settle_ms and multiline come from the preset (codex: settle 1500), an agent overrides them, and they are not fingerprinted", () => {
+    const preset =
+      "providers:\n  q: { command: qwen, ready_markers: ['Type your message'], error_markers: ['API Error:'], ready_settle_ms: 800, multiline: lines }\n";
+    const [q] = resolve(`${preset}agents:\n  - name: o\n    provider: q\n`);
+    const [o] = resolve(
+      `${preset}agents:\n  - name: o\n    provider: q\n    ready_markers: ['Ready']\n    error_markers: ['quota']\n    ready_settle_ms: 0\n    multiline: paste\n`,
+    );
+    expect(q!.config).toMatchObject({
+      readyMarkers: ["Type your message"],
+      errorMarkers: ["API Error:"],
+      readySettleMs: 800,
+      multiline: "lines",
+    });
+    expect(o!.config).toMatchObject({
+      readyMarkers: ["Ready"],
+      errorMarkers: ["quota"],
+      readySettleMs: 0,
+      multiline: "paste",
+    });
+    expect(fingerprint(o!.config).core).toBe(fingerprint(q!.config).core);
+    expect(fingerprint(o!.config).live).toBe(fingerprint(q!.config).live);
+    const [codex, claude] = resolve(
+      "agents:\n  - name: x\n    provider: codex\n  - name: c\n    provider: claude\n",
+    );
+    expect(codex!.config.readySettleMs).toBe(1_500);
+    expect(claude!.config.readySettleMs).toBeUndefined();
+  });
+
   it("resolveCity: clear_input_keys comes from the preset (claude: C-u), an agent overrides it, and it is not fingerprinted", () => {
     const [c, n] = resolve("agents:\n  - name: c\n    provider: claude\n  - name: n\n    provider: codex\n");
     const [o] = resolve("agents:\n  - name: c\n    provider: claude\n    clear_input_keys: [Escape, C-u]\n");

@@ -10,9 +10,10 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { newReconciler, openCity } from "../../internal/controller/city.js";
 import { createOperatorPass } from "../../internal/controller/operator-pass.js";
-import { findInteraction, respondToInteraction } from "../../internal/runtime/dialogs.js";
 import { FakeBackend, FakeProvider } from "../../internal/runtime/fake.js";
 import type { InteractionResponse } from "../../internal/runtime/provider.js";
+import { findInteraction } from "../../internal/runtime/screen/classify.js";
+import { respondToInteraction } from "../../internal/runtime/screen/keys.js";
 import { MemoryStore } from "../../internal/session/memory-store.js";
 
 /** A memory store that counts its session listings. */

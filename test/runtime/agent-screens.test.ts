@@ -9,19 +9,18 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
 import { decideApproval } from "../../internal/reconcile/approval.js";
+import { notSeen } from "../../internal/runtime/lifecycle/start.js";
+import { isApprovalQuestion } from "../../internal/runtime/provider.js";
 import {
-  dismissStartupDialog,
   findInteraction,
-  matchDialog,
-  type ScreenIO,
   screenAwaitsChoice,
   screenLooksBusy,
   screenLooksIdle,
   screenNeedsOperator,
   screenShowsPrompt,
-} from "../../internal/runtime/dialogs.js";
-import { notSeen } from "../../internal/runtime/lifecycle/start.js";
-import { isApprovalQuestion } from "../../internal/runtime/provider.js";
+} from "../../internal/runtime/screen/classify.js";
+import { dismissStartupDialog, type ScreenIO } from "../../internal/runtime/screen/keys.js";
+import { matchDialog } from "../../internal/runtime/screen/parse.js";
 
 const DIR = new URL("../fixtures/screens/", import.meta.url);
 

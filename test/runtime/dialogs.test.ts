@@ -1,20 +1,21 @@
 import { describe, expect, it } from "vitest";
+import { isApprovalQuestion } from "../../internal/runtime/provider.js";
 import {
-  acceptStartupDialogs,
-  DialogRefusedError,
-  dismissStartupDialog,
   findInteraction,
   looksLikePrompt,
-  matchDialog,
-  parseMenu,
-  respondToInteraction,
-  type ScreenIO,
   screenAwaitsChoice,
   screenLooksBusy,
   screenNeedsOperator,
   screenShowsPrompt,
-} from "../../internal/runtime/dialogs.js";
-import { isApprovalQuestion } from "../../internal/runtime/provider.js";
+} from "../../internal/runtime/screen/classify.js";
+import {
+  acceptStartupDialogs,
+  DialogRefusedError,
+  dismissStartupDialog,
+  respondToInteraction,
+  type ScreenIO,
+} from "../../internal/runtime/screen/keys.js";
+import { matchDialog, parseMenu } from "../../internal/runtime/screen/parse.js";
 
 // Screens as captured from agent CLIs (trailing blanks trimmed, as capture-pane gives them).
 const TRUST_OLD = `╭──────────────────────────────────────────────────────────────────╮

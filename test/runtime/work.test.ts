@@ -132,12 +132,17 @@ describe("ScreenWorkMemo", () => {
     const busy = fixture("claude-busy-80x24.ansi");
     const idle = fixture("claude-idle-80x24.ansi");
     const a = memo.forSession("a");
-    const first = a(busy, undefined);
-    expect(first).toEqual(classifyScreen(busy, undefined));
-    expect(a(busy, undefined)).toBe(first); // the same answer, not read again
-    expect(a(idle, undefined)).toEqual(classifyScreen(idle, undefined));
-    expect(a("$ ", "$ ")).toEqual({ state: "idle" });
-    expect(a("$ ", "> ")).toBeUndefined(); // another prompt: read again
+    const R = {}; // no markers of the session's own
+    const first = a(busy, R, undefined);
+    expect(first).toEqual(classifyScreen(busy, R, undefined));
+    expect(a(busy, R, undefined)).toBe(first); // the same answer, not read again
+    expect(a(idle, R, undefined)).toEqual(classifyScreen(idle, R, undefined));
+    expect(a("$ ", R, "$ ")).toEqual({ state: "idle" });
+    expect(a("$ ", R, "> ")).toBeUndefined(); // another prompt: read again
+    // Other markers (the city file changed) are read again too; equal lists are the same rules.
+    const markers = ["^\\$ $"];
+    expect(a("$ ", { readyMarkers: markers }, "> ")).toEqual({ state: "idle" });
+    expect(a("$ ", { readyMarkers: markers }, "> ")).toEqual({ state: "idle" });
     // Through classifyLook: the same results as without the memo, rule 8 (time) still applies.
     for (const screen of [busy, idle, "output\n", ""]) {
       for (const lastActivity of [quiet, recent]) {
@@ -151,7 +156,7 @@ describe("ScreenWorkMemo", () => {
       }
     }
     memo.retain(new Set(["b"]));
-    expect(a("$ ", "> ")).toBeUndefined();
+    expect(a("$ ", R, "> ")).toBeUndefined();
   });
 });
 

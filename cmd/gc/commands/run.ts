@@ -277,6 +277,7 @@ async function locked(
     before = await probeIdle(t.provider, t.name, {
       readyPromptPrefix: readyPrompt,
       busyMarkers: t.config?.busyMarkers,
+      readyMarkers: t.config?.readyMarkers,
       boundMs: idleWaitMs,
       signal: ctx.signal,
     });
@@ -318,12 +319,13 @@ async function locked(
   const startedAt = Date.now();
   const elapsed = () => Date.now() - startedAt;
   try {
-    await t.provider.nudge(t.name, prompt, { signal });
+    await t.provider.nudge(t.name, prompt, { signal, multiline: t.config?.multiline });
     let announced = false;
     for (;;) {
       const r = await probeIdle(t.provider, t.name, {
         ...turn,
         busyMarkers: t.config?.busyMarkers,
+        readyMarkers: t.config?.readyMarkers,
         boundMs: 60_000,
         accept: progressed,
         signal,

@@ -296,7 +296,7 @@ async function waitFor(
         if (!running) return finish("terminated", { reason: down(), exit: await exitInfo() });
         const look = (await lookSessions(t.provider, [t.name], signal)).get(t.name);
         if (!looksAtWork(look)) break;
-        const work = classifyLook(look, { now: Date.now(), readyPromptPrefix: t.config?.readyPromptPrefix });
+        const work = classifyLook(look, { now: Date.now(), rules: t.config });
         if (work.state === cond.kind && (await sameIncarnation())) return finish("completed", { work });
         break;
       }
@@ -305,6 +305,8 @@ async function waitFor(
         const left = deadline - Date.now();
         const r = await probeIdle(t.provider, t.name, {
           readyPromptPrefix: t.config?.readyPromptPrefix,
+          busyMarkers: t.config?.busyMarkers,
+          readyMarkers: t.config?.readyMarkers,
           boundMs: Math.max(1, Math.min(left, 60_000)),
           signal,
         });

@@ -11,21 +11,20 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describeError, HookFailedError, OperationTimeoutError } from "../../base/errors.js";
 import { type RunResult, run } from "../../proc/run.js";
+import { screenShowsMarker } from "../agent-screens.js";
+import { hookDirOf, launchArgv, type SessionCity, SHELL, sessionEnv } from "../launch.js";
+import type { StartConfig, StartReport } from "../provider.js";
+import { DIALOG_CATALOGUE } from "../screen/catalogue.js";
+import { looksLikePrompt, screenNeedsOperator, screenShowsPrompt } from "../screen/classify.js";
 import {
   type AnsweredDialog,
   acceptStartupDialogs,
-  DIALOG_CATALOGUE,
   DialogRefusedError,
   type DialogStep,
   dismissStartupDialog,
-  looksLikePrompt,
-  matchDialog,
   type ScreenIO,
-  screenNeedsOperator,
-  screenShowsPrompt,
-} from "../dialogs.js";
-import { hookDirOf, launchArgv, type SessionCity, SHELL, sessionEnv } from "../launch.js";
-import type { StartConfig, StartReport } from "../provider.js";
+} from "../screen/keys.js";
+import { matchDialog } from "../screen/parse.js";
 import type { CommandOptions, DelegatedStep, StartBackend, StartLimits, StartPlan } from "./backend.js";
 import { checkStageSources } from "./stage.js";
 
@@ -253,13 +252,19 @@ class Sequence {
   private async awaitReady(): Promise<void> {
     const cfg = this.plan.config;
     const prefix = cfg.readyPromptPrefix?.trim() ? cfg.readyPromptPrefix : undefined;
+    const markers = cfg.readyMarkers?.length ? cfg.readyMarkers : undefined;
     const delay = cfg.readyDelayMs ?? 0;
-    if (!prefix && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
+    if (!prefix && !markers && delay <= 0 && !cfg.emitsPermissionWarning) return; // fire and forget
     const io = this.screenIO();
     // Leave a quarter of what is left (at most 5 s) for the steps after readiness.
     const left = this.deadlineAt - Date.now();
     const cap = Date.now() + left - Math.min(5_000, left / 4);
-    const readyWait = prefix ? this.limits.readyTimeoutMs : delay;
+    const expectsReady = prefix !== undefined || markers !== undefined;
+    const readyWait = expectsReady ? this.limits.readyTimeoutMs : delay;
+    const showsReady = (screen: string) =>
+      (prefix !== undefined && screenShowsPrompt(screen, prefix)) || screenShowsMarker(screen, markers);
+    /** Since when the ready screen has been seen without a break (`ready_settle_ms`). */
+    let readySince: number | undefined;
     // The wait restarts after each answered dialog (the program moved on; Gemini CLI even
     // restarts itself after its trust dialog), never past the start's own deadline.
     let until = Math.min(cap, Date.now() + readyWait);
@@ -290,10 +295,15 @@ class Sequence {
           window = until - Date.now();
           continue;
         }
-        if (prefix && last.status === "none" && screenShowsPrompt(screen, prefix)) {
-          seen = true;
-          break;
-        }
+        if (expectsReady && last.status === "none" && showsReady(screen)) {
+          // A program that draws its input before it takes Enter: ready only once the ready
+          // screen has stood for `readySettleMs` (looked at again until then).
+          readySince ??= Date.now();
+          if (Date.now() - readySince >= (cfg.readySettleMs ?? 0)) {
+            seen = true;
+            break;
+          }
+        } else readySince = undefined;
         // A sign-in choice or approval prompt: only an operator gets past it (gc status shows it).
         if (last.status === "none" && screenNeedsOperator(screen)) {
           seen = true;
@@ -302,18 +312,19 @@ class Sequence {
       }
       const wait = Math.min(POLL_MS * 5, until - Date.now());
       if (wait <= 0) break;
-      if (prefix && io && this.b.waitForPrompt) await this.b.waitForPrompt(prefix, wait, this.signal);
+      if (prefix && io && this.b.waitForPrompt && readySince === undefined)
+        await this.b.waitForPrompt(prefix, wait, this.signal);
       else await sleep(Math.min(POLL_MS, wait), undefined, { signal: this.signal });
     }
     if (last.status === "pending") throw await this.refusal(last.dialog, `unfamiliar layout: ${last.reason}`);
-    if (prefix && !seen) this.unconfirmed = notSeen(prefix, window, io ? screen : undefined);
+    if (expectsReady && !seen) this.unconfirmed = notSeen(prefix, window, io ? screen : undefined, markers);
     if (cfg.emitsPermissionWarning && io) {
       // Some agents show their warning only after the first ready screen.
       const out = await acceptStartupDialogs(io, {
         timeoutMs: Math.max(0, Math.min(this.limits.dialogTimeoutMs, cap - Date.now())),
         deadline: cap,
         signal: this.signal,
-        until: (screen) => (prefix ? screenShowsPrompt(screen, prefix) : looksLikePrompt(screen)),
+        until: (screen) => (expectsReady ? showsReady(screen) : looksLikePrompt(screen)),
       });
       if (out.status !== "none") this.answered.push(...out.handled);
       if (out.status === "refused") throw await this.refusal(out.dialog, out.reason);
@@ -365,8 +376,21 @@ class Sequence {
  * is named, since the program may be waiting on it. No screen text is quoted (it may hold
  * secrets, and the reason is stored). Pure.
  */
-export function notSeen(prefix: string, waitMs: number, screen: string | undefined): string {
-  const what = `ready prompt ${JSON.stringify(prefix)} not seen within ${Math.round(waitMs / 1000)} s; went on`;
+/**
+ * The warning of a start that went on without seeing the ready prompt `prefix` (or, without
+ * one, any of the ready `markers`) within `waitMs`; names a leftover dialog frame. Pure.
+ */
+export function notSeen(
+  prefix: string | undefined,
+  waitMs: number,
+  screen: string | undefined,
+  markers: readonly string[] = [],
+): string {
+  const shown =
+    prefix !== undefined
+      ? `ready prompt ${JSON.stringify(prefix)}`
+      : `a ready marker (${markers.map((m) => `/${m}/`).join(", ")})`;
+  const what = `${shown} not seen within ${Math.round(waitMs / 1000)} s; went on`;
   if (screen === undefined) return `${what} (no screen to look at)`;
   const dialog = matchDialog(screen, DIALOG_CATALOGUE, ["startup"], { textBelow: true });
   return dialog

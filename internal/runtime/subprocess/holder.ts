@@ -28,7 +28,7 @@ import { describeError, InvalidNameError } from "../../base/errors.js";
 import { validateMetaKey } from "../../base/names.js";
 import { procStartTime, readStat } from "../../proc/process-table.js";
 import type { AcpHost } from "../acp/host.js";
-import { screenAwaitsChoice, screenLooksIdle } from "../dialogs.js";
+import { screenAwaitsChoice, screenLooksIdle } from "../screen/classify.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { keyBytes } from "./keys.js";
 import { appendRotating, ensurePrivateDir, holderSocketPath, writeFileAtomicSync } from "./layout.js";
@@ -806,7 +806,7 @@ class Session {
 
   /**
    * Idle = no output for `quietMs`, no busy marker and no menu or dialog on screen, and,
-   * when a prompt prefix is known, the prompt visible (the shared heuristics, dialogs.ts).
+   * when a prompt prefix is known, the prompt visible (the shared heuristics, screen/classify.ts).
    * Re-evaluated on output and when the quiet period would end; never polls.
    */
   private waitIdle(

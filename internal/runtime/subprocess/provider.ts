@@ -28,7 +28,6 @@ import { pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { deliverText, type TerminalState, terminalText } from "../delivery.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
 import {
@@ -69,6 +68,8 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { findInteraction } from "../screen/classify.js";
+import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
 import {
   ConnectionPool,
   HolderOpError,
@@ -473,7 +474,7 @@ export class SubprocessProvider
         waitForPrompt: async (prefix, ms, sig) => {
           await this.call(name, { op: "waitReady", prefix, timeoutMs: ms }, ms + STATUS_TIMEOUT_MS, sig);
         },
-        nudge: (text, sig) => this.deliver(name, text, sig, true),
+        nudge: (text, sig) => this.deliver(name, text, sig, true, config.multiline),
         destroy,
       };
       const limits = limitsFor(config, {
@@ -1013,7 +1014,7 @@ export class SubprocessProvider
     validateSessionName(name);
     const text = terminalText(flattenContent(content), opts);
     if (text === "") return;
-    await this.deliver(name, text, opts.signal, false);
+    await this.deliver(name, text, opts.signal, false, opts.multiline);
   }
 
   /** Same as {@link SubprocessProvider.nudge}: this provider never waits for idle first. */
@@ -1026,6 +1027,7 @@ export class SubprocessProvider
     text: string,
     signal: AbortSignal | undefined,
     strict: boolean,
+    multiline?: "paste" | "lines" | undefined,
   ): Promise<void> {
     const wrap = (e: unknown): unknown =>
       e instanceof ProviderError ? new NudgeNotDeliveredError(name, e.message, { cause: e, sent: true }) : e;
@@ -1067,7 +1069,7 @@ export class SubprocessProvider
           },
         },
         text,
-        { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, signal },
+        { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, multiline, signal },
       );
     } catch (e) {
       throw wrap(e);
@@ -1126,7 +1128,7 @@ export class SubprocessProvider
 
   /**
    * The approval prompt, startup dialog or menu with a cursor on the visible screen
-   * (dialogs.ts), or `undefined` when none, or when the session is missing or exited.
+   * (screen/classify.ts), or `undefined` when none, or when the session is missing or exited.
    */
   async pending(name: string, opts: OpOptions = {}): Promise<PendingInteraction | undefined> {
     validateSessionName(name);

@@ -5,7 +5,7 @@
  * repaint sent to a terminal that attaches. Used only by the holder process.
  */
 import { createRequire } from "node:module";
-import { screenShowsPrompt } from "../dialogs.js";
+import { screenShowsPrompt } from "../screen/classify.js";
 
 // A CommonJS package: `require` loads it as such, where an ES `import` first has Node scan its
 // whole source for export names (≈75 ms of CPU at every holder start, before any session).
@@ -145,7 +145,7 @@ export class Screen {
     return tailLines(this.viewportLines(), 0).join("\n");
   }
 
-  /** True when some visible row shows the ready prompt `prefix` (the shared rule, dialogs.ts). */
+  /** True when some visible row shows the ready prompt `prefix` (the shared rule, screen/classify.ts). */
   showsPrompt(prefix: string): boolean {
     return screenShowsPrompt(this.visibleText(), prefix);
   }

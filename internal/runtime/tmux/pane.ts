@@ -8,9 +8,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidNameError, NudgeNotDeliveredError } from "../../base/errors.js";
 import { deliverText, type TerminalState } from "../delivery.js";
-import { screenLooksIdle } from "../dialogs.js";
 import { captureFlags, paneText } from "../pane-text.js";
 import type { IdleResult, SettleOptions, SettleResult } from "../provider.js";
+import { screenLooksIdle } from "../screen/classify.js";
 import {
   type CommandOptions,
   type ControlClient,
@@ -400,6 +400,8 @@ let bufferSeq = 0;
 export interface DeliverOptions {
   /** How long one Enter may take to show its effect. */
   readonly confirmMs: number;
+  /** Text of several lines as one paste (default) or line by line (../delivery.ts). */
+  readonly multiline?: "paste" | "lines" | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -448,7 +450,13 @@ export async function deliver(p: Pane, name: string, text: string, o: DeliverOpt
       },
     },
     text,
-    { confirmMs: o.confirmMs, pollMs: STATE_POLL_MS, enterAttempts: ENTER_ATTEMPTS, signal },
+    {
+      confirmMs: o.confirmMs,
+      pollMs: STATE_POLL_MS,
+      enterAttempts: ENTER_ATTEMPTS,
+      multiline: o.multiline,
+      signal,
+    },
   );
 }
 

@@ -25,7 +25,6 @@ import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
 import { terminalText } from "../delivery.js";
-import { findInteraction, respondToInteraction, type ScreenIO } from "../dialogs.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -72,6 +71,8 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { findInteraction } from "../screen/classify.js";
+import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
 import {
   type CommandOptions,
   ControlClient,
@@ -293,7 +294,7 @@ export class TmuxProvider
       nudge: async (text, sig) => {
         const s = await live(sig);
         if (!s) throw await this.died(name, id ?? "");
-        await this.nudgeSession(name, s, text, true, sig);
+        await this.nudgeSession(name, s, text, true, sig, cfg.multiline);
       },
       destroy: async () => {
         if (id !== undefined) await this.destroy(id);
@@ -546,7 +547,14 @@ export class TmuxProvider
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
-    await this.nudgeSession(name, s, terminalText(flattenContent(content), opts), true, opts.signal);
+    await this.nudgeSession(
+      name,
+      s,
+      terminalText(flattenContent(content), opts),
+      true,
+      opts.signal,
+      opts.multiline,
+    );
   }
 
   /**
@@ -561,7 +569,14 @@ export class TmuxProvider
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
     if (!s || !isLive(s)) return;
-    await this.nudgeSession(name, s, terminalText(flattenContent(content), opts), false, opts.signal);
+    await this.nudgeSession(
+      name,
+      s,
+      terminalText(flattenContent(content), opts),
+      false,
+      opts.signal,
+      opts.multiline,
+    );
   }
 
   private nudgeSession(
@@ -570,6 +585,7 @@ export class TmuxProvider
     text: string,
     waitIdle: boolean,
     signal: AbortSignal | undefined,
+    multiline?: "paste" | "lines" | undefined,
   ): Promise<void> {
     if (text.includes("\0")) return Promise.reject(new NudgeNotDeliveredError(name, "the text contains NUL"));
     return this.nudges.run(name, async () => {
@@ -578,7 +594,11 @@ export class TmuxProvider
         const r = await this.idleWait(s, this.settings.nudgeIdleWaitMs, signal);
         if (r === "gone") return;
       }
-      await deliver(this.pane(s.id), name, text, { confirmMs: this.settings.nudgeConfirmMs, signal });
+      await deliver(this.pane(s.id), name, text, {
+        confirmMs: this.settings.nudgeConfirmMs,
+        multiline,
+        signal,
+      });
     });
   }
 
