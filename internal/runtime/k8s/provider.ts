@@ -445,9 +445,14 @@ export class K8sProvider
   ): Promise<SessionDiedDuringStartupError> {
     const logs = await this.logTail(pod, signal);
     const code = st.exitCode === null ? "" : ` (exit code ${st.exitCode})`;
+    // No /bin/sh: the container could not even start, and the runtime's message says so.
+    const sh = /"?\/bin\/sh"?: .*(no such file|not found)/i.test(st.message ?? "")
+      ? "; gc: the image lacks: sh (/bin/sh)"
+      : "";
+    const message = st.message ? `: ${st.message}` : "";
     return new SessionDiedDuringStartupError(
       name,
-      `pod ${pod} ended: ${st.reason}${code}${logs ? `; its last log lines: ${logs}` : ""}`,
+      `pod ${pod} ended: ${st.reason}${code}${message}${sh}${logs ? `; its last log lines: ${logs}` : ""}`,
     );
   }
 
