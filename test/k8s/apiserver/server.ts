@@ -375,7 +375,11 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       if (name === undefined) {
         if (method === "GET") {
           if (verb === "watch") {
-            const end = rest.watch(def, route.ns, q, res, { bookmarkIntervalMs });
+            const asTable =
+              def.resource === "pods" && wantsTable(req.headers.accept)
+                ? (o: KObject) => podTable({ metadata: { resourceVersion: o.metadata.resourceVersion }, items: [o] })
+                : undefined;
+            const end = rest.watch(def, route.ns, q, res, { bookmarkIntervalMs, asTable });
             endWatches.add(end);
             res.on("close", () => endWatches.delete(end));
             return;
