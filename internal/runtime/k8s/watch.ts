@@ -259,9 +259,9 @@ export class PodWatch {
       this.live = true;
       const opened = Date.now();
       const err = await this.stream(run, api);
-      this.live = false;
       run.stream = undefined;
-      if (run.closed) return;
+      if (run.closed) return; // a later run owns the cache now
+      this.live = false;
       const status = (err as { statusCode?: unknown } | null)?.statusCode;
       if (status === 410) this.rv = undefined;
       if (err === null && Date.now() - opened >= QUICK_END_MS) {

@@ -43,7 +43,7 @@ function provider(
     cityId: opts.cityId,
     cityDir,
     stateDir: cityDir,
-    settings: { image: "gc-test/agent:1", kubeconfig: server.kubeconfigPath, work_root: cityDir },
+    settings: { image: "gc-test/agent:1", kubeconfig: server.kubeconfigPath, work_root: root },
     leaseDurationMs: opts.leaseDurationMs,
   });
 }
@@ -160,9 +160,10 @@ describe("k8s provider: one controller per city (Lease)", { timeout: 120_000 }, 
       const cfg = await config(dir, name);
       return { name, agent: name, provider: "k8s", dependsOn: [], suspended: false, config: cfg, ...fingerprint(cfg) };
     };
-    const reconciler = async (p: K8sProvider, dir: string) => {
-      const desired = [await want(dir, "one"), await want(dir, "two")];
-      return new Reconciler({
+    // Both checkouts want the same sessions (the same city file).
+    const desired = [await want(dirA, "one"), await want(dirA, "two")];
+    const reconciler = (p: K8sProvider) =>
+      new Reconciler({
         store: openMemoryStore({ singleTenant: true }),
         providerFor: async () => p,
         loadDesired: async () => desired,
@@ -171,7 +172,6 @@ describe("k8s provider: one controller per city (Lease)", { timeout: 120_000 }, 
         concurrency: 4,
         drainTimeoutMs: 1_000,
       });
-    };
     const owner = ownerKey(city, cityId);
     const fleet = async () =>
       (
@@ -180,8 +180,8 @@ describe("k8s provider: one controller per city (Lease)", { timeout: 120_000 }, 
         )
       ).items.map((x: K8s.V1Pod) => x.metadata?.uid);
     try {
-      const ra = await reconciler(a, dirA);
-      const rb = await reconciler(b, dirB);
+      const ra = reconciler(a);
+      const rb = reconciler(b);
       const first = await ra.tick();
       expect(first.outcomes.map((o) => [o.action.kind, o.ok])).toEqual([
         ["start", true],
