@@ -175,15 +175,25 @@ print(json.dumps({"watch": seen, "exec": got, "code": s.returncode}))
     const exited = new Promise<void>((r) => child.on("close", () => r()));
     try {
       await expect
-        .poll(() => fx.server.requestLog.count((r) => r.verb === "watch" && r.userAgent.startsWith("kubectl")), {
-          timeout: 15_000,
-        })
+        .poll(
+          () => fx.server.requestLog.count((r) => r.verb === "watch" && r.userAgent.startsWith("kubectl")),
+          {
+            timeout: 15_000,
+          },
+        )
         .toBeGreaterThan(0);
-      await readyPod("kw1", sleeper("kw1").replace("metadata: {name: kw1,", "metadata: {labels: {app: kw}, name: kw1,"));
+      await readyPod(
+        "kw1",
+        sleeper("kw1").replace("metadata: {name: kw1,", "metadata: {labels: {app: kw}, name: kw1,"),
+      );
       await expect.poll(() => out, { timeout: 15_000 }).toMatch(/^kw1\s+1\/1\s+Running/m);
-      expect((await kubectl(fx.server, ["delete", "pod", "-n", "fid", "kw1", "--grace-period=1"])).code).toBe(0);
+      expect((await kubectl(fx.server, ["delete", "pod", "-n", "fid", "kw1", "--grace-period=1"])).code).toBe(
+        0,
+      );
       await expect.poll(() => out, { timeout: 15_000 }).toMatch(/^kw1\s+\S+\s+Terminating/m);
-      const w = fx.server.requestLog.entries.find((r) => r.verb === "watch" && r.userAgent.startsWith("kubectl"))!;
+      const w = fx.server.requestLog.entries.find(
+        (r) => r.verb === "watch" && r.userAgent.startsWith("kubectl"),
+      )!;
       const q = new URLSearchParams(w.query);
       expect(q.get("labelSelector")).toBe("app=kw");
       expect(Number(q.get("resourceVersion"))).toBeGreaterThan(0);
@@ -230,7 +240,10 @@ except ApiException as e:
 `,
       [listed.rv],
     );
-    expect(expired).toMatchObject({ status: 410, reason: expect.stringMatching(/^Expired: too old resource version/) });
+    expect(expired).toMatchObject({
+      status: 410,
+      reason: expect.stringMatching(/^Expired: too old resource version/),
+    });
   });
 
   it("survives a client resetting its connection during and after an exec upgrade; no process is orphaned", async () => {

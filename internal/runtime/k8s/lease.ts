@@ -99,9 +99,13 @@ export class CityLease {
     const namespace = this.opts.namespace();
     const lease = await this.read(api, signal);
     if (!lease || lease.spec?.holderIdentity !== this.opts.holder) return;
-    const spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 };
+    const { holderIdentity: _, ...rest } = lease.spec ?? {};
+    const spec = { ...rest, leaseDurationSeconds: 1 };
     await api
-      .callCoordination((c) => c.replaceNamespacedLease({ name, namespace, body: { ...lease, spec } }), signal)
+      .callCoordination(
+        (c) => c.replaceNamespacedLease({ name, namespace, body: { ...lease, spec } }),
+        signal,
+      )
       .catch((e: unknown) => {
         if (httpStatus(e) !== 409 && httpStatus(e) !== 404) throw apiFailure(`releasing lease ${name}`, e);
       });

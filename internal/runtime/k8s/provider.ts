@@ -68,8 +68,8 @@ import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { k8sTransport } from "./channel.js";
-import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
 import { CityLease, holderOf } from "./lease.js";
+import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
 import { ensureCityObject } from "./owner.js";
 import { CAT, IN_DIR, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
 import { type K8sSettings, resolveSettings } from "./settings.js";
@@ -287,7 +287,9 @@ export class K8sProvider
       (pods) => {
         const p = pods.get(pod);
         const gone =
-          !p || (uid !== undefined && p.metadata?.uid !== uid) || sessionOf(p as PodView, this.owner) !== name;
+          !p ||
+          (uid !== undefined && p.metadata?.uid !== uid) ||
+          sessionOf(p as PodView, this.owner) !== name;
         return gone ? true : undefined;
       },
       { after, signal },
@@ -420,7 +422,8 @@ export class K8sProvider
       if (st.kind === "ended") throw await this.endedEarly(name, pod, st, signal);
       throw new SessionDiedDuringStartupError(name, `pod ${pod} is being deleted`);
     } catch (e) {
-      if (signal.aborted) throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
+      if (signal.aborted)
+        throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
       if (deadline.signal.aborted) {
         throw new OperationTimeoutError(
           `start ${name}: pod ${pod} still ${pendingText(reason)}`,
@@ -789,7 +792,8 @@ export class K8sProvider
       try {
         pods = (
           await api.call(
-            (c) => c.listNamespacedPod({ namespace: this.ns, labelSelector: selector(cityLabels(this.owner)) }),
+            (c) =>
+              c.listNamespacedPod({ namespace: this.ns, labelSelector: selector(cityLabels(this.owner)) }),
             opts.signal,
           )
         ).items;
@@ -1125,7 +1129,8 @@ export class K8sProvider
     );
     // Gone as the city's pod watch sees it, once caught up with the last delete.
     await this.pods.until(
-      (all) => ([...all.values()].some((p) => sessionOf(p as PodView, this.owner) !== undefined) ? undefined : true),
+      (all) =>
+        [...all.values()].some((p) => sessionOf(p as PodView, this.owner) !== undefined) ? undefined : true,
       { after, signal },
     );
     // The fleet is stopped: another checkout of the city may run it from now on.

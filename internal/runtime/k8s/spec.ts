@@ -36,7 +36,7 @@ export const IMAGE_CHECK_EXIT = 124;
  */
 export const IMAGE_CHECK = [
   "gc_m=",
-  "for t in tmux tar env mktemp mv cat mkdir sleep; do command -v \"$t\" >/dev/null 2>&1 || gc_m=\"$gc_m, $t\"; done",
+  'for t in tmux tar env mktemp mv cat mkdir sleep; do command -v "$t" >/dev/null 2>&1 || gc_m="$gc_m, $t"; done',
   "if command -v tmux >/dev/null 2>&1; then",
   '  v=$(tmux -V 2>/dev/null); v=${v#tmux }; d=${v#"${v%%[0-9]*}"}',
   "  maj=${d%%.*}; min=${d#*.}; min=${min%%[!0-9]*}",
@@ -329,6 +329,7 @@ export interface PodView {
                   signal?: number;
                   reason?: string;
                   finishedAt?: Date | string;
+                  message?: string;
                 };
               };
             }[]

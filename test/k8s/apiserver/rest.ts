@@ -370,7 +370,8 @@ export class Rest {
     res.flushHeaders();
     const send = (type: string, object: unknown) => {
       if (res.writableEnded || res.destroyed) return;
-      const out = opts.asTable && type !== "ERROR" && type !== "BOOKMARK" ? opts.asTable(object as KObject) : object;
+      const out =
+        opts.asTable && type !== "ERROR" && type !== "BOOKMARK" ? opts.asTable(object as KObject) : object;
       res.write(`${JSON.stringify({ type, object: out })}\n`);
     };
     let lastRv = this.store.currentRv();

@@ -377,7 +377,8 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
           if (verb === "watch") {
             const asTable =
               def.resource === "pods" && wantsTable(req.headers.accept)
-                ? (o: KObject) => podTable({ metadata: { resourceVersion: o.metadata.resourceVersion }, items: [o] })
+                ? (o: KObject) =>
+                    podTable({ metadata: { resourceVersion: o.metadata.resourceVersion }, items: [o] })
                 : undefined;
             const end = rest.watch(def, route.ns, q, res, { bookmarkIntervalMs, asTable });
             endWatches.add(end);

@@ -46,7 +46,8 @@ async function imageBin(name: string, tools: readonly string[], tmuxVersion?: st
   return bin;
 }
 
-const check = (path: string) => spawnSync("/bin/sh", ["-c", IMAGE_CHECK], { env: { PATH: path }, encoding: "utf8" });
+const check = (path: string) =>
+  spawnSync("/bin/sh", ["-c", IMAGE_CHECK], { env: { PATH: path }, encoding: "utf8" });
 
 describe("k8s image check", { timeout: 120_000 }, () => {
   it("passes with the host's tools and names every missing tool and an old tmux", async () => {
@@ -58,7 +59,9 @@ describe("k8s image check", { timeout: 120_000 }, () => {
     expect(old.stderr).toBe("gc: the image lacks: tar, mktemp, mv, tmux ≥ 3.2 (it has 3.0a)\n");
     const none = check(await imageBin("none", []));
     expect(none.stderr).toBe("gc: the image lacks: tmux, tar, env, mktemp, mv, cat, mkdir, sleep\n");
-    const next = check(await imageBin("next", ["tar", "env", "mktemp", "mv", "cat", "mkdir", "sleep"], "next-3.4"));
+    const next = check(
+      await imageBin("next", ["tar", "env", "mktemp", "mv", "cat", "mkdir", "sleep"], "next-3.4"),
+    );
     expect(next.status).toBe(0);
   });
 
@@ -74,7 +77,9 @@ describe("k8s image check", { timeout: 120_000 }, () => {
       const bin = await imageBin("pod", ["env", "cat", "mkdir", "sleep"], "3.1");
       const workDir = join(root, "w");
       await mkdir(workDir, { recursive: true });
-      await expect(p.start("img", { command: "exec sleep 300", workDir, env: { PATH: bin } })).rejects.toThrow(
+      await expect(
+        p.start("img", { command: "exec sleep 300", workDir, env: { PATH: bin } }),
+      ).rejects.toThrow(
         `(exit code ${IMAGE_CHECK_EXIT}); its last log lines: gc: the image lacks: tar, mktemp, mv, tmux ≥ 3.2 (it has 3.1)`,
       );
       expect(server.store.list("pods", "default")).toEqual([]);

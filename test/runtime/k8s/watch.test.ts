@@ -10,7 +10,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type * as K8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DesiredSession } from "../../../internal/reconcile/execute.js";
+import type { DesiredSession } from "../../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY } from "../../../internal/reconcile/plan.js";
 import { Reconciler } from "../../../internal/reconcile/reconciler.js";
 import { fingerprint } from "../../../internal/runtime/fingerprint.js";
@@ -119,8 +119,9 @@ describe("k8s provider: one watch on the city's pods", { timeout: 240_000 }, () 
       await server.restart();
       await api.call((c) =>
         c.deleteNamespacedPod({
-          name: server.store.list("pods", "default").find((x) => x.metadata.annotations?.["gc.dev/session-name"] === "w2")!
-            .metadata.name!,
+          name: server.store
+            .list("pods", "default")
+            .find((x) => x.metadata.annotations?.["gc.dev/session-name"] === "w2")!.metadata.name!,
           namespace: "default",
           gracePeriodSeconds: 0,
         }),
@@ -134,7 +135,9 @@ describe("k8s provider: one watch on the city's pods", { timeout: 240_000 }, () 
       expect(server.requestLog.count(podReads)).toBe(0);
       // A stop waits for the pod's DELETED event, not by polling.
       await p.stop("w1");
-      expect(server.store.list("pods", "default").filter((x) => x.metadata.labels?.["gc.dev/city"])).toEqual([]);
+      expect(server.store.list("pods", "default").filter((x) => x.metadata.labels?.["gc.dev/city"])).toEqual(
+        [],
+      );
       expect(server.requestLog.count({ verb: "get", resource: "pods" })).toBeLessThanOrEqual(2);
     } finally {
       await p.shutdown().catch(() => undefined);
@@ -158,7 +161,15 @@ describe("k8s provider: one controller per city (Lease)", { timeout: 120_000 }, 
     const b = provider(server, city, { cityDir: dirB, cityId, leaseDurationMs: 3_000 });
     const want = async (dir: string, name: string): Promise<DesiredSession> => {
       const cfg = await config(dir, name);
-      return { name, agent: name, provider: "k8s", dependsOn: [], suspended: false, config: cfg, ...fingerprint(cfg) };
+      return {
+        name,
+        agent: name,
+        provider: "k8s",
+        dependsOn: [],
+        suspended: false,
+        config: cfg,
+        ...fingerprint(cfg),
+      };
     };
     // Both checkouts want the same sessions (the same city file).
     const desired = [await want(dirA, "one"), await want(dirA, "two")];
