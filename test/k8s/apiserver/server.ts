@@ -122,6 +122,11 @@ export interface RestartOptions {
   readonly keepState?: boolean;
   /** How long the port stays closed (default 0). */
   readonly downMs?: number;
+  /**
+   * Called while the port is closed, after the history was compacted: e.g. writes straight to
+   * the store, so the versions watchers resume from are too old (410) when they come back.
+   */
+  readonly whileDown?: () => void;
 }
 
 /** A running loopback API server. */
@@ -700,6 +705,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       } else {
         store.compact();
       }
+      r.whileDown?.();
       if (r.downMs) await sleep(r.downMs);
       await listen();
     },
