@@ -78,6 +78,8 @@ import {
   buildSecret,
   CONTAINER,
   cityLabels,
+  IMAGE_CHECK,
+  IMAGE_CHECK_EXIT,
   type PodState,
   type PodView,
   podState,
@@ -715,7 +717,13 @@ export class K8sProvider
    * pod's own foreground server may still be coming up, so a missing server is waited for.
    */
   private async newSession(pod: string, plan: StartPlan, signal: AbortSignal): Promise<void> {
+    // The image check runs first in the same exec: a tool the image lacks is named here
+    // whether or not the boot script (which checks too) has ended the pod yet.
     const argv = [
+      "/bin/sh",
+      "-c",
+      `${IMAGE_CHECK}\nexec "$@"`,
+      "gc-check",
       "tmux",
       "-N",
       "-S",
@@ -741,6 +749,8 @@ export class K8sProvider
       const r = await this.runInPod(pod, argv, { signal });
       if (r.exitCode === 0) return;
       const why = r.stderr.toString("utf8").trim();
+      if (r.exitCode === IMAGE_CHECK_EXIT)
+        throw new SessionDiedDuringStartupError(plan.name, `pod ${pod}: ${why}`);
       if (!/no server running|error connecting|No such file/i.test(why) || Date.now() > deadline) {
         throw new ProviderError(
           "k8s",
