@@ -38,7 +38,9 @@ export const IMAGE_CHECK = [
   "gc_m=",
   'for t in tmux tar env mktemp mv cat mkdir sleep; do command -v "$t" >/dev/null 2>&1 || gc_m="$gc_m, $t"; done',
   "if command -v tmux >/dev/null 2>&1; then",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
   '  v=$(tmux -V 2>/dev/null); v=${v#tmux }; d=${v#"${v%%[0-9]*}"}',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
   "  maj=${d%%.*}; min=${d#*.}; min=${min%%[!0-9]*}",
   '  case "$maj$min" in',
   "    ''|*[!0-9]*) ;;",
