@@ -4,13 +4,15 @@
  * exactly that pod, peek/nudge/run work through exec, and stop deletes every pod and Secret.
  */
 import { spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import pty from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ownerKey } from "../../internal/runtime/identity.js";
 import { type ApiServer, startApiServer } from "../k8s/apiserver/index.js";
-import { GC_BIN, makeCity, storedCityId, type TestCity, until } from "../support/city.js";
+import { GC_BIN, makeCity, runGc, storedCityId, type TestCity, until } from "../support/city.js";
 import { has } from "../support/needs.js";
 
 const hasKubectl = has("kubectl");
@@ -234,5 +236,34 @@ describe.skipIf(!hasKubectl)("gc on k8s (loopback API server, real kubectl)", { 
     // The other city's pod is still there.
     const all = await kubectl("get", "pods", "-o", "name");
     expect(all.stdout.split("\n").filter(Boolean)).toEqual(["pod/alpha-other-city"]);
+  });
+
+  it("the same city in another directory does not start a second fleet: it refuses, naming the holder", async () => {
+    const city = makeCity(cityYaml("exec sleep 100000"));
+    workRoots.push(workRoot(city.name));
+    const start = await city.gc(["start", "--once"], { timeoutMs: 120_000 });
+    expect(start.code, start.stderr).toBe(0);
+    const uids = await podUids(city);
+    expect(Object.keys(uids).sort()).toEqual(["alpha", "beta"]);
+    // A second checkout: the city file and its stored identity (.gc/city.json), elsewhere.
+    const other = realpathSync(mkdtempSync(join(tmpdir(), "gc-city-copy-")));
+    try {
+      cpSync(join(city.dir, "city.yaml"), join(other, "city.yaml"));
+      mkdirSync(join(other, ".gc"), { mode: 0o700 });
+      cpSync(join(city.dir, ".gc", "city.json"), join(other, ".gc", "city.json"));
+      expect(storedCityId(other)).toBe(storedCityId(city.dir));
+      const second = await runGc(["--city", other, "start", "--once"], { timeoutMs: 120_000 });
+      expect(`${second.stdout}\n${second.stderr}`).toContain(`${hostname()}:${city.dir} holds lease`);
+      // One fleet: the same two pods, untouched.
+      expect(await podUids(city)).toEqual(uids);
+      const stopOther = await runGc(["--city", other, "stop"], { timeoutMs: 60_000 });
+      expect(`${stopOther.stdout}\n${stopOther.stderr}`).toContain("holds lease");
+      expect(await podUids(city)).toEqual(uids);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+    const stop = await city.gc(["stop"], { timeoutMs: 120_000 });
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(await kubectlNames("pods", city)).toEqual([]);
   });
 });

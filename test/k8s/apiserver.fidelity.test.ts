@@ -5,11 +5,12 @@
  * and text-frame stdin, client resets during an exec upgrade, PodSecurity `restricted`
  * admission, ownerReferences with garbage collection, terminating pods.
  */
+import { spawn } from "node:child_process";
 import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
-import { kubectl, pidsTagged, python, useApiServer } from "./support.js";
+import { KUBECTL, kubectl, pidsTagged, python, useApiServer } from "./support.js";
 
-const fx = useApiServer({ namespaces: ["fid", "locked"] });
+const fx = useApiServer({ namespaces: ["fid", "locked"], bookmarkIntervalMs: 300 });
 
 const PY_HEAD = `
 import json, sys
@@ -160,6 +161,84 @@ print(json.dumps({"watch": seen, "exec": got, "code": s.returncode}))
       (r) => r.verb === "watch" && r.query.includes("watch=True"),
     );
     expect(watches.length).toBeGreaterThan(0);
+  });
+
+  it("serves watch as kube-apiserver does to kubectl get -w: the listed pods, then their changes as they come", async () => {
+    const child = spawn(KUBECTL, ["get", "pods", "-n", "fid", "-l", "app=kw", "-w", "--no-headers"], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...fx.server.kubectlEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+    });
+    const exited = new Promise<void>((r) => child.on("close", () => r()));
+    const kw = () =>
+      fx.server.requestLog.entries.filter(
+        (r) => r.verb === "watch" && new URLSearchParams(r.query).get("labelSelector") === "app=kw",
+      );
+    try {
+      await expect.poll(() => kw().length, { timeout: 15_000 }).toBeGreaterThan(0);
+      await readyPod(
+        "kw1",
+        sleeper("kw1").replace("metadata: {name: kw1,", "metadata: {labels: {app: kw}, name: kw1,"),
+      );
+      await expect.poll(() => out, { timeout: 15_000 }).toMatch(/^kw1\s+1\/1\s+Running/m);
+      expect((await kubectl(fx.server, ["delete", "pod", "-n", "fid", "kw1", "--grace-period=1"])).code).toBe(
+        0,
+      );
+      await expect.poll(() => out, { timeout: 15_000 }).toMatch(/^kw1\s+\S+\s+Terminating/m);
+      const w = kw()[0]!;
+      expect(w.userAgent).toMatch(/^kubectl/);
+      const q = new URLSearchParams(w.query);
+      expect(Number(q.get("resourceVersion"))).toBeGreaterThan(0);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  });
+
+  it("serves the Python client's watch.Watch().stream: history from a resourceVersion, bookmarks, 410 Expired as an ApiException", async () => {
+    const listed = (await python(
+      fx.server,
+      `${PY_HEAD}
+rv = v1.list_namespaced_pod("fid", label_selector="app=pyw").metadata.resource_version
+v1.create_namespaced_pod("fid", {"metadata": {"name": "pyw1", "labels": {"app": "pyw"}},
+    "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "1000"]}]}})
+seen = []
+for ev in watch.Watch().stream(v1.list_namespaced_pod, "fid", label_selector="app=pyw", resource_version=rv,
+                               allow_watch_bookmarks=True, timeout_seconds=2):
+    o = ev["raw_object"]
+    seen.append([ev["type"], o["metadata"].get("name", ""), o["metadata"]["resourceVersion"]])
+print(json.dumps({"rv": rv, "seen": seen}))
+`,
+    )) as { rv: string; seen: [string, string, string][] };
+    expect(listed.seen[0]?.slice(0, 2)).toEqual(["ADDED", "pyw1"]);
+    expect(listed.seen.some(([t]) => t === "BOOKMARK")).toBe(true);
+    for (const [, , rv] of listed.seen) expect(Number(rv)).toBeGreaterThan(Number(listed.rv));
+    const bookmarked = fx.server.requestLog.entries.filter(
+      (r) => r.verb === "watch" && r.query.includes("allowWatchBookmarks=True"),
+    );
+    expect(bookmarked.length).toBeGreaterThan(0);
+    // The history before now is gone: a watch from the old version gets ERROR 410 Expired.
+    fx.server.store.compact();
+    const expired = await python(
+      fx.server,
+      `${PY_HEAD}
+try:
+    for ev in watch.Watch().stream(v1.list_namespaced_pod, "fid", label_selector="app=pyw",
+                                   resource_version=sys.argv[1], timeout_seconds=2):
+        pass
+    print(json.dumps({"status": 200}))
+except ApiException as e:
+    print(json.dumps({"status": e.status, "reason": e.reason}))
+`,
+      [listed.rv],
+    );
+    expect(expired).toMatchObject({
+      status: 410,
+      reason: expect.stringMatching(/^Expired: too old resource version/),
+    });
   });
 
   it("survives a client resetting its connection during and after an exec upgrade; no process is orphaned", async () => {

@@ -222,13 +222,17 @@ export class KubeApi {
   retry: RetryPolicy = DEFAULT_RETRY;
   readonly config: K8s.KubeConfig;
   readonly core: K8s.CoreV1Api;
+  readonly coordination: K8s.CoordinationV1Api;
   private readonly mod: ClientModule;
   private readonly execClient: K8s.Exec;
-  constructor(mod: ClientModule, config: K8s.KubeConfig, core: K8s.CoreV1Api, execClient: K8s.Exec) {
+  private readonly watchClient: K8s.Watch;
+  constructor(mod: ClientModule, config: K8s.KubeConfig) {
     this.mod = mod;
     this.config = config;
-    this.core = core;
-    this.execClient = execClient;
+    this.core = config.makeApiClient(mod.CoreV1Api);
+    this.coordination = config.makeApiClient(mod.CoordinationV1Api);
+    this.execClient = new mod.Exec(config);
+    this.watchClient = new mod.Watch(config);
   }
 
   /** The namespace of the kubeconfig's current context, when it names one. */
@@ -245,6 +249,33 @@ export class KubeApi {
       },
       { signal, policy: this.retry, onRetry: () => this.stats.retries++ },
     );
+  }
+
+  /** One coordination.k8s.io/v1 call (Leases) with retries; counted. */
+  callCoordination<T>(fn: (co: K8s.CoordinationV1Api) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return withRetry(
+      () => {
+        this.stats.requests++;
+        return fn(this.coordination);
+      },
+      { signal, policy: this.retry, onRetry: () => this.stats.retries++ },
+    );
+  }
+
+  /**
+   * Opens one watch on `path` (client-node's Watch: `watch=true` plus `query`), counted as one
+   * request, never retried. `onEvent` gets each `{type, object}` line; `onDone` is called once,
+   * when the stream ends, fails (an HTTP status other than 200 carries `statusCode`) or is
+   * aborted. Resolves with the AbortController that ends it.
+   */
+  watch(
+    path: string,
+    query: Readonly<Record<string, string | boolean | undefined>>,
+    onEvent: (type: string, object: unknown) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<AbortController> {
+    this.stats.requests++;
+    return this.watchClient.watch(path, { ...query }, onEvent, onDone);
   }
 
   /** Options that send a PATCH as a JSON merge patch. */
@@ -452,7 +483,7 @@ export async function connect(opts: ConnectOptions): Promise<KubeApi> {
     throw new ProviderError("k8s", `kubeconfig has no context ${JSON.stringify(opts.context)}`);
   }
   if (!kc.getCurrentCluster()) throw new ProviderError("k8s", "kubeconfig names no cluster");
-  return new KubeApi(mod, kc, kc.makeApiClient(mod.CoreV1Api), new mod.Exec(kc));
+  return new KubeApi(mod, kc);
 }
 
 /**

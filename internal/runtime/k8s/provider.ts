@@ -70,6 +70,7 @@ import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { k8sTransport } from "./channel.js";
+import { CityLease, holderOf } from "./lease.js";
 import { ANNOTATIONS, metaAnnotation, podName, selector } from "./names.js";
 import { ensureCityObject } from "./owner.js";
 import { CAT, IN_DIR, PROCESS_ALIVE, UNTAR, UNTAR_FILE } from "./scripts.js";
@@ -79,6 +80,8 @@ import {
   buildSecret,
   CONTAINER,
   cityLabels,
+  IMAGE_CHECK,
+  IMAGE_CHECK_EXIT,
   type PodState,
   type PodView,
   podState,
@@ -89,9 +92,9 @@ import {
   TMUX_SESSION,
   tmuxSocket,
 } from "./spec.js";
+import { type CachedPod, PodWatch, rvAtLeast } from "./watch.js";
 
 const POLL_MS = 100;
-const POD_POLL_MS = 100;
 const EXEC_TIMEOUT_MS = 30_000;
 /** Seconds a booted pod waits for gc to create its tmux session before giving up. */
 const BOOT_GRACE_S = 300;
@@ -107,6 +110,8 @@ const PREFIX_ANNOTATION = "gc.dev/ready-prefix";
 export interface K8sProviderOptions extends ProviderFactoryOptions {
   /** An already connected API (tests); default: {@link connect} with the settings. */
   readonly api?: KubeApi | undefined;
+  /** Duration of the city's Lease (tests shorten it); default 30 s. */
+  readonly leaseDurationMs?: number | undefined;
 }
 
 /**
@@ -134,6 +139,10 @@ export class K8sProvider
   private readonly starts = new StartsInProgress();
   /** One long-lived tmux control stream per pod (by pod name). */
   private readonly channels: ChannelPool;
+  /** The one watch on the city's pods: start and deletion waits, observation. */
+  private readonly pods: PodWatch;
+  /** The city's Lease: one checkout acts on the fleet. */
+  readonly lease: CityLease;
 
   constructor(opts: K8sProviderOptions) {
     this.settings = resolveSettings(opts.settings);
@@ -143,6 +152,18 @@ export class K8sProvider
       this.namespace = this.settings.namespace ?? opts.api.contextNamespace() ?? "default";
       this.apiPromise = Promise.resolve(opts.api);
     }
+    this.pods = new PodWatch({
+      api: () => this.api(),
+      namespace: () => this.ns,
+      labelSelector: selector(cityLabels(this.owner)),
+    });
+    this.lease = new CityLease({
+      api: () => this.api(),
+      namespace: () => this.ns,
+      owner: this.owner,
+      holder: holderOf(opts.cityDir),
+      durationMs: opts.leaseDurationMs,
+    });
     this.channels = new ChannelPool((pod) => ({
       transport: k8sTransport(() => this.api(), this.ns, pod),
       socket: { path: tmuxSocket(pod) },
@@ -247,8 +268,9 @@ export class K8sProvider
     const api = await this.api();
     const { pod } = this.identity(name);
     await this.channels.drop(pod);
+    let after: string | undefined;
     try {
-      await api.call(
+      const answer = await api.call(
         (c) =>
           c.deleteNamespacedPod({
             name: pod,
@@ -258,27 +280,25 @@ export class K8sProvider
           }),
         signal,
       );
+      after = answer?.metadata?.resourceVersion;
     } catch (e) {
       const code = httpStatus(e);
       if (code !== 404 && code !== 409) throw this.apiError(`deleting pod ${pod}`, e);
     }
     await this.deleteSecret(name, signal);
-    // Gone means 404, or a pod with another uid (a new start already replaced it).
-    for (;;) {
-      const p = await api
-        .call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal)
-        .catch((e: unknown) => {
-          if (httpStatus(e) === 404) return undefined;
-          throw this.apiError(`reading pod ${pod}`, e);
-        });
-      if (
-        !p ||
-        (uid !== undefined && p.metadata?.uid !== uid) ||
-        sessionOf(p as PodView, this.owner) !== name
-      )
-        return;
-      await sleep(POD_POLL_MS, undefined, { signal });
-    }
+    // Gone means absent, or a pod with another uid (a new start already replaced it), as the
+    // city's pod watch sees it once it has caught up with the delete.
+    await this.pods.until(
+      (pods) => {
+        const p = pods.get(pod);
+        const gone =
+          !p ||
+          (uid !== undefined && p.metadata?.uid !== uid) ||
+          sessionOf(p as PodView, this.owner) !== name;
+        return gone ? true : undefined;
+      },
+      { after, signal },
+    );
   }
 
   private async deleteSecret(name: string, signal?: AbortSignal): Promise<void> {
@@ -363,7 +383,7 @@ export class K8sProvider
     }
     const uid = created.metadata?.uid ?? "";
     try {
-      await this.awaitRunning(name, uid, signal);
+      await this.awaitRunning(name, uid, created.metadata?.resourceVersion, signal);
     } catch (e) {
       await this.deletePod(name, uid).catch(() => undefined);
       throw e;
@@ -377,39 +397,47 @@ export class K8sProvider
    * with the pod's reason at `start_timeout`; when `signal` aborts (the start's own deadline,
    * a cancel), a ProviderError saying what the pod still waits for, caused by the abort.
    */
-  private async awaitRunning(name: string, uid: string, signal: AbortSignal): Promise<void> {
-    const api = await this.api();
+  private async awaitRunning(
+    name: string,
+    uid: string,
+    createdRv: string | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { pod } = this.identity(name);
-    const deadline = Date.now() + this.settings.startTimeoutMs;
     let reason = "Pending";
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.settings.startTimeoutMs);
     try {
-      for (;;) {
-        const p = await api
-          .call((c) => c.readNamespacedPod({ name: pod, namespace: this.ns }), signal)
-          .catch((e) => {
-            if (httpStatus(e) === 404) return undefined;
-            throw signal.aborted ? e : this.apiError(`reading pod ${pod}`, e);
-          });
-        if (!p || p.metadata?.uid !== uid)
-          throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
-        const st = podState(p as PodView);
-        if (st.kind === "running") return;
-        if (st.kind === "ended") throw await this.endedEarly(name, pod, st, signal);
-        if (st.kind === "terminating") {
-          throw new SessionDiedDuringStartupError(name, `pod ${pod} is being deleted`);
-        }
-        reason = st.reason;
-        if (Date.now() >= deadline) {
-          throw new OperationTimeoutError(
-            `start ${name}: pod ${pod} still ${pendingText(reason)}`,
-            this.settings.startTimeoutMs,
-          );
-        }
-        await sleep(POD_POLL_MS, undefined, { signal });
-      }
+      // Every change of the pod comes from the city's watch: no request per unit of time.
+      const st = await this.pods.until(
+        (pods): PodState | "deleted" | undefined => {
+          const p = pods.get(pod);
+          if (!p || p.metadata?.uid !== uid) return "deleted";
+          const now = podState(p as PodView);
+          if (now.kind === "pending") {
+            reason = now.reason;
+            return undefined;
+          }
+          return now;
+        },
+        { after: createdRv, signal: AbortSignal.any([signal, deadline.signal]) },
+      );
+      if (st === "deleted") throw new SessionDiedDuringStartupError(name, `pod ${pod} was deleted`);
+      if (st.kind === "running") return;
+      if (st.kind === "ended") throw await this.endedEarly(name, pod, st, signal);
+      throw new SessionDiedDuringStartupError(name, `pod ${pod} is being deleted`);
     } catch (e) {
-      if (!signal.aborted) throw e;
-      throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
+      if (signal.aborted)
+        throw new ProviderError("k8s", `pod ${pod} still ${pendingText(reason)}`, { cause: e });
+      if (deadline.signal.aborted) {
+        throw new OperationTimeoutError(
+          `start ${name}: pod ${pod} still ${pendingText(reason)}`,
+          this.settings.startTimeoutMs,
+        );
+      }
+      throw e;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -425,9 +453,14 @@ export class K8sProvider
   ): Promise<SessionDiedDuringStartupError> {
     const logs = await this.logTail(pod, signal);
     const code = st.exitCode === null ? "" : ` (exit code ${st.exitCode})`;
+    // No /bin/sh: the container could not even start, and the runtime's message says so.
+    const sh = /"?\/bin\/sh"?: .*(no such file|not found)/i.test(st.message ?? "")
+      ? "; gc: the image lacks: sh (/bin/sh)"
+      : "";
+    const message = st.message ? `: ${st.message}` : "";
     return new SessionDiedDuringStartupError(
       name,
-      `pod ${pod} ended: ${st.reason}${code}${logs ? `; its last log lines: ${logs}` : ""}`,
+      `pod ${pod} ended: ${st.reason}${code}${message}${sh}${logs ? `; its last log lines: ${logs}` : ""}`,
     );
   }
 
@@ -593,6 +626,7 @@ export class K8sProvider
     cfg: StartConfig,
     signal: AbortSignal | undefined,
   ): Promise<StartReport> {
+    await this.lease.claim(signal);
     const existing = await this.getPod(name, signal);
     if (existing) {
       const st = podState(existing as PodView);
@@ -686,7 +720,13 @@ export class K8sProvider
    * pod's own foreground server may still be coming up, so a missing server is waited for.
    */
   private async newSession(pod: string, plan: StartPlan, signal: AbortSignal): Promise<void> {
+    // The image check runs first in the same exec: a tool the image lacks is named here
+    // whether or not the boot script (which checks too) has ended the pod yet.
     const argv = [
+      "/bin/sh",
+      "-c",
+      `${IMAGE_CHECK}\nexec "$@"`,
+      "gc-check",
       "tmux",
       "-N",
       "-S",
@@ -712,6 +752,8 @@ export class K8sProvider
       const r = await this.runInPod(pod, argv, { signal });
       if (r.exitCode === 0) return;
       const why = r.stderr.toString("utf8").trim();
+      if (r.exitCode === IMAGE_CHECK_EXIT)
+        throw new SessionDiedDuringStartupError(plan.name, `pod ${pod}: ${why}`);
       if (!/no server running|error connecting|No such file/i.test(why) || Date.now() > deadline) {
         throw new ProviderError(
           "k8s",
@@ -732,6 +774,7 @@ export class K8sProvider
   async stop(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     this.nudges.forget(name);
+    await this.lease.claim(opts.signal);
     const p = await this.getPod(name, opts.signal);
     if (p) await this.deletePod(name, p.metadata?.uid, opts.signal);
     else await this.deleteSecret(name, opts.signal);
@@ -755,17 +798,24 @@ export class K8sProvider
   /** Every pod of this city (one labelled list), running or not, whose name starts with `prefix`. */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
     const api = await this.api();
-    let list: K8s.V1PodList;
-    try {
-      list = await api.call(
-        (c) => c.listNamespacedPod({ namespace: this.ns, labelSelector: selector(cityLabels(this.owner)) }),
-        opts.signal,
-      );
-    } catch (e) {
-      throw this.apiError("listing pods", e);
+    await this.lease.claim(opts.signal);
+    let pods: readonly CachedPod[] | undefined = await this.pods.current();
+    if (!pods) {
+      // The watch is re-connecting: one labelled LIST answers instead.
+      try {
+        pods = (
+          await api.call(
+            (c) =>
+              c.listNamespacedPod({ namespace: this.ns, labelSelector: selector(cityLabels(this.owner)) }),
+            opts.signal,
+          )
+        ).items;
+      } catch (e) {
+        throw this.apiError("listing pods", e);
+      }
     }
     const out: SessionSnapshot[] = [];
-    for (const p of list.items) {
+    for (const p of pods) {
       const name = sessionOf(p as PodView, this.owner);
       if (name === undefined || !name.startsWith(prefix)) continue;
       out.push({ name, running: podState(p as PodView).kind === "running" });
@@ -870,6 +920,7 @@ export class K8sProvider
 
   private async patchAnnotation(name: string, key: string, value: string | null, signal?: AbortSignal) {
     const api = await this.api();
+    await this.lease.claim(signal);
     const p = await this.getPod(name, signal);
     if (!p || p.metadata?.deletionTimestamp) throw new SessionNotFoundError(name);
     // The uid precondition keeps a patch from landing on a pod that replaced this one.
@@ -1054,15 +1105,17 @@ export class K8sProvider
   async shutdown(opts: OpOptions = {}): Promise<void> {
     const api = await this.api();
     const signal = opts.signal;
+    await this.lease.claim(signal);
     const labelSelector = selector(cityLabels(this.owner));
     const listPods = async () =>
       (
         await api.call((c) => c.listNamespacedPod({ namespace: this.ns, labelSelector }), signal)
       ).items.filter((p) => sessionOf(p as PodView, this.owner) !== undefined);
     const pods = await listPods();
+    let after: string | undefined;
     await eachLimited(pods, 16, async (p) => {
       try {
-        await api.call(
+        const answer = await api.call(
           (c) =>
             c.deleteNamespacedPod({
               name: p.metadata!.name!,
@@ -1071,6 +1124,8 @@ export class K8sProvider
             }),
           signal,
         );
+        const rv = answer?.metadata?.resourceVersion;
+        if (rv !== undefined && (after === undefined || rvAtLeast(rv, after))) after = rv;
       } catch (e) {
         if (httpStatus(e) !== 404) throw this.apiError(`deleting pod ${p.metadata?.name}`, e);
       }
@@ -1093,11 +1148,20 @@ export class K8sProvider
         }
       },
     );
-    while ((await listPods()).length > 0) await sleep(POD_POLL_MS, undefined, { signal });
+    // Gone as the city's pod watch sees it, once caught up with the last delete.
+    await this.pods.until(
+      (all) =>
+        [...all.values()].some((p) => sessionOf(p as PodView, this.owner) !== undefined) ? undefined : true,
+      { after, signal },
+    );
+    // The fleet is stopped: another checkout of the city may run it from now on.
+    await this.lease.release(signal);
   }
 
   async close(): Promise<void> {
     this.nudges.clear();
+    this.pods.close();
+    this.lease.close();
     await this.channels.closeAll();
   }
 }

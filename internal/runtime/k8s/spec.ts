@@ -24,6 +24,32 @@ export function tmuxSocket(pod: string): string {
   return `/tmp/gc-tmux-${pod}`;
 }
 
+/** Exit code of a pod whose image lacks a tool gc needs ({@link IMAGE_CHECK}). */
+export const IMAGE_CHECK_EXIT = 124;
+
+/**
+ * The image check the boot script runs first: every tool gc runs in the pod is on `PATH`, and
+ * tmux is at least 3.2 (`-D`, `new-session -N`); otherwise it prints one line naming every
+ * missing one (`gc: the image lacks: tmux ≥ 3.2 (it has 3.0a), tar`) to the container log and
+ * exits {@link IMAGE_CHECK_EXIT}, which the start reports with the log line. `sh` itself is
+ * the script's interpreter: without it the container cannot start (the kubelet's StartError).
+ */
+export const IMAGE_CHECK = [
+  "gc_m=",
+  'for t in tmux tar env mktemp mv cat mkdir sleep; do command -v "$t" >/dev/null 2>&1 || gc_m="$gc_m, $t"; done',
+  "if command -v tmux >/dev/null 2>&1; then",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
+  '  v=$(tmux -V 2>/dev/null); v=${v#tmux }; d=${v#"${v%%[0-9]*}"}',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: POSIX sh parameter expansion
+  "  maj=${d%%.*}; min=${d#*.}; min=${min%%[!0-9]*}",
+  '  case "$maj$min" in',
+  "    ''|*[!0-9]*) ;;",
+  '    *) if [ "$maj" -lt 3 ] || { [ "$maj" -eq 3 ] && [ "$min" -lt 2 ]; }; then gc_m="$gc_m, tmux ≥ 3.2 (it has $v)"; fi;;',
+  "  esac",
+  "fi",
+  `[ -z "$gc_m" ] || { echo "gc: the image lacks: \${gc_m#, }" >&2; exit ${IMAGE_CHECK_EXIT}; }`,
+].join("\n");
+
 /**
  * The pod's entrypoint (run by `/bin/sh -c`, reading only its environment): creates the work
  * dir, runs a tmux server in the foreground (so it belongs to the container's process tree),
@@ -43,6 +69,7 @@ export function tmuxSocket(pod: string): string {
  * again, for up to ~10 s; one query reads all three fields, so they always agree.
  */
 export const BOOT_SCRIPT = [
+  IMAGE_CHECK,
   'S="$GC_TMUX_SOCKET"',
   'mkdir -p "$GC_WORK_DIR" || exit 126',
   'printf "set -g remain-on-exit on\\nset -g history-limit 50000\\n" > "$S.conf" || exit 126',
@@ -304,6 +331,7 @@ export interface PodView {
                   signal?: number;
                   reason?: string;
                   finishedAt?: Date | string;
+                  message?: string;
                 };
               };
             }[]
@@ -323,6 +351,8 @@ export type PodState =
       readonly signal: number | null;
       readonly at: Date | undefined;
       readonly reason: string;
+      /** The container runtime's message (a StartError says what could not be run). */
+      readonly message?: string | undefined;
     };
 
 /**
@@ -343,6 +373,7 @@ export function podState(pod: PodView): PodState {
       signal: term?.signal ?? null,
       at,
       reason: term?.reason ?? st.reason ?? st.phase ?? "ended",
+      message: term?.message ?? undefined,
     };
   }
   if (st.phase === "Running" && cs?.state?.running) return { kind: "running" };

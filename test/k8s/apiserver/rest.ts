@@ -356,7 +356,11 @@ export class Rest {
     ns: string | undefined,
     q: Query,
     res: ServerResponse,
-    opts: { bookmarkIntervalMs: number },
+    opts: {
+      bookmarkIntervalMs: number;
+      /** What an event carries instead of the object (kubectl's `as=Table` watch: a Table of one row). */
+      asTable?: ((o: KObject) => unknown) | undefined;
+    },
   ): () => void {
     const match = selectorOf(def, q);
     const inScope = (o: KObject) => !def.namespaced || ns === undefined || o.metadata.namespace === ns;
@@ -365,7 +369,10 @@ export class Rest {
     res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
     res.flushHeaders();
     const send = (type: string, object: unknown) => {
-      if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify({ type, object })}\n`);
+      if (res.writableEnded || res.destroyed) return;
+      const out =
+        opts.asTable && type !== "ERROR" && type !== "BOOKMARK" ? opts.asTable(object as KObject) : object;
+      res.write(`${JSON.stringify({ type, object: out })}\n`);
     };
     let lastRv = this.store.currentRv();
     const deliver = (e: StoreEvent) => {

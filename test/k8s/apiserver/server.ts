@@ -122,6 +122,11 @@ export interface RestartOptions {
   readonly keepState?: boolean;
   /** How long the port stays closed (default 0). */
   readonly downMs?: number;
+  /**
+   * Called while the port is closed, after the history was compacted: e.g. writes straight to
+   * the store, so the versions watchers resume from are too old (410) when they come back.
+   */
+  readonly whileDown?: () => void;
 }
 
 /** A running loopback API server. */
@@ -375,7 +380,12 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       if (name === undefined) {
         if (method === "GET") {
           if (verb === "watch") {
-            const end = rest.watch(def, route.ns, q, res, { bookmarkIntervalMs });
+            const asTable =
+              def.resource === "pods" && wantsTable(req.headers.accept)
+                ? (o: KObject) =>
+                    podTable({ metadata: { resourceVersion: o.metadata.resourceVersion }, items: [o] })
+                : undefined;
+            const end = rest.watch(def, route.ns, q, res, { bookmarkIntervalMs, asTable });
             endWatches.add(end);
             res.on("close", () => endWatches.delete(end));
             return;
@@ -695,6 +705,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       } else {
         store.compact();
       }
+      r.whileDown?.();
       if (r.downMs) await sleep(r.downMs);
       await listen();
     },
