@@ -4,28 +4,50 @@
 // observe, plan, execute, and the operator step (nudges, approvals, waits, exec state). Each
 // pass is poked over the control socket; its wall and CPU time come from the controller's own
 // `lastPass` stats (what `gc status --json` shows) and its tmux commands are counted on the
-// provider's control connection. Baselines measured in the same run: one raw control-mode
-// `list-panes -a` round trip over the same sessions, and one forked `tmux list-panes -a`.
-//   node bench/pass.mjs [--sessions N] [--passes P] [--profile FILE.cpuprofile]
+// provider's control connection. The controller's RSS (this process: the controller runs in
+// it) is read after the steady passes, with its peak (VmHWM, the converge included).
+// Baselines measured in the same run: one raw control-mode `list-panes -a` round trip over
+// the same sessions, and one forked `tmux list-panes -a`.
+// Several sizes (the default: 200 and 1000) each run in a fresh process, so one size's
+// memory is not counted in the next one's RSS.
+//   node bench/pass.mjs [--sessions N[,N…]] [--passes P] [--profile FILE.cpuprofile]
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { benchStart, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
-    sessions: { type: "string", default: "200" },
+    sessions: { type: "string", default: "200,1000" },
     passes: { type: "string", default: "15" },
     // Writes a V8 CPU profile of the steady passes (this process: the controller runs in it).
     profile: { type: "string" },
   },
 });
+const sizes = values.sessions.split(",").map(Number);
+if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`bad --sessions ${values.sessions}`);
+if (sizes.length > 1) {
+  if (values.profile) throw new Error("--profile needs one --sessions size");
+  // One fresh process per size (each prints its own load lines).
+  for (const n of sizes) {
+    const r = spawnSync(
+      process.execPath,
+      [fileURLToPath(import.meta.url), "--sessions", String(n), "--passes", values.passes],
+      { stdio: "inherit" },
+    );
+    if (r.status !== 0) process.exit(r.status ?? 1);
+  }
+  process.exit(0);
+}
 benchStart("bench/pass");
-const N = Number(values.sessions);
+const N = sizes[0];
 const P = Number(values.passes);
+/** The controller's RSS target, MB (issue 38: at 1,000 sessions). */
+const RSS_TARGET_MB = 150;
 const dist = new URL("../dist/", import.meta.url);
 const imp = (p) => import(new URL(p, dist).href);
 const { openCity } = await imp("internal/controller/city.js");
@@ -110,6 +132,8 @@ try {
     if (process.env.BENCH_TRACE) console.log("-- pass", JSON.stringify(s.lastPass));
   }
   if (profiler) writeFileSync(values.profile, JSON.stringify(await profiler.stop()));
+  const rssMB = process.memoryUsage().rss / 1e6;
+  const peakMB = vmHwmMB();
   control.command = command;
   control.commandList = commandList;
   // Baselines over the same sessions.
@@ -138,6 +162,10 @@ try {
       `(reconcile ${median(rows.map((r) => r.reconcileMs)).toFixed(1)}, operator ${median(rows.map((r) => r.operatorMs)).toFixed(1)}), ` +
       `${cpu.toFixed(1)} ms CPU (min ${Math.min(...rows.map((r) => r.cpuMs)).toFixed(1)}) ${target(cpu, 25, " ms")}, ` +
       `${rt} tmux commands per pass ${target(rt, 2, "")}`,
+  );
+  console.log(
+    `controller RSS after the steady passes ${rssMB.toFixed(1)} MB ${target(rssMB, RSS_TARGET_MB, " MB")}` +
+      `, peak ${peakMB.toFixed(1)} MB (converge included)`,
   );
   console.log(
     `baselines: one control-mode list-panes -a ${median(raw).toFixed(2)} ms; one forked tmux list-panes -a ${median(forked).toFixed(2)} ms`,
@@ -172,4 +200,10 @@ async function startProfile() {
       return profile;
     },
   };
+}
+
+/** This process's peak RSS (VmHWM), MB (1e6 bytes). */
+function vmHwmMB() {
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? 0);
+  return (kb * 1024) / 1e6;
 }

@@ -453,6 +453,17 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
     if (kind === "auto") return { ...section, backends: declaredBackends(current.config) };
     return section as Record<string, unknown>;
   };
+  /** Each spec's instance key, with the city file it was made from (asked per session, every pass). */
+  const keys = new Map<string, { from: LoadedCity; key: string }>();
+  const instanceKey = (spec: string): string => {
+    const hit = keys.get(spec);
+    if (hit?.from === current) return hit.key;
+    const routing = entryOf(spec)?.routing === true;
+    const own = settingsFor(spec);
+    const key = `${spec}\0${canonicalJson(routing ? { own, session: current.config.session } : own)}`;
+    keys.set(spec, { from: current, key });
+    return key;
+  };
   /**
    * One instance per spec and settings: after an edit of `session.<kind>` (a new docker
    * image, k8s resources…) the next use builds an instance with the new settings; a router's
@@ -461,11 +472,10 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
    * closes.
    */
   const providerFor = (spec: string): Promise<Provider> => {
-    const routing = entryOf(spec)?.routing === true;
-    const own = settingsFor(spec);
-    const key = `${spec}\0${canonicalJson(routing ? { own, session: current.config.session } : own)}`;
+    const key = instanceKey(spec);
     let p = providers.get(key);
     if (!p) {
+      const own = settingsFor(spec);
       p = deps.createProvider(
         spec,
         // A router's backends are this city's providers (one instance per spec).

@@ -11,10 +11,10 @@ import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../r
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { recordTurns } from "../reconcile/turns.js";
-import { advanceWork, lookSessions, looksAtWork, recordedWork, recordWork } from "../reconcile/work.js";
+import { advanceWork, lookSessions, looksAtWork, RecordedWorkMemo, recordWork } from "../reconcile/work.js";
 import type { PendingInteraction, SessionLook } from "../runtime/provider.js";
 import { supportsTurns } from "../runtime/provider.js";
-import { classifyLook } from "../runtime/work.js";
+import { classifyLook, ScreenWorkMemo } from "../runtime/work.js";
 import { BOOKKEEPING_PURPOSE } from "../session/lock.js";
 import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
@@ -35,6 +35,8 @@ export type OperatorPass = (report: TickReport, signal: AbortSignal) => Promise<
 /** Builds the hook for one controller. */
 export function createOperatorPass(city: City, log: (line: string) => void): OperatorPass {
   const announced = new Map<string, string>();
+  // A quiet session shows the same screen and stored work pass after pass: each is read once.
+  const memo = { screens: new ScreenWorkMemo(), recorded: new RecordedWorkMemo() };
   // The policy of the city file last loaded cleanly (`city.current()`, which this pass's
   // reconcile step refreshed): an invalid edit keeps the last valid policy; the controller
   // reports the edit's error, once, not this step.
@@ -61,7 +63,8 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
 
   return async (report, signal) => {
     const store = await city.store();
-    const records = await store.list();
+    // An in-sync reconcile step hands over the records it read: one store read per pass.
+    const records = report.records ?? (await store.list());
     const targets = new Map<string, DeliveryTarget>();
     for (const r of records) targets.set(r.name, { provider: r.provider });
     for (const d of report.desired) {
@@ -85,7 +88,11 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
     );
     // One look per running session (screen + interaction from one capture): its work is
     // recorded, and the approval policy reads the same interactions.
-    const observed = await step("work state", () => recordWorkStates(city, records, targets, signal), signal);
+    const observed = await step(
+      "work state",
+      () => recordWorkStates(city, records, targets, memo, signal),
+      signal,
+    );
     await step(
       "approval policy",
       () =>
@@ -166,16 +173,21 @@ async function recordWorkStates(
   city: City,
   records: readonly SessionRecord[],
   targets: ReadonlyMap<string, DeliveryTarget>,
+  memo: { readonly screens: ScreenWorkMemo; readonly recorded: RecordedWorkMemo },
   signal: AbortSignal,
 ): Promise<Map<string, Map<string, PendingInteraction>>> {
   const store = await city.store();
   const byProvider = new Map<string, SessionRecord[]>();
+  const looked = new Set<string>();
   for (const r of records) {
     if (r.state !== "running" && r.state !== "draining") continue;
+    looked.add(r.name);
     const list = byProvider.get(r.provider);
     if (list) list.push(r);
     else byProvider.set(r.provider, [r]);
   }
+  memo.screens.retain(looked);
+  memo.recorded.retain(looked);
   const observed = new Map<string, Map<string, PendingInteraction>>();
   for (const [pName, recs] of byProvider) {
     const provider = await city.providerFor(pName);
@@ -197,8 +209,12 @@ async function recordWorkStates(
       const look = looks.get(r.name);
       if (look?.interaction) seen.set(r.name, look.interaction);
       if (!looksAtWork(look)) continue; // not running (the reconciler sees to it), or nothing to read
-      const obs = classifyLook(look, { now, readyPromptPrefix: targets.get(r.name)?.readyPromptPrefix });
-      const { next, events } = advanceWork(recordedWork(r), obs, {
+      const obs = classifyLook(look, {
+        now,
+        readyPromptPrefix: targets.get(r.name)?.readyPromptPrefix,
+        classifyScreen: memo.screens.forSession(r.name),
+      });
+      const { next, events } = advanceWork(memo.recorded.of(r), obs, {
         now,
         generation: r.generation,
         lastActivity: look.lastActivity?.getTime(),

@@ -81,10 +81,18 @@ function comparable(
   return out;
 }
 
+/**
+ * True when `rec` runs what `d` wants: same provider, core and live fingerprints — exactly
+ * when {@link driftOf} says `none` (without the start-only fields it also reports). Pure.
+ */
+export function inSync(rec: StartedAs, d: WantedAs): boolean {
+  return rec.provider === d.provider && sameCore(rec.coreHash, d) && sameLive(rec.liveHash, d);
+}
+
 /** Decides the drift of a started session against its desired start. Pure. */
 export function driftOf(rec: StartedAs, d: WantedAs): Drift {
   const current = comparable(rec.breakdown, d);
-  if (rec.provider === d.provider && sameCore(rec.coreHash, d) && sameLive(rec.liveHash, d)) {
+  if (inSync(rec, d)) {
     // In sync (the common case, once per session per pass and status): only the start-only
     // fields can have changed. Matched by unkeyed hashes: plan.ts `recordedUnkeyed` re-records them.
     const nextStart = diffBreakdown(rec.breakdown, current, NEXT_START_FIELDS);

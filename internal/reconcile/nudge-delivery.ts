@@ -14,6 +14,7 @@ import {
   sessionCapabilities,
   supportsIdleWait,
   supportsInteraction,
+  supportsOutputWatch,
 } from "../runtime/provider.js";
 import type { Nudge, SessionLock, SessionStore } from "../session/store.js";
 
@@ -104,7 +105,10 @@ export function looksLikePromptLine(line: string): boolean {
  * the last screen line is a prompt line (starts with the ready prompt, or `promptOnly`) →
  * idle when it is the bare prompt on two consecutive polls with the same screen; a provider
  * with `waitForIdle` → its answer (full-screen programs whose prompt is not the last line);
- * otherwise → the screen unchanged for `quietMs`. Resolves `gone` when the session is not
+ * otherwise → the screen unchanged for `quietMs`. Between polls: `pollMs` (or the rest of
+ * `quietMs`), or, when the provider watches the session's output ({@link supportsOutputWatch}),
+ * until that quiet period passed without output — and until something printed at all while
+ * the screen cannot turn idle by itself. Resolves `gone` when the session is not
  * running. Rejects with `signal.reason` when aborted and with provider errors other than a
  * missing session.
  */
@@ -121,47 +125,82 @@ export async function probeIdle(
   const caps = await sessionCapabilities(provider, name, { signal });
   const idleWait = supportsIdleWait(provider) && caps.idleWait ? provider : undefined;
   const peekLines = opts.accept ? 0 : 50;
-  let previous: string | undefined;
-  let since = Date.now();
-  for (;;) {
-    signal?.throwIfAborted();
-    if (!(await provider.isRunning(name, { signal }))) return "gone";
-    if (supportsInteraction(provider) && caps.interaction) {
-      const p = await provider.pending(name, { signal }).catch((e: unknown) => {
-        if (isGcError(e, "GC_SESSION_NOT_FOUND")) return undefined;
-        throw e;
-      });
-      if (p) return "waiting-for-input";
-    }
-    let screen: string;
-    try {
-      screen = await provider.peek(name, peekLines, { signal });
-    } catch (e) {
-      if (isGcError(e, "GC_SESSION_NOT_FOUND")) return "gone";
-      throw e;
-    }
-    const now = Date.now();
-    const same = screen === previous;
-    if (!same) {
-      previous = screen;
-      since = now;
-    }
-    const accepted = (opts.accept ? opts.accept(screen) : true) && !showsBusyMarker(screen, opts.busyMarkers);
-    const last = screenLines(screen).at(-1) ?? "";
-    if (prompt !== undefined && (opts.promptOnly || last.startsWith(prompt))) {
-      if (accepted && last === prompt && same) return "idle";
-      if (accepted && opts.promptLike && looksLikePromptLine(last) && now - since >= quietMs) return "idle";
-    } else if (idleWait) {
-      if (accepted) {
-        const r = await idleWait.waitForIdle(name, Math.max(1, Math.min(deadline - now, 5_000)), { signal });
-        if (r === "gone") return "gone";
-        if (r === "idle") return "idle";
+  // With the session's output watched (tmux control-mode notifications), the screen is read
+  // again only once something may have changed it: never on a timer while nothing prints.
+  const watch = supportsOutputWatch(provider)
+    ? await provider.watchOutput(name, { signal }).catch((e: unknown) => {
+        if (signal?.aborted) throw e;
+        return undefined;
+      })
+    : undefined;
+  try {
+    let previous: string | undefined;
+    let since = Date.now();
+    for (;;) {
+      signal?.throwIfAborted();
+      const readAt = Date.now();
+      if (!(await provider.isRunning(name, { signal }))) return "gone";
+      if (supportsInteraction(provider) && caps.interaction) {
+        const p = await provider.pending(name, { signal }).catch((e: unknown) => {
+          if (isGcError(e, "GC_SESSION_NOT_FOUND")) return undefined;
+          throw e;
+        });
+        if (p) return "waiting-for-input";
       }
-    } else if (accepted && now - since >= quietMs) {
-      return "idle";
+      let screen: string;
+      try {
+        screen = await provider.peek(name, peekLines, { signal });
+      } catch (e) {
+        if (isGcError(e, "GC_SESSION_NOT_FOUND")) return "gone";
+        throw e;
+      }
+      const now = Date.now();
+      const same = screen === previous;
+      if (!same) {
+        previous = screen;
+        since = now;
+      }
+      const accepted =
+        (opts.accept ? opts.accept(screen) : true) && !showsBusyMarker(screen, opts.busyMarkers);
+      const last = screenLines(screen).at(-1) ?? "";
+      // What the next read waits for: the same screen a while later (it may then be idle), or
+      // a changed one (nothing else can make it idle).
+      let quiet: { readonly from: number; readonly ms: number } | undefined;
+      if (prompt !== undefined && (opts.promptOnly || last.startsWith(prompt))) {
+        if (accepted && last === prompt && same) return "idle";
+        if (accepted && opts.promptLike && looksLikePromptLine(last) && now - since >= quietMs) return "idle";
+        if (accepted && last === prompt) quiet = { from: readAt, ms: pollMs };
+        else if (accepted && opts.promptLike && looksLikePromptLine(last))
+          quiet = { from: since, ms: quietMs };
+      } else if (idleWait) {
+        if (accepted) {
+          const r = await idleWait.waitForIdle(name, Math.max(1, Math.min(deadline - now, 5_000)), {
+            signal,
+          });
+          if (r === "gone") return "gone";
+          if (r === "idle") return "idle";
+        }
+      } else if (accepted && now - since >= quietMs) {
+        return "idle";
+      } else if (accepted) {
+        quiet = { from: since, ms: quietMs };
+      }
+      const left = Math.max(1, deadline - Date.now());
+      if (Date.now() >= deadline) return "busy";
+      if (watch) {
+        await watch.settle({
+          from: quiet?.from ?? readAt,
+          afterOutput: quiet === undefined,
+          quietMs: quiet?.ms ?? pollMs,
+          timeoutMs: left,
+          signal,
+        });
+      } else {
+        await sleep(Math.min(pollMs, left), undefined, { signal });
+      }
     }
-    if (Date.now() >= deadline) return "busy";
-    await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), undefined, { signal });
+  } finally {
+    await watch?.close();
   }
 }
 

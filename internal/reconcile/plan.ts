@@ -6,7 +6,7 @@
 
 import type { FieldFingerprint, LegacyFingerprints } from "../runtime/fingerprint.js";
 import type { ExitInfo, SessionRecord } from "../session/store.js";
-import { driftOf, sameCore, sameLive } from "./drift.js";
+import { driftOf, inSync, sameCore, sameLive } from "./drift.js";
 
 /** One session the city file wants, with its fingerprints. */
 export interface DesiredEntry {
@@ -382,6 +382,7 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
         };
       }
       if (!up) return crashAction(d.name, rec, input.observed.exits.get(d.name) ?? null, input, "died");
+      if (inSync(rec, d)) return undefined; // the common case, every session every pass: nothing else to read
       {
         const drift = driftOf(rec, d);
         if (drift.kind === "core") {

@@ -71,6 +71,13 @@ export interface TickReport {
   readonly requeueAt: number | undefined;
   /** Set when the mass-stop guard refused the city file this tick (the last applied config ran). */
   readonly massStop?: MassStop | undefined;
+  /**
+   * The session records as this tick left the store, when that is known without reading it
+   * again: set by a tick that executed nothing and re-keyed nothing (an in-sync pass: the
+   * records it read are still the store's, as far as this process wrote), so the steps after
+   * it (the controller's operator step) share its one read. Absent otherwise: read again.
+   */
+  readonly records?: readonly SessionRecord[] | undefined;
 }
 
 /** Observes every provider once: running names, exits of recorded sessions that stopped. */
@@ -185,12 +192,16 @@ export class Reconciler {
    * Compacts the store after fingerprints were re-recorded keyed (records marked
    * {@link REKEYED_KEY}: by this pass, or by an earlier one whose compaction failed or never
    * ran), so the replaced unkeyed hashes leave its files; then clears the marks. A failure
-   * (a busy store) leaves them for the next pass.
+   * (a busy store) leaves them for the next pass. Resolves whether any record was marked
+   * (then the records may have changed).
    */
-  private async compactAfterRekey(records: readonly SessionRecord[], outcomes: readonly ActionOutcome[]) {
+  private async compactAfterRekey(
+    records: readonly SessionRecord[],
+    outcomes: readonly ActionOutcome[],
+  ): Promise<boolean> {
     const marked = new Set(records.filter((r) => r.metadata[REKEYED_KEY] !== undefined).map((r) => r.name));
     for (const o of outcomes) if (o.ok && !o.skipped && o.action.kind === "rekey") marked.add(o.action.name);
-    if (marked.size === 0) return;
+    if (marked.size === 0) return false;
     const { store } = this.deps;
     if (
       !(await store.compact().then(
@@ -198,12 +209,13 @@ export class Reconciler {
         () => false,
       ))
     )
-      return;
+      return true;
     for (const name of marked) {
       await casUpdate(store, name, (r) =>
         r.metadata[REKEYED_KEY] === undefined ? undefined : { metadata: { [REKEYED_KEY]: null } },
       ).catch(() => undefined); // gone, or busy: the mark is cleared by a later pass
     }
+    return true;
   }
 
   /** One full pass. Never throws for a single session's failure; rejects only on abort or store failure. */
@@ -314,7 +326,7 @@ export class Reconciler {
       onProgress: opts.onProgress,
       planned: new Map(records.map((r) => [r.name, r.version])),
     });
-    await this.compactAfterRekey(records, outcomes);
+    const rekeyed = await this.compactAfterRekey(records, outcomes);
     // A failed stop or run-live backs off like a crash (policy backoff, doubling per failure).
     for (const o of outcomes) {
       if (o.action.kind !== "stop" && o.action.kind !== "run-live") continue;
@@ -361,6 +373,16 @@ export class Reconciler {
       ...(p.requeueAt === undefined ? [] : [p.requeueAt]),
     ];
     const requeueAt = dues.length > 0 ? Math.min(...dues) : undefined;
-    return { at, plan: p, outcomes, configError, observeErrors: errors, desired, requeueAt, massStop };
+    return {
+      at,
+      plan: p,
+      outcomes,
+      configError,
+      observeErrors: errors,
+      desired,
+      requeueAt,
+      massStop,
+      ...(acted || rekeyed ? {} : { records }),
+    };
   }
 }

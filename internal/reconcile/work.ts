@@ -73,6 +73,30 @@ export function recordedWork(rec: SessionRecord | undefined): WorkRecord | undef
   return w && rec && w.generation === rec.generation ? w : undefined;
 }
 
+/**
+ * {@link recordedWork} remembered per session: a record whose stored work text is the one it
+ * last parsed (every pass of a quiet session) is not parsed again. One entry per session.
+ */
+export class RecordedWorkMemo {
+  private readonly last = new Map<string, { raw: string | undefined; work: WorkRecord | undefined }>();
+
+  /** The work record of `rec`'s current incarnation, or `undefined` (as {@link recordedWork}). */
+  of(rec: SessionRecord): WorkRecord | undefined {
+    const raw = rec.metadata[WORK_KEY];
+    let hit = this.last.get(rec.name);
+    if (!hit || hit.raw !== raw) {
+      hit = { raw, work: parseWork(raw) };
+      this.last.set(rec.name, hit);
+    }
+    return hit.work && hit.work.generation === rec.generation ? hit.work : undefined;
+  }
+
+  /** Forgets every session but `keep`. */
+  retain(keep: ReadonlySet<string>): void {
+    for (const name of this.last.keys()) if (!keep.has(name)) this.last.delete(name);
+  }
+}
+
 /** Same state, and for `needs-input` the same question. */
 function sameWork(prev: WorkRecord, obs: ObservedWork): boolean {
   return prev.state === obs.state && (obs.state !== "needs-input" || prev.message === obs.message);

@@ -312,6 +312,41 @@ export interface IdleWaitProvider {
   waitForIdle(name: string, timeoutMs: number, opts?: OpOptions): Promise<IdleResult>;
 }
 
+/** Options of {@link SessionOutputWatch.settle}. */
+export interface SettleOptions {
+  /** Quiet is measured from the later of this time (ms since the epoch) and the last output. */
+  readonly from: number;
+  /** Only once some output later than `from` arrived (the screen cannot change otherwise). */
+  readonly afterOutput: boolean;
+  readonly quietMs: number;
+  /** Hard bound. */
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** How {@link SessionOutputWatch.settle} ended; after any of them the caller reads the screen. */
+export type SettleResult = "quiet" | "timeout" | "changed";
+
+/** A session's output as it happens ({@link OutputWatchProvider.watchOutput}). */
+export interface SessionOutputWatch {
+  /**
+   * Resolves `quiet` once the session printed nothing for `quietMs` (see {@link SettleOptions});
+   * `timeout` at `timeoutMs`; `changed` when the session may have ended. Aborting rejects.
+   */
+  settle(o: SettleOptions): Promise<SettleResult>;
+  /** Releases what the watch holds (never the session). Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Optional: a session's output can be watched as it happens (tmux control-mode `%output`
+ * notifications), so idle probes read the screen only to confirm, not on a timer.
+ */
+export interface OutputWatchProvider {
+  /** A watch on the session's output; `undefined` when missing, not running, or not watchable. */
+  watchOutput(name: string, opts?: OpOptions): Promise<SessionOutputWatch | undefined>;
+}
+
 /** Optional: structured interactions (approval prompts and the like). */
 export interface InteractionProvider {
   /** The pending interaction, or `undefined` when none. */
@@ -535,6 +570,9 @@ export function supportsTurns(p: object): p is TurnProvider {
 
 export const supportsIdleWait = (p: Provider): p is Provider & IdleWaitProvider =>
   hasMethods(p, "waitForIdle");
+/** Type guard for {@link OutputWatchProvider}. */
+export const supportsOutputWatch = (p: Provider): p is Provider & OutputWatchProvider =>
+  hasMethods(p, "watchOutput");
 /** Type guard for {@link InteractionProvider}. */
 export const supportsInteraction = (p: Provider): p is Provider & InteractionProvider =>
   hasMethods(p, "pending", "respond");

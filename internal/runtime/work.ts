@@ -47,6 +47,14 @@ export interface ClassifyOptions {
   readonly readyPromptPrefix?: string | undefined;
   /** Now, epoch ms (injected for tests). */
   readonly now: number;
+  /**
+   * Classifies the screen ({@link classifyScreen}, the default): a caller that looks at the
+   * same sessions pass after pass gives a {@link ScreenWorkMemo}'s, so an unchanged screen is
+   * not read again.
+   */
+  readonly classifyScreen?:
+    | ((screen: string, readyPrompt: string | undefined) => ObservedWork | undefined)
+    | undefined;
 }
 
 /** The screen's lines without trailing blanks (NBSP as space). Pure. */
@@ -102,13 +110,55 @@ export function classifyLook(look: SessionLook, opts: ClassifyOptions): Observed
   }
   if (question !== undefined) return { state: "needs-input", message: question };
   if (look.screen === undefined) return { state: "unknown" };
-  const err = screenErrorLine(look.screen);
-  if (err !== undefined) return { state: "error", message: err };
-  if (screenLooksBusy(look.screen)) return { state: "working" };
-  if (screenAwaitsChoice(look.screen)) return { state: "needs-input", message: "a menu is on screen" };
-  const prompt = (look.readyPromptPrefix ?? opts.readyPromptPrefix)?.trimEnd();
-  const last = lines(look.screen).at(-1) ?? "";
-  if (prompt && last.startsWith(prompt)) return { state: last === prompt ? "idle" : "working" };
+  const byScreen = (opts.classifyScreen ?? classifyScreen)(
+    look.screen,
+    look.readyPromptPrefix ?? opts.readyPromptPrefix,
+  );
+  if (byScreen !== undefined) return byScreen;
   const at = look.lastActivity?.getTime();
   return at !== undefined && opts.now - at < WORK_QUIET_MS ? { state: "working" } : { state: "idle" };
+}
+
+/**
+ * What the screen alone says, rules 4–7 of {@link classifyLook}: an error line, a busy
+ * marker, a menu, or the ready prompt on the last line. `undefined` when it says none of
+ * these (then the time since the last output decides). Pure.
+ */
+export function classifyScreen(screen: string, readyPrompt: string | undefined): ObservedWork | undefined {
+  const err = screenErrorLine(screen);
+  if (err !== undefined) return { state: "error", message: err };
+  if (screenLooksBusy(screen)) return { state: "working" };
+  if (screenAwaitsChoice(screen)) return { state: "needs-input", message: "a menu is on screen" };
+  const prompt = readyPrompt?.trimEnd();
+  const last = lines(screen).at(-1) ?? "";
+  if (prompt && last.startsWith(prompt)) return { state: last === prompt ? "idle" : "working" };
+  return undefined;
+}
+
+/**
+ * {@link classifyScreen} remembered per session: a session whose screen text and prompt are
+ * the ones it was last classified with (a quiet agent, read again pass after pass) gets the
+ * same answer without its screen being read again. Keeps one entry per session.
+ */
+export class ScreenWorkMemo {
+  private readonly last = new Map<
+    string,
+    { screen: string; prompt: string | undefined; work: ObservedWork | undefined }
+  >();
+
+  /** The classifier for `session`, to give {@link classifyLook} as `classifyScreen`. */
+  forSession(session: string): (screen: string, readyPrompt: string | undefined) => ObservedWork | undefined {
+    return (screen, prompt) => {
+      const hit = this.last.get(session);
+      if (hit && hit.screen === screen && hit.prompt === prompt) return hit.work;
+      const work = classifyScreen(screen, prompt);
+      this.last.set(session, { screen, prompt, work });
+      return work;
+    };
+  }
+
+  /** Forgets every session but `keep` (the ones still looked at). */
+  retain(keep: ReadonlySet<string>): void {
+    for (const name of this.last.keys()) if (!keep.has(name)) this.last.delete(name);
+  }
 }

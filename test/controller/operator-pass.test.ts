@@ -13,7 +13,16 @@ import { createOperatorPass } from "../../internal/controller/operator-pass.js";
 import { findInteraction, respondToInteraction } from "../../internal/runtime/dialogs.js";
 import { FakeBackend, FakeProvider } from "../../internal/runtime/fake.js";
 import type { InteractionResponse } from "../../internal/runtime/provider.js";
-import { openMemoryStore } from "../../internal/session/memory-store.js";
+import { MemoryStore } from "../../internal/session/memory-store.js";
+
+/** A memory store that counts its session listings. */
+class CountingStore extends MemoryStore {
+  lists = 0;
+  override async list(...a: Parameters<MemoryStore["list"]>) {
+    this.lists++;
+    return super.list(...a);
+  }
+}
 
 /** The text of a `capture-pane -e` screen: SGR and other escape sequences removed. */
 async function recorded(name: string): Promise<string> {
@@ -41,7 +50,7 @@ async function screenCity(approval: string) {
     respond: async (_name: string, r: InteractionResponse) =>
       respondToInteraction(io, r, { settleMs: 200, steadyMs: 20, pollMs: 5, confirmMs: 200 }),
   });
-  const store = openMemoryStore({ singleTenant: true });
+  const store = new CountingStore({ singleTenant: true });
   const city = await openCity(
     { cwd: dir, env: {}, cityDir: dir },
     { createProvider: async () => provider, openStore: () => store },
@@ -53,7 +62,7 @@ async function screenCity(approval: string) {
   const pass = async () => operatorPass(await reconciler.tick(), new AbortController().signal);
   const events = async (type: string) =>
     (await store.queryEvents({ session: "a", types: [type] })).map((e) => e.payload);
-  return { screen, keys, log, pass, events };
+  return { screen, keys, log, pass, events, store };
 }
 
 describe("operator pass: the approval policy and sign-in screens", () => {
@@ -95,5 +104,19 @@ describe("operator pass: the approval policy and sign-in screens", () => {
     for (let i = 0; i < 3; i++) await t.pass();
     expect(await t.events("interaction.respond-failed")).toHaveLength(2);
     expect(t.keys).toEqual([]);
+  });
+});
+
+describe("operator pass: the store", () => {
+  it("an in-sync pass reads the session records once (the reconcile step's read is shared); a pass that started something reads them again", async () => {
+    const t = await screenCity("allow-all");
+    t.store.lists = 0;
+    await t.pass(); // starts the session: the tick's read, its backoff check, the operator step's own read
+    expect(t.store.lists).toBe(3);
+    t.screen.text = "Do you want to proceed?\n❯ 1. Perhaps\n  2. Later\n";
+    t.store.lists = 0;
+    await t.pass(); // in sync: one read, and the operator step still sees the running session
+    expect(t.store.lists).toBe(1);
+    expect(await t.events("interaction.respond-failed")).toHaveLength(1);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { sessionDrift } from "../../internal/controller/drift-report.js";
 import { driftView } from "../../internal/controller/sessions.js";
-import { driftOf } from "../../internal/reconcile/drift.js";
+import { driftOf, inSync } from "../../internal/reconcile/drift.js";
 import type { DesiredSession } from "../../internal/reconcile/execute.js";
 import { DEFAULT_POLICY, plan } from "../../internal/reconcile/plan.js";
 import { fingerprint } from "../../internal/runtime/fingerprint.js";
@@ -133,6 +133,7 @@ const CASES: [string, SessionRecord, DesiredSession, "none" | "core" | "live", s
 describe("drift is decided in one place", () => {
   it.each(CASES)("%s: gc status, gc drift and the planner agree", (_what, r, d, kind, action) => {
     expect(driftOf(r, d).kind).toBe(kind);
+    expect(inSync(r, d)).toBe(kind === "none"); // the planner's shortcut for the common case
     expect(driftView(r, d).drift).toBe(kind);
     expect(planned(r, d)).toBe(action);
   });

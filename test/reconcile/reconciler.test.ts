@@ -131,6 +131,39 @@ describe("Reconciler", () => {
     expect(again.plan.actions).toEqual([]);
   });
 
+  it("tick: an in-sync tick hands over the records it read, read once; a tick that acted hands over none", async () => {
+    class CountingStore extends MemoryStore {
+      lists = 0;
+      override async list(...a: Parameters<MemoryStore["list"]>) {
+        this.lists++;
+        return super.list(...a);
+      }
+    }
+    const store = new CountingStore({ singleTenant: true, now: () => 1_000_000 });
+    const provider = new FakeProvider({ city: "t" });
+    const r = new Reconciler({
+      store,
+      providerFor: async () => provider,
+      loadDesired: async () => [want("a"), want("b")],
+      baseProviders: ["fake"],
+      policy: DEFAULT_POLICY,
+      concurrency: 4,
+      drainTimeoutMs: 100,
+      now: () => 1_000_000,
+    });
+    const first = await r.tick(); // starts both: the records changed after the tick read them
+    expect(first.records).toBeUndefined();
+    store.lists = 0;
+    const steady = await r.tick();
+    expect(steady.plan.actions).toEqual([]);
+    expect(store.lists).toBe(1);
+    expect(steady.records).toEqual(await store.list());
+    expect(steady.records?.map((x) => [x.name, x.state])).toEqual([
+      ["a", "running"],
+      ["b", "running"],
+    ]);
+  });
+
   it("tick: sessions recorded before the city had a fingerprint key are re-recorded keyed — record and metadata — and nothing restarts", async () => {
     const secretCfg: Partial<StartConfig> = { env: { API_TOKEN: "hunter2-token" }, sessionLive: ["echo l"] };
     const keyed = (name: string) => {
@@ -221,7 +254,9 @@ describe("Reconciler", () => {
     expect((await r.tick()).plan.actions.map((a) => a.kind)).toEqual(["rekey"]);
     expect(store.compactions).toBe(1);
     expect((await store.get("a"))?.metadata[REKEYED_KEY]).toBe("1"); // failed: still due
-    expect((await r.tick()).plan.actions).toEqual([]);
+    const clearing = await r.tick();
+    expect(clearing.plan.actions).toEqual([]);
+    expect(clearing.records).toBeUndefined(); // it cleared the marks: the records it read are stale
     expect(store.compactions).toBe(2);
     expect((await store.get("a"))?.metadata[REKEYED_KEY]).toBeUndefined();
     await r.tick();

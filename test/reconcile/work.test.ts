@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   advanceWork,
   parseWork,
+  RecordedWorkMemo,
   recordedWork,
   recordWork,
   WORK_KEY,
@@ -17,6 +18,7 @@ import {
 } from "../../internal/reconcile/work.js";
 import type { ObservedWork } from "../../internal/runtime/work.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
+import type { SessionRecord } from "../../internal/session/store.js";
 
 const T = 1_800_000_000_000;
 const rec = (r: Partial<WorkRecord> & Pick<WorkRecord, "state" | "since">): WorkRecord => ({
@@ -178,6 +180,29 @@ describe("advanceWork", () => {
       since: 1,
       generation: 2,
     });
+  });
+});
+
+describe("RecordedWorkMemo", () => {
+  it("answers as recordedWork: the stored text parsed once while it stays, a new incarnation ignores it", () => {
+    const memo = new RecordedWorkMemo();
+    const w = rec({ state: "idle", since: T });
+    const r = {
+      name: "a",
+      generation: 1,
+      metadata: { [WORK_KEY]: JSON.stringify(w) },
+    } as unknown as SessionRecord;
+    expect(memo.of(r)).toEqual(recordedWork(r));
+    expect(memo.of(r)).toEqual(w);
+    const next = {
+      ...r,
+      metadata: { [WORK_KEY]: JSON.stringify({ ...w, state: "working" }) },
+    } as SessionRecord;
+    expect(memo.of(next)).toEqual(recordedWork(next));
+    expect(memo.of(next)?.state).toBe("working");
+    expect(memo.of({ ...next, generation: 2 } as SessionRecord)).toBeUndefined();
+    expect(memo.of({ ...r, metadata: {} } as unknown as SessionRecord)).toBeUndefined();
+    expect(memo.of({ ...r, metadata: { [WORK_KEY]: "{bad" } } as unknown as SessionRecord)).toBeUndefined();
   });
 });
 

@@ -8,7 +8,9 @@ import { describe, expect, it } from "vitest";
 import type { SessionLook } from "../../internal/runtime/provider.js";
 import {
   classifyLook,
+  classifyScreen,
   type ObservedWork,
+  ScreenWorkMemo,
   screenErrorLine,
   screenTail,
   WORK_QUIET_MS,
@@ -121,6 +123,35 @@ describe("classifyLook", () => {
         expect(idle, `${cli} idle ${size}`).toEqual({ state: "idle" });
       }
     }
+  });
+});
+
+describe("ScreenWorkMemo", () => {
+  it("classifies a session's screen once while it stays the same, and again when it or the prompt changes", () => {
+    const memo = new ScreenWorkMemo();
+    const busy = fixture("claude-busy-80x24.ansi");
+    const idle = fixture("claude-idle-80x24.ansi");
+    const a = memo.forSession("a");
+    const first = a(busy, undefined);
+    expect(first).toEqual(classifyScreen(busy, undefined));
+    expect(a(busy, undefined)).toBe(first); // the same answer, not read again
+    expect(a(idle, undefined)).toEqual(classifyScreen(idle, undefined));
+    expect(a("$ ", "$ ")).toEqual({ state: "idle" });
+    expect(a("$ ", "> ")).toBeUndefined(); // another prompt: read again
+    // Through classifyLook: the same results as without the memo, rule 8 (time) still applies.
+    for (const screen of [busy, idle, "output\n", ""]) {
+      for (const lastActivity of [quiet, recent]) {
+        const look = { screen, lastActivity };
+        expect(classifyLook(look, { now: NOW, classifyScreen: memo.forSession("b") })).toEqual(
+          classifyLook(look, { now: NOW }),
+        );
+        expect(classifyLook(look, { now: NOW, classifyScreen: memo.forSession("b") })).toEqual(
+          classifyLook(look, { now: NOW }),
+        );
+      }
+    }
+    memo.retain(new Set(["b"]));
+    expect(a("$ ", "> ")).toBeUndefined();
   });
 });
 

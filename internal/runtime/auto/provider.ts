@@ -36,6 +36,7 @@ import type {
   NudgeContent,
   OpOptions,
   OrphanKillProvider,
+  OutputWatchProvider,
   PendingInteraction,
   Provider,
   ProviderCapabilities,
@@ -43,6 +44,7 @@ import type {
   SessionEnd,
   SessionEndProvider,
   SessionLook,
+  SessionOutputWatch,
   SessionSnapshot,
   SnapshotProvider,
   StartConfig,
@@ -58,6 +60,7 @@ import {
   supportsLook,
   supportsNudgeNow,
   supportsOrphanKill,
+  supportsOutputWatch,
   supportsSessionEnd,
   supportsShutdown,
   supportsSnapshot,
@@ -107,6 +110,7 @@ export class RoutingProvider
     RouterProvider,
     CensusProvider,
     IdleWaitProvider,
+    OutputWatchProvider,
     InteractionProvider,
     ImmediateNudgeProvider,
     ExitStatusProvider,
@@ -488,6 +492,16 @@ export class RoutingProvider
         return p.waitForIdle(name, timeoutMs, opts);
       },
       (): IdleResult => "gone",
+    );
+  }
+
+  /** The backend's output watch; `undefined` when the session is missing or its backend has none. */
+  watchOutput(name: string, opts?: OpOptions): Promise<SessionOutputWatch | undefined> {
+    return this.on(
+      name,
+      opts,
+      async (p) => (supportsOutputWatch(p) ? p.watchOutput(name, opts) : undefined),
+      () => undefined,
     );
   }
 

@@ -44,10 +44,12 @@ import {
   type NudgeContent,
   type NudgeOptions,
   type OpOptions,
+  type OutputWatchProvider,
   type Provider,
   type ProviderCapabilities,
   type SessionEnd,
   type SessionEndProvider,
+  type SessionOutputWatch,
   type StartConfig,
   type StartReport,
 } from "../provider.js";
@@ -103,7 +105,13 @@ export interface DockerProviderOptions extends ProviderFactoryOptions {}
  * containers of other cities (or anybody's else) are never listed, read, written or removed.
  */
 export class DockerProvider
-  implements Provider, IdleWaitProvider, CommandProvider, BackendShutdownProvider, SessionEndProvider
+  implements
+    Provider,
+    IdleWaitProvider,
+    OutputWatchProvider,
+    CommandProvider,
+    BackendShutdownProvider,
+    SessionEndProvider
 {
   readonly name = "docker";
   readonly settings: DockerSettings;
@@ -792,6 +800,14 @@ export class DockerProvider
       if (await this.endedUnder(c.Id, e, opts.signal)) return "gone";
       throw e;
     }
+  }
+
+  /** The session's output from its channel's notifications; `undefined` when missing or exited. */
+  async watchOutput(name: string, opts: OpOptions = {}): Promise<SessionOutputWatch | undefined> {
+    validateSessionName(name);
+    const c = await this.find(name, opts.signal);
+    if (!c?.State.Running) return undefined;
+    return this.channel(c.Id).output(opts.signal);
   }
 
   /**

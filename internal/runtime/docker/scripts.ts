@@ -18,6 +18,11 @@ export const META_DIR = "/.gc-meta";
 export const TMUX_SESSION = "gc";
 /** tmux target of the session's only pane. */
 export const PANE = `${TMUX_SESSION}:`;
+/**
+ * Left by the container's first boot in its writable layer (kept across a restart, unlike
+ * {@link RUN_DIR}); /tmp because any user can write there.
+ */
+export const BOOTED_FILE = "/tmp/.gc-booted";
 /** How long the main process waits for {@link READY_FILE} before giving up (× 50 ms). */
 export const BOOT_WAIT_TICKS = 2_400;
 
@@ -31,10 +36,14 @@ export const BOOT_WAIT_TICKS = 2_400;
  * from outside: 0 whenever the session ended — its program exited however (any code, a
  * signal), also when it had already ended before the client could attach (tmux's own status
  * is then 1, hence no `exec`); non-zero only when the container's processes were signalled
- * from outside (an engine stop or restart, `docker stop`/`kill`: 128 + signal) or gc's start
- * never raised the ready flag (125).
+ * from outside (an engine stop or restart, `docker stop`/`kill`: 128 + signal), gc's start
+ * never raised the ready flag (125), or the container was restarted (124: a `docker restart`
+ * killed the program; the restarted container ends at once, marked by {@link BOOTED_FILE}, rather
+ * than running on without a session).
  */
 export const BOOT_SCRIPT = [
+  `[ -e ${BOOTED_FILE} ] && exit 124`,
+  `: > ${BOOTED_FILE} 2>/dev/null`,
   "i=0",
   `while [ ! -e ${READY_FILE} ]; do i=$((i+1)); [ "$i" -gt ${BOOT_WAIT_TICKS} ] && exit 125; sleep 0.05; done`,
   `tmux -u attach-session -f ignore-size -t ${TMUX_SESSION}`,

@@ -56,8 +56,10 @@ import {
   type NudgeContent,
   type NudgeOptions,
   type OpOptions,
+  type OutputWatchProvider,
   type Provider,
   type ProviderCapabilities,
+  type SessionOutputWatch,
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
@@ -116,6 +118,7 @@ export class K8sProvider
   implements
     Provider,
     IdleWaitProvider,
+    OutputWatchProvider,
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
@@ -966,6 +969,14 @@ export class K8sProvider
       if (isGone(e)) return false;
       throw e;
     }
+  }
+
+  /** The session's output from its channel's notifications; `undefined` when missing or not running. */
+  async watchOutput(name: string, opts: OpOptions = {}): Promise<SessionOutputWatch | undefined> {
+    validateSessionName(name);
+    const p = await this.getPod(name, opts.signal);
+    if (!p || podState(p as PodView).kind !== "running") return undefined;
+    return this.channel(p.metadata!.name!).output(opts.signal);
   }
 
   async waitForIdle(name: string, timeoutMs: number, opts: OpOptions = {}): Promise<IdleResult> {

@@ -8,7 +8,7 @@
  * Used by the docker and k8s providers.
  */
 
-import type { IdleResult } from "../provider.js";
+import type { IdleResult, SessionOutputWatch } from "../provider.js";
 import { ControlClient, type ControlClientOptions } from "./control-client.js";
 import {
   attachedClients,
@@ -16,6 +16,7 @@ import {
   clearHistory,
   deliver,
   type IdleOptions,
+  OutputWatch,
   type Pane,
   type PaneState,
   readPane,
@@ -34,7 +35,8 @@ const RECONNECT_ATTEMPTS = 6;
 export class Channel {
   readonly client: ControlClient;
   readonly pane: Pane;
-  private lastOutputMs: number | undefined;
+  /** The `%output` notifications of the session (the client is attached to it). */
+  readonly watch: OutputWatch;
   private base: { readonly generation: number; readonly ms: number } | undefined;
   private closed = false;
   private reconnecting = false;
@@ -42,9 +44,7 @@ export class Channel {
   constructor(opts: ControlClientOptions & { readonly attach: string }) {
     this.client = new ControlClient(opts);
     this.pane = { client: this.client, target: `${opts.attach}:` };
-    this.client.onNotification((n) => {
-      if (n.name === "output" || n.name === "extended-output") this.lastOutputMs = Date.now();
-    });
+    this.watch = new OutputWatch(this.client);
     this.client.onConnectionLost(() => this.reconnect());
   }
 
@@ -73,9 +73,18 @@ export class Channel {
     return deliver(this.pane, name, text, { confirmMs, signal });
   }
 
-  /** {@link waitIdle} on the session's pane. */
-  waitIdle(timeoutMs: number, o: IdleOptions): Promise<IdleResult> {
-    return waitIdle(this.pane, timeoutMs, o);
+  /** {@link waitIdle} on the session's pane, driven by the channel's `%output` notifications. */
+  waitIdle(timeoutMs: number, o: Omit<IdleOptions, "watch">): Promise<IdleResult> {
+    return waitIdle(this.pane, timeoutMs, { ...o, watch: this.watch });
+  }
+
+  /**
+   * The session's output as a provider hands it out ({@link SessionOutputWatch}): the
+   * channel's own notifications; closing it leaves the channel open.
+   */
+  async output(signal?: AbortSignal): Promise<SessionOutputWatch | undefined> {
+    if (!(await this.watch.arm(signal))) return undefined;
+    return { settle: (o) => this.watch.settle(o), close: async () => undefined };
   }
 
   /** {@link clearHistory} of the session's pane. */
@@ -101,7 +110,7 @@ export class Channel {
       );
       this.base = { generation: this.client.generation, ms: (Number(line.trim()) || 0) * 1000 };
     }
-    const ms = Math.max(this.base.ms, this.lastOutputMs ?? 0);
+    const ms = Math.max(this.base.ms, this.watch.lastOutputMs);
     return ms > 0 ? new Date(ms) : undefined;
   }
 
@@ -130,6 +139,7 @@ export class Channel {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.watch.dispose();
     await this.client.close();
   }
 }

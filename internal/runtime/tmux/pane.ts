@@ -10,7 +10,7 @@ import { InvalidNameError, NudgeNotDeliveredError } from "../../base/errors.js";
 import { deliverText, type TerminalState } from "../delivery.js";
 import { screenLooksIdle } from "../dialogs.js";
 import { captureFlags, paneText } from "../pane-text.js";
-import type { IdleResult } from "../provider.js";
+import type { IdleResult, SettleOptions, SettleResult } from "../provider.js";
 import {
   type CommandOptions,
   type ControlClient,
@@ -210,36 +210,187 @@ export async function attachedClients(
   }).length;
 }
 
+/** The subscription that reports the pane's death as a notification (tmux ≥ 3.2 checks it each second). */
+const DEAD_SUBSCRIPTION = "gc-pane-dead::#{pane_dead}";
+
+/** What woke a {@link OutputWatch.next}: new output, or something else that may have ended the pane. */
+export type WatchWake = "output" | "changed" | "timeout";
+
+/**
+ * The `%output` notifications of one session, as a control client attached to it receives
+ * them (a client only gets the output of its own session's panes): when the pane last
+ * printed, and a way to sleep until it prints again. Also wakes on the pane's death (a
+ * subscription on `#{pane_dead}`) and on the loss of the connection, so a wait never sleeps
+ * through the end of what it watches. {@link dispose} unsubscribes.
+ */
+export class OutputWatch {
+  private readonly client: ControlClient;
+  private last = 0;
+  private readonly waiters = new Set<(why: WatchWake) => void>();
+  private readonly offs: (() => void)[];
+  private armedGeneration = -1;
+  private armedOk = false;
+
+  constructor(client: ControlClient) {
+    this.client = client;
+    const wake = (why: WatchWake) => {
+      for (const w of [...this.waiters]) w(why);
+    };
+    this.offs = [
+      client.onNotification((n) => {
+        if (n.name === "output" || n.name === "extended-output") {
+          this.last = Date.now();
+          wake("output");
+        } else if (n.name === "subscription-changed" || n.name === "exit") wake("changed");
+      }),
+      client.onConnectionLost(() => wake("changed")),
+    ];
+  }
+
+  /** When the last `%output` arrived (ms since the epoch), 0 when none was seen. */
+  get lastOutputMs(): number {
+    return this.last;
+  }
+
+  /**
+   * Connects the client when needed and makes sure this connection reports the pane's death.
+   * False when it cannot (the caller then polls); never throws but for an abort.
+   */
+  async arm(signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.client.connect(signal);
+      if (this.armedGeneration === this.client.generation) return this.armedOk;
+      const gen = this.client.generation;
+      this.armedOk = await this.client
+        .command(["refresh-client", "-B", DEAD_SUBSCRIPTION], { signal, create: false })
+        .then(
+          () => true,
+          () => false,
+        );
+      this.armedGeneration = gen;
+      return this.armedOk;
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      return false;
+    }
+  }
+
+  /** Resolves at the next notification that matters, or with "timeout" after `ms`. Aborting rejects. */
+  next(ms: number, signal?: AbortSignal): Promise<WatchWake> {
+    return new Promise<WatchWake>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const finish = (why: WatchWake) => {
+        clearTimeout(timer);
+        this.waiters.delete(finish);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(why);
+      };
+      const onAbort = () => {
+        clearTimeout(timer);
+        this.waiters.delete(finish);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => finish("timeout"), Math.max(0, ms));
+      this.waiters.add(finish);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /**
+   * Resolves "quiet" once no `%output` arrived for `quietMs`, measured from the later of
+   * `from` and the last output; with `afterOutput`, only after some output later than `from`
+   * (a screen that cannot turn idle without printing). "timeout" when `timeoutMs` passed
+   * first; "changed" when the pane may have ended (its death, the connection's loss), or
+   * when the watch cannot be armed (after `quietMs`, so the caller polls at that pace).
+   * The caller reads the screen next. Aborting rejects.
+   */
+  async settle(o: SettleOptions): Promise<SettleResult> {
+    const deadline = Date.now() + o.timeoutMs;
+    if (!(await this.arm(o.signal))) {
+      await sleep(Math.max(0, Math.min(o.quietMs, deadline - Date.now())), undefined, { signal: o.signal });
+      return "changed";
+    }
+    if (o.afterOutput && this.last <= o.from) {
+      const w = await this.next(deadline - Date.now(), o.signal);
+      if (w !== "output") return w;
+    }
+    for (;;) {
+      const left = Math.max(o.from, this.last) + o.quietMs - Date.now();
+      if (left <= 0) return "quiet";
+      const budget = deadline - Date.now();
+      if (budget <= 0) return "timeout";
+      if ((await this.next(Math.min(left, budget), o.signal)) === "changed") return "changed";
+    }
+  }
+
+  dispose(): void {
+    for (const off of this.offs) off();
+    for (const w of [...this.waiters]) w("changed");
+  }
+}
+
 /** Options of {@link waitIdle}. */
 export interface IdleOptions {
   /** The session's ready prompt prefix: idle only while it shows. */
   readonly readyPrefix?: string | undefined;
-  /** How long the screen must stay unchanged. */
+  /** How long the pane must stay quiet. */
   readonly quietMs: number;
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The pane's output notifications. With it the wait is event-driven: the quiet period is
+   * measured from the last `%output`, and the screen is read only to confirm (the ready
+   * prompt, busy markers, dialogs) once a quiet period passed or the pane may have ended.
+   * Without it (or when it cannot be armed) the screen is polled every {@link IDLE_POLL_MS}.
+   */
+  readonly watch?: OutputWatch | undefined;
 }
 
 /**
- * Resolves `idle` once the screen has been unchanged for `quietMs` with the ready prompt
- * visible (when declared), no busy marker and no menu or dialog; `timeout` at `timeoutMs`
- * (a hard bound); `gone` when the pane is missing or dead.
+ * Resolves `idle` once the pane has been quiet for `quietMs` with the ready prompt visible
+ * (when declared), no busy marker and no menu or dialog; `timeout` at `timeoutMs` (a hard
+ * bound); `gone` when the pane is missing or dead. Quiet means: no `%output` (with a watch)
+ * and an unchanged screen between two reads.
  */
 export async function waitIdle(p: Pane, timeoutMs: number, o: IdleOptions): Promise<IdleResult> {
+  const { signal, watch } = o;
   const deadline = Date.now() + timeoutMs;
+  const armed = watch !== undefined && (await watch.arm(signal));
   let lastSig: string | undefined;
   let since = Date.now();
+  let outputAtRead = watch?.lastOutputMs ?? 0;
   for (;;) {
-    const st = await readPane(p, o.signal);
+    const readAt = Date.now();
+    const st = await readPane(p, signal);
     if (!st || st.dead) return "gone";
     const now = Date.now();
+    const out = watch?.lastOutputMs ?? 0;
+    // A changed screen restarts the quiet period — from the output that changed it when the
+    // watch saw that output, from now otherwise (a resize, or no watch).
     if (st.sig !== lastSig) {
       lastSig = st.sig;
-      since = now;
+      since = armed && out > outputAtRead ? Math.max(since, out) : now;
     }
-    if (screenLooksIdle(st.rows.join("\n"), o.readyPrefix) && now - since >= o.quietMs) return "idle";
-    const left = deadline - now;
-    if (left <= 0) return "timeout";
-    await sleep(Math.min(IDLE_POLL_MS, left), undefined, { signal: o.signal });
+    if (armed) since = Math.max(since, out);
+    outputAtRead = out;
+    const ready = screenLooksIdle(st.rows.join("\n"), o.readyPrefix);
+    if (ready && now - since >= o.quietMs) return "idle";
+    if (now >= deadline) return "timeout";
+    if (!armed || !watch) {
+      await sleep(Math.min(IDLE_POLL_MS, deadline - now), undefined, { signal });
+      continue;
+    }
+    // Ready: read again once the quiet period passed without output. Not ready: only output
+    // can change that (or the pane's end), so wait for output, then for quiet.
+    await watch.settle({
+      from: ready ? since : readAt,
+      afterOutput: !ready,
+      quietMs: o.quietMs,
+      timeoutMs: deadline - Date.now(),
+      signal,
+    });
   }
 }
 

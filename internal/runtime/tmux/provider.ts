@@ -61,10 +61,12 @@ import {
   type NudgeOptions,
   type OpOptions,
   type OrphanKillProvider,
+  type OutputWatchProvider,
   type PendingInteraction,
   type Provider,
   type ProviderCapabilities,
   type SessionLook,
+  type SessionOutputWatch,
   type SessionSnapshot,
   type SnapshotProvider,
   type StartConfig,
@@ -81,11 +83,13 @@ import {
   TmuxConnectionError,
 } from "./control-client.js";
 import {
+  attachedClients,
   captureScreens,
   captureText,
   clearHistory,
   deliver,
   NudgeQueue,
+  OutputWatch,
   type Pane,
   readPane,
   STATE_POLL_MS,
@@ -135,6 +139,7 @@ export class TmuxProvider
   implements
     Provider,
     IdleWaitProvider,
+    OutputWatchProvider,
     InteractionProvider,
     ImmediateNudgeProvider,
     ExitStatusProvider,
@@ -156,6 +161,8 @@ export class TmuxProvider
   /** The city as session env tags it: name and owner key (`GC_OWNER`). */
   private readonly envCity: { readonly name: string; readonly owner: string };
   private readonly client: ControlClient;
+  /** Environment of every control client process this provider starts. */
+  private readonly clientEnv: NodeJS.ProcessEnv;
   private readonly starts = new StartsInProgress();
   private readonly nudges = new NudgeQueue();
   /** Session ids of our sessions by gc name, with the connection generation they belong to. */
@@ -179,6 +186,7 @@ export class TmuxProvider
     this.settings = resolveSettings(opts.city, opts.settings, opts.cityId);
     const env: NodeJS.ProcessEnv = {};
     for (const k of CLIENT_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
+    this.clientEnv = env;
     this.client = new ControlClient({
       socket: this.settings.socket,
       tmuxPath: this.settings.tmuxPath,
@@ -467,17 +475,14 @@ export class TmuxProvider
       if (e instanceof TmuxConnectionError && !(await serverListening(this.client.socketPath))) return [];
       throw e;
     }
-    const out: SessionSnapshot[] = [];
-    for (const s of parseSessions(lines, this.tag)) {
-      if (s.name === undefined || !s.name.startsWith(prefix)) continue;
-      out.push({
-        name: s.name,
-        running: isLive(s),
-        attached: s.attached > 0,
-        lastActivity: s.activity > 0 ? new Date(s.activity * 1000) : undefined,
-      });
-    }
-    return out;
+    const mine = parseSessions(lines, this.tag).filter((s) => s.name?.startsWith(prefix));
+    const terminals = await Promise.all(mine.map((s) => this.terminals(s, opts.signal)));
+    return mine.map((s, i) => ({
+      name: s.name!,
+      running: isLive(s),
+      attached: terminals[i]! > 0,
+      lastActivity: s.activity > 0 ? new Date(s.activity * 1000) : undefined,
+    }));
   }
 
   /**
@@ -655,7 +660,20 @@ export class TmuxProvider
   async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
     validateSessionName(name);
     const s = await this.find(name, opts.signal);
-    return s !== undefined && s.attached > 0;
+    return s !== undefined && (await this.terminals(s, opts.signal)) > 0;
+  }
+
+  /**
+   * Terminals attached to `s`: tmux's `session_attached` also counts control clients (an
+   * idle wait's watcher, see {@link idleWait}), so a non-zero count is checked client by
+   * client. No round trip while nothing is attached. 0 when the session went away meanwhile.
+   */
+  private async terminals(s: SessionInfo, signal: AbortSignal | undefined): Promise<number> {
+    if (s.attached === 0) return 0;
+    return attachedClients(this.client, s.id, signal).catch((e: unknown) => {
+      if (isAbsent(e)) return 0;
+      throw e;
+    });
   }
 
   /**
@@ -861,12 +879,68 @@ export class TmuxProvider
     return this.idleWait(s, timeoutMs, opts.signal);
   }
 
-  private idleWait(s: SessionInfo, timeoutMs: number, signal: AbortSignal | undefined): Promise<IdleResult> {
-    return waitIdle(this.pane(s.id), timeoutMs, {
-      readyPrefix: s.readyPrefix,
-      quietMs: this.settings.idleQuietMs,
-      signal,
+  /**
+   * {@link waitIdle} driven by the session's `%output` notifications ({@link watchSession});
+   * the screen is still read through the provider's client, only to confirm.
+   */
+  private async idleWait(
+    s: SessionInfo,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<IdleResult> {
+    const w = this.watchSession(s.id);
+    try {
+      return await waitIdle(this.pane(s.id), timeoutMs, {
+        readyPrefix: s.readyPrefix,
+        quietMs: this.settings.idleQuietMs,
+        signal,
+        watch: w.watch,
+      });
+    } finally {
+      await w.close();
+    }
+  }
+
+  /**
+   * A watch on the session's output (see {@link watchSession}); `undefined` when the session
+   * is missing or not running.
+   */
+  async watchOutput(name: string, opts: OpOptions = {}): Promise<SessionOutputWatch | undefined> {
+    validateSessionName(name);
+    const s = await this.find(name, opts.signal);
+    if (!s || !isLive(s)) return undefined;
+    const w = this.watchSession(s.id);
+    try {
+      await w.watch.arm(opts.signal);
+    } catch (e) {
+      await w.close();
+      throw e;
+    }
+    return { settle: (o) => w.watch.settle(o), close: w.close };
+  }
+
+  /**
+   * The `%output` notifications of session `id`: the provider's own client sees no output
+   * (it sits in the keeper session, `no-output`), so a second control client attaches to the
+   * session until `close` (`ignore-size`: it never resizes the window; it does not count as
+   * an attached terminal, see {@link terminals}). Connects on first use.
+   */
+  private watchSession(id: string): { readonly watch: OutputWatch; close(): Promise<void> } {
+    const client = new ControlClient({
+      socket: this.settings.socket,
+      tmuxPath: this.settings.tmuxPath,
+      commandTimeoutMs: this.settings.commandTimeoutMs,
+      env: this.clientEnv,
+      attach: id,
     });
+    const watch = new OutputWatch(client);
+    return {
+      watch,
+      close: async () => {
+        watch.dispose();
+        await client.close();
+      },
+    };
   }
 
   /** The approval prompt, dialog or menu on screen, or `undefined` (also when missing). */

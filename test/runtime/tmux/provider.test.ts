@@ -76,6 +76,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
       (n) => p.attach(n),
       (n) => p.isAttached(n),
       (n) => p.waitForIdle(n, 100),
+      (n) => p.watchOutput(n),
       (n) => p.pending(n),
       (n) => p.respond(n, { action: "approve" }),
       (n) => p.lastExit(n),
