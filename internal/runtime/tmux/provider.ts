@@ -123,6 +123,8 @@ const SHUTDOWN_ROUNDS = 3;
 const SERVER_EXIT_MS = 10_000;
 /** How long a dead pane may lack an exit status before it counts as killed by a signal. */
 const EXIT_STATUS_GRACE_MS = 2_000;
+/** Death detail when the dead pane shows nothing: tmux may have dropped the program's output. */
+const LOST_OUTPUT = "no output captured (tmux can discard what a program prints just before it exits)";
 
 /** Options for {@link TmuxProvider}. */
 export interface TmuxProviderOptions extends ProviderFactoryOptions {}
@@ -394,14 +396,12 @@ export class TmuxProvider
             : pane.exitSignal !== undefined
               ? `signal ${pane.exitSignal}`
               : "killed";
-        // tmux may mark the pane dead before it has drawn the program's last output: look
-        // again (bounded) while the screen is still empty.
-        let tail = outputTail(await captureText(this.pane(id), 0, false));
-        for (let i = 0; i < 10 && tail === ""; i++) {
-          await sleep(STATE_POLL_MS);
-          tail = outputTail(await captureText(this.pane(id), 0, false));
-        }
-        detail = `${how}${tail ? `; last output: ${tail}` : ""}`;
+        // A dead pane's pty is closed, so its screen and history are final. tmux 3.3 closes
+        // it as soon as the exit reaches it, discarding output the kernel had not handed
+        // over yet (a program that prints and exits at once can lose its last line so):
+        // an empty screen is not proof of silence, and the detail says so.
+        const tail = outputTail(await captureText(this.pane(id), 0, false));
+        detail = `${how}; ${tail ? `last output: ${tail}` : LOST_OUTPUT}`;
       }
     } catch {
       // keep the generic detail
