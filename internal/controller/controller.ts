@@ -25,6 +25,7 @@ import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
+import { WorkWatcher } from "./work-watch.js";
 import { collectCity, seeSessions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
 import {
@@ -129,7 +130,9 @@ export async function runController(
   let store = await city.store();
   await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
   let reconciler = newReconciler(city, store);
-  const operatorPass = createOperatorPass(city, opts.log);
+  // Records work each pass and looks again between passes (turn ends within ~0.5 s).
+  const work = new WorkWatcher(city, opts.log);
+  const operatorPass = createOperatorPass(city, opts.log, work);
   const startedAt = Date.now();
   let passes = 0;
   let last: TickSummary | undefined;
@@ -258,6 +261,7 @@ export async function runController(
   };
 
   const loop = startLoop({ pass: runPass, intervalMs: policyOf(city.loaded).intervalMs, signal });
+  work.start(signal);
   // If the socket or the watcher cannot be set up, no controller may keep running unreachable.
   const setupFailed = async (e: unknown): Promise<never> => {
     stop.abort(e);
@@ -354,6 +358,7 @@ export async function runController(
   } finally {
     clearTimeout(debounce);
     watcher?.close();
+    await work.settled();
     await new Promise<void>((r) => server.close(() => r()));
     await rm(paths.socket, { force: true });
     await rm(paths.pid, { force: true });

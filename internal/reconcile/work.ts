@@ -36,6 +36,11 @@ export interface WorkRecord {
   readonly message?: string | undefined;
   /** When the open turn started; absent between turns. */
   readonly turnSince?: number | undefined;
+  /**
+   * The open turn showed the agent's busy marker: the marker's absence on a settled screen
+   * ends it (runtime/work.ts `turnMarked`). Absent between turns.
+   */
+  readonly marked?: true | undefined;
   /** The incarnation (record generation) it was observed on: a new one starts over. */
   readonly generation: number;
 }
@@ -61,6 +66,7 @@ export function parseWork(raw: string | undefined): WorkRecord | undefined {
       generation: v.generation,
       ...(typeof v.message === "string" ? { message: v.message } : {}),
       ...(typeof v.turnSince === "number" ? { turnSince: v.turnSince } : {}),
+      ...(v.marked === true && typeof v.turnSince === "number" ? { marked: true as const } : {}),
     };
   } catch {
     return undefined;
@@ -84,18 +90,30 @@ function sameWork(prev: WorkRecord, obs: ObservedWork): boolean {
  * keeps its `since`; a different question is a new block). Entering `idle` dates from the
  * last output (`lastActivity`) when that is known and later than the previous change, so a
  * turn's end does not wait for the pass that saw it. `unknown` (nothing could be read) keeps
- * an open turn open and records no event. A `prev` of another generation is ignored. Pure.
+ * an open turn open and records no event. A turn is `marked` from the first look in it whose
+ * screen shows a busy marker (`busyMarker`) until it ends. A `prev` of another generation is
+ * ignored. Pure.
  */
 export function advanceWork(
   prev: WorkRecord | undefined,
   obs: ObservedWork,
-  at: { readonly now: number; readonly generation: number; readonly lastActivity?: number | undefined },
+  at: {
+    readonly now: number;
+    readonly generation: number;
+    readonly lastActivity?: number | undefined;
+    /** The look's screen shows the agent's busy marker. */
+    readonly busyMarker?: boolean | undefined;
+  },
 ): { next: WorkRecord; events: WorkEvent[] } {
   const { now, generation } = at;
   const p = prev && prev.generation === generation ? prev : undefined;
   const events: WorkEvent[] = [];
   const message = obs.state === "needs-input" || obs.state === "error" ? obs.message : undefined;
   let turnSince = p?.turnSince;
+  const marked = (open: number | undefined) =>
+    open !== undefined && (p?.marked === true || (at.busyMarker === true && obs.state !== "idle"))
+      ? { marked: true as const }
+      : {};
   if (p && sameWork(p, obs)) {
     const next: WorkRecord = {
       state: p.state,
@@ -103,6 +121,7 @@ export function advanceWork(
       generation,
       ...(message !== undefined ? { message } : {}),
       ...(turnSince !== undefined ? { turnSince } : {}),
+      ...marked(turnSince),
     };
     return { next, events };
   }
@@ -138,6 +157,7 @@ export function advanceWork(
     generation,
     ...(message !== undefined ? { message } : {}),
     ...(turnSince !== undefined ? { turnSince } : {}),
+    ...marked(turnSince),
   };
   return { next, events };
 }

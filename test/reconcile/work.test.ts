@@ -31,6 +31,7 @@ describe("advanceWork", () => {
     obs: ObservedWork;
     now: number;
     lastActivity?: number;
+    busyMarker?: boolean;
     next: WorkRecord;
     events: [string, Record<string, unknown>][];
   }[] = [
@@ -157,12 +158,56 @@ describe("advanceWork", () => {
       next: rec({ state: "idle", since: T }),
       events: [],
     },
+    {
+      what: "a busy marker marks the turn it opens",
+      prev: rec({ state: "idle", since: T - 60_000 }),
+      obs: { state: "working" },
+      busyMarker: true,
+      now: T,
+      next: rec({ state: "working", since: T, turnSince: T, marked: true }),
+      events: [["turn.started", {}]],
+    },
+    {
+      what: "a turn stays marked while the marker is gone",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      obs: { state: "working" },
+      now: T,
+      next: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      events: [],
+    },
+    {
+      what: "a marker seen later in the turn marks it",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000 }),
+      obs: { state: "working" },
+      busyMarker: true,
+      now: T,
+      next: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      events: [],
+    },
+    {
+      what: "the turn's end forgets the mark",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      obs: { state: "idle" },
+      now: T,
+      next: rec({ state: "idle", since: T }),
+      events: [["turn.ended", { durationMs: 3_000, startedAt: new Date(T - 3_000).toISOString() }]],
+    },
+    {
+      what: "no turn, no mark (a marker on an idle-classified screen is not a turn)",
+      prev: rec({ state: "idle", since: T - 3_000 }),
+      obs: { state: "idle" },
+      busyMarker: true,
+      now: T,
+      next: rec({ state: "idle", since: T - 3_000 }),
+      events: [],
+    },
   ];
   it.each(cases)("$what", (c) => {
     const { next, events } = advanceWork(c.prev, c.obs, {
       now: c.now,
       generation: 1,
       lastActivity: c.lastActivity,
+      busyMarker: c.busyMarker,
     });
     expect(next).toEqual(c.next);
     expect(events.map((e) => [e.type, e.payload])).toEqual(c.events);

@@ -1,0 +1,111 @@
+/**
+ * When the controller looks at a session's work between its passes, and what it remembers of
+ * the screens it saw. Pure: the controller's work watcher (controller/work-watch.ts) does the
+ * I/O. A pass comes every `interval` (30 s by default); a turn's end is wanted within half a
+ * second, so sessions in a turn are looked at every {@link TURN_LOOK_MS}, the others every
+ * {@link IDLE_LOOK_MS} (a turn that starts is seen within it; on tmux a quiet session costs no
+ * capture, its provider reads only screens that printed).
+ *
+ * False idles are avoided by the classifier, not by slowness: a screen with the agent's busy
+ * marker is working however long the model stays silent; without a marker, a turn that showed
+ * one ends when the screen stays unchanged for `TURN_END_QUIET_MS` (runtime/work.ts), a turn
+ * that never showed one after `WORK_QUIET_MS` of no output.
+ */
+import type { SessionLook } from "../runtime/provider.js";
+import { classifyLook, lookShowsBusyMarker } from "../runtime/work.js";
+import { advanceWork, type WorkEvent, type WorkRecord } from "./work.js";
+
+/** Looks at a session in a turn (working, error) this often. */
+export const TURN_LOOK_MS = 100;
+/** Looks at every other running session this often. */
+export const IDLE_LOOK_MS = 1_000;
+
+/** A running session as the watcher plans it. */
+export interface WatchedSession {
+  readonly name: string;
+  /** Its recorded work (reconcile/work.ts), if any. */
+  readonly work: WorkRecord | undefined;
+  /** When the watcher (or a pass) last looked at it, epoch ms; absent = never. */
+  readonly lookedAt: number | undefined;
+}
+
+/** How often a session with `work` is looked at. Pure. */
+export function lookEveryMs(work: WorkRecord | undefined): number {
+  return work !== undefined && (work.state === "working" || work.state === "error") ? TURN_LOOK_MS : IDLE_LOOK_MS;
+}
+
+/**
+ * The sessions due for a look at `now`, and when the next one falls due (`undefined` when
+ * there is none). A session never looked at is due at once. Pure.
+ */
+export function planWorkLooks(
+  sessions: readonly WatchedSession[],
+  now: number,
+): { readonly due: string[]; readonly wakeAt: number | undefined } {
+  const due: string[] = [];
+  let wakeAt: number | undefined;
+  for (const s of sessions) {
+    const at = s.lookedAt === undefined ? now : s.lookedAt + lookEveryMs(s.work);
+    if (at <= now) due.push(s.name);
+    const next = at <= now ? now + lookEveryMs(s.work) : at;
+    wakeAt = wakeAt === undefined ? next : Math.min(wakeAt, next);
+  }
+  return { due, wakeAt };
+}
+
+/** What the watcher remembers of a session's screen: the text and its first look of it. */
+export interface ScreenSeen {
+  /** The session's incarnation (record generation) it was seen on. */
+  readonly generation: number;
+  readonly screen: string;
+  /** The first look (epoch ms) of this exact screen in an unbroken run of looks. */
+  readonly since: number;
+}
+
+/**
+ * The memory after seeing `screen` at `now`: `since` stays while the screen (and the
+ * incarnation) does; anything else starts over at `now`. Pure.
+ */
+export function seeScreen(
+  prev: ScreenSeen | undefined,
+  screen: string,
+  generation: number,
+  now: number,
+): ScreenSeen {
+  return prev !== undefined && prev.generation === generation && prev.screen === screen
+    ? prev
+    : { generation, screen, since: now };
+}
+
+/**
+ * One look of a watched session, decided: the screen remembered ({@link seeScreen}), the look
+ * classified with what the record and that memory know (a marked turn, the screen unchanged
+ * since), and the record advanced (reconcile/work.ts `advanceWork`). `prev` is the session's
+ * recorded work, `seen` the watcher's memory of its screen. Pure.
+ */
+export function observeLook(
+  prev: WorkRecord | undefined,
+  seen: ScreenSeen | undefined,
+  look: SessionLook,
+  at: { readonly now: number; readonly generation: number; readonly readyPromptPrefix?: string | undefined },
+): { next: WorkRecord; events: WorkEvent[]; seen: ScreenSeen | undefined } {
+  const { now, generation } = at;
+  const mem = look.screen === undefined ? undefined : seeScreen(seen, look.screen, generation, now);
+  const lastActivity = look.lastActivity?.getTime();
+  // Output the provider saw after this screen's first look (a change and back) counts.
+  const screenSince =
+    mem === undefined ? undefined : Math.max(mem.since, lastActivity ?? Number.NEGATIVE_INFINITY);
+  const obs = classifyLook(look, {
+    now,
+    readyPromptPrefix: at.readyPromptPrefix,
+    turnMarked: prev?.generation === generation && prev.marked === true,
+    screenSince,
+  });
+  const { next, events } = advanceWork(prev, obs, {
+    now,
+    generation,
+    lastActivity,
+    busyMarker: lookShowsBusyMarker(look),
+  });
+  return { next, events, seen: mem };
+}
