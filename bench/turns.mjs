@@ -60,14 +60,6 @@ function gc(dir, args, timeoutMs = 300_000) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn, timeoutMs) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

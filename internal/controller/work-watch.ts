@@ -11,7 +11,7 @@
 import { describeError } from "../base/errors.js";
 import { observeLook, planWorkLooks, type ScreenSeen } from "../reconcile/work-watch.js";
 import { lookSessions, looksAtWork, recordedWork, recordWork, type WorkRecord } from "../reconcile/work.js";
-import type { PendingInteraction, SessionLook } from "../runtime/provider.js";
+import { type PendingInteraction, type SessionLook, supportsLook } from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
 
@@ -61,10 +61,20 @@ export class WorkWatcher {
     signal: AbortSignal,
   ): Promise<Map<string, Map<string, PendingInteraction>>> {
     const running = records.filter((r) => r.state === "running" || r.state === "draining");
-    this.sessions = new Map(running.map((r) => [r.name, { provider: r.provider, target: targets.get(r.name) }]));
-    for (const m of [this.seen, this.lookedAt, this.wroteAt, this.works])
-      for (const n of m.keys()) if (!this.sessions.has(n)) m.delete(n);
     return this.serial(async () => {
+      // Between passes only sessions a provider shows a look of (a screen or a turn state)
+      // are watched: the others tell nothing but interactions, and asking them each second
+      // could cost an exec per session (docker, k8s).
+      const lookable = new Map<string, boolean>();
+      for (const p of new Set(running.map((r) => r.provider)))
+        lookable.set(p, await this.city.providerFor(p).then(supportsLook, () => false));
+      this.sessions = new Map(
+        running
+          .filter((r) => lookable.get(r.provider))
+          .map((r) => [r.name, { provider: r.provider, target: targets.get(r.name) }]),
+      );
+      for (const m of [this.seen, this.lookedAt, this.wroteAt, this.works])
+        for (const n of m.keys()) if (!this.sessions.has(n)) m.delete(n);
       const fresh: SessionRecord[] = [];
       for (const r of running) {
         if ((this.wroteAt.get(r.name) ?? Number.NEGATIVE_INFINITY) < readAt) fresh.push(r);
