@@ -25,7 +25,6 @@ import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
-import { WorkWatcher } from "./work-watch.js";
 import { collectCity, seeSessions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
 import {
@@ -36,6 +35,7 @@ import {
   statusJson,
 } from "./status-snapshot.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
+import { WorkWatcher } from "./work-watch.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
 export const STOPPED_BEFORE_START =

@@ -91,7 +91,11 @@ export function createOperatorPass(
     // One look per running session (screen + interaction from one capture): its work is
     // recorded (work-watch.ts, which also looks between passes), and the approval policy
     // reads the same interactions.
-    const observed = await step("work state", () => work.recordPass(records, readAt, targets, signal), signal);
+    const observed = await step(
+      "work state",
+      () => work.recordPass(records, readAt, targets, signal),
+      signal,
+    );
     await step(
       "approval policy",
       () =>

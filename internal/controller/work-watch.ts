@@ -9,8 +9,8 @@
  * and the watcher never advance the same session from the same record twice.
  */
 import { describeError } from "../base/errors.js";
-import { observeLook, planWorkLooks, type ScreenSeen } from "../reconcile/work-watch.js";
 import { lookSessions, looksAtWork, recordedWork, recordWork, type WorkRecord } from "../reconcile/work.js";
+import { observeLook, planWorkLooks, type ScreenSeen } from "../reconcile/work-watch.js";
 import { type PendingInteraction, type SessionLook, supportsLook } from "../runtime/provider.js";
 import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
@@ -25,7 +25,10 @@ export class WorkWatcher {
   private readonly city: City;
   private readonly log: (line: string) => void;
   /** Running sessions (name → provider) and their targets, as the last pass saw them. */
-  private sessions = new Map<string, { readonly provider: string; readonly target: WatchTarget | undefined }>();
+  private sessions = new Map<
+    string,
+    { readonly provider: string; readonly target: WatchTarget | undefined }
+  >();
   private readonly seen = new Map<string, ScreenSeen>();
   private readonly lookedAt = new Map<string, number>();
   /** When this watcher last wrote each session's work (a record read before is stale). */
@@ -124,7 +127,11 @@ export class WorkWatcher {
         if (!looksAtWork(look)) continue; // not running (the reconciler sees to it), or nothing to read
         const prev = recordedWork(r);
         this.works.set(r.name, prev);
-        const { next, events, seen: mem } = observeLook(prev, this.seen.get(r.name), look, {
+        const {
+          next,
+          events,
+          seen: mem,
+        } = observeLook(prev, this.seen.get(r.name), look, {
           now,
           generation: r.generation,
           readyPromptPrefix: this.sessions.get(r.name)?.target?.readyPromptPrefix,

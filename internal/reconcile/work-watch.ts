@@ -12,7 +12,7 @@
  * that never showed one after `WORK_QUIET_MS` of no output.
  */
 import type { SessionLook } from "../runtime/provider.js";
-import { classifyLook, lookShowsBusyMarker } from "../runtime/work.js";
+import { classifyLook, lookShowsBusyMarker, type ObservedWork } from "../runtime/work.js";
 import { advanceWork, type WorkEvent, type WorkRecord } from "./work.js";
 
 /** Looks at a session in a turn (working, error) this often. */
@@ -31,7 +31,9 @@ export interface WatchedSession {
 
 /** How often a session with `work` is looked at. Pure. */
 export function lookEveryMs(work: WorkRecord | undefined): number {
-  return work !== undefined && (work.state === "working" || work.state === "error") ? TURN_LOOK_MS : IDLE_LOOK_MS;
+  return work !== undefined && (work.state === "working" || work.state === "error")
+    ? TURN_LOOK_MS
+    : IDLE_LOOK_MS;
 }
 
 /**
@@ -60,6 +62,8 @@ export interface ScreenSeen {
   readonly screen: string;
   /** The first look (epoch ms) of this exact screen in an unbroken run of looks. */
   readonly since: number;
+  /** This screen was classified `idle`: unchanged, it stays idle (no turn reopened by its age). */
+  readonly idle?: true | undefined;
 }
 
 /**
@@ -80,7 +84,8 @@ export function seeScreen(
 /**
  * One look of a watched session, decided: the screen remembered ({@link seeScreen}), the look
  * classified with what the record and that memory know (a marked turn, the screen unchanged
- * since), and the record advanced (reconcile/work.ts `advanceWork`). `prev` is the session's
+ * since; a screen judged idle and unchanged since stays idle), and the record advanced
+ * (reconcile/work.ts `advanceWork`). `prev` is the session's
  * recorded work, `seen` the watcher's memory of its screen. Pure.
  */
 export function observeLook(
@@ -95,17 +100,23 @@ export function observeLook(
   // Output the provider saw after this screen's first look (a change and back) counts.
   const screenSince =
     mem === undefined ? undefined : Math.max(mem.since, lastActivity ?? Number.NEGATIVE_INFINITY);
-  const obs = classifyLook(look, {
-    now,
-    readyPromptPrefix: at.readyPromptPrefix,
-    turnMarked: prev?.generation === generation && prev.marked === true,
-    screenSince,
-  });
+  // A screen already judged idle that has not changed is still idle: a marked turn's end is
+  // decided before the 2 s quiet rule would agree, and must not reopen a turn when it does.
+  const obs: ObservedWork =
+    mem?.idle && look.turn === undefined && look.interaction === undefined
+      ? { state: "idle" }
+      : classifyLook(look, {
+          now,
+          readyPromptPrefix: at.readyPromptPrefix,
+          turnMarked: prev?.generation === generation && prev.marked === true,
+          screenSince,
+        });
   const { next, events } = advanceWork(prev, obs, {
     now,
     generation,
     lastActivity,
     busyMarker: lookShowsBusyMarker(look),
   });
-  return { next, events, seen: mem };
+  const seenNext = mem && obs.state === "idle" && !mem.idle ? { ...mem, idle: true as const } : mem;
+  return { next, events, seen: seenNext };
 }

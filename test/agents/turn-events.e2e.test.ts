@@ -34,7 +34,9 @@ interface EventRow {
 }
 
 describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provider) => {
-  it("claude: paced turns end with one turn.ended each, after the stream, without a pass", { timeout: 600_000 }, async (ctx) => {
+  it("claude: paced turns end with one turn.ended each, after the stream, without a pass", {
+    timeout: 600_000,
+  }, async (ctx) => {
     if (skipReason) ctx.skip(skipReason);
     const city = makeCity("workspace: { name: '@NAME@' }\n", ctx.onTestFinished);
     const api = await startModelApi(
@@ -47,7 +49,14 @@ describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provi
     );
     ctx.onTestFinished(() => api.close());
     const agents = [
-      { name: "claude", cli: "claude" as const, bin: bin!, home: join(city.dir, "home"), work: join(city.dir, "work"), url: api.url },
+      {
+        name: "claude",
+        cli: "claude" as const,
+        bin: bin!,
+        home: join(city.dir, "home"),
+        work: join(city.dir, "work"),
+        url: api.url,
+      },
     ];
     city.write(`${turnCityYaml(provider, agents, "ask")}daemon: { interval: 1h }\n`);
     const started = await city.gc(["start"], { timeoutMs: 300_000 });
@@ -55,7 +64,9 @@ describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provi
     const ready = await city.gc(["wait", "claude", "--idle", "--timeout", "240s"], { timeoutMs: 300_000 });
     expect(ready.code, ready.stdout + ready.stderr).toBe(0);
     const db = new Database(join(city.dir, ".gc", "state.db"), { readonly: true, fileMustExist: true });
-    ctx.onTestFinished(() => db.close());
+    ctx.onTestFinished(() => {
+      db.close();
+    });
     db.pragma("busy_timeout = 2000");
     const events = (after: number) =>
       db
@@ -65,7 +76,8 @@ describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provi
         .all(after) as EventRow[];
     const lastPassAt = async () => {
       const r = await city.gc(["status", "--json"]);
-      return (JSON.parse(r.stdout) as { controller: { lastPass: { at: number } | null } }).controller.lastPass?.at;
+      return (JSON.parse(r.stdout) as { controller: { lastPass: { at: number } | null } }).controller.lastPass
+        ?.at;
     };
 
     for (let i = 1; i <= 3; i++) {

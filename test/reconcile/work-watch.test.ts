@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import type { WorkEvent, WorkRecord } from "../../internal/reconcile/work.js";
 import {
   IDLE_LOOK_MS,
   lookEveryMs,
@@ -16,7 +17,6 @@ import {
   seeScreen,
   TURN_LOOK_MS,
 } from "../../internal/reconcile/work-watch.js";
-import type { WorkEvent, WorkRecord } from "../../internal/reconcile/work.js";
 import type { SessionLook } from "../../internal/runtime/provider.js";
 import { TURN_END_QUIET_MS, WORK_QUIET_MS } from "../../internal/runtime/work.js";
 
@@ -31,7 +31,7 @@ const CLAUDE_BUSY = fixture("claude-busy-80x24.ansi");
 /** Claude Code's busy screen a second later (its spinner's timer moved on). */
 const CLAUDE_BUSY_LATER = `${CLAUDE_BUSY}\n`;
 /** Claude Code's screen after the reply: the busy marker gone. */
-const CLAUDE_DONE = `● Hello from the model double.\n${CLAUDE_IDLE}`;
+const CLAUDE_DONE = `Hello from the model double.\n${CLAUDE_IDLE}`;
 
 const work = (state: WorkRecord["state"], extra: Partial<WorkRecord> = {}): WorkRecord => ({
   state,
@@ -173,8 +173,8 @@ describe("observeLook: a turn in looks", () => {
     const { events } = replay(
       [
         [0, busy(0)],
-        [100, { screen: `● Hel\n${CLAUDE_IDLE}`, lastActivity: new Date(T + 100) }],
-        [200, { screen: `● Hello fr\n${CLAUDE_IDLE}`, lastActivity: new Date(T + 200) }],
+        [100, { screen: `Hel\n${CLAUDE_IDLE}`, lastActivity: new Date(T + 100) }],
+        [200, { screen: `Hello fr\n${CLAUDE_IDLE}`, lastActivity: new Date(T + 200) }],
         [300, { screen: CLAUDE_DONE, lastActivity: new Date(T + 300) }],
         [400, { screen: CLAUDE_DONE, lastActivity: new Date(T + 300) }],
         [500, { screen: CLAUDE_DONE, lastActivity: new Date(T + 300) }],
@@ -246,10 +246,15 @@ describe("observeLook: a turn in looks", () => {
   it("a new incarnation's screen does not inherit the old one's quiet time", () => {
     let seen: ScreenSeen | undefined = { generation: 1, screen: CLAUDE_DONE, since: T - 60_000 };
     const prev = work("working", { generation: 2, turnSince: T - 1_000, marked: true });
-    const r = observeLook(prev, seen, { screen: CLAUDE_DONE, lastActivity: new Date(T - 50) }, {
-      now: T,
-      generation: 2,
-    });
+    const r = observeLook(
+      prev,
+      seen,
+      { screen: CLAUDE_DONE, lastActivity: new Date(T - 50) },
+      {
+        now: T,
+        generation: 2,
+      },
+    );
     seen = r.seen;
     expect(seen).toEqual({ generation: 2, screen: CLAUDE_DONE, since: T });
     expect(r.next.state).toBe("working");

@@ -108,13 +108,21 @@ describe("classifyLook", () => {
   });
 
   it.each([
-    ["a marked turn, the marker gone, the screen settled", { turnMarked: true, screenSince: NOW - TURN_END_QUIET_MS }, "idle"],
-    ["a marked turn, the marker gone, the screen just changed", { turnMarked: true, screenSince: NOW - TURN_END_QUIET_MS + 1 }, "working"],
+    [
+      "a marked turn, the marker gone, the screen settled",
+      { turnMarked: true, screenSince: NOW - TURN_END_QUIET_MS },
+      "idle",
+    ],
+    [
+      "a marked turn, the marker gone, the screen just changed",
+      { turnMarked: true, screenSince: NOW - TURN_END_QUIET_MS + 1 },
+      "working",
+    ],
     ["a marked turn seen by a one-shot observer (no screen memory)", { turnMarked: true }, "working"],
     ["an unmarked turn with a settled screen keeps the quiet rule", { screenSince: NOW - 1_000 }, "working"],
   ] as const)("%s", (_what, extra, want) => {
     // Output 200 ms ago, no busy marker, no prompt on the last line.
-    const look = { screen: "● Hello from the model double.\n  ? for shortcuts", lastActivity: recent };
+    const look = { screen: "Hello from the model double.\n  ? for shortcuts", lastActivity: recent };
     expect(classifyLook(look, { now: NOW, ...extra })).toEqual({ state: want });
   });
 
