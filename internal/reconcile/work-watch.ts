@@ -3,13 +3,13 @@
  * the screens it saw. Pure: the controller's work watcher (controller/work-watch.ts) does the
  * I/O. A pass comes every `interval` (30 s by default); a turn's end is wanted within half a
  * second, so sessions in a turn are looked at every {@link TURN_LOOK_MS}, the others every
- * {@link IDLE_LOOK_MS} (a turn that starts is seen within it; on tmux a quiet session costs no
- * capture, its provider reads only screens that printed).
+ * {@link IDLE_LOOK_MS} (a turn that starts is seen within it; on tmux and subprocess a quiet
+ * session costs no screen read, their looks read only screens that printed).
  *
- * False idles are avoided by the classifier, not by slowness: a screen with the agent's busy
- * marker is working however long the model stays silent; without a marker, a turn that showed
- * one ends when the screen stays unchanged for `TURN_END_QUIET_MS` (runtime/work.ts), a turn
- * that never showed one after `WORK_QUIET_MS` of no output.
+ * False idles are avoided by the rule, not by slowness: a screen with the agent's busy marker
+ * is working however long the model stays silent; a program that has shown its marker is not
+ * working once the marker is gone and the screen stood still {@link TURN_END_QUIET_MS}; one
+ * that never showed a marker keeps the `WORK_QUIET_MS` rule (runtime/work.ts).
  */
 import type { SessionLook } from "../runtime/provider.js";
 import { classifyLook, lookShowsBusyMarker, type ObservedWork } from "../runtime/work.js";
@@ -82,11 +82,23 @@ export function seeScreen(
 }
 
 /**
+ * A program that has shown its busy marker (`WorkRecord.marked`), now without it: the screen
+ * must stand unchanged this long before it counts as not working, so a capture taken in the
+ * middle of a redraw (the marker erased, the next frame not drawn yet) is not a turn's end.
+ */
+export const TURN_END_QUIET_MS = 150;
+
+/**
  * One look of a watched session, decided: the screen remembered ({@link seeScreen}), the look
- * classified with what the record and that memory know (a marked turn, the screen unchanged
- * since; a screen judged idle and unchanged since stays idle), and the record advanced
- * (reconcile/work.ts `advanceWork`). `prev` is the session's
- * recorded work, `seen` the watcher's memory of its screen. Pure.
+ * classified (runtime/work.ts `classifyLook`), and the record advanced (reconcile/work.ts
+ * `advanceWork`). Two rules need the looks before this one:
+ * - a program that has shown its busy marker (`prev.marked`) works exactly while the marker
+ *   shows: without it, what `classifyLook` calls working only for recent output or text
+ *   after the prompt (typing, a redraw, the reply being drawn) is idle once the screen has
+ *   stood still for {@link TURN_END_QUIET_MS}, and keeps the previous state until then;
+ * - a screen judged idle stays idle while it does not change (its output growing old never
+ *   reopens a turn).
+ * `prev` is the session's recorded work, `seen` the watcher's memory of its screen. Pure.
  */
 export function observeLook(
   prev: WorkRecord | undefined,
@@ -95,28 +107,21 @@ export function observeLook(
   at: { readonly now: number; readonly generation: number; readonly readyPromptPrefix?: string | undefined },
 ): { next: WorkRecord; events: WorkEvent[]; seen: ScreenSeen | undefined } {
   const { now, generation } = at;
+  const p = prev?.generation === generation ? prev : undefined;
   const mem = look.screen === undefined ? undefined : seeScreen(seen, look.screen, generation, now);
   const lastActivity = look.lastActivity?.getTime();
-  // Output the provider saw after this screen's first look (a change and back) counts.
-  const screenSince =
-    mem === undefined ? undefined : Math.max(mem.since, lastActivity ?? Number.NEGATIVE_INFINITY);
-  // A screen already judged idle that has not changed is still idle: a marked turn's end is
-  // decided before the 2 s quiet rule would agree, and must not reopen a turn when it does.
-  const obs: ObservedWork =
-    mem?.idle && look.turn === undefined && look.interaction === undefined
-      ? { state: "idle" }
-      : classifyLook(look, {
-          now,
-          readyPromptPrefix: at.readyPromptPrefix,
-          turnMarked: prev?.generation === generation && prev.marked === true,
-          screenSince,
-        });
-  const { next, events } = advanceWork(prev, obs, {
-    now,
-    generation,
-    lastActivity,
-    busyMarker: lookShowsBusyMarker(look),
-  });
+  const busyMarker = lookShowsBusyMarker(look);
+  let obs: ObservedWork;
+  if (mem?.idle && look.turn === undefined && look.interaction === undefined) obs = { state: "idle" };
+  else {
+    obs = classifyLook(look, { now, readyPromptPrefix: at.readyPromptPrefix });
+    if (p?.marked && mem !== undefined && look.turn === undefined && obs.state === "working" && !busyMarker) {
+      // Output the provider saw after this screen's first look (a change and back) counts.
+      const still = now - Math.max(mem.since, lastActivity ?? Number.NEGATIVE_INFINITY);
+      obs = still >= TURN_END_QUIET_MS ? { state: "idle" } : { state: p.state, message: p.message };
+    }
+  }
+  const { next, events } = advanceWork(prev, obs, { now, generation, lastActivity, busyMarker });
   const seenNext = mem && obs.state === "idle" && !mem.idle ? { ...mem, idle: true as const } : mem;
   return { next, events, seen: seenNext };
 }

@@ -37,8 +37,9 @@ export interface WorkRecord {
   /** When the open turn started; absent between turns. */
   readonly turnSince?: number | undefined;
   /**
-   * The open turn showed the agent's busy marker: the marker's absence on a settled screen
-   * ends it (runtime/work.ts `turnMarked`). Absent between turns.
+   * This incarnation's screen has shown the agent's busy marker: the program draws one while
+   * it works, so its absence on a settled screen means not working (reconcile/work-watch.ts
+   * `observeLook`), whatever it printed lately.
    */
   readonly marked?: true | undefined;
   /** The incarnation (record generation) it was observed on: a new one starts over. */
@@ -66,7 +67,7 @@ export function parseWork(raw: string | undefined): WorkRecord | undefined {
       generation: v.generation,
       ...(typeof v.message === "string" ? { message: v.message } : {}),
       ...(typeof v.turnSince === "number" ? { turnSince: v.turnSince } : {}),
-      ...(v.marked === true && typeof v.turnSince === "number" ? { marked: true as const } : {}),
+      ...(v.marked === true ? { marked: true as const } : {}),
     };
   } catch {
     return undefined;
@@ -90,9 +91,9 @@ function sameWork(prev: WorkRecord, obs: ObservedWork): boolean {
  * keeps its `since`; a different question is a new block). Entering `idle` dates from the
  * last output (`lastActivity`) when that is known and later than the previous change, so a
  * turn's end does not wait for the pass that saw it. `unknown` (nothing could be read) keeps
- * an open turn open and records no event. A turn is `marked` from the first look in it whose
- * screen shows a busy marker (`busyMarker`) until it ends. A `prev` of another generation is
- * ignored. Pure.
+ * an open turn open and records no event. The record is `marked` from the first look whose
+ * screen shows a busy marker (`busyMarker`) for the rest of the incarnation. A `prev` of
+ * another generation is ignored. Pure.
  */
 export function advanceWork(
   prev: WorkRecord | undefined,
@@ -110,10 +111,7 @@ export function advanceWork(
   const events: WorkEvent[] = [];
   const message = obs.state === "needs-input" || obs.state === "error" ? obs.message : undefined;
   let turnSince = p?.turnSince;
-  const marked = (open: number | undefined) =>
-    open !== undefined && (p?.marked === true || (at.busyMarker === true && obs.state !== "idle"))
-      ? { marked: true as const }
-      : {};
+  const marked = p?.marked === true || at.busyMarker === true ? { marked: true as const } : {};
   if (p && sameWork(p, obs)) {
     const next: WorkRecord = {
       state: p.state,
@@ -121,7 +119,7 @@ export function advanceWork(
       generation,
       ...(message !== undefined ? { message } : {}),
       ...(turnSince !== undefined ? { turnSince } : {}),
-      ...marked(turnSince),
+      ...marked,
     };
     return { next, events };
   }
@@ -157,7 +155,7 @@ export function advanceWork(
     generation,
     ...(message !== undefined ? { message } : {}),
     ...(turnSince !== undefined ? { turnSince } : {}),
-    ...marked(turnSince),
+    ...marked,
   };
   return { next, events };
 }

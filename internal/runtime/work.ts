@@ -41,30 +41,12 @@ export const ERROR_WINDOW_LINES = 6;
  */
 export const WORK_QUIET_MS = 2_000;
 
-/**
- * In a turn whose screen showed the agent's busy marker, once the marker is gone: a screen
- * unchanged for this long (seen by an observer that looks again, {@link ClassifyOptions.screenSince})
- * is the turn's end, without waiting {@link WORK_QUIET_MS}. Long enough for a redraw in
- * progress (marker erased, reply not drawn yet) to finish.
- */
-export const TURN_END_QUIET_MS = 150;
-
 /** What {@link classifyLook} needs besides the look. */
 export interface ClassifyOptions {
   /** The session's declared ready prompt (`>>> `): a last line that starts with it is idle. */
   readonly readyPromptPrefix?: string | undefined;
   /** Now, epoch ms (injected for tests). */
   readonly now: number;
-  /**
-   * The open turn showed the agent's busy marker (reconcile/work.ts `WorkRecord.marked`):
-   * the marker's absence, on a screen unchanged since {@link screenSince}, ends it.
-   */
-  readonly turnMarked?: boolean | undefined;
-  /**
-   * Since when an observer that looks repeatedly has seen exactly this screen (epoch ms; its
-   * first look of it). Absent for one-shot observers (`gc status`, `gc wait`).
-   */
-  readonly screenSince?: number | undefined;
 }
 
 /** The screen's lines without trailing blanks (NBSP as space). Pure. */
@@ -111,9 +93,7 @@ export function screenErrorLine(screen: string): string | undefined {
  * 6. a menu or dialog gc reads no interaction from (`screenAwaitsChoice`) → `needs-input`;
  * 7. the last line is the declared ready prompt (the look's, else `opts`'), bare → `idle`;
  *    the prompt with text after it → `working` (a command runs, perhaps quietly);
- * 8. a turn that showed a busy marker (`turnMarked`) whose screen has not changed for
- *    {@link TURN_END_QUIET_MS} (`screenSince`) → `idle`: the marker's absence ends the turn;
- * 9. output within {@link WORK_QUIET_MS} → `working`, else `idle`.
+ * 8. output within {@link WORK_QUIET_MS} → `working`, else `idle`.
  * Pure.
  */
 export function classifyLook(look: SessionLook, opts: ClassifyOptions): ObservedWork {
@@ -134,8 +114,6 @@ export function classifyLook(look: SessionLook, opts: ClassifyOptions): Observed
   const prompt = (look.readyPromptPrefix ?? opts.readyPromptPrefix)?.trimEnd();
   const last = lines(look.screen).at(-1) ?? "";
   if (prompt && last.startsWith(prompt)) return { state: last === prompt ? "idle" : "working" };
-  if (opts.turnMarked && opts.screenSince !== undefined && opts.now - opts.screenSince >= TURN_END_QUIET_MS)
-    return { state: "idle" };
   const at = look.lastActivity?.getTime();
   return at !== undefined && opts.now - at < WORK_QUIET_MS ? { state: "working" } : { state: "idle" };
 }

@@ -15,10 +15,11 @@ import {
   planWorkLooks,
   type ScreenSeen,
   seeScreen,
+  TURN_END_QUIET_MS,
   TURN_LOOK_MS,
 } from "../../internal/reconcile/work-watch.js";
 import type { SessionLook } from "../../internal/runtime/provider.js";
-import { TURN_END_QUIET_MS, WORK_QUIET_MS } from "../../internal/runtime/work.js";
+import { WORK_QUIET_MS } from "../../internal/runtime/work.js";
 
 const T = 1_800_000_000_000;
 
@@ -165,8 +166,8 @@ describe("observeLook: a turn in looks", () => {
     // Seen once the screen stood still for TURN_END_QUIET_MS, at the next look after that.
     expect(ended.seenAt).toBe(T + endAt + Math.ceil(TURN_END_QUIET_MS / TURN_LOOK_MS) * TURN_LOOK_MS);
     expect(ended.seenAt - (T + endAt)).toBeLessThan(WORK_QUIET_MS);
-    expect(rec).toMatchObject({ state: "idle" });
-    expect(rec?.marked).toBeUndefined();
+    // Idle from then on: the settled screen's output growing old reopens no turn.
+    expect(rec).toMatchObject({ state: "idle", marked: true });
   });
 
   it("a screen still changing without the marker (the reply being drawn) is not the end yet", () => {
@@ -229,18 +230,26 @@ describe("observeLook: a turn in looks", () => {
     expect(events[1]!.seenAt).toBe(T + printed + WORK_QUIET_MS);
   });
 
-  it("the marked turn is forgotten when it ends: the next turn starts unmarked", () => {
-    const { rec } = replay(
+  it("once a program showed its marker, output without it (typing, a redraw) is no turn", () => {
+    const { rec, events } = replay(
       [
         [0, busy(0)],
         [100, { screen: CLAUDE_DONE, lastActivity: new Date(T + 100) }],
         [300, { screen: CLAUDE_DONE, lastActivity: new Date(T + 100) }],
-        [400, { screen: "$ ls\nfile", lastActivity: new Date(T + 400) }],
+        [400, { screen: `${CLAUDE_DONE}\ntyped text`, lastActivity: new Date(T + 400) }],
+        [500, { screen: `${CLAUDE_DONE}\ntyped text`, lastActivity: new Date(T + 400) }],
+        [600, { screen: `${CLAUDE_DONE}\ntyped text`, lastActivity: new Date(T + 400) }],
+        [2_000, { screen: `${CLAUDE_DONE}\ntyped text`, lastActivity: new Date(T + 400) }],
+        [2_100, busy(2_100)],
       ],
       idleBefore,
     );
-    expect(rec).toMatchObject({ state: "working", turnSince: T + 400 });
-    expect(rec?.marked).toBeUndefined();
+    expect(events.map((e) => [e.type, e.seenAt - T])).toEqual([
+      ["turn.started", 0],
+      ["turn.ended", 300],
+      ["turn.started", 2_100],
+    ]);
+    expect(rec).toMatchObject({ state: "working", turnSince: T + 2_100, marked: true });
   });
 
   it("a new incarnation's screen does not inherit the old one's quiet time", () => {

@@ -159,7 +159,7 @@ describe("advanceWork", () => {
       events: [],
     },
     {
-      what: "a busy marker marks the turn it opens",
+      what: "a busy marker marks the record",
       prev: rec({ state: "idle", since: T - 60_000 }),
       obs: { state: "working" },
       busyMarker: true,
@@ -168,7 +168,7 @@ describe("advanceWork", () => {
       events: [["turn.started", {}]],
     },
     {
-      what: "a turn stays marked while the marker is gone",
+      what: "a record stays marked while the marker is gone",
       prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
       obs: { state: "working" },
       now: T,
@@ -176,7 +176,7 @@ describe("advanceWork", () => {
       events: [],
     },
     {
-      what: "a marker seen later in the turn marks it",
+      what: "a marker seen later in a turn marks it",
       prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000 }),
       obs: { state: "working" },
       busyMarker: true,
@@ -185,20 +185,19 @@ describe("advanceWork", () => {
       events: [],
     },
     {
-      what: "the turn's end forgets the mark",
+      what: "the mark outlives the turn (it says the program draws a marker)",
       prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
       obs: { state: "idle" },
       now: T,
-      next: rec({ state: "idle", since: T }),
+      next: rec({ state: "idle", since: T, marked: true }),
       events: [["turn.ended", { durationMs: 3_000, startedAt: new Date(T - 3_000).toISOString() }]],
     },
     {
-      what: "no turn, no mark (a marker on an idle-classified screen is not a turn)",
-      prev: rec({ state: "idle", since: T - 3_000 }),
+      what: "a new incarnation starts unmarked",
+      prev: rec({ state: "idle", since: T - 3_000, marked: true, generation: 7 }),
       obs: { state: "idle" },
-      busyMarker: true,
       now: T,
-      next: rec({ state: "idle", since: T - 3_000 }),
+      next: rec({ state: "idle", since: T }),
       events: [],
     },
   ];

@@ -11,7 +11,6 @@ import {
   type ObservedWork,
   screenErrorLine,
   screenTail,
-  TURN_END_QUIET_MS,
   WORK_QUIET_MS,
 } from "../../internal/runtime/work.js";
 
@@ -105,32 +104,6 @@ describe("classifyLook", () => {
   ];
   it.each(cases)("%s", (_what, look, want, prompt) => {
     expect(classifyLook(look, { now: NOW, readyPromptPrefix: prompt })).toEqual(want);
-  });
-
-  it.each([
-    [
-      "a marked turn, the marker gone, the screen settled",
-      { turnMarked: true, screenSince: NOW - TURN_END_QUIET_MS },
-      "idle",
-    ],
-    [
-      "a marked turn, the marker gone, the screen just changed",
-      { turnMarked: true, screenSince: NOW - TURN_END_QUIET_MS + 1 },
-      "working",
-    ],
-    ["a marked turn seen by a one-shot observer (no screen memory)", { turnMarked: true }, "working"],
-    ["an unmarked turn with a settled screen keeps the quiet rule", { screenSince: NOW - 1_000 }, "working"],
-  ] as const)("%s", (_what, extra, want) => {
-    // Output 200 ms ago, no busy marker, no prompt on the last line.
-    const look = { screen: "Hello from the model double.\n  ? for shortcuts", lastActivity: recent };
-    expect(classifyLook(look, { now: NOW, ...extra })).toEqual({ state: want });
-  });
-
-  it("a busy marker stays working in a marked turn whatever the quiet time", () => {
-    const look = { screen: "* Thinking… (9s)\n  esc to interrupt", lastActivity: quiet };
-    expect(classifyLook(look, { now: NOW, turnMarked: true, screenSince: NOW - 60_000 })).toEqual({
-      state: "working",
-    });
   });
 
   it("reads the real CLIs' recorded screens", () => {
