@@ -103,8 +103,18 @@ async function benchCli(cli) {
     if (ready.code !== 0) throw new Error(`${cli} never idle: ${ready.stdout}${ready.stderr}`);
     db = new Database(join(dir, ".gc", "state.db"), { readonly: true, fileMustExist: true });
     db.pragma("busy_timeout = 2000");
+    // The controller's recorded work (record metadata gc.work): idle with no turn open.
+    const recordedIdle = () => {
+      const row = db.prepare("SELECT record FROM sessions WHERE name = ?").get(name);
+      const raw = row ? JSON.parse(row.record).metadata?.["gc.work"] : undefined;
+      const w = raw ? JSON.parse(raw) : undefined;
+      return w?.state === "idle" && w.turnSince === undefined;
+    };
     for (let i = 1; i <= TURNS; i++) {
       const text = `bench turn ${i}`;
+      // The start's own output (a turn of its own until it settles) is over first.
+      for (const end = Date.now() + 60_000; !recordedIdle(); await sleep(20))
+        if (Date.now() > end) throw new Error(`turn ${i}: the recorded work never idle before the nudge`);
       const seen = () => api.turns().filter((t) => t.userTexts.some((u) => u.includes(text)));
       let seq = db.prepare("SELECT coalesce(max(seq), 0) AS s FROM events").get().s;
       const nudged = await gc(dir, ["nudge", name, text, "--wait", "120s"]);

@@ -74,6 +74,25 @@ describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provi
           "SELECT seq, type FROM events WHERE session = 'claude' AND seq > ? AND type IN ('turn.started', 'turn.ended') ORDER BY seq",
         )
         .all(after) as EventRow[];
+    // The controller's recorded work (record metadata gc.work): idle with no turn open.
+    const recordedIdle = () => {
+      const row = db.prepare("SELECT record FROM sessions WHERE name = 'claude'").get() as
+        | { record: string }
+        | undefined;
+      const meta = row
+        ? (JSON.parse(row.record) as { metadata?: Record<string, string> }).metadata
+        : undefined;
+      const w = meta?.["gc.work"]
+        ? (JSON.parse(meta["gc.work"]) as { state: string; turnSince?: number })
+        : undefined;
+      return w?.state === "idle" && w.turnSince === undefined;
+    };
+    ctx.onTestFailed(() => {
+      const all = db
+        .prepare("SELECT seq, type, at, payload FROM events WHERE session = 'claude' ORDER BY seq")
+        .all();
+      console.log(`${provider}: the session's events:\n${all.map((e) => JSON.stringify(e)).join("\n")}`);
+    });
     const lastPassAt = async () => {
       const r = await city.gc(["status", "--json"]);
       return (JSON.parse(r.stdout) as { controller: { lastPass: { at: number } | null } }).controller.lastPass
@@ -82,6 +101,8 @@ describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provi
 
     for (let i = 1; i <= 3; i++) {
       const text = `paced turn ${i}`;
+      // The start's own output (a turn of its own until it settles) is over first.
+      await until("the recorded work idle", recordedIdle, 60_000);
       const baseline = (db.prepare("SELECT coalesce(max(seq), 0) AS s FROM events").get() as { s: number }).s;
       const sentAt = Date.now();
       const nudged = await city.gc(["nudge", "claude", text, "--wait", "120s"]);
