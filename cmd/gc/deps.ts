@@ -4,14 +4,19 @@
  * built lazily, so `gc peek` on tmux never loads another backend); everything else lives in
  * internal/controller.
  */
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gcBuildId } from "../../internal/build/build-id.js";
 import { type City, openCity as openCityWith } from "../../internal/controller/city.js";
-import { spawnController as spawnControllerWith } from "../../internal/controller/controller.js";
+import {
+  findController,
+  pokeController,
+  spawnController as spawnControllerWith,
+} from "../../internal/controller/controller.js";
 import { createProviderFromSpec } from "../../internal/runtime/registry.js";
 import { describeRecovery } from "../../internal/session/recovery.js";
-import { openSqliteStore } from "../../internal/session/sqlite-store.js";
+import { openSqliteStore, STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
 import type { CommandContext } from "./context.js";
 import { announceRecovery } from "./recovery-note.js";
 
@@ -40,11 +45,21 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
     },
     {
       createProvider: createProviderFromSpec,
-      openStore: (cityDir) => {
+      openStore: async (cityDir) => {
+        const strict = opts.strict === true;
+        // A missing database beside a running controller is the controller's to write back
+        // from its open copy: asked to now (a pass), not replaced by an empty file here that
+        // the write-back would then move aside with this command's writes.
+        let create = true;
+        if (!strict && !existsSync(join(cityDir, ".gc", STATE_DB_FILE))) {
+          const stateDir = join(cityDir, ".gc");
+          create = !(await findController(stateDir)).running;
+          if (!create) await pokeController(stateDir);
+        }
         // Only the commands that apply the file (the controller among them) move a damaged
         // database aside and start a new one; any other command refuses to use it (a write
         // into a fresh database would be acknowledged and then lost to the recovery).
-        const store = openSqliteStore({ cityDir, singleTenant: true, recover: opts.strict === true });
+        const store = openSqliteStore({ cityDir, singleTenant: true, recover: strict, create });
         if (store.recovery) ctx.err(`gc: WARNING: ${describeRecovery(store.recovery)}`);
         return store;
       },

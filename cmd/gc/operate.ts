@@ -1,22 +1,13 @@
 /**
  * Shared plumbing of the commands that operate one session (`peek`, `nudge`, `attach`,
  * `wait`, `run`, `exec`, `session …`): open the city and resolve the name
- * (internal/operate/target.ts), parse flags, read stdin, print JSON, and the exit codes of
- * reports that are not failures.
+ * (internal/operate/target.ts), parse flags, read stdin, print JSON.
  */
 import { parseDuration } from "../../internal/base/duration.js";
-import { describeError, UsageError } from "../../internal/base/errors.js";
+import { UsageError } from "../../internal/base/errors.js";
 import { type Target, targetIn } from "../../internal/operate/target.js";
 import type { CommandContext } from "./context.js";
 import { openCity } from "./deps.js";
-
-/**
- * Exit codes of reports that are outcomes, not failures (beside 0 ok · 1 failed · 2 usage ·
- * 3 not found): the time limit passed with the session still working (`gc wait`
- * `still_working`, `gc run` `timeout`); the session ended before the condition (`gc wait`
- * `terminated`); the run was cancelled by Ctrl-C (`gc run` `cancelled`, like a shell's 130).
- */
-export const REPORT_EXIT = { stillWorking: 4, terminated: 5, cancelled: 130 } as const;
 
 /**
  * Opens the city and resolves `name` (exit 3 with a did-you-mean when unknown), then runs
@@ -73,9 +64,6 @@ export async function readStdin(ctx: CommandContext): Promise<string> {
 export async function readTextArg(ctx: CommandContext): Promise<string> {
   return (await readStdin(ctx)).replace(/\r?\n$/, "");
 }
-
-/** `err` as one line for reports. */
-export const errorText = describeError;
 
 /** A duration for people: `850ms`, `4.2s`, `3m05s`. Pure. */
 export function humanDuration(ms: number): string {

@@ -29,6 +29,7 @@ import {
   type FingerprintFiles,
   type FingerprintKey,
   fingerprint,
+  secretsOfConfig,
 } from "../runtime/fingerprint.js";
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import { recordProvider, storedIdentity } from "../runtime/identity.js";
@@ -72,14 +73,18 @@ export interface City {
   readonly envIncomplete: boolean;
   store(): Promise<SessionStore>;
   /**
-   * Whether the open store's file (`.gc/state.db`) was deleted or replaced under it. A city
-   * that applies the file (the controller) writes a deleted one back from its open copy
-   * (moving a file that took its place aside) and reopens it; any other city reopens a file
-   * that replaced its own and keeps its open copy of a deleted one. Resolves what was found
-   * when {@link store} now gives a new store, else `undefined`. The old store stays open
-   * (an operation may be using it) until the city closes.
+   * Whether the open store's file (`.gc/state.db`) was deleted, replaced or damaged under it.
+   * A city that applies the file (the controller) writes a deleted or damaged one back from
+   * its open copy (moving the file found at the path aside) and reopens it — and when its
+   * copy cannot be read either, reopens the store, whose recovery starts a new file; any
+   * other city reopens a file that replaced its own and keeps its open copy of a deleted
+   * one. `damaged`: an operation of the open store met damage (SQLITE_NOTADB, SQLITE_CORRUPT).
+   * Resolves what was found when {@link store} now gives a new store, else `undefined`. The
+   * old store stays open (an operation may be using it) until the city closes.
    */
-  checkStore(): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
+  checkStore(opts?: {
+    damaged?: boolean;
+  }): Promise<{ found: StoreFileCheck; movedAside?: string } | undefined>;
   providerFor(spec: string): Promise<Provider>;
   /**
    * Every session provider spec the city has used (recorded in its identity by the commands
@@ -318,6 +323,7 @@ export async function desiredFrom(
         breakdown: fp.breakdown,
         ...(fp.legacy === undefined ? {} : { legacy: fp.legacy }),
         config: d.config,
+        secrets: secretsOfConfig(d.config, loaded.secrets),
       };
       memo?.sessions.set(d, { files: filesKey, hashes: files, session });
       return session;
@@ -567,9 +573,9 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
       store ??= (async () => deps.openStore(loaded.cityDir))();
       return store;
     },
-    async checkStore() {
+    async checkStore(opts = {}) {
       const open = store && (await store.catch(() => undefined));
-      const r = open?.checkFile?.({ writeBack: where.applies === true });
+      const r = open?.checkFile?.({ writeBack: where.applies === true, damaged: opts.damaged === true });
       if (!open || !r || r.found === "same" || r.found === "missing") return undefined;
       retired.push(open);
       store = (async () => deps.openStore(loaded.cityDir))();

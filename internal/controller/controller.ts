@@ -21,6 +21,7 @@ import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { withoutOwnerTag } from "../runtime/launch.js";
 import { supportsBackendWatch } from "../runtime/provider.js";
+import { isDamage } from "../session/recovery.js";
 import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
 import { capLog } from "./log-cap.js";
@@ -167,6 +168,8 @@ export async function runController(
   };
 
   let loggedConfigError: string | undefined;
+  /** A pass met a damaged database: the next one checks it as damaged whatever its header says. */
+  let damaged = false;
   // What this controller runs with of the settings it reads only at its start.
   const runningWith = policyOf(city.loaded);
   let loggedStartOnly = "";
@@ -177,13 +180,15 @@ export async function runController(
       stop.abort(new Error(STOPPED_BEFORE_START));
       return { report: last, requeueAt: undefined };
     }
-    // An `rm .gc/state.db` while this controller runs: its open copy is written back (not a
-    // fresh empty file that every other command would read and write from then on).
-    const checked = await city.checkStore().catch((e: unknown) => {
+    // An `rm .gc/state.db` or garbage over it while this controller runs: its open copy is
+    // written back (not a fresh empty file that every other command would read and write
+    // from then on); when that copy cannot be read either, the store's recovery starts anew.
+    const checked = await city.checkStore({ damaged }).catch((e: unknown) => {
       opts.log(`state database check failed: ${describeError(e)}`);
       return undefined;
     });
     if (checked) {
+      damaged = false;
       opts.log(storeCheckText(join(city.stateDir, "state.db"), checked));
       store = await city.store();
       reconciler = newReconciler(city, store);
@@ -253,6 +258,11 @@ export async function runController(
     } catch (e) {
       lastError = describeError(e);
       opts.log(`pass failed: ${lastError}`);
+      // A database that is no longer one: the next pass (now) writes it back or recovers it.
+      if (isStoreDamage(e)) {
+        damaged = true;
+        loop.poke();
+      }
       emit({ type: "done", summary: last, error: lastError });
       throw e;
     } finally {
@@ -495,8 +505,24 @@ export async function stopController(stateDir: string, pid: number): Promise<voi
   await waitGone(5_000);
 }
 
-/** The log line for a state database that was deleted or replaced under the controller. Pure. */
+/** Whether `e` (or an error it was caused by) says the database file is damaged. Pure. */
+function isStoreDamage(e: unknown): boolean {
+  for (let c: unknown = e, i = 0; c instanceof Error && i < 8; c = c.cause, i++) if (isDamage(c)) return true;
+  return false;
+}
+
+/** The log line for a state database that was deleted, replaced or damaged under the controller. Pure. */
 export function storeCheckText(path: string, r: { found: string; movedAside?: string }): string {
+  if (r.found === "salvaged")
+    return (
+      `${path} was damaged while the controller ran: moved to ${r.movedAside ?? "(already moved)"} and ` +
+      "written back from its open copy (records, holds, queued nudges and events kept); reopened"
+    );
+  if (r.found === "damaged")
+    return (
+      `${path} is damaged and the controller's open copy cannot be read either: reopened with ` +
+      "recovery (see state-recovered.json)"
+    );
   if (r.found !== "restored") return `${path} was replaced under the controller: reopened it`;
   return (
     `${path} was deleted while the controller ran: written back from its open copy (records, ` +

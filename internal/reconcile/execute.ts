@@ -14,6 +14,7 @@ import {
   supportsIdleWait,
   supportsOrphanKill,
 } from "../runtime/provider.js";
+import { redactError } from "../runtime/secrets.js";
 import { casUpdate, type SessionRecord, type SessionStore } from "../session/store.js";
 import { sameCore } from "./drift.js";
 import {
@@ -38,6 +39,11 @@ export const META_AGENT = "gc.agent";
 /** A desired session with the start config that produced its fingerprints. */
 export interface DesiredSession extends DesiredEntry {
   readonly config: StartConfig;
+  /**
+   * The secret values `config` carries (runtime/fingerprint.ts `secretsOfConfig`): masked in
+   * what its failures say. Held in memory only, never stored or cached.
+   */
+  readonly secrets?: readonly string[] | undefined;
 }
 
 /** One line of progress, for `gc start` output and the controller log. */
@@ -342,7 +348,10 @@ async function startSession(
   let report: StartReport;
   try {
     report = await provider.start(d.name, d.config, { signal: deps.signal });
-  } catch (e) {
+  } catch (caught) {
+    // What the program printed as it died may hold a secret it was given: masked before the
+    // error reaches a log, an event or the store.
+    const e = redactError(caught, d.secrets ?? []);
     // The name is taken. Only a session of ours that runs is adopted: a name held by another
     // city's session, or by a start that has not finished (a dead starter's lock), is a failed
     // start (backoff, retried), never a "running" record with nothing behind it.

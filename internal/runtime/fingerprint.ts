@@ -200,6 +200,19 @@ export function secretValuesOf(
   return secretsLongestFirst([...interpolated, ...declared]);
 }
 
+/**
+ * Every secret value a start config carries, longest first: secret-named env values,
+ * `interpolated` (values substituted from the environment anywhere in the file), and values
+ * under secret-named keys inside provider settings (an MCP server's env) or extras. Pure.
+ */
+export function secretsOfConfig(cfg: StartConfig, interpolated: readonly string[] = []): string[] {
+  return secretValuesOf(cfg.env, [
+    ...interpolated,
+    ...secretValuesIn(cfg.providerSettings ?? {}),
+    ...secretValuesIn(cfg.fingerprintExtra ?? {}),
+  ]);
+}
+
 /** What stands for secret value `v` in hashed text under `key`: a keyed digest, never `v`. */
 function sealValue(key: FingerprintKey, v: string): string {
   return `gc-sealed:${createHmac("sha256", key).update(v, "utf8").digest("hex").slice(0, 32)}`;
@@ -241,11 +254,7 @@ export function fingerprint(
   // a display value, and a field derived from one is flagged so drift shows only "changed".
   // Secrets: secret-named env values, values interpolated from secret-named variables, and
   // values under secret-named keys inside provider settings (an MCP server's env) or extras.
-  const secrets = secretValuesOf(cfg.env, [
-    ...interpolatedSecrets,
-    ...secretValuesIn(cfg.providerSettings ?? {}),
-    ...secretValuesIn(cfg.fingerprintExtra ?? {}),
-  ]);
+  const secrets = secretsOfConfig(cfg, interpolatedSecrets);
   const secretNamed = [...Object.keys(env), ...Object.keys(cfg.fingerprintExtra ?? {})].some(isSecretKey);
   const sealKey = key !== undefined && (secrets.length > 0 || secretNamed) ? key : undefined;
   // Secret-named env and extra values are sealed whole (any length); other text has each

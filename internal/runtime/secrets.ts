@@ -64,6 +64,22 @@ export function redactValues(text: string, secrets: readonly string[]): string {
   return out;
 }
 
+/**
+ * Redacts `secrets` ({@link redactValues}) from the message of `e` and of each error in its
+ * `cause` chain, in place, and returns `e`: whoever logs, records or shows the error later
+ * (controller.log, events, state.db) never sees them — e.g. a program that printed its token
+ * as it died, quoted in a start error's "last output". Anything not an Error is returned as is.
+ */
+export function redactError<T>(e: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return e;
+  const seen = new Set<unknown>();
+  for (let x: unknown = e; x instanceof Error && !seen.has(x); x = x.cause) {
+    seen.add(x);
+    x.message = redactValues(x.message, secrets);
+  }
+  return e;
+}
+
 // `KEY=value` in env arrays (`["API_TOKEN=x"]`), argv and free text (error messages, notes);
 // the value ends at whitespace or its closing quote.
 const TEXT_ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_.-]*)=("[^"]*"|'[^']*'|[^\s"']+)/g;

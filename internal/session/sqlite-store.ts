@@ -11,6 +11,7 @@ import {
   linkSync,
   mkdirSync,
   openSync,
+  readSync,
   rmSync,
   type Stats,
   statSync,
@@ -97,6 +98,12 @@ export interface SqliteStoreOptions extends StoreOpenOptions {
    * composition root sets it; see {@link openSqliteStore}).
    */
   readonly recover?: boolean;
+  /**
+   * Create the database when the file is missing (default true). False: a missing file is a
+   * StoreError (a command beside a controller that writes its open copy back must not start
+   * an empty file that the write-back would then move aside with its writes).
+   */
+  readonly create?: boolean;
 }
 
 type Db = Database.Database;
@@ -221,6 +228,9 @@ export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
     const movedTo = moveAside(path, e.ino, at);
     const store = openAt(path, opts, tenancy, now);
     if (movedTo) {
+      // Ids of the lost file may be referred to still (an event cursor, a nudge id someone
+      // noted): the new file's count from the recovery's time in ms, above any of them.
+      store.raiseIdFloor(at.getTime());
       const recovery: StoreRecovery = { at: at.toISOString(), reason: e.message, movedTo };
       writeRecovery(dirname(path), recovery);
       store.recovery = recovery;
@@ -252,6 +262,10 @@ function nativeBinding(): { nativeBinding?: string } {
 }
 
 function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: () => number): SqliteStore {
+  if (opts.create === false && !existsSync(path))
+    throw new StoreError(
+      `${path}: the state database is missing; nothing was written (a running controller writes its open copy back at its next pass: \`gc reconcile\`, then try again)`,
+    );
   const ino = prepareFile(path, opts.cityDir !== undefined, tenancy, now());
   let db: Db;
   try {
@@ -273,6 +287,23 @@ function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: (
     if (cause instanceof StoreError || cause instanceof StateFileFault) throw cause;
     if (isDamage(cause)) throw new StateFileFault(describe(cause), ino, { cause });
     throw new StoreError(`${path}: not a usable gc state database: ${describe(cause)}`, { cause });
+  }
+}
+
+/** SQLite's magic string, the first 16 bytes of every database file. */
+const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
+
+/** Whether `path` starts with SQLite's header (one 16-byte read; false when unreadable). */
+function hasDatabaseHeader(path: string): boolean {
+  const buf = Buffer.alloc(SQLITE_HEADER.length);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    return readSync(fd, buf, 0, buf.length, 0) === buf.length && buf.equals(SQLITE_HEADER);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -925,14 +956,40 @@ export class SqliteStore implements SessionStore {
   }
 
   /**
-   * Whether {@link path} still names the file this store has open. With `writeBack` (the
-   * controller, whose database is the city's bookkeeping) a deleted file — an
-   * `rm .gc/state.db` while it runs — is written back from the open database (VACUUM INTO a
-   * temporary name, linked into place), so its records, holds, queued nudges and events are
-   * not lost; a file another process created there meanwhile (any command opening the store
-   * creates an empty one) is moved aside to `state.db.replaced-<time>` first.
+   * Makes the next id of events, waits and nudges at least `floor + 1` (ids are never reused:
+   * a recovered database starts above the ids of the file it replaces). @internal
    */
-  checkFile(opts: { writeBack?: boolean } = {}): { found: StoreFileCheck; movedAside?: string } {
+  raiseIdFloor(floor: number): void {
+    this.#run(() =>
+      this.#db
+        .transaction(() => {
+          for (const table of ["events", "waits", "nudges"]) {
+            const seq = this.#db.prepare("SELECT seq FROM sqlite_sequence WHERE name = ?").pluck().get(table);
+            if (seq === undefined)
+              this.#db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(table, floor);
+            else if (Number(seq) < floor)
+              this.#db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = ?").run(floor, table);
+          }
+        })
+        .immediate(),
+    );
+  }
+
+  /**
+   * Whether {@link path} still names the file this store has open, and is still a database.
+   * With `writeBack` (the controller, whose database is the city's bookkeeping) a file that is
+   * gone or damaged is written back from the open database (VACUUM INTO a temporary name,
+   * linked into place), so its records, holds, queued nudges, events and id sequences are not
+   * lost: an `rm .gc/state.db` while it runs (a file another process created there meanwhile
+   * is moved aside to `state.db.replaced-<time>` first), and garbage written over the file in
+   * place, or a pass that met damage (`damaged`), whose file is moved aside to
+   * `state.db.corrupt-<time>` first. When the open database cannot be read either, `damaged`
+   * is found and the file left as it is (reopening it with `recover` starts a new one).
+   */
+  checkFile(opts: { writeBack?: boolean; damaged?: boolean } = {}): {
+    found: StoreFileCheck;
+    movedAside?: string;
+  } {
     if (this.#closed) return { found: "same" };
     const inode = () => {
       try {
@@ -942,26 +999,71 @@ export class SqliteStore implements SessionStore {
       }
     };
     const ino = inode();
-    if (ino === this.#ino) return { found: "same" };
+    if (ino === this.#ino) {
+      if (!opts.writeBack || (!opts.damaged && hasDatabaseHeader(this.path))) return { found: "same" };
+      return this.#salvage(ino);
+    }
     if (!opts.writeBack) return { found: ino === undefined ? "missing" : "replaced" };
     const movedAside =
       ino === undefined ? undefined : moveAside(this.path, ino, new Date(this.#now()), "replaced");
-    const tmp = `${this.path}.restore-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
     try {
-      this.#db.prepare("VACUUM INTO ?").run(tmp);
-      chmodSync(tmp, 0o600);
-      // A -wal/-shm left at the path belongs to the deleted file (its connections keep them
-      // open): the file written back must not start with the deleted one's log.
-      if (ino === undefined)
-        for (const ext of ["-wal", "-shm"]) rmSync(`${this.path}${ext}`, { force: true });
-      linkSync(tmp, this.path);
+      const restored = this.#writeBack(() => {
+        // A -wal/-shm left at the path belongs to the deleted file (its connections keep them
+        // open): the file written back must not start with the deleted one's log.
+        if (ino === undefined)
+          for (const ext of ["-wal", "-shm"]) rmSync(`${this.path}${ext}`, { force: true });
+      });
+      if (!restored) return { found: "missing" };
       return movedAside ? { found: "restored", movedAside } : { found: "restored" };
     } catch (e) {
-      // Another process created the path again meanwhile: the next check moves it aside.
-      if ((e as NodeJS.ErrnoException).code === "EEXIST") return { found: "missing" };
       throw new StoreError(`${this.path}: cannot write the state database back: ${describe(e)}`, {
         cause: e,
       });
+    }
+  }
+
+  /** The damaged file `ino` replaced by a copy of the open database, when it can still be read. */
+  #salvage(ino: number): { found: StoreFileCheck; movedAside?: string } {
+    let movedAside: string | undefined;
+    try {
+      const restored = this.#writeBack(() => {
+        movedAside = moveAside(this.path, ino, new Date(this.#now()), "corrupt");
+      });
+      if (restored) return movedAside ? { found: "salvaged", movedAside } : { found: "salvaged" };
+      return { found: "missing" };
+    } catch (e) {
+      // The open database cannot be read whole either: the caller reopens with recovery.
+      if (e instanceof UnreadableCopy) return { found: "damaged" };
+      throw new StoreError(`${this.path}: cannot write the state database back: ${describe(e)}`, {
+        cause: e,
+      });
+    }
+  }
+
+  /**
+   * Copies the open database to a temporary name, runs `clear` (which frees the path) and
+   * links the copy into place. Resolves false when another process created the path
+   * meanwhile (the next check deals with it).
+   * @throws UnreadableCopy when the open database cannot be copied (nothing was changed).
+   */
+  #writeBack(clear: () => void): boolean {
+    const tmp = `${this.path}.restore-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+    try {
+      try {
+        this.#db.prepare("VACUUM INTO ?").run(tmp);
+      } catch (e) {
+        if (isDamage(e)) throw new UnreadableCopy(describe(e), { cause: e });
+        throw e;
+      }
+      chmodSync(tmp, 0o600);
+      clear();
+      try {
+        linkSync(tmp, this.path);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+        throw e;
+      }
+      return true;
     } finally {
       rmSync(tmp, { force: true });
     }
@@ -973,6 +1075,11 @@ export class SqliteStore implements SessionStore {
     this.#closed = true;
     this.#db.close();
   }
+}
+
+/** The open database could not be copied: it is damaged too. */
+class UnreadableCopy extends Error {
+  override readonly name = "UnreadableCopy";
 }
 
 interface IdRow {

@@ -524,7 +524,10 @@ export interface SessionStore {
    * (deleted under it) or `replaced` (another file at its path now) — and, with `writeBack`,
    * a missing file written back from the open database (see {@link StoreFileCheck}).
    */
-  checkFile?(opts?: { writeBack?: boolean }): { found: StoreFileCheck; movedAside?: string };
+  checkFile?(opts?: { writeBack?: boolean; damaged?: boolean }): {
+    found: StoreFileCheck;
+    movedAside?: string;
+  };
 
   /** Releases locks this store holds and closes it. Idempotent. Any later call rejects with StoreError. */
   close(): Promise<void>;
@@ -534,9 +537,11 @@ export interface SessionStore {
  * What {@link SessionStore.checkFile} found: `same` (nothing to do), `missing` (deleted; this
  * store keeps its open copy), `restored` (deleted or replaced, and this store's database was
  * written back to the path: reopen it), `replaced` (another file sits at the path: reopen it
- * to see it).
+ * to see it), `salvaged` (the file was damaged in place; it was moved aside and this store's
+ * database written back: reopen it), `damaged` (damaged, and this store cannot read its
+ * database whole either: reopen it with recovery).
  */
-export type StoreFileCheck = "same" | "missing" | "restored" | "replaced";
+export type StoreFileCheck = "same" | "missing" | "restored" | "replaced" | "salvaged" | "damaged";
 
 /** Options of {@link casUpdate}. */
 export interface CasUpdateOptions {

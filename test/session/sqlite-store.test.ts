@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from "node:fs";
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -59,6 +59,70 @@ describe("sqlite store: files", () => {
     expect((await open({ path: r.movedAside as string, actor: "a" }).list()).map((x) => x.name)).toEqual([
       "y",
     ]);
+  });
+
+  it("checkFile: garbage over the open state.db is salvaged from the open store (ids kept); the damaged file moved aside", async () => {
+    const city = await tempDir();
+    const s = open({ cityDir: city, actor: "a" });
+    await s.create({ name: "x", agent: "w", provider: "fake" });
+    const n1 = await s.enqueueNudge({ session: "x", text: "kept" });
+    // The highest id so far belongs to a deleted session's nudge.
+    await s.create({ name: "y", agent: "w", provider: "fake" });
+    const n2 = await s.enqueueNudge({ session: "y", text: "gone" });
+    await s.delete("y");
+    const db = join(city, ".gc", "state.db");
+    const garbage = Buffer.alloc(4096, 0x5a);
+    const fd = openSync(db, "r+");
+    writeSync(fd, garbage, 0, garbage.length, 0);
+    closeSync(fd);
+    // Only the process that writes the file back looks at its header.
+    expect(s.checkFile()).toEqual({ found: "same" });
+    expectStoreError(() => openSqliteStore({ cityDir: city, actor: "a" }), "the state database is damaged");
+    const r = s.checkFile({ writeBack: true });
+    expect(r.found).toBe("salvaged");
+    expect(r.movedAside).toMatch(/state\.db\.corrupt-/);
+    expect(
+      readFileSync(r.movedAside as string)
+        .subarray(0, 4096)
+        .equals(garbage),
+    ).toBe(true);
+    const back = open({ cityDir: city, actor: "a" });
+    expect((await back.list()).map((x) => x.name)).toEqual(["x"]);
+    expect((await back.listNudges()).map((n) => [n.id, n.text])).toEqual([[n1.id, "kept"]]);
+    // The id sequence came along: a new nudge never reuses an old id.
+    expect((await back.enqueueNudge({ session: "x", text: "new" })).id).toBeGreaterThan(n2.id);
+    expect(back.checkFile({ writeBack: true })).toEqual({ found: "same" });
+  });
+
+  it("checkFile: when the open store cannot read its copy either, `damaged` leaves the file for recovery", async () => {
+    const city = await tempDir();
+    const s = open({ cityDir: city, actor: "a" });
+    const other = open({ cityDir: city, actor: "a" });
+    for (let i = 0; i < 50; i++)
+      await s.create({ name: `s${i}`, agent: "w", provider: "fake", metadata: { pad: "x".repeat(500) } });
+    const db = join(city, ".gc", "state.db");
+    s.checkFile(); // nothing to do
+    await other.compact(); // every page into the file, the WAL emptied
+    const size = (await stat(db)).size;
+    const fd = openSync(db, "r+");
+    writeSync(fd, Buffer.alloc(size, 0x5a), 0, size, 0);
+    closeSync(fd);
+    // Another connection's write: the open store's page cache is no longer trusted.
+    await other.appendEvent({ type: "x" }).catch(() => undefined);
+    const r = s.checkFile({ writeBack: true, damaged: true });
+    expect(r).toEqual({ found: "damaged" });
+    expect((await stat(db)).size).toBe(size); // left in place
+    const back = open({ cityDir: city, actor: "a", recover: true });
+    expect(back.recovery?.movedTo).toMatch(/state\.db\.corrupt-/);
+  });
+
+  it("openSqliteStore create: false: a missing file is a StoreError and nothing is created", async () => {
+    const city = await tempDir();
+    expectStoreError(
+      () => openSqliteStore({ cityDir: city, actor: "a", create: false }),
+      "the state database is missing",
+    );
+    expect(existsSync(join(city, ".gc", "state.db"))).toBe(false);
   });
 
   it("openSqliteStore: creates <city>/.gc/state.db 0600 in a 0700 directory, WAL files 0600", async () => {
@@ -188,6 +252,11 @@ describe("sqlite store: migrations and foreign files", () => {
     expect(await s.list()).toEqual([]);
     await s.create({ name: "x", agent: "w", provider: "fake" });
     expect(await mode(db)).toBe(0o600);
+    // Ids of the new file count from the recovery's time: none of the lost file's is reused.
+    const floor = Date.UTC(2026, 0, 2, 3, 4, 5);
+    expect((await s.enqueueNudge({ session: "x", text: "n" })).id).toBe(floor + 1);
+    expect((await s.createWait({ session: "x", kind: "idle" })).id).toBe(floor + 1);
+    expect((await s.queryEvents()).every((e) => e.seq > floor)).toBe(true);
     // The next open finds a healthy file: no second recovery.
     const again = open({ cityDir: city, singleTenant: true, recover: true });
     expect(again.recovery).toBeUndefined();

@@ -23,7 +23,7 @@ import {
 import { requireRunning } from "../../../internal/operate/target.js";
 import { sessionCapabilities, supportsExecCommand } from "../../../internal/runtime/provider.js";
 import { defineCommand, EXIT } from "../context.js";
-import { durationFlag, printJson, REPORT_EXIT, readStdin, withTarget } from "../operate.js";
+import { durationFlag, printJson, readStdin, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc exec SESSION [--raw] [--timeout DUR] [--json] [global flags] -- CMD [ARGS...]
 
@@ -172,7 +172,7 @@ export const command = defineCommand({
         }
         if (!interrupted) throw e;
         ctx.err("gc exec: interrupted");
-        return REPORT_EXIT.cancelled;
+        return EXIT.cancelled;
       }
       let stdout = r.stdout;
       if (wrapped) {

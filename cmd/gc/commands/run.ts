@@ -27,7 +27,7 @@ import {
 } from "../../../internal/runtime/provider.js";
 import type { SessionLock } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
-import { durationFlag, humanDuration, printJson, REPORT_EXIT, readTextArg, withTarget } from "../operate.js";
+import { durationFlag, humanDuration, printJson, readTextArg, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc run SESSION PROMPT... [--timeout DUR] [--idle-wait DUR] [--json]
        gc run SESSION - ...            (reads the prompt from stdin)
@@ -108,9 +108,9 @@ export const command = defineCommand({
         case "completed":
           return EXIT.ok;
         case "timeout":
-          return REPORT_EXIT.stillWorking;
+          return EXIT.stillWorking;
         case "cancelled":
-          return REPORT_EXIT.cancelled;
+          return EXIT.cancelled;
         default:
           return EXIT.failed;
       }

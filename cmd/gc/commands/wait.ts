@@ -26,7 +26,7 @@ import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/li
 import type { JsonObject, Wait } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import { openCity } from "../deps.js";
-import { durationFlag, printJson, REPORT_EXIT, withTarget } from "../operate.js";
+import { durationFlag, printJson, withTarget } from "../operate.js";
 
 const USAGE = `Usage: gc wait SESSION (--idle | --working | --needs-input | --match REGEX | --state STATE | --exit)
                [--timeout DUR] [--observer ID] [--json]
@@ -197,9 +197,9 @@ export const command = defineCommand({
         case "completed":
           return EXIT.ok;
         case "still_working":
-          return REPORT_EXIT.stillWorking;
+          return EXIT.stillWorking;
         case "terminated":
-          return REPORT_EXIT.terminated;
+          return EXIT.terminated;
         default:
           return EXIT.failed;
       }
