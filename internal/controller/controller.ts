@@ -36,6 +36,7 @@ import {
   statusJson,
 } from "./status-snapshot.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
+import { WorkWatcher } from "./work-watch.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
 export const STOPPED_BEFORE_START =
@@ -130,7 +131,9 @@ export async function runController(
   let store = await city.store();
   await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
   let reconciler = newReconciler(city, store);
-  const operatorPass = createOperatorPass(city, opts.log);
+  // Records work each pass and looks again between passes (turn ends within ~0.5 s).
+  const work = new WorkWatcher(city, opts.log);
+  const operatorPass = createOperatorPass(city, opts.log, work);
   const startedAt = Date.now();
   let passes = 0;
   let last: TickSummary | undefined;
@@ -268,6 +271,7 @@ export async function runController(
   };
 
   const loop = startLoop({ pass: runPass, intervalMs: policyOf(city.loaded).intervalMs, signal });
+  work.start(signal);
   // If the socket or the watcher cannot be set up, no controller may keep running unreachable.
   const setupFailed = async (e: unknown): Promise<never> => {
     stop.abort(e);
@@ -365,6 +369,7 @@ export async function runController(
   } finally {
     clearTimeout(debounce);
     watcher?.close();
+    await work.settled();
     await new Promise<void>((r) => server.close(() => r()));
     await rm(paths.socket, { force: true });
     await rm(paths.pid, { force: true });

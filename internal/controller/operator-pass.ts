@@ -11,14 +11,11 @@ import { type ApprovalPolicy, applyApprovalPolicy, approvalPolicyOf } from "../r
 import { type DeliveryTarget, deliverDueNudges } from "../reconcile/nudge-delivery.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { recordTurns } from "../reconcile/turns.js";
-import { advanceWork, lookSessions, looksAtWork, RecordedWorkMemo, recordWork } from "../reconcile/work.js";
-import type { PendingInteraction, SessionLook } from "../runtime/provider.js";
 import { supportsTurns } from "../runtime/provider.js";
-import { classifyLook, ScreenWorkMemo } from "../runtime/work.js";
 import { BOOKKEEPING_PURPOSE } from "../session/lock.js";
-import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
 import { dropShellState, incarnationOf, listShellStates, loadShellState } from "./exec-state.js";
+import { WorkWatcher } from "./work-watch.js";
 
 /** Shortest delay before the loop looks at the nudge queue again. */
 const MIN_REQUEUE_MS = 1_000;
@@ -32,11 +29,16 @@ export interface OperatorPassResult {
 /** The per-pass hook; keeps what it must remember between passes (announced prompts, policy). */
 export type OperatorPass = (report: TickReport, signal: AbortSignal) => Promise<OperatorPassResult>;
 
-/** Builds the hook for one controller. */
-export function createOperatorPass(city: City, log: (line: string) => void): OperatorPass {
+/**
+ * Builds the hook for one controller. `work` records the sessions' work (the controller's
+ * watcher, which also looks between passes; by default one that only records the passes').
+ */
+export function createOperatorPass(
+  city: City,
+  log: (line: string) => void,
+  work: WorkWatcher = new WorkWatcher(city, log),
+): OperatorPass {
   const announced = new Map<string, string>();
-  // A quiet session shows the same screen and stored work pass after pass: each is read once.
-  const memo = { screens: new ScreenWorkMemo(), recorded: new RecordedWorkMemo() };
   // The policy of the city file last loaded cleanly (`city.current()`, which this pass's
   // reconcile step refreshed): an invalid edit keeps the last valid policy; the controller
   // reports the edit's error, once, not this step.
@@ -63,7 +65,9 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
 
   return async (report, signal) => {
     const store = await city.store();
-    // An in-sync reconcile step hands over the records it read: one store read per pass.
+    // An in-sync reconcile step hands over the records it read (at the tick's start): one
+    // store read per pass.
+    const readAt = report.records ? report.at : Date.now();
     const records = report.records ?? (await store.list());
     const targets = new Map<string, DeliveryTarget>();
     for (const r of records) targets.set(r.name, { provider: r.provider });
@@ -90,10 +94,11 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
       signal,
     );
     // One look per running session (screen + interaction from one capture): its work is
-    // recorded, and the approval policy reads the same interactions.
+    // recorded (work-watch.ts, which also looks between passes), and the approval policy
+    // reads the same interactions.
     const observed = await step(
       "work state",
-      () => recordWorkStates(city, records, targets, memo, signal),
+      () => work.recordPass(records, readAt, targets, signal),
       signal,
     );
     await step(
@@ -165,65 +170,4 @@ export function createOperatorPass(city: City, log: (line: string) => void): Ope
     const next = nudges?.nextDueAt;
     return { nextDueAt: next === undefined ? undefined : Math.max(next, Date.now() + MIN_REQUEUE_MS) };
   };
-}
-
-/**
- * Looks at every running session once per provider, classifies its work and records it
- * (internal/reconcile/work.ts: `since`, turn and work events). Resolves the interactions
- * seen, by provider, for the providers that answered.
- */
-async function recordWorkStates(
-  city: City,
-  records: readonly SessionRecord[],
-  targets: ReadonlyMap<string, DeliveryTarget>,
-  memo: { readonly screens: ScreenWorkMemo; readonly recorded: RecordedWorkMemo },
-  signal: AbortSignal,
-): Promise<Map<string, Map<string, PendingInteraction>>> {
-  const store = await city.store();
-  const byProvider = new Map<string, SessionRecord[]>();
-  const looked = new Set<string>();
-  for (const r of records) {
-    if (r.state !== "running" && r.state !== "draining") continue;
-    looked.add(r.name);
-    const list = byProvider.get(r.provider);
-    if (list) list.push(r);
-    else byProvider.set(r.provider, [r]);
-  }
-  memo.screens.retain(looked);
-  memo.recorded.retain(looked);
-  const observed = new Map<string, Map<string, PendingInteraction>>();
-  for (const [pName, recs] of byProvider) {
-    const provider = await city.providerFor(pName);
-    let looks: Map<string, SessionLook>;
-    try {
-      looks = await lookSessions(
-        provider,
-        recs.map((r) => r.name),
-        signal,
-      );
-    } catch (e) {
-      if (signal.aborted) throw e;
-      continue; // not observable this pass: the approval step asks it itself, work stays as recorded
-    }
-    const seen = new Map<string, PendingInteraction>();
-    observed.set(pName, seen);
-    const now = Date.now();
-    for (const r of recs) {
-      const look = looks.get(r.name);
-      if (look?.interaction) seen.set(r.name, look.interaction);
-      if (!looksAtWork(look)) continue; // not running (the reconciler sees to it), or nothing to read
-      const obs = classifyLook(look, {
-        now,
-        rules: targets.get(r.name),
-        classifyScreen: memo.screens.forSession(r.name),
-      });
-      const { next, events } = advanceWork(memo.recorded.of(r), obs, {
-        now,
-        generation: r.generation,
-        lastActivity: look.lastActivity?.getTime(),
-      });
-      await recordWork(store, r, next, events);
-    }
-  }
-  return observed;
 }

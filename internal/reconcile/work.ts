@@ -36,6 +36,12 @@ export interface WorkRecord {
   readonly message?: string | undefined;
   /** When the open turn started; absent between turns. */
   readonly turnSince?: number | undefined;
+  /**
+   * This incarnation's screen has shown the agent's busy marker: the program draws one while
+   * it works, so its absence on a settled screen means not working (reconcile/work-watch.ts
+   * `observeLook`), whatever it printed lately.
+   */
+  readonly marked?: true | undefined;
   /** The incarnation (record generation) it was observed on: a new one starts over. */
   readonly generation: number;
 }
@@ -61,6 +67,7 @@ export function parseWork(raw: string | undefined): WorkRecord | undefined {
       generation: v.generation,
       ...(typeof v.message === "string" ? { message: v.message } : {}),
       ...(typeof v.turnSince === "number" ? { turnSince: v.turnSince } : {}),
+      ...(v.marked === true ? { marked: true as const } : {}),
     };
   } catch {
     return undefined;
@@ -108,18 +115,27 @@ function sameWork(prev: WorkRecord, obs: ObservedWork): boolean {
  * keeps its `since`; a different question is a new block). Entering `idle` dates from the
  * last output (`lastActivity`) when that is known and later than the previous change, so a
  * turn's end does not wait for the pass that saw it. `unknown` (nothing could be read) keeps
- * an open turn open and records no event. A `prev` of another generation is ignored. Pure.
+ * an open turn open and records no event. The record is `marked` from the first look whose
+ * screen shows a busy marker (`busyMarker`) for the rest of the incarnation. A `prev` of
+ * another generation is ignored. Pure.
  */
 export function advanceWork(
   prev: WorkRecord | undefined,
   obs: ObservedWork,
-  at: { readonly now: number; readonly generation: number; readonly lastActivity?: number | undefined },
+  at: {
+    readonly now: number;
+    readonly generation: number;
+    readonly lastActivity?: number | undefined;
+    /** The look's screen shows the agent's busy marker. */
+    readonly busyMarker?: boolean | undefined;
+  },
 ): { next: WorkRecord; events: WorkEvent[] } {
   const { now, generation } = at;
   const p = prev && prev.generation === generation ? prev : undefined;
   const events: WorkEvent[] = [];
   const message = obs.state === "needs-input" || obs.state === "error" ? obs.message : undefined;
   let turnSince = p?.turnSince;
+  const marked = p?.marked === true || at.busyMarker === true ? { marked: true as const } : {};
   if (p && sameWork(p, obs)) {
     const next: WorkRecord = {
       state: p.state,
@@ -127,6 +143,7 @@ export function advanceWork(
       generation,
       ...(message !== undefined ? { message } : {}),
       ...(turnSince !== undefined ? { turnSince } : {}),
+      ...marked,
     };
     return { next, events };
   }
@@ -162,6 +179,7 @@ export function advanceWork(
     generation,
     ...(message !== undefined ? { message } : {}),
     ...(turnSince !== undefined ? { turnSince } : {}),
+    ...marked,
   };
   return { next, events };
 }

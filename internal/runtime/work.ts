@@ -72,6 +72,14 @@ function lines(screen: string): string[] {
   return out;
 }
 
+/** True when `look`'s screen shows an agent's busy marker (dialogs.ts `screenLooksBusy`). Pure. */
+export function lookShowsBusyMarker(look: SessionLook, rules: ScreenRules = {}): boolean {
+  return (
+    look.screen !== undefined &&
+    (screenLooksBusy(look.screen) || screenShowsMarker(look.screen, rules.busyMarkers))
+  );
+}
+
 /** The last `n` non-blank lines of `screen`, trimmed of trailing blanks, oldest first. Pure. */
 export function screenTail(screen: string, n: number): string[] {
   return lines(screen)

@@ -33,6 +33,7 @@ describe("advanceWork", () => {
     obs: ObservedWork;
     now: number;
     lastActivity?: number;
+    busyMarker?: boolean;
     next: WorkRecord;
     events: [string, Record<string, unknown>][];
   }[] = [
@@ -159,12 +160,55 @@ describe("advanceWork", () => {
       next: rec({ state: "idle", since: T }),
       events: [],
     },
+    {
+      what: "a busy marker marks the record",
+      prev: rec({ state: "idle", since: T - 60_000 }),
+      obs: { state: "working" },
+      busyMarker: true,
+      now: T,
+      next: rec({ state: "working", since: T, turnSince: T, marked: true }),
+      events: [["turn.started", {}]],
+    },
+    {
+      what: "a record stays marked while the marker is gone",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      obs: { state: "working" },
+      now: T,
+      next: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      events: [],
+    },
+    {
+      what: "a marker seen later in a turn marks it",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000 }),
+      obs: { state: "working" },
+      busyMarker: true,
+      now: T,
+      next: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      events: [],
+    },
+    {
+      what: "the mark outlives the turn (it says the program draws a marker)",
+      prev: rec({ state: "working", since: T - 3_000, turnSince: T - 3_000, marked: true }),
+      obs: { state: "idle" },
+      now: T,
+      next: rec({ state: "idle", since: T, marked: true }),
+      events: [["turn.ended", { durationMs: 3_000, startedAt: new Date(T - 3_000).toISOString() }]],
+    },
+    {
+      what: "a new incarnation starts unmarked",
+      prev: rec({ state: "idle", since: T - 3_000, marked: true, generation: 7 }),
+      obs: { state: "idle" },
+      now: T,
+      next: rec({ state: "idle", since: T }),
+      events: [],
+    },
   ];
   it.each(cases)("$what", (c) => {
     const { next, events } = advanceWork(c.prev, c.obs, {
       now: c.now,
       generation: 1,
       lastActivity: c.lastActivity,
+      busyMarker: c.busyMarker,
     });
     expect(next).toEqual(c.next);
     expect(events.map((e) => [e.type, e.payload])).toEqual(c.events);

@@ -521,6 +521,7 @@ class Session {
       case "clear":
         await this.screen.flush();
         this.screen.clear();
+        this.lastActivity = Date.now(); // the screen changed: a reader's copy is stale
         return {};
       case "meta.get":
         validateMetaKey(str(req.key, "key"));
@@ -792,6 +793,7 @@ class Session {
     if (cols !== this.screen.cols || rows !== this.screen.rows) {
       this.screen.resize(cols, rows);
       if (this.running) this.term.resize(cols, rows);
+      this.lastActivity = Date.now(); // the screen reflowed: a reader's copy is stale
     }
     return { cols, rows };
   }

@@ -85,7 +85,10 @@ export interface HolderRecord {
 export interface HolderStatus extends HolderRecord {
   /** The program is alive. */
   readonly running: boolean;
-  /** Epoch ms of the last output (the start time before any output). */
+  /**
+   * Epoch ms of the last output, or of the last change of the screen without output (a
+   * clear, a resize); the start time before any.
+   */
   readonly lastActivity: number;
   /** Number of attached terminals. */
   readonly attached: number;

@@ -255,6 +255,19 @@ export class SubprocessProvider
   private holderReady: Promise<void> | undefined;
   /** {@link SubprocessProvider.onBackendLost} subscribers. */
   private readonly lossListeners = new Set<() => void>();
+  /**
+   * What `look` last read per session: the screen, its interaction, when the read was asked
+   * for, and the holder incarnation it came from (valid while the holder reports no output since).
+   */
+  private readonly screenCache = new Map<
+    string,
+    {
+      readonly incarnation: string;
+      readonly askedAt: number;
+      readonly screen: string;
+      readonly found: PendingInteraction | undefined;
+    }
+  >();
   /** Stops watching the holder process; set while a watch connection is open. */
   private unwatch: (() => void) | undefined;
 
@@ -1140,24 +1153,35 @@ export class SubprocessProvider
 
   /**
    * The screens (with their interactions) of the running sessions among `names`: one status
-   * and one screen read per session, the reads {@link SubprocessProvider.pending} makes.
+   * per session, and a screen read only when the holder reports output since the session's
+   * screen was last read (the read was asked for in a later millisecond than the last output,
+   * so none is missed) — a quiet session costs one status call.
    */
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
     const out = new Map<string, SessionLook>();
+    const live = new Set<string>();
     await Promise.all(
       names.map(async (name) => {
         if (nameProblem(name) !== undefined) return;
         const st = await this.statusOf(name, opts.signal);
         if (!st.ok || !st.value.running) return;
+        live.add(name);
+        const incarnation = `${st.value.holderPid}:${st.value.startedAt}`;
+        const lastActivity = new Date(st.value.lastActivity);
+        const hit = this.screenCache.get(name);
+        if (hit && hit.incarnation === incarnation && hit.askedAt > st.value.lastActivity) {
+          out.set(name, { screen: hit.screen, interaction: hit.found, lastActivity });
+          return;
+        }
+        const askedAt = Date.now();
         const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
         if (!r.ok) return;
-        out.set(name, {
-          screen: r.value.text,
-          interaction: findInteraction(r.value.text),
-          lastActivity: new Date(st.value.lastActivity),
-        });
+        const found = findInteraction(r.value.text);
+        this.screenCache.set(name, { incarnation, askedAt, screen: r.value.text, found });
+        out.set(name, { screen: r.value.text, interaction: found, lastActivity });
       }),
     );
+    for (const n of names) if (!live.has(n)) this.screenCache.delete(n);
     return out;
   }
 
