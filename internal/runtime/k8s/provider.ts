@@ -13,6 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type * as K8s from "@kubernetes/client-node";
 import {
   InvalidNameError,
+  isGcError,
   NudgeNotDeliveredError,
   OperationTimeoutError,
   ProviderError,
@@ -94,6 +95,8 @@ import {
 } from "./spec.js";
 import { type CachedPod, PodWatch, rvAtLeast } from "./watch.js";
 
+/** How long a start step's failed exec waits for the pod's status to say the pod ended. */
+const ENDED_GRACE_MS = 3_000;
 const POLL_MS = 100;
 const EXEC_TIMEOUT_MS = 30_000;
 /** Seconds a booted pod waits for gc to create its tmux session before giving up. */
@@ -442,6 +445,31 @@ export class K8sProvider
   }
 
   /**
+   * The state of pod `pod` (uid `uid`) once it has ended, as the city's watch sees it, waiting
+   * at most `ms`; `undefined` when it runs on, was replaced or deleted, or cannot be watched.
+   */
+  private async endsWithin(
+    pod: string,
+    uid: string,
+    ms: number,
+  ): Promise<Extract<PodState, { kind: "ended" }> | undefined> {
+    try {
+      const st = await this.pods.until(
+        (pods): Extract<PodState, { kind: "ended" }> | "other" | undefined => {
+          const p = pods.get(pod);
+          if (!p || p.metadata?.uid !== uid) return "other";
+          const now = podState(p as PodView);
+          return now.kind === "ended" ? now : undefined;
+        },
+        { signal: AbortSignal.timeout(ms) },
+      );
+      return st === "other" ? undefined : st;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * The report of a pod that ended before gc's session existed (the boot script, the image):
    * its end and its last log lines, read now because they go with the pod.
    */
@@ -694,10 +722,11 @@ export class K8sProvider
           await this.newSession(made.pod, p, signal);
         } catch (e) {
           // The container may have ended under the steps (the boot script failed after it
-          // ran): then its end and log lines are the story, not the step's exec error.
-          const now = signal.aborted ? undefined : await this.getPod(p.name).catch(() => undefined);
-          const st = now?.metadata?.uid === made.uid ? podState(now as PodView) : undefined;
-          const report = st?.kind === "ended" ? await this.endedEarly(p.name, made.pod, st) : undefined;
+          // ran): then its end and log lines are the story, not the step's exec error. The
+          // step can fail a moment before the pod's status says so: waited for, bounded.
+          const wait = isGcError(e, "GC_PROVIDER") ? ENDED_GRACE_MS : 0;
+          const st = signal.aborted ? undefined : await this.endsWithin(made.pod, made.uid, wait);
+          const report = st ? await this.endedEarly(p.name, made.pod, st) : undefined;
           await this.deletePod(p.name, made.uid).catch(() => undefined);
           made = undefined;
           throw report ? Object.assign(report, { cause: e }) : e;
