@@ -74,10 +74,12 @@ function lines(screen: string): string[] {
 
 /** True when `look`'s screen shows an agent's busy marker (dialogs.ts `screenLooksBusy`). Pure. */
 export function lookShowsBusyMarker(look: SessionLook, rules: ScreenRules = {}): boolean {
-  return (
-    look.screen !== undefined &&
-    (screenLooksBusy(look.screen) || screenShowsMarker(look.screen, rules.busyMarkers))
-  );
+  return look.screen !== undefined && screenShowsBusy(look.screen, rules);
+}
+
+/** An agent's builtin busy marker (screen/classify.ts) or one of the session's own. Pure. */
+function screenShowsBusy(screen: string, rules: ScreenRules): boolean {
+  return screenLooksBusy(screen) || screenShowsMarker(screen, rules.busyMarkers);
 }
 
 /** The last `n` non-blank lines of `screen`, trimmed of trailing blanks, oldest first. Pure. */
@@ -154,7 +156,7 @@ export function classifyScreen(
 ): ObservedWork | undefined {
   const err = screenErrorLine(screen, rules.errorMarkers);
   if (err !== undefined) return { state: "error", message: err };
-  if (screenLooksBusy(screen) || screenShowsMarker(screen, rules.busyMarkers)) return { state: "working" };
+  if (screenShowsBusy(screen, rules)) return { state: "working" };
   if (screenAwaitsChoice(screen)) return { state: "needs-input", message: "a menu is on screen" };
   if (screenShowsMarker(screen, rules.readyMarkers)) return { state: "idle" };
   const prompt = readyPrompt?.trimEnd();
