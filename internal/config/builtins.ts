@@ -30,6 +30,15 @@ export interface EffectivePreset {
 }
 
 /**
+ * Codex 0.171's screen while a turn runs past its first token (a regular expression source for
+ * `busy_markers`, matched on the screen's last lines, see the codex preset): a cell that starts
+ * a line with `•`, `◦` or `›` — a submitted prompt, a streamed reply, a command — then lines
+ * that start no other cell (`•`, `◦`, `›`, `■`, `⚠`) and are not "Worked for …", then the input
+ * box (`› `, not `› 1.` of an approval prompt) and nothing but its footer (indented lines).
+ */
+export const CODEX_TURN_OPEN = String.raw`(?:^|\n)[•◦›] [^\n]*(?:\n(?![•◦›■⚠]|\s*Worked for )[^\n]*)*\n› (?!\d+\. )[^\n]*(?:\n(?:[ \t][^\n]*)?)*$`;
+
+/**
  * Builtin presets. Agent CLIs take the prompt as an argument; plain programs (shells and
  * the Python REPL) take no prompt, since a beacon line typed into a shell is a command.
  * No builtin adds permission-bypassing flags: put them in `args` if you want them.
@@ -57,7 +66,16 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // Codex 0.171 draws "› " at once but swallows Enter while "Waiting for startup" (≈ 1 s).
     ready_settle_ms: 1_500,
     process_names: ["codex", "node"],
+    // Escape ("esc to interrupt") ends the turn; Ctrl-C twice quits.
     interrupt_keys: ["Escape"],
+    // "Working (… esc to interrupt)" shows only until the first token; while the reply streams
+    // (and through a silence mid-stream) the screen shows the partial reply and the input box
+    // alone. A turn is over when "Worked for Ns • HH:MM" (done) or a "■" line (interrupted,
+    // failed) follows it: busy while the last cell, a submitted prompt (`› …`) or an output
+    // cell (`• …`), is followed by neither before the input box (the last `› ` line, not a
+    // numbered option of an approval prompt). Checked against live turns
+    // (test/runtime/codex-screens.test.ts).
+    busy_markers: [CODEX_TURN_OPEN],
   },
   gemini: {
     command: "gemini",
