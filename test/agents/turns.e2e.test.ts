@@ -148,18 +148,9 @@ const GAPS: Partial<Record<TurnCli, string>> = {
     "known gap: on tmux the nudge is not submitted (text left in opencode's input box after 3 Enter presses); on subprocess gc reports the turn over before the reply",
 };
 /** A CLI that does not pass on one provider yet (`provider/cli`), skipped with the reason. */
-const GAPS_ON: Partial<Record<string, string>> = {
-  "tmux/codex":
-    "known gap: Codex shows no busy marker once it streams text, so on tmux `gc run` can report completed at the first token, before the reply is drawn (seen in 5a in a full CI run; issue 33)",
-};
+const GAPS_ON: Partial<Record<string, string>> = {};
 /** Steps a CLI does not pass yet, skipped with the reason (annotated on the test). */
-const STEP_GAPS: Partial<Record<TurnCli, { steps: readonly ("5c" | "5e")[]; reason: string }>> = {
-  codex: {
-    steps: ["5c", "5e"],
-    reason:
-      "known gap: once Codex streams text it shows no busy marker, so gc takes it for idle at the first token (a nudge then cuts the paced stream; gc run --timeout reports completed) — seen on tmux",
-  },
-};
+const STEP_GAPS: Partial<Record<TurnCli, { steps: readonly ("5c" | "5e")[]; reason: string }>> = {};
 /** Whether `step` of `cli` runs; a known gap is annotated on the test instead. */
 async function runs(cli: TurnCli, step: "5c" | "5e", ctx: TestContext): Promise<boolean> {
   const gap = STEP_GAPS[cli];
@@ -281,6 +272,13 @@ describe.concurrent.each(["tmux", "subprocess"])("real turns on %s", (provider) 
           expect(got[0]!.at).toBeGreaterThanOrEqual(pacedEnd);
           expect(got[0]!.userTexts.some((u) => u.includes(text))).toBe(true);
         }
+        // …and gc itself typed them only after it (a CLI that queues what is typed into a
+        // streaming turn, like Codex, would hide an early delivery from the model's log).
+        const logged = await city.gc(["session", "logs", name, "--events", "--json"]);
+        const events = (JSON.parse(logged.stdout) as { events: { type: string; at: number }[] }).events;
+        const typed = events.filter((e) => e.type === "nudge.delivered" || e.type === "nudge.sent").slice(-2);
+        expect(typed.map((e) => e.type).sort()).toEqual(["nudge.delivered", "nudge.sent"]);
+        for (const e of typed) expect(e.at, JSON.stringify(e)).toBeGreaterThanOrEqual(pacedEnd);
         phase("5c");
       }
 
