@@ -66,7 +66,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // Codex 0.171 draws "› " at once but swallows Enter while "Waiting for startup" (≈ 1 s).
     ready_settle_ms: 1_500,
     process_names: ["codex", "node"],
-    // Escape ("esc to interrupt") ends the turn; Ctrl-C twice quits.
+    // Escape ("esc to interrupt") ends the turn: "■ Conversation interrupted", the stream dropped.
     interrupt_keys: ["Escape"],
     // "Working (… esc to interrupt)" shows only until the first token; while the reply streams
     // (and through a silence mid-stream) the screen shows the partial reply and the input box
