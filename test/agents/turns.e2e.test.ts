@@ -8,7 +8,8 @@
  *    `gc status --json`, `gc session respond` answers it (and the approval policy answers
  *    another), the tool's file exists, `gc run` completes;
  * c. a when-idle nudge and a queued nudge sent during a paced turn (with a silence mid-stream)
- *    reach the model after the turn's last chunk, each exactly once, verbatim;
+ *    are typed by gc and reach the model after the turn's last chunk, each exactly once,
+ *    verbatim; `gc status` says working while the reply streams;
  * d. 429 and 529/503 answers: the CLI retries, the session is not restarted, the next run works;
  * e. `gc run --timeout` on a long turn interrupts it: the stream is dropped, the agent survives,
  *    the output has what it printed, the next run works.
@@ -44,6 +45,7 @@ interface Row {
   running: boolean;
   restarts: number;
   interaction?: { question: string; options: string[] };
+  work?: { state: string };
 }
 
 async function row(city: TestCity, name: string): Promise<Row | undefined> {
@@ -249,6 +251,19 @@ describe.concurrent.each(["tmux", "subprocess"])("real turns on %s", (provider) 
         const whenIdle = gcBackground(city, ["nudge", name, idleText, "--wait", "120s"]);
         const queued = await city.gc(["nudge", name, queuedText, "--queue"]);
         expect(queued.code, queued.stderr).toBe(0);
+        // The silence mid-stream is not idle: each look at `gc status` taken wholly while the
+        // double streams the paced reply says the agent is working.
+        const pacedOpen = carrying(api, "paced turn").at(-1)!;
+        const during: string[] = [];
+        while (pacedOpen.endedAt === undefined) {
+          const r = await row(city, name);
+          if (pacedOpen.endedAt === undefined) during.push(r?.work?.state ?? "-");
+        }
+        expect(during.length).toBeGreaterThan(0);
+        expect(
+          during.filter((w) => w !== "working"),
+          `work while streaming: ${during.join(" ")}`,
+        ).toEqual([]);
         const idle = await whenIdle;
         expect(idle.code, idle.stdout + idle.stderr).toBe(0);
         await until(
