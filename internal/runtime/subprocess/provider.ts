@@ -1,6 +1,6 @@
 /**
  * SubprocessProvider: headless pty sessions, held by one detached holder process per
- * provider root (holder.ts) that outlives the controller. All state lives on disk under
+ * provider root (holder-process.ts) that outlives the controller. All state lives on disk under
  * `<stateDir>/subprocess/` and in the holders, so a new provider instance (a restarted
  * controller, or a CLI command) sees every running session. The embedded default where tmux
  * is absent; built by cmd/gc through `createProvider` in index.ts.
