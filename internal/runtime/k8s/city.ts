@@ -8,6 +8,7 @@ import { ProviderError } from "../../base/errors.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
+import { remoteGate } from "../tmux/gate.js";
 import { connect, type KubeApi } from "./api.js";
 import { k8sTransport } from "./channel.js";
 import { CityLease, holderOf } from "./lease.js";
@@ -69,6 +70,7 @@ export class K8sCity {
       socket: { path: tmuxSocket(pod) },
       attach: TMUX_SESSION,
       commandTimeoutMs: EXEC_TIMEOUT_MS,
+      gate: remoteGate(`k8s:${this.ns}/${pod}`),
     }));
   }
 
