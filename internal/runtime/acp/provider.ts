@@ -10,8 +10,7 @@
  * the turn's end (its `stopReason`), peek = the rendered transcript, pending/respond =
  * `session/request_permission` and the agent's auth methods.
  */
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import {
   NudgeNotDeliveredError,
   ProviderError,
@@ -53,6 +52,7 @@ import {
 } from "../provider.js";
 import {
   type CallResult,
+  holderScriptOf,
   SubprocessProvider,
   type SubprocessProviderOptions,
 } from "../subprocess/provider.js";
@@ -69,14 +69,9 @@ export interface AcpProviderOptions extends Omit<SubprocessProviderOptions, "roo
   readonly mcpServers?: readonly unknown[] | undefined;
 }
 
-/**
- * Where the ACP holder script is: beside this module when running from `dist/`, else (tests
- * run the TypeScript sources) the same path under the repository's `dist/`.
- */
+/** The ACP holder script (holder.ts: the holder with the ACP mode plugged in). */
 export function defaultAcpHolderPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith(".js")) return join(dirname(here), "holder.js");
-  return resolve(dirname(here), "../../../dist/internal/runtime/acp/holder.js");
+  return holderScriptOf(import.meta.url);
 }
 
 /** The ACP provider. */

@@ -183,13 +183,19 @@ export interface HeldMode {
 }
 
 /**
- * Where the holder script is: beside this module when running from `dist/`, else (tests run
- * the TypeScript sources) the same path under the repository's `dist/`.
+ * The holder entry script of the runtime package whose module is `moduleUrl`: `holder.js`
+ * beside it when running from `dist/`, else (tests run the TypeScript sources) the same path
+ * under the repository's `dist/`.
  */
+export function holderScriptOf(moduleUrl: string): string {
+  const here = dirname(fileURLToPath(moduleUrl));
+  if (fileURLToPath(moduleUrl).endsWith(".js")) return join(here, "holder.js");
+  return resolve(here, "../../../dist/internal/runtime", basename(here), "holder.js");
+}
+
+/** This package's holder script (ptys only). */
 export function defaultHolderPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith(".js")) return join(dirname(here), "holder.js");
-  return resolve(dirname(here), "../../../dist/internal/runtime/subprocess/holder.js");
+  return holderScriptOf(import.meta.url);
 }
 
 /**
