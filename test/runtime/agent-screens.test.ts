@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
 import { decideApproval } from "../../internal/reconcile/approval.js";
+import { busyMarkersShown, showsNewMarker } from "../../internal/runtime/agent-screens.js";
 import { notSeen } from "../../internal/runtime/lifecycle/start.js";
 import { isApprovalQuestion } from "../../internal/runtime/provider.js";
 import {
@@ -234,5 +235,41 @@ describe("readiness that went on without the prompt (notSeen)", () => {
     expect(notSeen("> ", 60_000, undefined)).toBe(
       'ready prompt "> " not seen within 60 s; went on (no screen to look at)',
     );
+  });
+});
+
+describe("opencode's turn-end tag (preset turn_end_markers) and interrupt", () => {
+  const ends = BUILTIN_PRESETS.opencode!.turn_end_markers!;
+  const tag = (t: string) => `     ▣  Build · Test model · ${t}                                   0% used`;
+  const idle = ["  ┃  Say hello, please.", "     Hello from the model double.", tag("1.9s"), "  ┃  Build · Test model Double"];
+
+  it("a new tag (a duration or 'interrupted') ends the turn; the tag in progress, the old ones and the sidebar beside them do not", () => {
+    const before = idle.join("\n");
+    // Prompt taken, turn not started: the transcript shows the prompt, no new tag.
+    const taken = [...idle, "  ┃  Say hello again.", "  ┃  Build · Test model Double"].join("\n");
+    expect(showsNewMarker(before, taken, ends)).toBe(false);
+    // Working: the tag without its time.
+    expect(showsNewMarker(before, `${taken}\n     ▣  Build · Test model        LSP`, ends)).toBe(false);
+    // The old tag redrawn beside other sidebar text is the same tag.
+    expect(showsNewMarker(before, before.replace("0% used", "$0.00 spent"), ends)).toBe(false);
+    for (const t of ["443ms", "1.9s", "2m 0s", "interrupted"])
+      expect(showsNewMarker(before, `${taken}\n${tag(t)}`, ends), t).toBe(true);
+    // One more of the same text than before is new.
+    expect(showsNewMarker(before, `${before}\n${tag("1.9s")}`, ends)).toBe(true);
+    expect(showsNewMarker(before, `${before}\n${tag("1.9s")}`, undefined)).toBe(false);
+  });
+
+  it("busyMarkersShown: 'esc interrupt', then 'esc again to interrupt' after one Escape, then none", () => {
+    const footer = (s: string) => `  ┃  Build · Test model Double\n   ■■⬝⬝⬝⬝⬝⬝  ${s}`;
+    const first = busyMarkersShown(footer("esc interrupt"));
+    const again = busyMarkersShown(footer("esc again to interrupt"));
+    expect(first).toHaveLength(1);
+    expect(again).toHaveLength(1);
+    expect(again).not.toEqual(first);
+    expect(busyMarkersShown("  /tmp/work   19  ctrl+p commands")).toEqual([]);
+    // A session's own marker (qwen's), which no builtin one matches.
+    expect(busyMarkersShown("Reticulating (3s · esc to cancel)", ["\\(\\d+s · esc to cancel\\)"])).toEqual([
+      "\\(\\d+s · esc to cancel\\)",
+    ]);
   });
 });
