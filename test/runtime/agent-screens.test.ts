@@ -11,7 +11,7 @@ import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
 import { decideApproval } from "../../internal/reconcile/approval.js";
 import { busyMarkersShown, showsNewMarker } from "../../internal/runtime/agent-screens.js";
 import { notSeen } from "../../internal/runtime/lifecycle/start.js";
-import { isApprovalQuestion } from "../../internal/runtime/provider.js";
+import { interruptTurn, isApprovalQuestion, type Provider } from "../../internal/runtime/provider.js";
 import {
   findInteraction,
   screenAwaitsChoice,
@@ -271,5 +271,53 @@ describe("opencode's turn-end tag (preset turn_end_markers) and interrupt", () =
     expect(busyMarkersShown("Reticulating (3s · esc to cancel)", ["\\(\\d+s · esc to cancel\\)"])).toEqual([
       "\\(\\d+s · esc to cancel\\)",
     ]);
+  });
+});
+
+describe("interruptTurn: keys pressed one at a time on the screen's answer", () => {
+  /** An opencode turn: the first Escape arms ("esc again to interrupt"), the second ends it. */
+  function opencodeTurn(opts: { deafMs?: number } = {}) {
+    const writes: string[][] = [];
+    let escapes = 0;
+    let frame = 0;
+    const heardAt = Date.now() + (opts.deafMs ?? 0);
+    const provider = {
+      peek: async () => {
+        frame++; // the spinner moves on every look: a changed screen is no evidence
+        const spin = "■".repeat(frame % 8).padEnd(8, "⬝");
+        if (escapes >= 2) return "     ▣  Build · Test model · interrupted\n   /tmp/work   19  ctrl+p commands";
+        return `  ┃  Build · Test model Double\n   ${spin}  ${escapes === 1 ? "esc again to interrupt" : "esc interrupt"}`;
+      },
+      sendKeys: async (_name: string, keys: readonly string[]) => {
+        writes.push([...keys]);
+        if (Date.now() >= heardAt) escapes += keys.filter((k) => k === "Escape").length > 1 ? 0 : 1;
+      },
+      interrupt: async () => {
+        writes.push(["C-c"]);
+      },
+    } as unknown as Provider;
+    return { provider, writes, escapes: () => escapes };
+  }
+
+  it("opencode: the second Escape only once 'esc again to interrupt' shows, each in its own write", async () => {
+    const t = opencodeTurn();
+    await interruptTurn(t.provider, "oc", ["Escape", "Escape"], { pollMs: 1 });
+    expect(t.writes).toEqual([["Escape"], ["Escape"]]);
+    expect(t.escapes()).toBe(2);
+  });
+
+  it("a key the program did not take (no marker change within keyAnswerMs) is followed by the next anyway", async () => {
+    const t = opencodeTurn({ deafMs: 60_000 });
+    await interruptTurn(t.provider, "oc", ["Escape", "Escape"], { pollMs: 1, keyAnswerMs: 30 });
+    expect(t.writes).toEqual([["Escape"], ["Escape"]]);
+  });
+
+  it("no further key once no busy marker shows (the turn ended), and the provider's interrupt without keys", async () => {
+    const t = opencodeTurn();
+    await interruptTurn(t.provider, "oc", ["Escape", "Escape", "Escape"], { pollMs: 1 });
+    expect(t.writes).toEqual([["Escape"], ["Escape"]]);
+    const u = opencodeTurn();
+    await interruptTurn(u.provider, "oc", undefined);
+    expect(u.writes).toEqual([["C-c"]]);
   });
 });
