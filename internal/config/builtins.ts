@@ -92,7 +92,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // Its busy marker shows a moment after the prompt is taken (the prompt is drawn in the
     // transcript first); a turn has ended once a new reply tag with the turn's time (or
     // "interrupted") shows: "▣  Build · Test model · 451ms".
-    turn_end_markers: [String.raw`▣\s+[^·]+(?:·[^·]+)*?·\s*(?:(?:\d+h\s*)?(?:\d+m\s*)?\d+(?:\.\d+)?m?s|interrupted)\b`],
+    turn_end_markers: [
+      String.raw`▣\s+[^·]+(?:·[^·]+)*?·\s*(?:(?:\d+h\s*)?(?:\d+m\s*)?\d+(?:\.\d+)?m?s|interrupted)\b`,
+    ],
     // Ctrl-C quits opencode; Escape twice ("esc interrupt", then "esc again to interrupt")
     // ends the turn.
     interrupt_keys: ["Escape", "Escape"],

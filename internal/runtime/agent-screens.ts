@@ -132,7 +132,11 @@ function markerHits(screen: string, markers: readonly string[]): string[] {
  * the rest of its line (a full-screen program draws a sidebar beside its transcript).
  * `false` when there are no markers. Pure.
  */
-export function showsNewMarker(before: string, screen: string, markers: readonly string[] | undefined): boolean {
+export function showsNewMarker(
+  before: string,
+  screen: string,
+  markers: readonly string[] | undefined,
+): boolean {
   if (!markers || markers.length === 0) return false;
   const seen = new Map<string, number>();
   for (const h of markerHits(before, markers)) seen.set(h, (seen.get(h) ?? 0) + 1);

@@ -6,8 +6,8 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CensusEntry } from "../proc/census.js";
-import { busyMarkersShown } from "./agent-screens.js";
 import type { AcpTurn } from "./acp/wire.js";
+import { busyMarkersShown } from "./agent-screens.js";
 
 /** Options accepted by every provider operation. */
 export interface OpOptions {
@@ -711,7 +711,8 @@ export async function interruptTurn(
   if (!interruptKeys || interruptKeys.length === 0) return provider.interrupt(name, opts);
   const { signal } = opts;
   const pollMs = opts.pollMs ?? 50;
-  const shown = async () => busyMarkersShown(await provider.peek(name, 50, opts), opts.busyMarkers).join("\n");
+  const shown = async () =>
+    busyMarkersShown(await provider.peek(name, 50, opts), opts.busyMarkers).join("\n");
   for (const [i, key] of interruptKeys.entries()) {
     const before = i + 1 < interruptKeys.length ? await shown() : undefined;
     await provider.sendKeys(name, [key], opts);

@@ -409,13 +409,17 @@ describe("resolveCity", () => {
   });
 
   it("resolveCity: turn_end_markers and interrupt_keys come from the preset (opencode: its reply tag, Escape twice), an agent overrides them, and they are not fingerprinted", () => {
-    const [oc, n] = resolve("agents:\n  - name: oc\n    provider: opencode\n  - name: n\n    provider: codex\n");
+    const [oc, n] = resolve(
+      "agents:\n  - name: oc\n    provider: opencode\n  - name: n\n    provider: codex\n",
+    );
     expect(oc!.config.turnEndMarkers).toHaveLength(1);
     expect(oc!.config.interruptKeys).toEqual(["Escape", "Escape"]);
     expect(n!.config.turnEndMarkers).toBeUndefined();
     const preset = "providers:\n  q: { command: qwen, turn_end_markers: ['✦ done in \\d+s'] }\n";
     const [q] = resolve(`${preset}agents:\n  - name: o\n    provider: q\n`);
-    const [o] = resolve(`${preset}agents:\n  - name: o\n    provider: q\n    turn_end_markers: ['Finished']\n`);
+    const [o] = resolve(
+      `${preset}agents:\n  - name: o\n    provider: q\n    turn_end_markers: ['Finished']\n`,
+    );
     expect(q!.config.turnEndMarkers).toEqual(["✦ done in \\d+s"]);
     expect(o!.config.turnEndMarkers).toEqual(["Finished"]);
     expect(fingerprint(o!.config).core).toBe(fingerprint(q!.config).core);

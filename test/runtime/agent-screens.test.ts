@@ -241,7 +241,12 @@ describe("readiness that went on without the prompt (notSeen)", () => {
 describe("opencode's turn-end tag (preset turn_end_markers) and interrupt", () => {
   const ends = BUILTIN_PRESETS.opencode!.turn_end_markers!;
   const tag = (t: string) => `     ▣  Build · Test model · ${t}                                   0% used`;
-  const idle = ["  ┃  Say hello, please.", "     Hello from the model double.", tag("1.9s"), "  ┃  Build · Test model Double"];
+  const idle = [
+    "  ┃  Say hello, please.",
+    "     Hello from the model double.",
+    tag("1.9s"),
+    "  ┃  Build · Test model Double",
+  ];
 
   it("a new tag (a duration or 'interrupted') ends the turn; the tag in progress, the old ones and the sidebar beside them do not", () => {
     const before = idle.join("\n");
@@ -285,7 +290,8 @@ describe("interruptTurn: keys pressed one at a time on the screen's answer", () 
       peek: async () => {
         frame++; // the spinner moves on every look: a changed screen is no evidence
         const spin = "■".repeat(frame % 8).padEnd(8, "⬝");
-        if (escapes >= 2) return "     ▣  Build · Test model · interrupted\n   /tmp/work   19  ctrl+p commands";
+        if (escapes >= 2)
+          return "     ▣  Build · Test model · interrupted\n   /tmp/work   19  ctrl+p commands";
         return `  ┃  Build · Test model Double\n   ${spin}  ${escapes === 1 ? "esc again to interrupt" : "esc interrupt"}`;
       },
       sendKeys: async (_name: string, keys: readonly string[]) => {

@@ -660,7 +660,9 @@ class OpencodePrompt implements ScreenIO {
   readonly keys: string[] = [];
   chosen: string | undefined;
   async screen(): Promise<string> {
-    return this.chosen === undefined ? OPENCODE_PERMISSION : "     ▣  Build · Test model\n  ┃  Build · Test model Double";
+    return this.chosen === undefined
+      ? OPENCODE_PERMISSION
+      : "     ▣  Build · Test model\n  ┃  Build · Test model Double";
   }
   async sendKeys(keys: readonly string[]): Promise<void> {
     for (const k of keys) {

@@ -283,7 +283,9 @@ function rowBelow(
   const known = (label: string) => spec.options.some((o) => o.label.test(label));
   for (let i = loc.end + 1; i < loc.blockEnd && i < lines.length; i++) {
     const labels: string[] = [];
-    for (const part of normalizeLine(lines[i]!).trim().split(/\s{2,}/)) {
+    for (const part of normalizeLine(lines[i]!)
+      .trim()
+      .split(/\s{2,}/)) {
       if (!known(part)) break;
       labels.push(part);
     }
