@@ -700,7 +700,7 @@ export interface InterruptOptions extends OpOptions {
  * at a time, never in one write (two ESC bytes read together are one Alt-Escape): the next
  * key once the screen shows the previous one was taken — its busy markers changed (at most
  * `keyAnswerMs` later; a spinner's frames are no evidence) — and none once the screen shows
- * no busy marker (the turn has ended).
+ * no busy marker (the turn has ended, or never visibly ran: then only the first key goes).
  */
 export async function interruptTurn(
   provider: Provider,
@@ -716,7 +716,8 @@ export async function interruptTurn(
   for (const [i, key] of interruptKeys.entries()) {
     const before = i + 1 < interruptKeys.length ? await shown() : undefined;
     await provider.sendKeys(name, [key], opts);
-    if (before === undefined) break;
+    // The last key, or no turn visibly running (a drain of an idle session): done.
+    if (before === undefined || before === "") break;
     const by = Date.now() + (opts.keyAnswerMs ?? 2_000);
     let now = before;
     while (now === before && Date.now() < by) {

@@ -325,5 +325,14 @@ describe("interruptTurn: keys pressed one at a time on the screen's answer", () 
     const u = opencodeTurn();
     await interruptTurn(u.provider, "oc", undefined);
     expect(u.writes).toEqual([["C-c"]]);
+    // An idle screen (a drain before a stop): the first key only, no wait for an answer.
+    const idle = {
+      peek: async () => "   /tmp/work   19  ctrl+p commands",
+      sendKeys: async (_n: string, keys: readonly string[]) => void u.writes.push([...keys]),
+    } as unknown as Provider;
+    u.writes.length = 0;
+    // (A wait for an answer would outlast the test's timeout.)
+    await interruptTurn(idle, "oc", ["Escape", "Escape"], { pollMs: 1, keyAnswerMs: 60_000 });
+    expect(u.writes).toEqual([["Escape"]]);
   });
 });
