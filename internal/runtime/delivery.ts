@@ -35,6 +35,8 @@ export interface DeliveryTerminal {
   paste(text: string): Promise<void>;
   /** Presses Enter (one CR, written on its own). */
   submit(): Promise<void>;
+  /** Presses Backspace once (takes back a newline an Enter put into the input). */
+  erase(): Promise<void>;
 }
 
 /** Timing of {@link deliverText}. */
@@ -114,6 +116,29 @@ export function inputTaken(typed: TerminalState, after: TerminalState, row: numb
   const r = row >= 0 ? row : typed.cursorY;
   if ((after.rows[r] ?? "") !== (typed.rows[r] ?? "")) return true;
   return row < 0 && after.cursorX !== typed.cursorX;
+}
+
+/** A cursor row's text left of the cursor, without box borders and indent: "" on a fresh input line. */
+const BOX_EDGES = /[│┃|]/g;
+
+/**
+ * True when Enter opened a new line in the program's input instead of submitting it (Gemini
+ * CLI takes an Enter that comes within 40 ms of a paste as a newline): the typed text's line
+ * is still on screen, unchanged, and the cursor went from it to the start of the line right
+ * under it, an empty input line with the rest of the program (a footer) still drawn below. A
+ * line-reading program that took Enter shows nothing under its cursor's line. Pure.
+ */
+export function enterMadeNewline(
+  typed: TerminalState,
+  after: TerminalState,
+  row: number,
+  tail: string,
+): boolean {
+  if (row < 0 || typed.cursorY !== row) return false;
+  const at = inputRowOf(after, tail);
+  if (at < 0 || after.rows[at] !== typed.rows[row] || after.cursorY !== at + 1) return false;
+  const fresh = (after.rows[after.cursorY] ?? "").slice(0, after.cursorX).replace(BOX_EDGES, "");
+  return fresh.trim() === "" && after.rows.slice(after.cursorY + 1).some((r) => r.trim() !== "");
 }
 
 function sameState(a: TerminalState, b: TerminalState): boolean {
@@ -223,17 +248,42 @@ async function deliverOne(
   }
   const attempts = visible ? (timing.enterAttempts ?? 3) : 1;
   let last = typed;
+  let newlines = 0;
   for (let i = 0; i < attempts; i++) {
     await term.submit();
     const by = Date.now() + timing.confirmMs;
+    let newline = false;
     while (Date.now() < by) {
       await sleep(pollMs, undefined, { signal });
       const st = await term.state();
       if (!st) return "gone";
       last = st;
+      if (visible && enterMadeNewline(typed, st, row, tail)) {
+        newline = true;
+        break;
+      }
       if (inputTaken(typed, st, row)) return "delivered";
     }
     if (!visible) break;
+    if (!newline) continue;
+    // The Enter became a newline in the input: take it back, and once the text's line has
+    // the cursor again (the input as typed), press Enter again.
+    newlines++;
+    await term.erase();
+    const back = Date.now() + timing.confirmMs;
+    while (Date.now() < back) {
+      await sleep(pollMs, undefined, { signal });
+      const st = await term.state();
+      if (!st) return "gone";
+      last = st;
+      if (inputRowOf(st, tail) === st.cursorY && !enterMadeNewline(typed, st, row, tail)) break;
+    }
+  }
+  if (newlines > 0 && enterMadeNewline(typed, last, row, tail)) {
+    throw fail(
+      `the program took each of ${attempts} Enter presses as a new line in its input, not a submission (${quoteScreen(last)})`,
+      true,
+    );
   }
   if (!visible) {
     throw fail(

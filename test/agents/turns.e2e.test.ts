@@ -142,8 +142,6 @@ function script(work: string): Script {
  * skipped with the reason unless GC_TURNS_ALL=1 (to work on them).
  */
 const GAPS: Partial<Record<TurnCli, string>> = {
-  gemini:
-    "known gap: gc reports Gemini CLI's turn over before the reply is drawn on tmux (no busy marker between Enter and its spinner), and did not see its permission prompt on subprocess",
   opencode:
     "known gap: on tmux the nudge is not submitted (text left in opencode's input box after 3 Enter presses); on subprocess gc reports the turn over before the reply",
 };
