@@ -24,11 +24,13 @@ export const AGENT_SCREEN_MARKERS: Readonly<Record<string, AgentScreenMarkers>> 
   },
   // Gemini CLI 0.61: its spinner line "(esc to cancel, Ns)"; and a prompt submitted before it
   // finished initialising (it draws its input box first, its header and history only once
-  // initialised) waits in its queue under "ℹ Initializing... Prompts will be queued." with no
-  // spinner, until the turn's first reply (`✦`), error (`✕`) or cancellation is drawn below.
+  // initialised) waits in its queue with no spinner: listed under "Queued (press ↑ to edit):"
+  // above the input box, and noted in the history as "ℹ Initializing... Prompts will be
+  // queued." (busy until the turn's first reply `✦`, error `✕` or cancellation is drawn below).
   gemini: {
     busy: [
       /\(esc to cancel\b/i,
+      /\bQueued \(press ↑ to edit\):/,
       /Initializing\.\.\. Prompts will be queued\.(?![\s\S]*(?:✦|✕|Request cancelled))/,
     ],
   },

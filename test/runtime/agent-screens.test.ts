@@ -233,6 +233,8 @@ describe("Gemini CLI: a prompt queued while it initialises is a turn under way",
   const queued = ["", " ℹ Initializing... Prompts will be queued.", "", ...box].join("\n");
   it("queued: busy, though no spinner shows", () => {
     expect(screenLooksBusy(queued)).toBe(true);
+    const listed = ["", "  Queued (press ↑ to edit):", "    Say hello, please.", "", ...box].join("\n");
+    expect(screenLooksBusy(listed)).toBe(true);
   });
   it("its reply, an error or a cancellation drawn below the notice: no longer busy", () => {
     for (const end of ["✦ Hello from the model double.", "✕ [API Error: quota]", "ℹ Request cancelled."]) {
