@@ -16,11 +16,11 @@ import {
   type Stats,
   statSync,
 } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { isGcError, SessionExistsError, SessionNotFoundError, StoreError } from "../base/errors.js";
 import { validateSessionName } from "../base/names.js";
+import { openSqlite } from "../base/sqlite.js";
 import {
   ageNudge,
   applyPatch,
@@ -239,28 +239,6 @@ export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
   }
 }
 
-/** better-sqlite3's addon file, resolved once; `undefined`: let the package find it. */
-let addon: { path?: string } | undefined;
-
-/**
- * The `nativeBinding` option for better-sqlite3: its addon's path, resolved like any package
- * file. Without it the package's own lookup (`bindings`) reads the call stack and tries a
- * dozen candidate paths on every process start (≈ 4 ms of every gc command). A build that
- * keeps the addon elsewhere (a debug build) falls back to that lookup.
- */
-function nativeBinding(): { nativeBinding?: string } {
-  if (addon === undefined) {
-    try {
-      addon = {
-        path: createRequire(import.meta.url).resolve("better-sqlite3/build/Release/better_sqlite3.node"),
-      };
-    } catch {
-      addon = {};
-    }
-  }
-  return addon.path === undefined ? {} : { nativeBinding: addon.path };
-}
-
 function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: () => number): SqliteStore {
   if (opts.create === false && !existsSync(path))
     throw new StoreError(
@@ -269,10 +247,9 @@ function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: (
   const ino = prepareFile(path, opts.cityDir !== undefined, tenancy, now());
   let db: Db;
   try {
-    db = new Database(path, {
+    db = openSqlite(path, {
       fileMustExist: true,
       timeout: opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS,
-      ...nativeBinding(),
     });
   } catch (cause) {
     if (isDamage(cause)) throw new StateFileFault(describe(cause), ino, { cause });
@@ -342,7 +319,7 @@ function createComplete(path: string, tenancy: Tenancy, now: number): void {
   const tmp = `${path}.init-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   try {
     closeSync(openSync(tmp, "wx", 0o600));
-    const db = new Database(tmp, { fileMustExist: true, ...nativeBinding() });
+    const db = openSqlite(tmp, { fileMustExist: true });
     try {
       migrate(db, tmp, tenancy, now);
     } finally {

@@ -56,6 +56,7 @@ import {
 import { tarOfFiles, tarOfPath, untarFirstFile } from "../tar.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { TmuxConnectionError } from "../tmux/control-client.js";
+import { remoteGate } from "../tmux/gate.js";
 import { isGone, NudgeQueue, validateKeys } from "../tmux/pane.js";
 import { dockerTransport } from "./channel.js";
 import { Engine, type ExecResult, statusOf } from "./engine.js";
@@ -136,6 +137,7 @@ export class DockerProvider
       transport: dockerTransport(this.engine, id, this.settings.user),
       attach: TMUX_SESSION,
       commandTimeoutMs: this.settings.hookTimeoutMs,
+      gate: remoteGate(`docker:${id}`),
     }));
   }
 

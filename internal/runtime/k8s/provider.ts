@@ -68,6 +68,7 @@ import {
 } from "../provider.js";
 import { tarOfPath } from "../tar.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
+import { remoteGate } from "../tmux/gate.js";
 import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiFailure, apiMessage, connect, type ExecResult, httpStatus, type KubeApi } from "./api.js";
 import { k8sTransport } from "./channel.js";
@@ -172,6 +173,7 @@ export class K8sProvider
       socket: { path: tmuxSocket(pod) },
       attach: TMUX_SESSION,
       commandTimeoutMs: EXEC_TIMEOUT_MS,
+      gate: remoteGate(`k8s:${this.ns}/${pod}`),
     }));
   }
 

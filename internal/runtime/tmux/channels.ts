@@ -10,6 +10,7 @@
 
 import type { IdleResult, SessionOutputWatch } from "../provider.js";
 import { ControlClient, type ControlClientOptions } from "./control-client.js";
+import { ServerGate } from "./gate.js";
 import {
   attachedClients,
   captureText,
@@ -167,11 +168,13 @@ export class ChannelPool {
     return ch;
   }
 
-  /** Closes and forgets the channel of `key` (its container is gone). */
+  /** Closes and forgets the channel of `key` (its container is gone), and its server's gate file. */
   async drop(key: string): Promise<void> {
     const ch = this.channels.get(key);
     this.channels.delete(key);
     await ch?.close();
+    const file = this.options(key).gate?.file;
+    if (file !== undefined) ServerGate.remove(file);
   }
 
   /** Closes every channel (the sessions keep running). */

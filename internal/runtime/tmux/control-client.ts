@@ -13,6 +13,7 @@ import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
 import { hasOption } from "../../proc/census.js";
 import { killPids } from "../../proc/kill.js";
 import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
+import { gateFile, ServerGate } from "./gate.js";
 import { type ControlEvent, ControlParser, type Notification } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 import { type ControlStream, type ControlTransport, localTransport } from "./transport.js";
@@ -36,6 +37,8 @@ export const WEDGED_AFTER_MS = 60_000;
 export const CLIENT_OWNER_ENV = "GC_TMUX_CLIENT_OF";
 
 const OWNER_TAG = `${process.pid}:${procStartTime(process.pid) ?? ""}`;
+
+let unsharedGates = 0;
 
 /** Which tmux server: a socket name under tmux's socket dir (`-L`) or a socket path (`-S`). */
 export type TmuxSocket = { readonly name: string } | { readonly path: string };
@@ -112,6 +115,37 @@ export interface ControlClientOptions {
    * listeners run, so the sessions are recovered as an infrastructure loss.
    */
   readonly onWedged?: (() => Promise<boolean>) | undefined;
+  /**
+   * The server's identify gate ({@link ServerGate}): its key within this process and the
+   * file that carries it across processes. Default for a local client: the socket's path and
+   * the file beside it; a remote client without one gets a gate of its own (no protection).
+   */
+  readonly gate?: { readonly key: string; readonly file?: string | undefined } | undefined;
+}
+
+/**
+ * Commands that never make tmux notify control clients (queries, options, the client's own
+ * settings): every other command holds the server's identify gate shared ({@link ServerGate}).
+ */
+const QUIET_COMMANDS: ReadonlySet<string> = new Set([
+  "capture-pane",
+  "clear-history",
+  "display-message",
+  "has-session",
+  "list-clients",
+  "list-panes",
+  "list-sessions",
+  "list-windows",
+  "refresh-client",
+  "set-environment",
+  "set-option",
+  "show-environment",
+  "show-options",
+]);
+
+/** Whether running `argv` can make tmux notify every control client. Pure. */
+export function notifiesClients(argv: readonly string[]): boolean {
+  return !QUIET_COMMANDS.has(argv[0] ?? "");
 }
 
 /** Options for {@link ControlClient.command}. */
@@ -195,6 +229,7 @@ interface Conn {
 export class ControlClient {
   private readonly opts: ControlClientOptions;
   private readonly transport: ControlTransport;
+  private readonly gate: ServerGate;
   private conn: Conn | undefined;
   private connecting: Promise<Conn> | undefined;
   private closed = false;
@@ -214,6 +249,20 @@ export class ControlClient {
         env: { ...(opts.env ?? process.env), [CLIENT_OWNER_ENV]: OWNER_TAG },
         serverListening: () => serverListening(this.socketPath),
       });
+    const local = socketPath(opts.socket ?? { name: "default" }, opts.env ?? process.env);
+    this.gate = opts.gate
+      ? ServerGate.of(opts.gate.key, opts.gate.file)
+      : opts.transport
+        ? ServerGate.of(`unshared:${++unsharedGates}`, undefined)
+        : ServerGate.of(local, gateFile(local));
+  }
+
+  /**
+   * Runs `fn` holding the server's identify gate shared: for work outside this client that
+   * makes tmux notify control clients (killing other control clients).
+   */
+  gated<T>(fn: () => Promise<T>): Promise<T> {
+    return this.gate.shared(fn);
   }
 
   /**
@@ -278,7 +327,8 @@ export class ControlClient {
         throw new TmuxGenerationError(opts.generation, conn.gen);
       }
       try {
-        return await this.send(conn, line, argv[0]!, opts);
+        if (!notifiesClients(argv)) return await this.send(conn, line, argv[0]!, opts);
+        return await this.gate.shared(() => this.send(conn, line, argv[0]!, opts));
       } catch (e) {
         if (
           e instanceof TmuxConnectionError &&
@@ -316,12 +366,10 @@ export class ControlClient {
     }
     // Once sent, the server runs the list whatever this client does; rejecting on an abort
     // now would hide a mutation that happens anyway (e.g. a created, tagged session).
-    return this.sendList(
-      conn,
-      line,
-      argvs.map((a) => a[0]!),
-      { ...opts, signal: undefined },
-    );
+    const names = argvs.map((a) => a[0]!);
+    const sendOpts = { ...opts, signal: undefined };
+    if (!argvs.some(notifiesClients)) return this.sendList(conn, line, names, sendOpts);
+    return this.gate.shared(() => this.sendList(conn, line, names, sendOpts));
   }
 
   /** Ends the client process (not the server). Pending commands reject. Idempotent. */
@@ -333,10 +381,13 @@ export class ControlClient {
       await conn.exited;
       return;
     }
-    conn.stream.end();
-    if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
-    conn.stream.kill();
-    await settlesWithin(conn.exited, CLOSE_GRACE_MS);
+    // The client leaving makes tmux notify the others: not while one identifies.
+    await this.gate.shared(async () => {
+      conn.stream.end();
+      if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
+      conn.stream.kill();
+      await settlesWithin(conn.exited, CLOSE_GRACE_MS);
+    });
   }
 
   /** The established connection, when there is one and the client is open. */
@@ -371,8 +422,9 @@ export class ControlClient {
         try {
           const conn = await this.connectOnce();
           if (this.closed) {
-            conn.stream.end();
-            throw new TmuxConnectionError("control client is closed");
+            const err = new TmuxConnectionError("control client is closed");
+            this.destroy(conn, err);
+            throw err;
           }
           this.conn = conn;
           return conn;
@@ -413,6 +465,9 @@ export class ControlClient {
       "-C",
       ...first,
     ];
+    // From its spawn to its first reply the client identifies: nothing may make tmux notify
+    // control clients meanwhile (see gate.ts).
+    const release = await this.gate.exclusive();
     let markExited!: () => void;
     const exited = new Promise<void>((r) => {
       markExited = r;
@@ -447,13 +502,19 @@ export class ControlClient {
       stream = await withTimeout(opening, timeoutMs);
     } catch (e) {
       if (e === TIMED_OUT) {
-        void opening.then(
-          (s) => s.kill(),
-          () => undefined,
-        );
+        void opening
+          .then(
+            async (s) => {
+              s.kill();
+              await settlesWithin(exited, CLOSE_GRACE_MS);
+            },
+            () => undefined,
+          )
+          .finally(release);
         this.noAnswer(sentAt);
         throw new TmuxConnectionError(`no answer from tmux within ${timeoutMs} ms`);
       }
+      release();
       throw e instanceof TmuxConnectionError
         ? e
         : new TmuxConnectionError(`cannot run tmux: ${e instanceof Error ? e.message : String(e)}`, {
@@ -466,12 +527,15 @@ export class ControlClient {
       let ready = false;
       let connected = false;
       const timer = setTimeout(() => {
-        fail(new TmuxConnectionError(`no answer from tmux within ${timeoutMs} ms`));
+        // The gate opens once the killed client is gone (it may have attached by now).
         stream.kill();
+        void settlesWithin(exited, CLOSE_GRACE_MS).then(release);
+        fail(new TmuxConnectionError(`no answer from tmux within ${timeoutMs} ms`), false);
         this.noAnswer(sentAt);
       }, timeoutMs);
-      const fail = (e: unknown) => {
+      const fail = (e: unknown, open = true) => {
         clearTimeout(timer);
+        if (open) release();
         if (!ready) {
           ready = true; // settled
           reject(e);
@@ -484,7 +548,8 @@ export class ControlClient {
           return;
         }
         if ((ev.flags & 1) === 0) {
-          // The reply to the client's own first command: connected (or refused).
+          // The reply to the client's own first command: identified, connected (or refused).
+          release();
           if (!ev.ok) {
             fail(
               new TmuxConnectionError(`tmux: ${ev.lines.join(" ") || "cannot attach the control client"}`),
@@ -520,7 +585,7 @@ export class ControlClient {
         const why = c.stderr.join("").trim() || how || "tmux client exited";
         const err = new TmuxConnectionError(`connection lost: ${why}`);
         const lost = connected && !c.dead && !this.closed;
-        this.destroy(c, err);
+        this.destroy(c, err, true);
         fail(err);
         if (lost) for (const fn of this.lostListeners) fn();
       };
@@ -631,12 +696,19 @@ export class ControlClient {
    * Retires a connection at once: no new command is written to it, every pending one
    * rejects with `err`, and the client process is killed. Idempotent.
    */
-  private destroy(conn: Conn, err: TmuxConnectionError): void {
+  private destroy(conn: Conn, err: TmuxConnectionError, exited = false): void {
     if (this.conn === conn) this.conn = undefined;
     if (conn.dead) return;
     conn.dead = true;
     for (const e of conn.pending.splice(0)) e.fail(err);
-    conn.stream.kill();
+    if (exited) return;
+    // Its exit makes tmux notify the other control clients: not while one identifies.
+    void this.gate
+      .shared(async () => {
+        conn.stream.kill();
+        await settlesWithin(conn.exited, CLOSE_GRACE_MS);
+      })
+      .catch(() => conn.stream.kill());
   }
 
   /** While nothing is pending, the client process must not keep Node alive. */
@@ -719,10 +791,16 @@ export async function killServer(socket: readonly string[]): Promise<number[]> {
   return pids;
 }
 
-/** Kills {@link orphanClients} of `socket`; resolves the pids it killed. */
-export async function removeOrphanClients(socket: readonly string[]): Promise<number[]> {
+/**
+ * Kills {@link orphanClients} of `socket` while `client` holds the server's identify gate
+ * shared (a client's exit makes tmux notify the others); resolves the pids it killed.
+ */
+export async function removeOrphanClients(
+  socket: readonly string[],
+  client: ControlClient,
+): Promise<number[]> {
   const pids = await orphanClients(socket);
-  if (pids.length > 0) await killPids(pids, { signal: "SIGKILL" });
+  if (pids.length > 0) await client.gated(() => killPids(pids, { signal: "SIGKILL" }));
   return pids;
 }
 

@@ -83,6 +83,7 @@ import {
   socketArgs,
   TmuxConnectionError,
 } from "./control-client.js";
+import { gateFile, ServerGate } from "./gate.js";
 import {
   attachedClients,
   captureScreens,
@@ -195,7 +196,7 @@ export class TmuxProvider
       env,
       // Every (re)connect also removes control clients a dead gc process left on this socket.
       beforeConnect: async () => {
-        await removeOrphanClients(socketArgs(this.settings.socket));
+        await removeOrphanClients(socketArgs(this.settings.socket), this.client);
       },
       // A server silent for a minute (every command and reconnect timing out) is wedged: it
       // is killed, and its sessions are recovered as an infrastructure loss.
@@ -1058,7 +1059,7 @@ export class TmuxProvider
    * first, and sessions are listed again until none of ours is left.
    */
   async shutdown(opts: OpOptions = {}): Promise<void> {
-    await removeOrphanClients(socketArgs(this.settings.socket)).catch(() => undefined);
+    await removeOrphanClients(socketArgs(this.settings.socket), this.client).catch(() => undefined);
     for (let round = 0; round < SHUTDOWN_ROUNDS; round++) {
       const ours = await this.snapshot("", opts);
       if (ours.length === 0) break;
@@ -1084,7 +1085,10 @@ export class TmuxProvider
     // A server with many panes takes a while to exit; shutdown means it is gone.
     const deadline = Date.now() + SERVER_EXIT_MS;
     while (Date.now() < deadline && (await serverListening(path))) await sleep(STATE_POLL_MS);
-    if (!(await serverListening(path))) await unlink(path).catch(() => undefined);
+    if (!(await serverListening(path))) {
+      await unlink(path).catch(() => undefined);
+      ServerGate.remove(gateFile(path));
+    }
   }
 
   /**

@@ -70,6 +70,7 @@ export async function tmuxFixture(): Promise<TmuxFixture> {
       await Promise.all(providers.map((p) => p.close().catch(() => undefined)));
       await run(["tmux", "-L", socket, "kill-server"], { timeoutMs: 10_000 }).catch(() => undefined);
       await unlink(socketPath).catch(() => undefined);
+      await unlink(`${socketPath}.gc-gate`).catch(() => undefined);
       await rm(root, { recursive: true, force: true });
     },
   };
