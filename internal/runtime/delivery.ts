@@ -165,10 +165,12 @@ export function quoteScreen(st: TerminalState): string {
  * Types `text` into the terminal and confirms the program took it. Refuses before typing
  * when a menu or dialog waits for a choice (typing would answer it). After the paste, waits
  * for it to show and the screen to settle; then presses Enter and watches the input line:
- * taken ({@link inputTaken}) → delivered. While the text visibly stays on its line (a
- * program that swallows early Enters, as Codex does while "Waiting for startup"), Enter is
- * pressed again, at most `enterAttempts` times in all; an Enter is never repeated when the
- * text is not visible. Resolves `gone` when the program exits meanwhile. With `multiline:
+ * taken ({@link inputTaken}, on two looks in a row when the text was visible) → delivered.
+ * While the text visibly stays on its line (a program that swallows early Enters, as Codex
+ * does while "Waiting for startup"), Enter is pressed again, at most `enterAttempts` times in
+ * all; an Enter the program took as a newline in its input ({@link enterMadeNewline}) is
+ * taken back with Backspace first. An Enter is never repeated when the text is not visible.
+ * Resolves `gone` when the program exits meanwhile. With `multiline:
  * "lines"`, text of several lines is delivered line by line this way (an empty line: Enter
  * alone), each confirmed before the next.
  * @throws NudgeNotDeliveredError saying what is on screen; `sent` is false only when nothing
@@ -253,6 +255,10 @@ async function deliverOne(
     await term.submit();
     const by = Date.now() + timing.confirmMs;
     let newline = false;
+    // Taken only when two looks in a row say so: a look can catch a frame half drawn (a
+    // full-screen program redraws all its rows at once, the terminal may show part of it),
+    // whose rows differ from the typed ones whatever the program did with Enter.
+    let taken = false;
     while (Date.now() < by) {
       await sleep(pollMs, undefined, { signal });
       const st = await term.state();
@@ -262,8 +268,11 @@ async function deliverOne(
         newline = true;
         break;
       }
-      if (inputTaken(typed, st, row)) return "delivered";
+      const now = inputTaken(typed, st, row);
+      if (now && (taken || !visible)) return "delivered";
+      taken = now;
     }
+    if (taken) return "delivered";
     if (!visible) break;
     if (!newline) continue;
     // The Enter became a newline in the input: take it back, and once the text's line has
