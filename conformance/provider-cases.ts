@@ -23,6 +23,11 @@ import { type CaseContext, CaseSkip, type ConformanceCase } from "./harness.js";
 export const LONG = "exec sleep 300";
 /** Reads its terminal line by line into `nudge.out`. */
 const READER = "exec cat > nudge.out";
+/**
+ * Asks for bracketed paste, then appends each line it reads (a canonical-mode tty: one read
+ * per Enter) to nudge.out, so where the paste brackets fall shows how a nudge was typed.
+ */
+const LINE_READER = `printf '\\033[?2004h'; while printf '> '; IFS= read -r l; do printf '%s\\n' "$l" >> nudge.out; done`;
 /** Writes its pid, then becomes `sleep` (same pid). */
 const PID_LONG = "echo $$ > pid.out; exec sleep 300";
 /**
@@ -869,6 +874,23 @@ const io: ConformanceCase[] = [
       const { name, cfg } = await running(ctx, READER);
       for (const t of ["one", "two", "three"]) await ctx.provider.nudge(name, t);
       await fileEquals(ctx, name, cfg, "nudge.out", "one\ntwo\nthree\n");
+    },
+  },
+  {
+    id: "nudge.multiline-lines",
+    title: "nudge: multiline `lines` types and submits each line on its own (each its own paste)",
+    // Typing rules apply where a terminal is typed into (one can attach to it), not to a
+    // protocol prompt (acp).
+    requires: ["executes", "idleWait", "attach"],
+    async run(ctx) {
+      const B = "\u001b[200~";
+      const E = "\u001b[201~";
+      const { name, cfg } = await running(ctx, LINE_READER);
+      await ctx.eventually("the reader's prompt", async () =>
+        (await ctx.provider.peek(name, 5)).includes(">"),
+      );
+      await ctx.provider.nudge(name, "one\ntwo", { multiline: "lines" });
+      await fileEquals(ctx, name, cfg, "nudge.out", `${B}one${E}\n${B}two${E}\n`);
     },
   },
   {

@@ -98,7 +98,9 @@ export function makeCity(yaml: string, onFinished: typeof onTestFinished = onTes
         // no controller log
       }
     }
-    rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socketOf(dir, name)), { force: true });
+    const socketPath = join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socketOf(dir, name));
+    rmSync(socketPath, { force: true });
+    rmSync(`${socketPath}.gc-gate`, { force: true });
     // A program finishing its exit (an agent CLI saving state into its HOME under the city)
     // can still add a file while the tree is removed: retry instead of failing the test.
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });

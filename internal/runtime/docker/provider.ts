@@ -304,7 +304,9 @@ export class DockerProvider
       screen: (signal) => this.channel(need()).screen(signal),
       sendKeys: (keys, signal) => this.channel(need()).sendKeys(keys, signal),
       nudge: (text, signal) =>
-        this.nudges.run(plan.name, () => this.channel(need()).deliver(plan.name, text, CONFIRM_MS, signal)),
+        this.nudges.run(plan.name, () =>
+          this.channel(need()).deliver(plan.name, text, CONFIRM_MS, signal, plan.config.multiline),
+        ),
       destroy: async () => {
         if (id) await this.remove(id);
       },
@@ -496,7 +498,7 @@ export class DockerProvider
     if (!c?.State.Running) return;
     const text = terminalText(flattenContent(content), opts);
     const ch = this.channel(c.Id);
-    return this.nudges.run(name, () => ch.deliver(name, text, CONFIRM_MS, opts.signal));
+    return this.nudges.run(name, () => ch.deliver(name, text, CONFIRM_MS, opts.signal, opts.multiline));
   }
 
   /** Raw tmux key names in one `send-keys`; no implicit Enter. Resolves when missing or not running. */

@@ -603,8 +603,14 @@ export class K8sProvider
   }
 
   /** Types `text` into the pod's session and confirms it was submitted (tmux/pane.ts `deliver`). */
-  type(name: string, pod: string, text: string, signal?: AbortSignal): Promise<void> {
-    return this.channel(pod).deliver(name, text, CONFIRM_MS, signal);
+  type(
+    name: string,
+    pod: string,
+    text: string,
+    signal?: AbortSignal,
+    multiline?: "paste" | "lines" | undefined,
+  ): Promise<void> {
+    return this.channel(pod).deliver(name, text, CONFIRM_MS, signal, multiline);
   }
 
   /** Liveness: the pane exists and its program has not exited. */
@@ -738,7 +744,8 @@ export class K8sProvider
       died: () => this.died(plan.name, need()),
       screen: (signal) => this.channel(need()).screen(signal),
       sendKeys: (keys, signal) => this.channel(need()).sendKeys(keys, signal),
-      nudge: (text, signal) => this.nudges.run(plan.name, () => this.type(plan.name, need(), text, signal)),
+      nudge: (text, signal) =>
+        this.nudges.run(plan.name, () => this.type(plan.name, need(), text, signal, plan.config.multiline)),
       destroy: async () => {
         if (made) await this.deletePod(plan.name, made.uid);
       },
@@ -893,7 +900,7 @@ export class K8sProvider
     if (st.kind === "pending") throw new SessionInitializingError(name, st.reason);
     if (st.kind !== "running" || text === "") return;
     const pod = p.metadata!.name!;
-    await this.nudges.run(name, () => this.type(name, pod, text, opts.signal));
+    await this.nudges.run(name, () => this.type(name, pod, text, opts.signal, opts.multiline));
   }
 
   async sendKeys(name: string, keys: readonly string[], opts: OpOptions = {}): Promise<void> {

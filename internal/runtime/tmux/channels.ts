@@ -69,9 +69,15 @@ export class Channel {
     return sendKeys(this.pane, keys, signal);
   }
 
-  /** {@link deliver}s a nudge's text to the session's pane. */
-  deliver(name: string, text: string, confirmMs: number, signal?: AbortSignal): Promise<void> {
-    return deliver(this.pane, name, text, { confirmMs, signal });
+  /** {@link deliver}s a nudge's text to the session's pane (`multiline`: the session's rule). */
+  deliver(
+    name: string,
+    text: string,
+    confirmMs: number,
+    signal?: AbortSignal,
+    multiline?: "paste" | "lines" | undefined,
+  ): Promise<void> {
+    return deliver(this.pane, name, text, { confirmMs, signal, multiline });
   }
 
   /** {@link waitIdle} on the session's pane, driven by the channel's `%output` notifications. */
