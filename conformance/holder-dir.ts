@@ -28,6 +28,9 @@ export async function holdersUnder(root: string): Promise<number[]> {
   return out;
 }
 
+/** What the teardown uses of a holder-based provider (SubprocessProvider, AcpProvider). */
+export type HeldProvider = Pick<SubprocessProvider, "snapshot" | "stop" | "root">;
+
 /** A temp city directory; see {@link makeHolderDir}. */
 export interface HolderDir {
   readonly root: string;
@@ -40,7 +43,7 @@ export interface HolderDir {
    * root, removes the root and each provider's fallback socket directory. Never rejects for
    * a session that is already gone.
    */
-  teardown(providers: readonly SubprocessProvider[]): Promise<void>;
+  teardown(providers: readonly HeldProvider[]): Promise<void>;
 }
 
 /**

@@ -24,6 +24,7 @@ export interface EffectivePreset {
   readonly busyMarkers: readonly string[] | undefined;
   readonly readyMarkers: readonly string[] | undefined;
   readonly errorMarkers: readonly string[] | undefined;
+  readonly turnEndMarkers: readonly string[] | undefined;
   readonly readySettleMs: number | undefined;
   readonly multiline: "paste" | "lines" | undefined;
   readonly env: Readonly<Record<string, string>>;
@@ -91,8 +92,15 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "Build · ",
     ready_delay_ms: 3_000,
     process_names: ["opencode"],
-    // Ctrl-C quits opencode; Escape ("esc interrupt") ends the turn.
-    interrupt_keys: ["Escape"],
+    // Its busy marker shows a moment after the prompt is taken (the prompt is drawn in the
+    // transcript first); a turn has ended once a new reply tag with the turn's time (or
+    // "interrupted") shows: "▣  Build · Test model · 451ms".
+    turn_end_markers: [
+      String.raw`▣\s+[^·]+(?:·[^·]+)*?·\s*(?:(?:\d+h\s*)?(?:\d+m\s*)?\d+(?:\.\d+)?m?s|interrupted)\b`,
+    ],
+    // Ctrl-C quits opencode; Escape twice ("esc interrupt", then "esc again to interrupt")
+    // ends the turn.
+    interrupt_keys: ["Escape", "Escape"],
   },
   bash: {
     command: "bash",

@@ -106,6 +106,7 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
     busyMarkers: p.busy_markers,
     readyMarkers: p.ready_markers,
     errorMarkers: p.error_markers,
+    turnEndMarkers: p.turn_end_markers,
     readySettleMs: p.ready_settle_ms,
     multiline: p.multiline,
     env: p.env ?? {},
@@ -114,7 +115,7 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
 
 /**
  * What `agent`'s sessions show on screen, as the classifier reads it: its ready prompt and
- * ready, busy and error markers (the agent's keys over its preset's); empty for a
+ * ready, busy, error and turn-end markers (the agent's keys over its preset's); empty for a
  * `start_command` agent without its own. The one place these keys are layered. Pure.
  */
 export function screenRulesOf(config: CityConfig, agent: AgentConfig): ScreenRules {
@@ -124,6 +125,7 @@ export function screenRulesOf(config: CityConfig, agent: AgentConfig): ScreenRul
     readyMarkers: agent.ready_markers ?? preset?.readyMarkers,
     busyMarkers: agent.busy_markers ?? preset?.busyMarkers,
     errorMarkers: agent.error_markers ?? preset?.errorMarkers,
+    turnEndMarkers: agent.turn_end_markers ?? preset?.turnEndMarkers,
   });
 }
 

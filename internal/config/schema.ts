@@ -101,6 +101,12 @@ const LAUNCH_FIELDS = {
     .describe(
       "Regular expressions (JavaScript, case-insensitive) of the program's error lines, e.g. 'quota exceeded'. A line near the bottom of the screen matching one makes the work state error, with that line as its message; added to the builtin markers.",
     ),
+  turn_end_markers: s
+    .array(s.string({ nonEmpty: true }))
+    .optional()
+    .describe(
+      "Regular expressions (JavaScript, case-insensitive) of the line the program prints when a turn ends, e.g. opencode's '▣ Build · model · 1.2s'. gc run counts a turn over only once the screen shows one the screen before the prompt did not (for programs whose busy marker appears a moment after the prompt is taken).",
+    ),
   ready_settle_ms: s
     .int({ min: 0, max: 60_000 })
     .optional()

@@ -95,9 +95,9 @@ function checkEnv(r: IssueReporter, env: Readonly<Record<string, string>> | unde
 }
 
 /** The launch keys holding screen markers (regular expression sources). */
-const MARKER_KEYS = ["busy_markers", "ready_markers", "error_markers"] as const;
+const MARKER_KEYS = ["busy_markers", "ready_markers", "error_markers", "turn_end_markers"] as const;
 
-/** Each `busy_markers`, `ready_markers` and `error_markers` entry must be a valid regular expression. */
+/** Each `busy_markers`, `ready_markers`, `error_markers` and `turn_end_markers` entry must be a valid regular expression. */
 function checkMarkers(r: IssueReporter, markers: readonly string[] | undefined, path: string): void {
   (markers ?? []).forEach((m, i) => {
     try {

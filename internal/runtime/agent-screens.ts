@@ -35,8 +35,9 @@ export const AGENT_SCREEN_MARKERS: Readonly<Record<string, AgentScreenMarkers>> 
     ],
   },
   // opencode 1.18: "esc interrupt" in the footer while a turn runs; "ctrl+p commands" always.
+  // After one Escape: "esc again to interrupt" (a second Escape ends the turn).
   opencode: {
-    busy: [/\besc interrupt\b/i],
+    busy: [/\besc interrupt\b/i, /\besc again to interrupt\b/i],
   },
   // GitHub Copilot CLI has no entry: offline (no sign-in) it never starts a turn, so no busy
   // screen could be recorded; its turn state is left to the generic markers.
@@ -55,6 +56,19 @@ export function screenShowsBusyMarker(screen: string): boolean {
 }
 
 /**
+ * Which busy markers `screen` shows: the builtin ones (anywhere) and the session's own
+ * (`own`, on the bottom lines as {@link screenShowsMarker} reads them), as their sources;
+ * empty when it shows none. Pure.
+ */
+export function busyMarkersShown(screen: string, own: readonly string[] = []): string[] {
+  const tail = own.length > 0 ? markerWindow(screen) : "";
+  return [
+    ...ALL_BUSY.filter((re) => re.test(screen)).map((re) => re.source),
+    ...own.filter((m) => markerRegExp(m).test(tail)),
+  ];
+}
+
+/**
  * What a session's preset says about its screen, beside the builtin markers (preset and agent
  * keys `ready_prompt_prefix`, `ready_markers`, `busy_markers`, `error_markers`). Markers are
  * regular expression sources, matched case-insensitively on the last
@@ -70,6 +84,12 @@ export interface ScreenRules {
   readonly busyMarkers?: readonly string[] | undefined;
   /** A line showing one is the program's error (`work: error` with that line). */
   readonly errorMarkers?: readonly string[] | undefined;
+  /**
+   * Printed when a turn ends (opencode's `▣ Build · model · 1.2s`): `gc run` counts its turn
+   * over only once the screen shows one the screen before the prompt did not
+   * ({@link showsNewMarker}).
+   */
+  readonly turnEndMarkers?: readonly string[] | undefined;
 }
 
 /** Lines at the bottom of a screen that a session's own markers are looked for in. */
@@ -100,4 +120,39 @@ export function screenShowsMarker(screen: string, markers: readonly string[] | u
   if (!markers || markers.length === 0) return false;
   const tail = markerWindow(screen);
   return markers.some((m) => markerRegExp(m).test(tail));
+}
+
+/** Every text matching one of `markers` on `screen` (matched per line, as often as it shows). Pure. */
+function markerHits(screen: string, markers: readonly string[]): string[] {
+  const hits: string[] = [];
+  for (const line of screen.replace(/\r\n?/g, "\n").split("\n")) {
+    for (const m of markers) {
+      const hit = markerRegExp(m).exec(line);
+      if (hit) hits.push(hit[0]);
+    }
+  }
+  return hits;
+}
+
+/**
+ * True when `screen` shows a text matching one of `markers` more often than `before` did: a
+ * marker printed since (an old one that scrolled away makes room for a new one of the same
+ * text only when the screen holds more of it than before). Only the matched text counts, not
+ * the rest of its line (a full-screen program draws a sidebar beside its transcript).
+ * `false` when there are no markers. Pure.
+ */
+export function showsNewMarker(
+  before: string,
+  screen: string,
+  markers: readonly string[] | undefined,
+): boolean {
+  if (!markers || markers.length === 0) return false;
+  const seen = new Map<string, number>();
+  for (const h of markerHits(before, markers)) seen.set(h, (seen.get(h) ?? 0) + 1);
+  for (const h of markerHits(screen, markers)) {
+    const n = seen.get(h) ?? 0;
+    if (n === 0) return true;
+    seen.set(h, n - 1);
+  }
+  return false;
 }

@@ -4,8 +4,10 @@
  * reconciler and the CLI use nothing else. A provider never reads the city file and never
  * writes the session store. Optional extras are separate interfaces found by type guards.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CensusEntry } from "../proc/census.js";
 import type { AcpTurn } from "./acp/wire.js";
+import { busyMarkersShown } from "./agent-screens.js";
 
 /** Options accepted by every provider operation. */
 export interface OpOptions {
@@ -79,6 +81,12 @@ export interface StartConfig {
    * the builtin markers. Not fingerprinted.
    */
   readonly errorMarkers?: readonly string[] | undefined;
+  /**
+   * Regular expression sources (case-insensitive) of the line the program prints when a turn
+   * ends: `gc run` counts a turn over only once the screen shows one it did not show before
+   * the prompt (agent-screens.ts `showsNewMarker`). Not fingerprinted.
+   */
+  readonly turnEndMarkers?: readonly string[] | undefined;
   /**
    * The ready prompt (or a ready marker) must stay on screen this long before start counts
    * the program ready (a program that draws its input before it takes Enter). Not fingerprinted.
@@ -674,19 +682,50 @@ export const supportsCensus = (p: Provider): p is Provider & CensusProvider => h
 export const supportsOrphanKill = (p: Provider): p is Provider & OrphanKillProvider =>
   hasMethods(p, "killOrphans");
 
+/** Options of {@link interruptTurn}. */
+export interface InterruptOptions extends OpOptions {
+  /** The session's own busy markers (preset `busy_markers`), beside the builtin ones. */
+  readonly busyMarkers?: readonly string[] | undefined;
+  /** How long a key may take to show on screen before the next one is pressed anyway. Default 2 000 ms. */
+  readonly keyAnswerMs?: number | undefined;
+  /** Screen poll interval between keys. Default 50 ms. */
+  readonly pollMs?: number | undefined;
+}
+
 /**
  * Interrupts the running turn of `name` the way its program wants: the session's declared
- * `interruptKeys` (`Escape` for agent CLIs whose Ctrl-C quits) as keys, else the provider's
+ * `interruptKeys` (`Escape` for agent CLIs whose Ctrl-C quits), else the provider's
  * `interrupt` (Ctrl-C; session/cancel on acp, whose keys op maps Escape to a cancel too).
+ * Several keys (opencode takes a second Escape: "esc again to interrupt") are pressed one
+ * at a time, never in one write (two ESC bytes read together are one Alt-Escape): the next
+ * key once the screen shows the previous one was taken — its busy markers changed (at most
+ * `keyAnswerMs` later; a spinner's frames are no evidence) — and none once the screen shows
+ * no busy marker (the turn has ended, or never visibly ran: then only the first key goes).
  */
 export async function interruptTurn(
   provider: Provider,
   name: string,
   interruptKeys: readonly string[] | undefined,
-  opts: OpOptions = {},
+  opts: InterruptOptions = {},
 ): Promise<void> {
-  if (interruptKeys && interruptKeys.length > 0) await provider.sendKeys(name, interruptKeys, opts);
-  else await provider.interrupt(name, opts);
+  if (!interruptKeys || interruptKeys.length === 0) return provider.interrupt(name, opts);
+  const { signal } = opts;
+  const pollMs = opts.pollMs ?? 50;
+  const shown = async () =>
+    busyMarkersShown(await provider.peek(name, 50, opts), opts.busyMarkers).join("\n");
+  for (const [i, key] of interruptKeys.entries()) {
+    const before = i + 1 < interruptKeys.length ? await shown() : undefined;
+    await provider.sendKeys(name, [key], opts);
+    // The last key, or no turn visibly running (a drain of an idle session): done.
+    if (before === undefined || before === "") break;
+    const by = Date.now() + (opts.keyAnswerMs ?? 2_000);
+    let now = before;
+    while (now === before && Date.now() < by) {
+      await sleep(pollMs, undefined, { signal });
+      now = await shown();
+    }
+    if (now === "") break;
+  }
 }
 
 /**

@@ -141,10 +141,7 @@ function script(work: string): Script {
  * CLIs gc does not yet run through a turn (issue 33 items 3–4, per-CLI knowledge and delivery):
  * skipped with the reason unless GC_TURNS_ALL=1 (to work on them).
  */
-const GAPS: Partial<Record<TurnCli, string>> = {
-  opencode:
-    "known gap: on tmux the nudge is not submitted (text left in opencode's input box after 3 Enter presses); on subprocess gc reports the turn over before the reply",
-};
+const GAPS: Partial<Record<TurnCli, string>> = {};
 /** A CLI that does not pass on one provider yet (`provider/cli`), skipped with the reason. */
 const GAPS_ON: Partial<Record<string, string>> = {
   "tmux/codex":

@@ -130,6 +130,18 @@ describe("the import graph of cmd/, internal/ and conformance/", () => {
     expect(layerViolations(edges)).toEqual([]);
   });
 
+  it("the session holder (runtime/subprocess) imports nothing of runtime/acp: ACP plugs into it", () => {
+    const up = edges.filter(
+      ([from, to]) =>
+        from.startsWith("internal/runtime/subprocess/") && to.startsWith("internal/runtime/acp/"),
+    );
+    expect(up).toEqual([]);
+    expect(edges).toContainEqual([
+      "internal/runtime/acp/holder.ts",
+      "internal/runtime/subprocess/holder-process.ts",
+    ]);
+  });
+
   it("the checks see what they are for: an upward import, a sibling import, a cycle", () => {
     const planted: Edge[] = [
       ["internal/proc/run.ts", "internal/runtime/provider.ts"],

@@ -361,11 +361,11 @@ describe("resolveCity", () => {
     expect(Object.keys(fp(plain!).breakdown).some((k) => k.startsWith("providerSettings"))).toBe(false);
   });
 
-  it("resolveCity: interrupt_keys and busy_markers come from the preset (opencode: Escape), an agent overrides them, and they are not fingerprinted", () => {
+  it("resolveCity: interrupt_keys and busy_markers come from the preset (opencode: Escape twice), an agent overrides them, and they are not fingerprinted", () => {
     const [b, py] = resolve(
       "agents:\n  - name: b\n    provider: opencode\n  - name: py\n    provider: python\n",
     );
-    expect(b!.config.interruptKeys).toEqual(["Escape"]);
+    expect(b!.config.interruptKeys).toEqual(["Escape", "Escape"]);
     expect(py!.config.interruptKeys).toBeUndefined();
     const [o] = resolve(
       "providers:\n  q: { command: qwen, busy_markers: ['esc to cancel'], interrupt_keys: [Escape] }\nagents:\n  - name: o\n    provider: q\n    interrupt_keys: [C-g]\n    busy_markers: ['Reticulating']\n",
@@ -406,6 +406,24 @@ describe("resolveCity", () => {
     );
     expect(codex!.config.readySettleMs).toBe(1_500);
     expect(claude!.config.readySettleMs).toBeUndefined();
+  });
+
+  it("resolveCity: turn_end_markers and interrupt_keys come from the preset (opencode: its reply tag, Escape twice), an agent overrides them, and they are not fingerprinted", () => {
+    const [oc, n] = resolve(
+      "agents:\n  - name: oc\n    provider: opencode\n  - name: n\n    provider: codex\n",
+    );
+    expect(oc!.config.turnEndMarkers).toHaveLength(1);
+    expect(oc!.config.interruptKeys).toEqual(["Escape", "Escape"]);
+    expect(n!.config.turnEndMarkers).toBeUndefined();
+    const preset = "providers:\n  q: { command: qwen, turn_end_markers: ['✦ done in \\d+s'] }\n";
+    const [q] = resolve(`${preset}agents:\n  - name: o\n    provider: q\n`);
+    const [o] = resolve(
+      `${preset}agents:\n  - name: o\n    provider: q\n    turn_end_markers: ['Finished']\n`,
+    );
+    expect(q!.config.turnEndMarkers).toEqual(["✦ done in \\d+s"]);
+    expect(o!.config.turnEndMarkers).toEqual(["Finished"]);
+    expect(fingerprint(o!.config).core).toBe(fingerprint(q!.config).core);
+    expect(fingerprint(o!.config).live).toBe(fingerprint(q!.config).live);
   });
 
   it("resolveCity: clear_input_keys comes from the preset (claude: C-u), an agent overrides it, and it is not fingerprinted", () => {

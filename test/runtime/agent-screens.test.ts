@@ -9,8 +9,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_PRESETS } from "../../internal/config/builtins.js";
 import { decideApproval } from "../../internal/reconcile/approval.js";
+import { busyMarkersShown, showsNewMarker } from "../../internal/runtime/agent-screens.js";
 import { notSeen } from "../../internal/runtime/lifecycle/start.js";
-import { isApprovalQuestion } from "../../internal/runtime/provider.js";
+import { interruptTurn, isApprovalQuestion, type Provider } from "../../internal/runtime/provider.js";
 import {
   findInteraction,
   screenAwaitsChoice,
@@ -267,5 +268,104 @@ describe("readiness that went on without the prompt (notSeen)", () => {
     expect(notSeen("> ", 60_000, undefined)).toBe(
       'ready prompt "> " not seen within 60 s; went on (no screen to look at)',
     );
+  });
+});
+
+describe("opencode's turn-end tag (preset turn_end_markers) and interrupt", () => {
+  const ends = BUILTIN_PRESETS.opencode!.turn_end_markers!;
+  const tag = (t: string) => `     ▣  Build · Test model · ${t}                                   0% used`;
+  const idle = [
+    "  ┃  Say hello, please.",
+    "     Hello from the model double.",
+    tag("1.9s"),
+    "  ┃  Build · Test model Double",
+  ];
+
+  it("a new tag (a duration or 'interrupted') ends the turn; the tag in progress, the old ones and the sidebar beside them do not", () => {
+    const before = idle.join("\n");
+    // Prompt taken, turn not started: the transcript shows the prompt, no new tag.
+    const taken = [...idle, "  ┃  Say hello again.", "  ┃  Build · Test model Double"].join("\n");
+    expect(showsNewMarker(before, taken, ends)).toBe(false);
+    // Working: the tag without its time.
+    expect(showsNewMarker(before, `${taken}\n     ▣  Build · Test model        LSP`, ends)).toBe(false);
+    // The old tag redrawn beside other sidebar text is the same tag.
+    expect(showsNewMarker(before, before.replace("0% used", "$0.00 spent"), ends)).toBe(false);
+    for (const t of ["443ms", "1.9s", "2m 0s", "interrupted"])
+      expect(showsNewMarker(before, `${taken}\n${tag(t)}`, ends), t).toBe(true);
+    // One more of the same text than before is new.
+    expect(showsNewMarker(before, `${before}\n${tag("1.9s")}`, ends)).toBe(true);
+    expect(showsNewMarker(before, `${before}\n${tag("1.9s")}`, undefined)).toBe(false);
+  });
+
+  it("busyMarkersShown: 'esc interrupt', then 'esc again to interrupt' after one Escape, then none", () => {
+    const footer = (s: string) => `  ┃  Build · Test model Double\n   ■■⬝⬝⬝⬝⬝⬝  ${s}`;
+    const first = busyMarkersShown(footer("esc interrupt"));
+    const again = busyMarkersShown(footer("esc again to interrupt"));
+    expect(first).toHaveLength(1);
+    expect(again).toHaveLength(1);
+    expect(again).not.toEqual(first);
+    expect(busyMarkersShown("  /tmp/work   19  ctrl+p commands")).toEqual([]);
+    // A session's own marker (qwen's), which no builtin one matches.
+    expect(busyMarkersShown("Reticulating (3s · esc to cancel)", ["\\(\\d+s · esc to cancel\\)"])).toEqual([
+      "\\(\\d+s · esc to cancel\\)",
+    ]);
+  });
+});
+
+describe("interruptTurn: keys pressed one at a time on the screen's answer", () => {
+  /** An opencode turn: the first Escape arms ("esc again to interrupt"), the second ends it. */
+  function opencodeTurn(opts: { deafMs?: number } = {}) {
+    const writes: string[][] = [];
+    let escapes = 0;
+    let frame = 0;
+    const heardAt = Date.now() + (opts.deafMs ?? 0);
+    const provider = {
+      peek: async () => {
+        frame++; // the spinner moves on every look: a changed screen is no evidence
+        const spin = "■".repeat(frame % 8).padEnd(8, "⬝");
+        if (escapes >= 2)
+          return "     ▣  Build · Test model · interrupted\n   /tmp/work   19  ctrl+p commands";
+        return `  ┃  Build · Test model Double\n   ${spin}  ${escapes === 1 ? "esc again to interrupt" : "esc interrupt"}`;
+      },
+      sendKeys: async (_name: string, keys: readonly string[]) => {
+        writes.push([...keys]);
+        if (Date.now() >= heardAt) escapes += keys.filter((k) => k === "Escape").length > 1 ? 0 : 1;
+      },
+      interrupt: async () => {
+        writes.push(["C-c"]);
+      },
+    } as unknown as Provider;
+    return { provider, writes, escapes: () => escapes };
+  }
+
+  it("opencode: the second Escape only once 'esc again to interrupt' shows, each in its own write", async () => {
+    const t = opencodeTurn();
+    await interruptTurn(t.provider, "oc", ["Escape", "Escape"], { pollMs: 1 });
+    expect(t.writes).toEqual([["Escape"], ["Escape"]]);
+    expect(t.escapes()).toBe(2);
+  });
+
+  it("a key the program did not take (no marker change within keyAnswerMs) is followed by the next anyway", async () => {
+    const t = opencodeTurn({ deafMs: 60_000 });
+    await interruptTurn(t.provider, "oc", ["Escape", "Escape"], { pollMs: 1, keyAnswerMs: 30 });
+    expect(t.writes).toEqual([["Escape"], ["Escape"]]);
+  });
+
+  it("no further key once no busy marker shows (the turn ended), and the provider's interrupt without keys", async () => {
+    const t = opencodeTurn();
+    await interruptTurn(t.provider, "oc", ["Escape", "Escape", "Escape"], { pollMs: 1 });
+    expect(t.writes).toEqual([["Escape"], ["Escape"]]);
+    const u = opencodeTurn();
+    await interruptTurn(u.provider, "oc", undefined);
+    expect(u.writes).toEqual([["C-c"]]);
+    // An idle screen (a drain before a stop): the first key only, no wait for an answer.
+    const idle = {
+      peek: async () => "   /tmp/work   19  ctrl+p commands",
+      sendKeys: async (_n: string, keys: readonly string[]) => void u.writes.push([...keys]),
+    } as unknown as Provider;
+    u.writes.length = 0;
+    // (A wait for an answer would outlast the test's timeout.)
+    await interruptTurn(idle, "oc", ["Escape", "Escape"], { pollMs: 1, keyAnswerMs: 60_000 });
+    expect(u.writes).toEqual([["Escape"]]);
   });
 });

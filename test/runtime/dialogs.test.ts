@@ -629,3 +629,82 @@ describe("screen heuristics", () => {
     expect(screenLooksBusy("❯ ")).toBe(false);
   });
 });
+
+// opencode 1.18.33's permission prompt at 120×40 (capture-pane, trailing blanks trimmed): its
+// options side by side, the chosen one marked by colour only (each new prompt starts on
+// "Allow once"), key hints on the same line; Escape rejects.
+const OPENCODE_PERMISSION = `     respond-file is made.
+
+     ▣  Build · Test model · 3.8s
+
+  ┃
+  ┃  Please make respond-file now.
+  ┃
+
+     $ touch /tmp/work/respond-file
+
+     ▣  Build · Test model
+
+  ┃
+  ┃  △ Permission required
+  ┃    # Shell command
+  ┃
+  ┃  $ touch /tmp/work/respond-file
+  ┃
+  ┃
+  ┃   Allow once   Allow always   Reject                                 ctrl+f fullscreen  ⇆ select  enter confirm
+  ┃`;
+
+/** opencode's prompt: Enter takes "Allow once", Escape rejects; any other key is recorded only. */
+class OpencodePrompt implements ScreenIO {
+  readonly keys: string[] = [];
+  chosen: string | undefined;
+  async screen(): Promise<string> {
+    return this.chosen === undefined
+      ? OPENCODE_PERMISSION
+      : "     ▣  Build · Test model\n  ┃  Build · Test model Double";
+  }
+  async sendKeys(keys: readonly string[]): Promise<void> {
+    for (const k of keys) {
+      this.keys.push(k);
+      if (k === "Enter") this.chosen ??= "Allow once";
+      if (k === "Escape") this.chosen ??= "Reject";
+    }
+  }
+}
+
+describe("opencode's permission prompt (options on one row, cursor by colour only)", () => {
+  it("is a pending approval with its three options, not the key hints, and the question", () => {
+    const p = findInteraction(OPENCODE_PERMISSION);
+    expect(p?.kind).toBe("approval");
+    expect(p?.options).toEqual(["Allow once", "Allow always", "Reject"]);
+    expect(p?.metadata?.roles).toBe("approve,approve-always,deny");
+    expect(p?.prompt).toMatch(/^△ Permission required\n# Shell command\n\$ touch /);
+    expect(isApprovalQuestion(p!)).toBe(true);
+    expect(screenAwaitsChoice(OPENCODE_PERMISSION)).toBe(true);
+    // Without the prompt's question the same row is no menu.
+    expect(findInteraction(OPENCODE_PERMISSION.replace("△ Permission required", "Shell"))).toBeUndefined();
+  });
+
+  it("approve: Enter on the option the prompt starts on", async () => {
+    const io = new OpencodePrompt();
+    await respondToInteraction(io, { action: "approve" }, fast);
+    expect(io.keys).toEqual(["Enter"]);
+    expect(io.chosen).toBe("Allow once");
+  });
+
+  it("deny: its own key (Escape), no cursor moved", async () => {
+    const io = new OpencodePrompt();
+    await respondToInteraction(io, { action: "deny" }, fast);
+    expect(io.keys).toEqual(["Escape"]);
+    expect(io.chosen).toBe("Reject");
+  });
+
+  it("approve-always needs the cursor moved where no screen text shows it: refused, no key sent", async () => {
+    const io = new OpencodePrompt();
+    await expect(respondToInteraction(io, { action: "approve-always" }, fast)).rejects.toThrow(
+      /by colour only.*attach to choose "Allow always"/,
+    );
+    expect(io.keys).toEqual([]);
+  });
+});

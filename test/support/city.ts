@@ -138,22 +138,4 @@ export function runGc(
   });
 }
 
-/** Polls `fn` every 100 ms until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  fn: () => Promise<T> | T,
-  timeoutMs = 30_000,
-): Promise<Exclude<T, false | null | undefined | 0 | "">> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as Exclude<T, false | null | undefined | 0 | "">;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { until } from "./until.js";

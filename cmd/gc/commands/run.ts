@@ -19,6 +19,7 @@ import {
   probeIdle,
 } from "../../../internal/reconcile/nudge-delivery.js";
 import { recordTurns } from "../../../internal/reconcile/turns.js";
+import { showsNewMarker } from "../../../internal/runtime/agent-screens.js";
 import {
   interruptTurn,
   supportsInteraction,
@@ -298,12 +299,18 @@ async function locked(
   const baseline = screenLines(await t.provider.peek(t.name, 0, { signal: ctx.signal }));
   const turn = turnIdleMode(readyPrompt, baseline.at(-1) ?? "");
   // The turn is over only once it visibly happened: the prompt was echoed and a fresh prompt
-  // follows (prompt-driven programs), or at least the screen changed (others).
+  // follows (prompt-driven programs), or at least the screen changed (others); for a program
+  // that prints a line when a turn ends (preset `turn_end_markers`), once a new one shows.
   const minLines = turn.promptOnly ? 2 : 1;
+  const endMarkers = t.config?.turnEndMarkers;
+  const baselineText = baseline.join("\n");
   const progressed = (screen: string) => {
     const d = deltaSince(baseline, screenLines(screen));
     return d.gap || d.lines.length >= minLines;
   };
+  const ended = (screen: string) =>
+    progressed(screen) &&
+    (endMarkers === undefined || endMarkers.length === 0 || showsNewMarker(baselineText, screen, endMarkers));
   const outputNow = async (): Promise<string> => {
     try {
       return deltaSince(baseline, screenLines(await t.provider.peek(t.name, 0))).lines.join("\n");
@@ -327,7 +334,7 @@ async function locked(
         busyMarkers: t.config?.busyMarkers,
         readyMarkers: t.config?.readyMarkers,
         boundMs: 60_000,
-        accept: progressed,
+        accept: ended,
         signal,
       });
       if (r === "idle")
@@ -352,6 +359,7 @@ async function locked(
     const status = ctx.signal.aborted ? "cancelled" : "timeout";
     const durationMs = elapsed();
     await interruptTurn(t.provider, t.name, t.config?.interruptKeys, {
+      busyMarkers: t.config?.busyMarkers,
       signal: AbortSignal.timeout(INTERRUPT_TIMEOUT_MS),
     }).catch(() => undefined);
     await probeIdle(t.provider, t.name, {

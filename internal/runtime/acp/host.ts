@@ -1,6 +1,6 @@
 /**
- * The ACP half of the session holder (subprocess/holder.ts runs it instead of a pty when the
- * spec's mode is `acp`): it spawns the agent with pipes on its stdio, speaks ACP v1 to it
+ * The ACP half of the session holder (the ACP mode, holder-mode.ts, runs it instead of a pty
+ * when the spec's mode is `acp`): it spawns the agent with pipes on its stdio, speaks ACP v1 to it
  * through the official SDK's client side (`initialize`, `session/new`, `session/prompt`,
  * `session/cancel`, `authenticate`), queues prompts (one turn at a time, as ACP requires),
  * records every turn (prompt, streamed reply, tool calls, stop reason), renders a transcript

@@ -1,9 +1,11 @@
 /**
  * AcpProvider: sessions whose program is an Agent Client Protocol agent (`gemini --acp`,
- * `claude-code-acp`, `codex-acp`, …). It is the subprocess provider with its holder in `acp`
- * mode: the same kind of detached holder (one per city for all its sessions; socket per session, ownership, adoption after a controller
- * restart, start lock, stop of the whole tree), but the holder speaks ACP over the agent's
- * stdio instead of owning a pty (../acp/host.ts). Operations map onto ACP: nudge =
+ * `claude-code-acp`, `codex-acp`, …). It composes the subprocess provider's machinery with
+ * the holder's ACP mode plugged in (holder.ts, holder-mode.ts): the same kind of detached
+ * holder (one per city for all its sessions; socket per session, ownership, adoption after a
+ * controller restart, start lock, stop of the whole tree), but the holder speaks ACP over the
+ * agent's stdio instead of owning a pty (host.ts). What ACP answers differently is its own;
+ * the rest is the subprocess provider's, delegated. Operations map onto ACP: nudge =
  * `session/prompt` (queued while a turn runs), interrupt = `session/cancel`, waitForIdle =
  * the turn's end (its `stopReason`), peek = the rendered transcript, pending/respond =
  * `session/request_permission` and the agent's auth methods.
@@ -16,21 +18,45 @@ import {
   UnsupportedError,
 } from "../../base/errors.js";
 import { validateSessionName } from "../../base/names.js";
+import type { CensusEntry } from "../../proc/census.js";
 import { OP_TIMEOUT_MS } from "../../proc/run.js";
 import {
+  type BackendShutdownProvider,
+  type BackendWatchProvider,
+  type CensusProvider,
+  type CommandProvider,
+  type ExecCommandOptions,
+  type ExecCommandResult,
+  type ExitStatus,
+  type ExitStatusProvider,
   flattenContent,
+  type IdleResult,
+  type IdleWaitProvider,
+  type ImmediateNudgeProvider,
+  type InteractionProvider,
   type InteractionResponse,
   type NudgeContent,
   type OpOptions,
+  type OrphanKillProvider,
+  type OutputChunk,
   type PendingInteraction,
+  type Provider,
   type ProviderCapabilities,
   type SessionLook,
+  type SessionSnapshot,
+  type SnapshotProvider,
+  type StartConfig,
+  type StartReport,
   type TurnProvider,
   type TurnRecord,
 } from "../provider.js";
-import type { HolderSpec } from "../subprocess/protocol.js";
-import { SubprocessProvider, type SubprocessProviderOptions } from "../subprocess/provider.js";
-import type { AcpStatus } from "./wire.js";
+import {
+  type CallResult,
+  holderScriptOf,
+  SubprocessProvider,
+  type SubprocessProviderOptions,
+} from "../subprocess/provider.js";
+import { ACP_MODE, type AcpHolderStatus, type AcpRequest, type AcpResults, type AcpStatus } from "./wire.js";
 
 /** Longest wait for `initialize` + `session/new` during start. */
 export const HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -38,37 +64,89 @@ export const HANDSHAKE_TIMEOUT_MS = 60_000;
 const QUICK_MS = 3_000;
 
 /** Options of {@link AcpProvider}. */
-export interface AcpProviderOptions extends Omit<SubprocessProviderOptions, "rootDir"> {
+export interface AcpProviderOptions extends Omit<SubprocessProviderOptions, "rootDir" | "name" | "mode"> {
   /** MCP servers handed to `session/new`, in ACP's shape (`{name, command, args, env}`). */
   readonly mcpServers?: readonly unknown[] | undefined;
 }
 
+/** The ACP holder script (holder.ts: the holder with the ACP mode plugged in). */
+export function defaultAcpHolderPath(): string {
+  return holderScriptOf(import.meta.url);
+}
+
 /** The ACP provider. */
-export class AcpProvider extends SubprocessProvider implements TurnProvider {
-  override readonly name: string = "acp";
-  private readonly mcpServers: readonly unknown[];
+export class AcpProvider
+  implements
+    Provider,
+    TurnProvider,
+    IdleWaitProvider,
+    ImmediateNudgeProvider,
+    InteractionProvider,
+    ExitStatusProvider,
+    CommandProvider,
+    SnapshotProvider,
+    CensusProvider,
+    OrphanKillProvider,
+    BackendWatchProvider,
+    BackendShutdownProvider
+{
+  readonly name: string = "acp";
+  /** The subprocess machinery, its holder running sessions in the ACP mode. */
+  private readonly held: SubprocessProvider;
 
   constructor(opts: AcpProviderOptions) {
-    super({ ...opts, rootDir: join(opts.stateDir, "acp") });
-    this.mcpServers = opts.mcpServers ?? [];
+    this.held = new SubprocessProvider({
+      ...opts,
+      name: this.name,
+      rootDir: join(opts.stateDir, "acp"),
+      holderPath: opts.holderPath ?? defaultAcpHolderPath(),
+      mode: {
+        mode: ACP_MODE,
+        spec: { mcpServers: opts.mcpServers ?? [] },
+        afterCreate: (name, signal) => this.handshake(name, signal),
+      },
+    });
   }
 
-  override capabilities(): ProviderCapabilities {
-    return { ...super.capabilities(), attach: false, attachDetect: false };
+  /** City name. */
+  get city(): string {
+    return this.held.city;
   }
 
-  protected override holderMode(): Pick<HolderSpec, "mode" | "mcpServers"> {
-    return { mode: "acp", mcpServers: this.mcpServers };
+  /** Ownership tag of this city's holders. */
+  get owner(): string {
+    return this.held.owner;
+  }
+
+  /** `<stateDir>/acp`. */
+  get root(): string {
+    return this.held.root;
+  }
+
+  /** The subprocess provider's, without a terminal to attach to. */
+  capabilities(): ProviderCapabilities {
+    return { ...this.held.capabilities(), attach: false, attachDetect: false };
+  }
+
+  /** One `acp.*` request to `name`'s holder, as the subprocess provider's `call`. */
+  private acpCall<O extends AcpRequest["op"]>(
+    name: string,
+    req: Extract<AcpRequest, { op: O }>,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<CallResult<AcpResults[O]>> {
+    return this.held.callMode<AcpResults[O]>(name, req, timeoutMs, signal);
   }
 
   /**
-   * Start (the shared lifecycle, {@link SubprocessProvider.start}) returns once `initialize`
-   * and `session/new` answered; an agent that needs signing in starts with its auth methods
-   * as the pending interaction. The initial nudge (`prompt_mode: nudge`) is the first turn.
+   * Run by the start (the shared lifecycle, {@link SubprocessProvider.start}) inside `create`:
+   * start returns once `initialize` and `session/new` answered; an agent that needs signing in
+   * starts with its auth methods as the pending interaction. The initial nudge
+   * (`prompt_mode: nudge`) is the first turn.
    * @throws ProviderError when the handshake fails or does not finish in time.
    */
-  protected override async afterCreate(name: string, signal: AbortSignal): Promise<void> {
-    const r = await this.call(
+  private async handshake(name: string, signal: AbortSignal): Promise<void> {
+    const r = await this.acpCall(
       name,
       { op: "acp.handshake", timeoutMs: HANDSHAKE_TIMEOUT_MS },
       HANDSHAKE_TIMEOUT_MS + QUICK_MS,
@@ -85,6 +163,11 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
     }
   }
 
+  /** The session's `status`, with its ACP part. */
+  private async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<AcpHolderStatus>> {
+    return this.held.statusOf(name, signal);
+  }
+
   /** The ACP session's state, or `undefined` when missing. */
   async acpStatus(name: string, opts: OpOptions = {}): Promise<AcpStatus | undefined> {
     validateSessionName(name);
@@ -93,7 +176,7 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   }
 
   /** Queues a prompt (a new turn). Best-effort for a missing session (resolves). */
-  override async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudge(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     const text = flattenContent(content);
     if (text === "") return;
@@ -101,7 +184,7 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   }
 
   /** Same as {@link AcpProvider.nudge}: prompts queue behind the running turn (ACP runs one at a time). */
-  override async nudgeNow(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
+  async nudgeNow(name: string, content: NudgeContent, opts: OpOptions = {}): Promise<void> {
     await this.nudge(name, content, opts);
   }
 
@@ -114,9 +197,9 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   }
 
   private async submit(name: string, text: string, signal: AbortSignal | undefined, strict: boolean) {
-    let r: Awaited<ReturnType<typeof this.call<"nudge">>>;
+    let r: Awaited<ReturnType<typeof this.held.call<"nudge">>>;
     try {
-      r = await this.call(name, { op: "nudge", text }, OP_TIMEOUT_MS, signal);
+      r = await this.held.call(name, { op: "nudge", text }, OP_TIMEOUT_MS, signal);
     } catch (e) {
       throw new NudgeNotDeliveredError(name, e instanceof Error ? e.message : String(e), { cause: e });
     }
@@ -140,7 +223,7 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   ): Promise<TurnRecord | undefined> {
     validateSessionName(name);
     const bound = Math.max(0, Math.trunc(timeoutMs));
-    const r = await this.call(
+    const r = await this.acpCall(
       name,
       { op: "acp.waitTurn", turn, timeoutMs: bound },
       bound + QUICK_MS,
@@ -153,7 +236,7 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   /** @inheritdoc */
   async turns(name: string, since: number, opts: OpOptions = {}): Promise<TurnRecord[]> {
     validateSessionName(name);
-    const r = await this.call(
+    const r = await this.acpCall(
       name,
       { op: "acp.turns", since: Math.max(0, Math.trunc(since)) },
       OP_TIMEOUT_MS,
@@ -168,9 +251,9 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
    * option's kind in `metadata`) or authentication choice (kind `authentication`, options =
    * auth method ids); `undefined` when none or missing.
    */
-  override async pending(name: string, opts: OpOptions = {}): Promise<PendingInteraction | undefined> {
+  async pending(name: string, opts: OpOptions = {}): Promise<PendingInteraction | undefined> {
     validateSessionName(name);
-    const r = await this.call(name, { op: "acp.pending" }, QUICK_MS, opts.signal);
+    const r = await this.acpCall(name, { op: "acp.pending" }, QUICK_MS, opts.signal);
     const p = r.ok ? r.value.interaction : null;
     if (!p) return undefined;
     const metadata: Record<string, string> = {};
@@ -190,7 +273,7 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
    * interaction, whether a turn runs, and the error of the session (`failed`) or of its last
    * finished turn — a turn's `error`, or its stop reason when that is a refusal.
    */
-  override async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
+  async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
     const out = new Map<string, SessionLook>();
     await Promise.all(
       names.map(async (name) => {
@@ -219,9 +302,9 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
    * `deny`/`cancel` for a permission; an auth method id for authentication.
    * @throws SessionNotFoundError when missing; ProviderError when nothing fits.
    */
-  override async respond(name: string, response: InteractionResponse, opts: OpOptions = {}): Promise<void> {
+  async respond(name: string, response: InteractionResponse, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
-    const r = await this.call(
+    const r = await this.acpCall(
       name,
       { op: "acp.respond", action: response.action, requestId: response.requestId },
       HANDSHAKE_TIMEOUT_MS,
@@ -231,14 +314,146 @@ export class AcpProvider extends SubprocessProvider implements TurnProvider {
   }
 
   /** @throws UnsupportedError: an ACP agent has no terminal. */
-  override async attach(name: string): Promise<void> {
+  async attach(name: string): Promise<void> {
     validateSessionName(name);
     throw new UnsupportedError("attach: an ACP session has no terminal (use gc peek / gc run)");
   }
 
   /** Always false: nothing can attach. */
-  override async isAttached(name: string): Promise<boolean> {
+  async isAttached(name: string): Promise<boolean> {
     validateSessionName(name);
     return false;
+  }
+
+  // ---------------------------------------------------------------- the subprocess machinery's
+
+  /** @inheritdoc */
+  close(): Promise<void> {
+    return this.held.close();
+  }
+
+  /** @inheritdoc */
+  onBackendLost(fn: () => void): () => void {
+    return this.held.onBackendLost(fn);
+  }
+
+  /** @inheritdoc */
+  census(): Promise<CensusEntry[]> {
+    return this.held.census();
+  }
+
+  /** @inheritdoc */
+  killOrphans(name: string): Promise<CensusEntry[]> {
+    return this.held.killOrphans(name);
+  }
+
+  /** @inheritdoc */
+  start(name: string, config: StartConfig, opts?: OpOptions): Promise<StartReport> {
+    return this.held.start(name, config, opts);
+  }
+
+  /** @inheritdoc */
+  stop(name: string, opts?: OpOptions): Promise<void> {
+    return this.held.stop(name, opts);
+  }
+
+  /** @inheritdoc */
+  shutdown(opts?: OpOptions): Promise<void> {
+    return this.held.shutdown(opts);
+  }
+
+  /** @inheritdoc */
+  isRunning(name: string, opts?: OpOptions): Promise<boolean> {
+    return this.held.isRunning(name, opts);
+  }
+
+  /** @inheritdoc */
+  listRunning(prefix: string, opts?: OpOptions): Promise<string[]> {
+    return this.held.listRunning(prefix, opts);
+  }
+
+  /** @inheritdoc */
+  snapshot(prefix: string, opts?: OpOptions): Promise<SessionSnapshot[]> {
+    return this.held.snapshot(prefix, opts);
+  }
+
+  /** @inheritdoc */
+  processAlive(name: string, names: readonly string[], opts?: OpOptions): Promise<boolean> {
+    return this.held.processAlive(name, names, opts);
+  }
+
+  /** @inheritdoc */
+  getLastActivity(name: string, opts?: OpOptions): Promise<Date | undefined> {
+    return this.held.getLastActivity(name, opts);
+  }
+
+  /** @inheritdoc */
+  lastExit(name: string, opts?: OpOptions): Promise<ExitStatus | undefined> {
+    return this.held.lastExit(name, opts);
+  }
+
+  /** The rendered transcript's last `lines` lines. */
+  peek(name: string, lines: number, opts?: OpOptions): Promise<string> {
+    return this.held.peek(name, lines, opts);
+  }
+
+  /** @inheritdoc */
+  output(name: string, since: number, opts?: OpOptions): Promise<OutputChunk | undefined> {
+    return this.held.output(name, since, opts);
+  }
+
+  /** @inheritdoc */
+  logFiles(name: string): { readonly output: string; readonly holder: string } {
+    return this.held.logFiles(name);
+  }
+
+  /** C-c and Escape cancel the running turn; Enter sends an empty prompt; other keys are refused. */
+  sendKeys(name: string, keys: readonly string[], opts?: OpOptions): Promise<void> {
+    return this.held.sendKeys(name, keys, opts);
+  }
+
+  /** `session/cancel` of the running turn. */
+  interrupt(name: string, opts?: OpOptions): Promise<void> {
+    return this.held.interrupt(name, opts);
+  }
+
+  /** Clears the transcript. */
+  clearScrollback(name: string, opts?: OpOptions): Promise<void> {
+    return this.held.clearScrollback(name, opts);
+  }
+
+  /** `idle` once no turn runs or waits. */
+  waitForIdle(name: string, timeoutMs: number, opts?: OpOptions): Promise<IdleResult> {
+    return this.held.waitForIdle(name, timeoutMs, opts);
+  }
+
+  /** @inheritdoc */
+  setMeta(name: string, key: string, value: string, opts?: OpOptions): Promise<void> {
+    return this.held.setMeta(name, key, value, opts);
+  }
+
+  /** @inheritdoc */
+  getMeta(name: string, key: string, opts?: OpOptions): Promise<string | undefined> {
+    return this.held.getMeta(name, key, opts);
+  }
+
+  /** @inheritdoc */
+  removeMeta(name: string, key: string, opts?: OpOptions): Promise<void> {
+    return this.held.removeMeta(name, key, opts);
+  }
+
+  /** @inheritdoc */
+  copyTo(name: string, src: string, relDst: string, opts?: OpOptions): Promise<void> {
+    return this.held.copyTo(name, src, relDst, opts);
+  }
+
+  /** @inheritdoc */
+  runLive(name: string, config: StartConfig, opts?: OpOptions): Promise<void> {
+    return this.held.runLive(name, config, opts);
+  }
+
+  /** @inheritdoc */
+  execCommand(name: string, argv: readonly string[], opts?: ExecCommandOptions): Promise<ExecCommandResult> {
+    return this.held.execCommand(name, argv, opts);
   }
 }

@@ -57,11 +57,26 @@ export interface DialogSpec {
    * confirm key waits until gc has seen the menu on screen this long. Default: no wait.
    */
   readonly confirmAfterMs?: number | undefined;
+  /**
+   * Its options are drawn side by side on one line of its block (opencode's `Allow once
+   * Allow always   Reject`), two or more blanks apart; read left to right up to the first
+   * text that is no known option (key hints on the same line).
+   */
+  readonly row?: boolean | undefined;
+  /**
+   * The program marks the option under its cursor by colour only, and puts the cursor on
+   * the first option whenever the dialog appears: gc reads it there and answers only with
+   * that option or an option's own key ({@link optionKeys}); moving the cursor is refused,
+   * since no screen text could confirm where it went.
+   */
+  readonly cursorOnFirst?: boolean | undefined;
+  /** Keys that choose an option directly, by role (opencode: Escape rejects). */
+  readonly optionKeys?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
  * The built-in catalogue, checked against the recorded screens in `test/fixtures/screens/`
- * (Claude Code 2.1, Codex 0.171, Gemini CLI 0.61, Copilot CLI 1.0). Startup: folder trust (all four),
+ * (Claude Code 2.1, Codex 0.171, Gemini CLI 0.61, Copilot CLI 1.0, opencode 1.18). Startup: folder trust (all four),
  * Claude's custom-API-key and bypass-permissions notices, Gemini's auth choice and API-key
  * field when the key is in the environment, usage-limit notices. Operator: sign-in choices
  * that need a person (Codex, Gemini without a key) and Codex's API-key field. Approval:
@@ -193,6 +208,23 @@ export const DIALOG_CATALOGUE: readonly DialogSpec[] = [
       { role: "api-key", label: /^Use Gemini API Key\b/i },
       { role: "vertex", label: /^Vertex AI\b/i },
     ],
+  },
+  {
+    id: "opencode-permission",
+    kind: "approval",
+    description: "opencode permission prompt (tool calls such as bash when its config says ask)",
+    question: /△ Permission required/,
+    options: [
+      { role: "approve", label: /^Allow once$/ },
+      { role: "approve-always", label: /^Allow always$/ },
+      { role: "deny", label: /^Reject$/ },
+    ],
+    required: ["approve", "deny"],
+    // opencode 1.18: "⇆ select  enter confirm"; the chosen option has a coloured background
+    // only, and each new prompt starts on "Allow once"; Escape rejects.
+    row: true,
+    cursorOnFirst: true,
+    optionKeys: { deny: "Escape" },
   },
   {
     id: "tool-approval",

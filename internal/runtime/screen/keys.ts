@@ -393,10 +393,34 @@ export async function respondToInteraction(
       `no option for ${JSON.stringify(action)}; options: ${found.menu.options.map((o) => o.label).join(" | ")}`,
     );
   }
+  const spec = found.spec;
+  const direct = spec?.optionKeys?.[found.roles[index] ?? ""];
+  if (spec && direct !== undefined) {
+    // The option's own key: no cursor to move.
+    await io.sendKeys([direct]);
+    const read = found.read;
+    const { value: gone } = await pollScreen(
+      io,
+      opts,
+      (screen) => {
+        const m = read(screen);
+        return m !== undefined && sameLabels(m, found.menu) ? undefined : true;
+      },
+      opts.confirmMs ?? 60_000,
+    );
+    if (!gone) throw new DialogRefusedError(spec.id, "the dialog is still on screen after its key");
+    return;
+  }
   if (found.menu.selected < 0) {
     throw new DialogRefusedError(
       found.pending.metadata?.dialog ?? "menu",
       "cannot tell which option the cursor is on",
+    );
+  }
+  if (spec?.cursorOnFirst && index !== found.menu.selected) {
+    throw new DialogRefusedError(
+      spec.id,
+      `the program shows its cursor by colour only, so gc chooses only ${JSON.stringify(found.menu.options[found.menu.selected]!.label)} (or an option with its own key); attach to choose ${JSON.stringify(found.menu.options[index]!.label)}`,
     );
   }
   await selectOption(

@@ -268,6 +268,43 @@ function menuBelow(lines: readonly string[], loc: Located): { menu: ParsedMenu; 
   return { menu: menuOf(marked!.options, context), last: marked!.first + marked!.options.length - 1 };
 }
 
+/**
+ * The options of a `row` dialog ({@link DialogSpec.row}) in its block below the question:
+ * the first line whose text, split where two or more blanks are, starts with labels of the
+ * spec's options (at least two); its leading run of such labels (key hints after them are
+ * left out). The cursor is read on the first option for a `cursorOnFirst` dialog, else
+ * nowhere. Pure.
+ */
+function rowBelow(
+  lines: readonly string[],
+  loc: Located,
+  spec: DialogSpec,
+): { menu: ParsedMenu; last: number } | undefined {
+  const known = (label: string) => spec.options.some((o) => o.label.test(label));
+  for (let i = loc.end + 1; i < loc.blockEnd && i < lines.length; i++) {
+    const labels: string[] = [];
+    for (const part of normalizeLine(lines[i]!)
+      .trim()
+      .split(/\s{2,}/)) {
+      if (!known(part)) break;
+      labels.push(part);
+    }
+    if (labels.length < 2) continue;
+    const context = lines
+      .slice(loc.start, i)
+      .map((l) => normalizeLine(l).trim())
+      .filter((l) => l !== "" && !RULE_RE.test(l))
+      .slice(0, 6);
+    const options = labels.map((label, n) => ({
+      number: n + 1,
+      label,
+      selected: spec.cursorOnFirst === true && n === 0,
+    }));
+    return { menu: menuOf(options, context), last: i };
+  }
+  return undefined;
+}
+
 /** Result of {@link matchDialog}. `menu` is empty (no options) for an `input` dialog. */
 export type DialogMatch =
   | {
@@ -309,7 +346,7 @@ export function matchDialog(
     if (!(spec.detect ?? []).every((re) => re.test(flat))) continue;
     const loc = locateQuestion(lines, flatScreen, spec.question);
     if (!loc) continue;
-    const below = menuBelow(lines, loc);
+    const below = spec.row ? rowBelow(lines, loc, spec) : menuBelow(lines, loc);
     if (
       spec.kind !== "approval" &&
       !opts.textBelow &&

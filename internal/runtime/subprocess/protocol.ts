@@ -9,9 +9,10 @@
  * After a successful `attach` reply the connection carries raw terminal bytes both ways.
  * The holder process's control socket speaks the same framing with the {@link ControlRequest}
  * ops (no `expect`): `hello`, `watch`, `create` and `release`.
+ * A plugged-in mode (holder-mode.ts) adds ops of its own, named `<mode>.<op>`
+ * ({@link ModeRequest}), and fields of its own to the spec and to `status`; their types live
+ * with the mode (ACP's: ../acp/wire.ts).
  */
-
-import type { AcpState, AcpStatus, AcpTurn, InteractionView } from "../acp/wire.js";
 
 /** Bumped on incompatible protocol changes; the holder reports it in `status`. */
 export const PROTOCOL_VERSION = 1;
@@ -56,12 +57,11 @@ export interface HolderSpec {
   /** Prompt prefix used by `waitIdle` when the request names none. */
   readonly readyPromptPrefix?: string | undefined;
   /**
-   * `pty` (default): the program runs in a pseudo-terminal. `acp`: the program is an Agent
-   * Client Protocol agent on pipes, driven by ../acp/host.ts (no screen, no attach).
+   * `pty` (default): the program runs in a pseudo-terminal. Another name: the plugged-in mode
+   * of that name runs it (holder-mode.ts; `acp`: an Agent Client Protocol agent on pipes, no
+   * screen, no attach), reading its own fields of the spec.
    */
-  readonly mode?: "pty" | "acp" | undefined;
-  /** `acp` mode: MCP servers passed to `session/new`, in ACP's own shape. */
-  readonly mcpServers?: readonly unknown[] | undefined;
+  readonly mode?: string | undefined;
 }
 
 /** The holder's sidecar (`session.json`), rewritten atomically on every change. */
@@ -96,8 +96,6 @@ export interface HolderStatus extends HolderRecord {
   readonly rows: number;
   /** Total bytes of output so far (the `output` cursor). */
   readonly outputBytes: number;
-  /** `acp` mode: the ACP session's state. */
-  readonly acp?: AcpStatus | undefined;
 }
 
 /** Every request the holder understands, by `op`. */
@@ -129,12 +127,13 @@ export type HolderRequest =
   | { readonly op: "output"; readonly since: number; readonly maxBytes?: number | undefined }
   | { readonly op: "attach"; readonly cols?: number | undefined; readonly rows?: number | undefined }
   | { readonly op: "shutdown" }
-  | { readonly op: "acp.handshake"; readonly timeoutMs: number }
-  | { readonly op: "acp.turns"; readonly since: number }
-  | { readonly op: "acp.waitTurn"; readonly turn: number; readonly timeoutMs: number }
-  | { readonly op: "acp.pending" }
-  | { readonly op: "acp.respond"; readonly action: string; readonly requestId?: string | undefined }
   | ControlRequest;
+
+/** A request of a plugged-in mode's own (op `<mode>.<op>`, e.g. `acp.turns`); the mode types it. */
+export interface ModeRequest {
+  readonly op: `${string}.${string}`;
+  readonly [field: string]: unknown;
+}
 
 /** Requests on the holder process's control socket. */
 export type ControlRequest =
@@ -166,7 +165,7 @@ export interface HolderResults {
     readonly history?: number | undefined;
   };
   paste: { readonly bytes: number };
-  /** `turn`: the ACP turn the text became (`acp` mode). */
+  /** `turn`: the turn the text became, in a mode whose program takes turns (ACP). */
   nudge: { readonly bytes: number; readonly turn?: number | undefined };
   keys: { readonly bytes: number };
   interrupt: Record<string, never>;
@@ -191,11 +190,6 @@ export interface HolderResults {
   };
   attach: { readonly cols: number; readonly rows: number };
   shutdown: Record<string, never>;
-  "acp.handshake": { readonly state: AcpState | "timeout" };
-  "acp.turns": { readonly turns: AcpTurn[] };
-  "acp.waitTurn": { readonly turn: AcpTurn | null };
-  "acp.pending": { readonly interaction: InteractionView | null };
-  "acp.respond": { readonly chosen: string };
   /** `watchers`: open `watch` connections. */
   hello: {
     readonly pid: number;
@@ -220,6 +214,7 @@ export type HolderErrorCode =
   | "not_owner"
   | "awaiting_choice"
   | "unsupported"
+  /** A plugged-in mode's own failure (the ACP mode's: its agent's protocol error). */
   | "acp_error"
   | "spawn_failed"
   | "internal";

@@ -1,6 +1,6 @@
 /**
  * SubprocessProvider: headless pty sessions, held by one detached holder process per
- * provider root (holder.ts) that outlives the controller. All state lives on disk under
+ * provider root (holder-process.ts) that outlives the controller. All state lives on disk under
  * `<stateDir>/subprocess/` and in the holders, so a new provider instance (a restarted
  * controller, or a CLI command) sees every running session. The embedded default where tmux
  * is absent; built by cmd/gc through `createProvider` in index.ts.
@@ -97,6 +97,7 @@ import {
   type HolderResults,
   type HolderSpec,
   type HolderStatus,
+  type ModeRequest,
   PROTOCOL_VERSION,
 } from "./protocol.js";
 import { killSession, sessionProcesses } from "./tree.js";
@@ -153,6 +154,10 @@ export interface SubprocessProviderOptions {
   readonly holderPath?: string | undefined;
   /** Where sessions live. Default `<stateDir>/subprocess` (the ACP provider uses `<stateDir>/acp`). */
   readonly rootDir?: string | undefined;
+  /** The provider's name in its errors. Default `subprocess`. */
+  readonly name?: string | undefined;
+  /** The holder mode sessions run in (its holder script is {@link holderPath}). Default: ptys. */
+  readonly mode?: HeldMode | undefined;
   /** Node binary for holders. Default `process.execPath`. */
   readonly nodePath?: string | undefined;
   /** Base environment of sessions and hooks. Default `process.env`. */
@@ -162,13 +167,35 @@ export interface SubprocessProviderOptions {
 }
 
 /**
- * Where the holder script is: beside this module when running from `dist/`, else (tests run
- * the TypeScript sources) the same path under the repository's `dist/`.
+ * A plugged-in holder mode (holder-mode.ts) as the provider side uses it: what goes into the
+ * spec, and what a start waits for once the holder runs the program. The ACP provider's.
  */
+export interface HeldMode {
+  /** The spec's `mode`. */
+  readonly mode: string;
+  /** The mode's own fields of the spec. */
+  readonly spec?: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * Runs once the holder answers, inside the start's `create` (a rejection removes the
+   * session): the ACP provider waits for its handshake here.
+   */
+  afterCreate?(name: string, signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * The holder entry script of the runtime package whose module is `moduleUrl`: `holder.js`
+ * beside it when running from `dist/`, else (tests run the TypeScript sources) the same path
+ * under the repository's `dist/`.
+ */
+export function holderScriptOf(moduleUrl: string): string {
+  const here = dirname(fileURLToPath(moduleUrl));
+  if (fileURLToPath(moduleUrl).endsWith(".js")) return join(here, "holder.js");
+  return resolve(here, "../../../dist/internal/runtime", basename(here), "holder.js");
+}
+
+/** This package's holder script (ptys only). */
 export function defaultHolderPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith(".js")) return join(dirname(here), "holder.js");
-  return resolve(dirname(here), "../../../dist/internal/runtime/subprocess/holder.js");
+  return holderScriptOf(import.meta.url);
 }
 
 /**
@@ -176,7 +203,7 @@ export function defaultHolderPath(): string {
  * session is gone, or its holder died); `unresponsive`: the socket accepted nothing in time
  * (a busy or hung holder: the session may well be alive, so it is never cleaned up for it).
  */
-type CallResult<T> =
+export type CallResult<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly why: "missing" | "unresponsive" | "foreign" | "exited" };
 
@@ -239,7 +266,7 @@ export class SubprocessProvider
     BackendWatchProvider,
     BackendShutdownProvider
 {
-  readonly name: string = "subprocess";
+  readonly name: string;
   /** City name. */
   readonly city: string;
   /** Ownership tag of this city's holders: `<name>-<id>` (identity.ts). */
@@ -273,6 +300,7 @@ export class SubprocessProvider
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
+    this.name = opts.name ?? "subprocess";
     this.city = opts.city;
     this.owner = ownerKey(opts.city, opts.cityId);
     this.root = opts.rootDir ?? providerRoot(opts.stateDir);
@@ -376,9 +404,10 @@ export class SubprocessProvider
   /**
    * One request to `name`'s holder. `missing` = nothing answers; `foreign` = the holder
    * serves another city (or another name); `exited` = the program is gone (for operations
-   * that need it). Other holder errors are thrown as gc errors.
+   * that need it). Other holder errors are thrown as gc errors. Also how a provider composing
+   * this one (the ACP provider) reaches its sessions.
    */
-  protected async call<O extends HolderOp>(
+  async call<O extends HolderOp>(
     name: string,
     req: Extract<HolderRequest, { op: O }>,
     timeoutMs: number,
@@ -410,7 +439,24 @@ export class SubprocessProvider
     }
   }
 
-  protected async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
+  /**
+   * One request of the sessions' mode's own ops (`<mode>.<op>`), answered as {@link call}; the
+   * mode states the result's type.
+   */
+  callMode<T>(
+    name: string,
+    req: ModeRequest,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<CallResult<T>> {
+    // The holder's reply to a mode op is the mode's result, which the client passes through.
+    return this.call(name, req as unknown as HolderRequest & { op: HolderOp }, timeoutMs, signal) as Promise<
+      CallResult<T>
+    >;
+  }
+
+  /** The session's `status`, as {@link call}. */
+  async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
     return this.call(name, { op: "status" }, STATUS_TIMEOUT_MS, signal);
   }
 
@@ -468,7 +514,7 @@ export class SubprocessProvider
         stage: (p) => stageLocal("subprocess", p),
         create: (p, sig) =>
           this.createSession(name, p.config, p.env, sig)
-            .then(() => this.afterCreate(name, sig))
+            .then(() => this.opts.mode?.afterCreate?.(name, sig))
             .catch(async (e: unknown) => {
               await destroy();
               throw e;
@@ -502,17 +548,6 @@ export class SubprocessProvider
     } finally {
       await release?.();
     }
-  }
-
-  /**
-   * Runs once the holder answers, inside `create` (a rejection removes the session): the
-   * ACP provider waits for its handshake here. Default: nothing.
-   */
-  protected async afterCreate(_name: string, _signal: AbortSignal): Promise<void> {}
-
-  /** Extra fields of the holder spec (its mode). Default: a pty session. */
-  protected holderMode(): Pick<HolderSpec, "mode" | "mcpServers"> {
-    return {};
   }
 
   /** The program's environment: base env without gc's terminal, the pty's TERM, then the session's. */
@@ -605,7 +640,7 @@ export class SubprocessProvider
       holderLog: p.holderLog,
       logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
       readyPromptPrefix: config.readyPromptPrefix,
-      ...this.holderMode(),
+      ...(this.opts.mode ? { ...this.opts.mode.spec, mode: this.opts.mode.mode } : {}),
     };
     // Asked straight away: a holder usually serves already. None answering (or one exiting:
     // its last session just stopped, it refuses with `shutting_down` or has closed its

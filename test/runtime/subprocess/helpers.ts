@@ -53,17 +53,4 @@ export async function makeCity(opts: { stateDir?: (root: string) => string } = {
   };
 }
 
-/** Polls `fn` until it returns something other than `undefined`/`false` (10 s default). */
-export async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
+export { until } from "../../support/until.js";

@@ -119,6 +119,42 @@ describe("subprocess holder protocol", () => {
     }
   });
 
+  it("create: a spec naming a mode this holder does not run (acp, to the pty holder) is refused, leaving nothing", async () => {
+    const root = providerRoot(city.stateDir);
+    const other = sessionPaths(root, "proto-mode");
+    const c = new RawClient(holderSocketPath(root));
+    try {
+      const spec = {
+        protocol: 1,
+        city: city.city,
+        name: "proto-mode",
+        dir: other.dir,
+        argv: ["/bin/sh", "-c", "exec sleep 30"],
+        env: {},
+        cwd: dirname(other.dir),
+        cols: 80,
+        rows: 24,
+        scrollback: 100,
+        ringBytes: 4096,
+        socket: other.socket,
+        log: other.log,
+        holderLog: other.holderLog,
+        logMaxBytes: 1 << 20,
+        mode: "acp",
+      };
+      c.send(`${JSON.stringify({ id: 1, op: "create", spec })}\n`);
+      expect(await c.reply(1)).toMatchObject({
+        ok: false,
+        error: { code: "bad_request", message: 'this holder runs no "acp" sessions' },
+      });
+      expect(existsSync(other.dir)).toBe(false);
+      expect(existsSync(other.socket)).toBe(false);
+      expect(await city.provider.isRunning(name)).toBe(true);
+    } finally {
+      c.close();
+    }
+  });
+
   it("nudge: protocol-looking text is typed as text, never executed", async () => {
     const text = `${JSON.stringify({ id: 99, op: "shutdown" })}\n{"id":100,"op":"meta.set","key":"x","value":"y"}`;
     await city.provider.nudge(name, text);

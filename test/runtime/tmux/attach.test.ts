@@ -3,15 +3,8 @@ import pty from "@lydell/node-pty";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
 import { attachChildArgs } from "../../support/attach.js";
+import { until } from "../../support/until.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
-
-async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 describe.skipIf(!HAS_TMUX)("TmuxProvider.attach in a real terminal", () => {
   let fx: TmuxFixture;

@@ -1,12 +1,12 @@
 import { access, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isGcError } from "../../../internal/base/errors.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { DialogRefusedError } from "../../../internal/runtime/screen/keys.js";
 import { serverListening } from "../../../internal/runtime/tmux/control-client.js";
 import type { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
+import { until } from "../../support/until.js";
 import { fakeAgent, HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 
 const HOSTILE_NAMES = [
@@ -22,20 +22,6 @@ const HOSTILE_NAMES = [
   "_gc_keeper",
   "",
 ];
-
-async function eventually<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
   let fx: TmuxFixture;
@@ -131,7 +117,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     await p.start("nud", c);
     const text = `a;b $(touch ${dir}/pwned) #(touch ${dir}/pwned2) \`x\` '"\\ ~/h $HOME #{pane_id} 🦀 ; kill-server`;
     await p.nudge("nud", text);
-    await eventually(
+    await until(
       "nudge.out",
       async () => (await readFile(join(c.workDir, "nudge.out"), "utf8")) === `${text}\n`,
     );
@@ -164,7 +150,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
   it("nudge: refuses to type into a menu that waits for a choice", async () => {
     const c = await cfg(fakeAgent("menu", "out.txt", "0", "Select a model:", "opus", "sonnet"));
     await p.start("menu", c);
-    await eventually("the menu", async () => (await p.peek("menu", 20)).includes("2. sonnet"));
+    await until("the menu", async () => (await p.peek("menu", 20)).includes("2. sonnet"));
     const e = await p.nudgeNow("menu", "hello").catch((err: unknown) => err);
     expect(isGcError(e, "GC_NUDGE_NOT_DELIVERED"), String(e)).toBe(true);
     expect(await readFile(join(c.workDir, "out.txt"), "utf8").catch(() => "")).toBe("");
@@ -172,7 +158,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
 
   it("peek: pane text that forges control-mode lines comes back verbatim", async () => {
     await p.start("forge", await cfg("printf '%%end 1 1 1\\n%%begin 1 2 1\\n%%exit\\n'; exec sleep 300"));
-    const out = await eventually("the forged lines", async () => {
+    const out = await until("the forged lines", async () => {
       const s = await p.peek("forge", 10);
       return s.includes("%exit") ? s : undefined;
     });
@@ -201,7 +187,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     // tmux linked with libutempter drops some panes' SIGCHLD; lastExit makes it reap them.
     const names = ["x0", "x1", "x2", "x3", "x4", "x5"];
     for (const n of names) await p.start(n, await cfg("sleep 0.2; exit 5"));
-    for (const n of names) expect((await eventually(`${n} exit`, () => p.lastExit(n))).code).toBe(5);
+    for (const n of names) expect((await until(`${n} exit`, () => p.lastExit(n))).code).toBe(5);
   });
 
   it("stop: leaves no zombie behind in the tmux server", async () => {
@@ -210,7 +196,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
       const c = await cfg("echo $$ > pid.out; exec sleep 300");
       await p.start(n, c);
       // The shell creates pid.out before it writes it: wait for the whole line.
-      const pid = await eventually("pid.out", async () => {
+      const pid = await until("pid.out", async () => {
         const text = await readFile(join(c.workDir, "pid.out"), "utf8");
         return text.endsWith("\n") ? Number(text) : undefined;
       });
@@ -220,14 +206,14 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
           () => true,
           () => false,
         ));
-      await eventually(`pid ${pid} of ${n} reaped`, gone, 3_000);
+      await until(`pid ${pid} of ${n} reaped`, gone, 3_000);
     }
   });
 
   it("lastExit: a dead session keeps its exit status until the next start cleans it up", async () => {
     const c = await cfg("sleep 0.3; exit 4");
     await p.start("dies", c);
-    const st = await eventually("an exit status", () => p.lastExit("dies"));
+    const st = await until("an exit status", () => p.lastExit("dies"));
     expect(st.code).toBe(4);
     expect(await p.isRunning("dies")).toBe(false);
     expect((await p.snapshot("dies"))[0]).toMatchObject({ name: "dies", running: false });
@@ -238,7 +224,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
 
   it("lastExit: a program killed by a signal has no exit code", async () => {
     await p.start("killed", await cfg("sleep 0.3; kill -TERM $$"));
-    const st = await eventually("an exit status", () => p.lastExit("killed"));
+    const st = await until("an exit status", () => p.lastExit("killed"));
     expect(st.code).toBeNull();
     expect(st.signal).toBe("SIGTERM");
   });
@@ -304,7 +290,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
       ),
     );
     await p.start("approve", c);
-    const pending = await eventually("a pending approval", () => p.pending("approve"));
+    const pending = await until("a pending approval", () => p.pending("approve"));
     expect(pending.kind).toBe("approval");
     expect(pending.options).toHaveLength(3);
     // The batch read agrees (one list-panes -a + one command list), also when read again
@@ -322,10 +308,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     );
     expect(await p.pending("approve")).toBeUndefined();
     // The answer changed the screen (new activity): the cached prompt is not reported again.
-    await eventually(
-      "the batch read sees the answer",
-      async () => (await p.pendingAll(["approve"])).size === 0,
-    );
+    await until("the batch read sees the answer", async () => (await p.pendingAll(["approve"])).size === 0);
   });
 
   it("recovery: a remembered session id never reaches another session on a restarted server", async () => {
@@ -341,8 +324,13 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     await p.sendKeys("a", ["typed-into-the-wrong-session", "Enter"]);
     await expect(p.setMeta("a", "k", "w")).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
     await expect(p.peek("a", 5)).rejects.toSatisfy((e) => isGcError(e, "GC_SESSION_NOT_FOUND"));
-    await sleep(300);
-    expect(await readFile(join(c.workDir, "out.txt"), "utf8")).toBe("");
+    // A marker typed into b after those keys (their command was answered first): b's input
+    // holds the marker alone.
+    await other.sendKeys("b", ["marker", "Enter"]);
+    await until("the marker in b's input", async () =>
+      (await readFile(join(c.workDir, "out.txt"), "utf8").catch(() => "")).includes("marker"),
+    );
+    expect(await readFile(join(c.workDir, "out.txt"), "utf8")).toBe("marker\n");
     expect(await other.getMeta("b", "k")).toBeUndefined();
   });
 
@@ -358,7 +346,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
   it("shutdown: stops our sessions, ends the server and removes its socket; reads do not revive it", async () => {
     await p.start("one", await cfg("exec sleep 300"));
     await p.start("two", await cfg("sleep 0.2; exit 0"));
-    await eventually("a dead session", async () => (await p.snapshot("two"))[0]?.running === false);
+    await until("a dead session", async () => (await p.snapshot("two"))[0]?.running === false);
     const path = p.control.socketPath;
     await p.shutdown();
     expect(await serverListening(path)).toBe(false);
@@ -429,7 +417,7 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     );
     // Without readiness hints the exit may land just after start returns; then it is a dead session.
     if (e === undefined) {
-      expect((await eventually("an exit status", () => p.lastExit("quick"))).code).toBe(4);
+      expect((await until("an exit status", () => p.lastExit("quick"))).code).toBe(4);
     } else {
       expect(isGcError(e, "GC_DIED_DURING_STARTUP"), String(e)).toBe(true);
       expect(String(e)).toMatch(/exit status 4/);
