@@ -84,6 +84,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     ready_prompt_prefix: "> ",
     ready_delay_ms: 5_000,
     process_names: ["gemini", "node"],
+    // "esc to cancel" ends the turn (Ctrl-C twice quits). Its busy screens (the spinner, a
+    // prompt queued while it initialises) are in agent-screens.ts; an Enter it takes as a
+    // newline right after a paste is handled by delivery (runtime/delivery.ts).
     interrupt_keys: ["Escape"],
   },
   // Checked against GitHub Copilot CLI 1.0.102 and opencode 1.18.33 (recorded screens).

@@ -22,8 +22,17 @@ export const AGENT_SCREEN_MARKERS: Readonly<Record<string, AgentScreenMarkers>> 
   codex: {
     busy: [/\besc to interrupt\b/i],
   },
+  // Gemini CLI 0.61: its spinner line "(esc to cancel, Ns)"; and a prompt submitted before it
+  // finished initialising (it draws its input box first, its header and history only once
+  // initialised) waits in its queue with no spinner: listed under "Queued (press ↑ to edit):"
+  // above the input box, and noted in the history as "ℹ Initializing... Prompts will be
+  // queued." (busy until the turn's first reply `✦`, error `✕` or cancellation is drawn below).
   gemini: {
-    busy: [/\(esc to cancel\b/i],
+    busy: [
+      /\(esc to cancel\b/i,
+      /\bQueued \(press ↑ to edit\):/,
+      /Initializing\.\.\. Prompts will be queued\.(?![\s\S]*(?:✦|✕|Request cancelled))/,
+    ],
   },
   // opencode 1.18: "esc interrupt" in the footer while a turn runs; "ctrl+p commands" always.
   // After one Escape: "esc again to interrupt" (a second Escape ends the turn).

@@ -35,6 +35,8 @@ export interface DeliveryTerminal {
   paste(text: string): Promise<void>;
   /** Presses Enter (one CR, written on its own). */
   submit(): Promise<void>;
+  /** Presses Backspace once (takes back a newline an Enter put into the input). */
+  erase(): Promise<void>;
 }
 
 /** Timing of {@link deliverText}. */
@@ -116,6 +118,29 @@ export function inputTaken(typed: TerminalState, after: TerminalState, row: numb
   return row < 0 && after.cursorX !== typed.cursorX;
 }
 
+/** A cursor row's text left of the cursor, without box borders and indent: "" on a fresh input line. */
+const BOX_EDGES = /[│┃|]/g;
+
+/**
+ * True when Enter opened a new line in the program's input instead of submitting it (Gemini
+ * CLI takes an Enter that comes within 40 ms of a paste as a newline): the typed text's line
+ * is still on screen, unchanged, and the cursor went from it to the start of the line right
+ * under it, an empty input line with the rest of the program (a footer) still drawn below. A
+ * line-reading program that took Enter shows nothing under its cursor's line. Pure.
+ */
+export function enterMadeNewline(
+  typed: TerminalState,
+  after: TerminalState,
+  row: number,
+  tail: string,
+): boolean {
+  if (row < 0 || typed.cursorY !== row) return false;
+  const at = inputRowOf(after, tail);
+  if (at < 0 || after.rows[at] !== typed.rows[row] || after.cursorY !== at + 1) return false;
+  const fresh = (after.rows[after.cursorY] ?? "").slice(0, after.cursorX).replace(BOX_EDGES, "");
+  return fresh.trim() === "" && after.rows.slice(after.cursorY + 1).some((r) => r.trim() !== "");
+}
+
 function sameState(a: TerminalState, b: TerminalState): boolean {
   return (
     a.cursorX === b.cursorX &&
@@ -140,10 +165,12 @@ export function quoteScreen(st: TerminalState): string {
  * Types `text` into the terminal and confirms the program took it. Refuses before typing
  * when a menu or dialog waits for a choice (typing would answer it). After the paste, waits
  * for it to show and the screen to settle; then presses Enter and watches the input line:
- * taken ({@link inputTaken}) → delivered. While the text visibly stays on its line (a
- * program that swallows early Enters, as Codex does while "Waiting for startup"), Enter is
- * pressed again, at most `enterAttempts` times in all; an Enter is never repeated when the
- * text is not visible. Resolves `gone` when the program exits meanwhile. With `multiline:
+ * taken ({@link inputTaken}, on two looks in a row when the text was visible) → delivered.
+ * While the text visibly stays on its line (a program that swallows early Enters, as Codex
+ * does while "Waiting for startup"), Enter is pressed again, at most `enterAttempts` times in
+ * all; an Enter the program took as a newline in its input ({@link enterMadeNewline}) is
+ * taken back with Backspace first. An Enter is never repeated when the text is not visible.
+ * Resolves `gone` when the program exits meanwhile. With `multiline:
  * "lines"`, text of several lines is delivered line by line this way (an empty line: Enter
  * alone), each confirmed before the next.
  * @throws NudgeNotDeliveredError saying what is on screen; `sent` is false only when nothing
@@ -223,17 +250,49 @@ async function deliverOne(
   }
   const attempts = visible ? (timing.enterAttempts ?? 3) : 1;
   let last = typed;
+  let newlines = 0;
   for (let i = 0; i < attempts; i++) {
     await term.submit();
     const by = Date.now() + timing.confirmMs;
+    let newline = false;
+    // Taken only when two looks in a row say so: a look can catch a frame half drawn (a
+    // full-screen program redraws all its rows at once, the terminal may show part of it),
+    // whose rows differ from the typed ones whatever the program did with Enter.
+    let taken = false;
     while (Date.now() < by) {
       await sleep(pollMs, undefined, { signal });
       const st = await term.state();
       if (!st) return "gone";
       last = st;
-      if (inputTaken(typed, st, row)) return "delivered";
+      if (visible && enterMadeNewline(typed, st, row, tail)) {
+        newline = true;
+        break;
+      }
+      const now = inputTaken(typed, st, row);
+      if (now && (taken || !visible)) return "delivered";
+      taken = now;
     }
+    if (taken) return "delivered";
     if (!visible) break;
+    if (!newline) continue;
+    // The Enter became a newline in the input: take it back, and once the text's line has
+    // the cursor again (the input as typed), press Enter again.
+    newlines++;
+    await term.erase();
+    const back = Date.now() + timing.confirmMs;
+    while (Date.now() < back) {
+      await sleep(pollMs, undefined, { signal });
+      const st = await term.state();
+      if (!st) return "gone";
+      last = st;
+      if (inputRowOf(st, tail) === st.cursorY && !enterMadeNewline(typed, st, row, tail)) break;
+    }
+  }
+  if (newlines > 0 && enterMadeNewline(typed, last, row, tail)) {
+    throw fail(
+      `the program took each of ${attempts} Enter presses as a new line in its input, not a submission (${quoteScreen(last)})`,
+      true,
+    );
   }
   if (!visible) {
     throw fail(

@@ -143,10 +143,7 @@ function script(work: string): Script {
  * CLIs gc does not yet run through a turn (issue 33 items 3–4, per-CLI knowledge and delivery):
  * skipped with the reason unless GC_TURNS_ALL=1 (to work on them).
  */
-const GAPS: Partial<Record<TurnCli, string>> = {
-  gemini:
-    "known gap: gc reports Gemini CLI's turn over before the reply is drawn on tmux (no busy marker between Enter and its spinner), and did not see its permission prompt on subprocess",
-};
+const GAPS: Partial<Record<TurnCli, string>> = {};
 /** A CLI that does not pass on one provider yet (`provider/cli`), skipped with the reason. */
 const GAPS_ON: Partial<Record<string, string>> = {};
 /** Steps a CLI does not pass yet, skipped with the reason (annotated on the test). */

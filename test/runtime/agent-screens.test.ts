@@ -221,6 +221,39 @@ describe("recorded agent screens", () => {
   }
 });
 
+describe("Gemini CLI: a prompt queued while it initialises is a turn under way", () => {
+  // Seen live (tmux, Gemini CLI 0.61.0 under load): Enter pressed before its initialisation ended.
+  const box = [
+    "────────────────────────────────",
+    " Shift+Tab to accept edits",
+    "",
+    " >   Type your message or @path/to/file",
+    "",
+    " workspace (/directory)      sandbox",
+  ];
+  const queued = ["", " ℹ Initializing... Prompts will be queued.", "", ...box].join("\n");
+  it("queued: busy, though no spinner shows", () => {
+    expect(screenLooksBusy(queued)).toBe(true);
+    const listed = ["", "  Queued (press ↑ to edit):", "    Say hello, please.", "", ...box].join("\n");
+    expect(screenLooksBusy(listed)).toBe(true);
+  });
+  it("its reply, an error or a cancellation drawn below the notice: no longer busy", () => {
+    for (const end of ["✦ Hello from the model double.", "✕ [API Error: quota]", "ℹ Request cancelled."]) {
+      const done = [
+        "",
+        " ℹ Initializing... Prompts will be queued.",
+        "",
+        " > Say hello",
+        "",
+        end,
+        "",
+        ...box,
+      ];
+      expect(screenLooksBusy(done.join("\n"))).toBe(false);
+    }
+  });
+});
+
 describe("readiness that went on without the prompt (notSeen)", () => {
   it("names a startup dialog left on screen with text below it, and quotes no screen text", () => {
     const trust = screen("gemini-trust-80x24.ansi");

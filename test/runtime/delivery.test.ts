@@ -10,7 +10,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGcError, type NudgeNotDeliveredError } from "../../internal/base/errors.js";
-import { inputTaken, type TerminalState, terminalText } from "../../internal/runtime/delivery.js";
+import {
+  enterMadeNewline,
+  inputTaken,
+  type TerminalState,
+  terminalText,
+} from "../../internal/runtime/delivery.js";
 import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import { makeCity, type TestCity } from "./subprocess/helpers.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./tmux/helpers.js";
@@ -56,6 +61,38 @@ describe("inputTaken: only the input line is evidence", () => {
   });
   it("the scrollback growing alone is not taken (tmux scrolls a cleared screen into it)", () => {
     expect(inputTaken({ ...typed, history: 3 }, { ...typed, history: 4 }, 1)).toBe(false);
+  });
+});
+
+describe("enterMadeNewline: Enter that opened a line in the input instead of submitting", () => {
+  // Gemini CLI 0.61's input box (no side borders) with its footer; the cursor after the text.
+  const footer = ["", " workspace (/directory)      sandbox", " /tmp/work                   no sandbox"];
+  const typed: TerminalState = {
+    rows: ["✦ Done.", "────────────", " > Say hello, please.", ...footer],
+    cursorX: 21,
+    cursorY: 2,
+  };
+  const tail = "Say hello, please.";
+  it("the box grew by an empty line under the text, cursor on it: a newline", () => {
+    const after = { rows: [...typed.rows.slice(0, 3), "", ...footer], cursorX: 3, cursorY: 3 };
+    expect(enterMadeNewline(typed, after, 2, tail)).toBe(true);
+  });
+  it("a full screen scrolled up by the new line: a newline", () => {
+    const after = { rows: [...typed.rows.slice(1, 3), "", ...footer], cursorX: 3, cursorY: 2 };
+    expect(enterMadeNewline(typed, after, 2, tail)).toBe(true);
+  });
+  it("the input cleared (submitted): not a newline", () => {
+    const after = {
+      rows: [...typed.rows.slice(0, 2), " >   Type your message", ...footer],
+      cursorX: 3,
+      cursorY: 2,
+    };
+    expect(enterMadeNewline(typed, after, 2, tail)).toBe(false);
+  });
+  it("a line reader that took the line (nothing under the cursor): not a newline", () => {
+    const shell: TerminalState = { rows: ["$ true"], cursorX: 6, cursorY: 0 };
+    expect(enterMadeNewline(shell, { rows: ["$ true", ""], cursorX: 0, cursorY: 1 }, 0, "true")).toBe(false);
+    expect(enterMadeNewline(shell, { rows: ["$ true", "$"], cursorX: 2, cursorY: 1 }, 0, "true")).toBe(false);
   });
 });
 
@@ -147,6 +184,16 @@ describe.each(harnesses)("nudge delivery on %s", (_label, available, make) => {
       await h.provider.nudge(name, "first prompt");
       await h.provider.nudge(name, "second prompt");
       expect(await read(cfg, "submitted.out")).toBe("first prompt\nsecond prompt\n");
+    },
+  );
+
+  it.skipIf(!available)(
+    "Gemini CLI's paste guard: an Enter taken as a newline is taken back and pressed again",
+    async () => {
+      const { name, cfg } = await started("pasteguard", "workspace");
+      await h.provider.nudge(name, "say hi");
+      await h.provider.nudge(name, "and again");
+      expect(await read(cfg, "submitted.out")).toBe("say hi\nand again\n");
     },
   );
 

@@ -1115,6 +1115,9 @@ export class SubprocessProvider
           submit: async () => {
             if (!gone) await this.call(name, { op: "keys", keys: ["Enter"] }, OP_TIMEOUT_MS, signal);
           },
+          erase: async () => {
+            if (!gone) await this.call(name, { op: "keys", keys: ["BSpace"] }, OP_TIMEOUT_MS, signal);
+          },
         },
         text,
         { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, multiline, signal },

@@ -448,6 +448,9 @@ export async function deliver(p: Pane, name: string, text: string, o: DeliverOpt
       submit: async () => {
         await p.client.command(["send-keys", "-t", p.target, "-H", "0d"], opts(p, signal, false));
       },
+      erase: async () => {
+        await p.client.command(["send-keys", "-t", p.target, "-H", "7f"], opts(p, signal, false));
+      },
     },
     text,
     {
