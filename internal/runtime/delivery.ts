@@ -168,7 +168,9 @@ export function quoteScreen(st: TerminalState): string {
  * taken ({@link inputTaken}, on two looks in a row when the text was visible) → delivered.
  * While the text visibly stays on its line (a program that swallows early Enters, as Codex
  * does while "Waiting for startup"), Enter is pressed again, at most `enterAttempts` times in
- * all; an Enter the program took as a newline in its input ({@link enterMadeNewline}) is
+ * all, each after a window that doubles per attempt (`confirmMs`, then twice, …); a paste
+ * still being drawn extends the wait before the first Enter (up to {@link MOVING_CAP}
+ * windows); an Enter the program took as a newline in its input ({@link enterMadeNewline}) is
  * taken back with Backspace first. An Enter is never repeated when the text is not visible.
  * Resolves `gone` when the program exits meanwhile. With `multiline:
  * "lines"`, text of several lines is delivered line by line this way (an empty line: Enter
@@ -201,6 +203,12 @@ export async function deliverText(
   return "delivered";
 }
 
+/**
+ * How many confirm windows the wait for a paste to settle may last while the screen keeps
+ * changing (a long paste still being echoed on a busy machine).
+ */
+const MOVING_CAP = 4;
+
 /** {@link deliverText} of one paste (an empty `text`: Enter alone, confirmed the same way). */
 async function deliverOne(
   session: string,
@@ -223,11 +231,13 @@ async function deliverOne(
   if (text !== "") await term.paste(text);
   // The paste shows once the screen changed; it has settled once it stops changing (or,
   // when its tail shows, as soon as it is there and stable for two polls).
+  // A paste that is still being drawn (a program echoing a long text on a busy machine)
+  // keeps the wait going, up to a cap.
   let typed = before;
   let changed = false;
   let stableSince = Date.now();
-  const settleBy = text === "" ? 0 : Date.now() + 2 * timing.confirmMs;
-  while (Date.now() < settleBy) {
+  const settleCap = Date.now() + MOVING_CAP * timing.confirmMs;
+  while (text !== "" && Date.now() < settleCap && Date.now() - stableSince < 2 * timing.confirmMs) {
     await sleep(pollMs, undefined, { signal });
     const st = await term.state();
     if (!st) return "gone";
@@ -253,7 +263,9 @@ async function deliverOne(
   let newlines = 0;
   for (let i = 0; i < attempts; i++) {
     await term.submit();
-    const by = Date.now() + timing.confirmMs;
+    // Each attempt's window doubles: a program that takes a while to act on its first Enter
+    // (opencode creating its session on a busy machine) is not hurried with a second one.
+    const by = Date.now() + timing.confirmMs * 2 ** i;
     let newline = false;
     // Taken only when two looks in a row say so: a look can catch a frame half drawn (a
     // full-screen program redraws all its rows at once, the terminal may show part of it),
