@@ -77,6 +77,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // numbered option of an approval prompt). Checked against live turns
     // (test/runtime/codex-screens.test.ts).
     busy_markers: [CODEX_TURN_OPEN],
+    // `gc run` also waits for the turn's own closing line: under load Codex can draw the
+    // submitted prompt late, and a screen that has not shown it yet looks idle.
+    turn_end_markers: [String.raw`Worked for [^\n]*`, String.raw`^■ [^\n]*`],
   },
   gemini: {
     command: "gemini",

@@ -408,12 +408,13 @@ describe("resolveCity", () => {
     expect(claude!.config.readySettleMs).toBeUndefined();
   });
 
-  it("resolveCity: turn_end_markers and interrupt_keys come from the preset (opencode: its reply tag, Escape twice), an agent overrides them, and they are not fingerprinted", () => {
-    const [oc, n] = resolve(
-      "agents:\n  - name: oc\n    provider: opencode\n  - name: n\n    provider: codex\n",
+  it("resolveCity: turn_end_markers and interrupt_keys come from the preset (opencode: its reply tag, Escape twice; codex: its closing lines), an agent overrides them, and they are not fingerprinted", () => {
+    const [oc, cx, n] = resolve(
+      "agents:\n  - name: oc\n    provider: opencode\n  - name: cx\n    provider: codex\n  - name: n\n    provider: claude\n",
     );
     expect(oc!.config.turnEndMarkers).toHaveLength(1);
     expect(oc!.config.interruptKeys).toEqual(["Escape", "Escape"]);
+    expect(cx!.config.turnEndMarkers).toEqual(["Worked for [^\\n]*", "^■ [^\\n]*"]);
     expect(n!.config.turnEndMarkers).toBeUndefined();
     const preset = "providers:\n  q: { command: qwen, turn_end_markers: ['✦ done in \\d+s'] }\n";
     const [q] = resolve(`${preset}agents:\n  - name: o\n    provider: q\n`);

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_PRESETS, CODEX_TURN_OPEN } from "../../internal/config/builtins.js";
-import { markerRegExp, screenShowsMarker } from "../../internal/runtime/agent-screens.js";
+import { markerRegExp, screenShowsMarker, showsNewMarker } from "../../internal/runtime/agent-screens.js";
 import { findInteraction, screenLooksIdle } from "../../internal/runtime/screen/classify.js";
 import { classifyScreen, type WorkState } from "../../internal/runtime/work.js";
 
@@ -83,4 +83,23 @@ describe("Codex turn screens (codex preset busy_markers)", () => {
     const done = [...streaming.slice(0, 5), "  Worked for 3s • 17:30", "", ...streaming.slice(5)];
     expect(screenShowsMarker(done.join("\n"), codex.busy_markers)).toBe(false);
   });
+});
+
+describe("Codex turn screens (codex preset turn_end_markers, for gc run)", () => {
+  const ends = codex.turn_end_markers;
+  it.each([
+    ["submitted-200x50", "done-fast-200x50"],
+    ["submitted-200x50", "done-200x50"],
+    ["streaming-200x50", "done-200x50"],
+    ["submitted-200x50", "interrupted-200x50"],
+  ])("%s → %s: a new closing line, the turn is over", (from, to) => {
+    expect(showsNewMarker(screen(from), screen(to), ends)).toBe(true);
+  });
+  // (These captures come from the session's first turn; the others show earlier turns' lines.)
+  it.each(["submitted-200x50", "working-120x40", "silence-120x40"])(
+    "%s: no new closing line since the prompt (the turn is not over)",
+    (name) => {
+      expect(showsNewMarker(screen("startup-200x50"), screen(name), ends)).toBe(false);
+    },
+  );
 });
