@@ -76,7 +76,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // cell (`• …`), is followed by neither before the input box (the last `› ` line, not a
     // numbered option of an approval prompt). Checked against live turns
     // (test/runtime/codex-screens.test.ts).
-    busy_markers: [CODEX_TURN_OPEN],
+    // "Waiting for startup" (its MCP start, seconds on a busy machine) also counts as busy:
+    // a prompt submitted meanwhile sits in the input box until it is over.
+    busy_markers: [CODEX_TURN_OPEN, "Waiting for startup"],
     // `gc run` also waits for the turn's own closing line: under load Codex can draw the
     // submitted prompt late, and a screen that has not shown it yet looks idle.
     turn_end_markers: [String.raw`Worked for [^\n]*`, String.raw`^■ [^\n]*`],

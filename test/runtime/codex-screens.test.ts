@@ -38,9 +38,18 @@ const MOMENTS: [string, boolean, WorkState | undefined, string][] = [
 ];
 
 describe("Codex turn screens (codex preset busy_markers)", () => {
-  it("the preset's marker is a valid case-insensitive pattern", () => {
-    expect(codex.busy_markers).toEqual([CODEX_TURN_OPEN]);
-    expect(() => markerRegExp(CODEX_TURN_OPEN)).not.toThrow();
+  it("the preset's markers are valid case-insensitive patterns", () => {
+    expect(codex.busy_markers).toEqual([CODEX_TURN_OPEN, "Waiting for startup"]);
+    for (const m of codex.busy_markers ?? []) expect(() => markerRegExp(m)).not.toThrow();
+  });
+
+  it("a prompt typed while Codex still starts (seen in CI) is busy, not a finished turn", () => {
+    // The input box with the prompt, "Waiting for startup" under it (its MCP start).
+    const waiting = `${screen("startup-200x50")
+      .trimEnd()
+      .replace(/\n[^\n]*$/, "")}\n\n› Say hello, please.\n  Waiting for startup  · esc cancel\n`;
+    expect(screenShowsMarker(waiting, codex.busy_markers)).toBe(true);
+    expect(screenShowsMarker(screen("startup-200x50"), codex.busy_markers)).toBe(false);
   });
 
   for (const [name, busy, work, what] of MOMENTS) {
