@@ -111,7 +111,14 @@ export async function startPrivateEngine(): Promise<PrivateEngine> {
     }
   };
   try {
-    await launch();
+    try {
+      await launch();
+    } catch (e) {
+      // dockerd gives its own containerd a fixed time to start, which a loaded machine can
+      // miss ("timeout waiting for containerd to start"): one more try before giving up.
+      if (!(e instanceof EngineUnavailableError) || !/containerd/.test(e.message)) throw e;
+      await launch();
+    }
   } catch (e) {
     await rm(root, { recursive: true, force: true }).catch(() => undefined);
     throw e;

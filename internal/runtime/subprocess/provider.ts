@@ -820,7 +820,17 @@ export class SubprocessProvider
    * resolves. Idempotent.
    */
   async shutdown(opts: OpOptions = {}): Promise<void> {
-    await Promise.all((await this.snapshot("", opts)).map((s) => this.stop(s.name, opts)));
+    const sessions = await this.snapshot("", opts);
+    if (sessions.length === 0) return;
+    const holder = await this.holderPid();
+    await Promise.all(sessions.map((s) => this.stop(s.name, opts)));
+    // Stops run side by side, so each may have seen the holder still serving another session
+    // and not waited for it: once none of the city's sessions is left, the holder is exiting.
+    if (holder === undefined || (await this.snapshot("", opts)).length > 0) return;
+    const deadline = Date.now() + SHUTDOWN_TIMEOUT_MS;
+    while ((await pidAlive(holder)) && (await isHolderProcess(holder, this.root)) && Date.now() < deadline) {
+      await sleep(POLL_MS);
+    }
   }
 
   /** Whether a start of `name` is in progress here or in another live process. */
