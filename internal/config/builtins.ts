@@ -93,6 +93,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // prompt queued while it initialises) are in agent-screens.ts; an Enter it takes as a
     // newline right after a paste is handled by delivery (runtime/delivery.ts).
     interrupt_keys: ["Escape"],
+    // `gc run` ends a turn only once the turn drew its reply (`✦`), an error (`✕`) or a
+    // cancellation: for a moment after Enter (longer on a busy machine) the screen looks idle.
+    turn_end_markers: [String.raw`✦ [^\n]*`, String.raw`✕ [^\n]*`, String.raw`Request cancelled[^\n]*`],
   },
   // Checked against GitHub Copilot CLI 1.0.102 and opencode 1.18.33 (recorded screens).
   // Copilot: "❯ " in its input box (it needs `/login` before it takes a turn); opencode: the

@@ -415,6 +415,8 @@ describe("resolveCity", () => {
     expect(oc!.config.turnEndMarkers).toHaveLength(1);
     expect(oc!.config.interruptKeys).toEqual(["Escape", "Escape"]);
     expect(cx!.config.turnEndMarkers).toEqual(["Worked for [^\\n]*", "^■ [^\\n]*"]);
+    const [gm] = resolve("agents:\n  - name: gm\n    provider: gemini\n");
+    expect(gm!.config.turnEndMarkers).toEqual(["✦ [^\\n]*", "✕ [^\\n]*", "Request cancelled[^\\n]*"]);
     expect(n!.config.turnEndMarkers).toBeUndefined();
     const preset = "providers:\n  q: { command: qwen, turn_end_markers: ['✦ done in \\d+s'] }\n";
     const [q] = resolve(`${preset}agents:\n  - name: o\n    provider: q\n`);
