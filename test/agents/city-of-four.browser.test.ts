@@ -94,8 +94,9 @@ describe("a city of four agent CLIs", () => {
     const nudged = await city.gc(["nudge", "claude", "Now a paced turn, please.", "--now"]);
     expect(nudged.code, nudged.stderr).toBe(0);
     const during = { ...idleAll, claude: "working" };
+    // The double streams the paced reply (20+ s); Claude shows busy from its submit on.
+    await expect.poll(() => api.streaming(), { timeout: 60_000, interval: 100 }).toBe(true);
     await expect.poll(() => works(city), { timeout: 60_000, interval: 250 }).toEqual(during);
-    expect(api.streaming()).toBe(true);
     const table = await city.gc(["status"]);
     expect(table.stdout).toMatch(/^claude\s.*\bworking \d+[smh]\b/m);
     for (const other of ["codex", "gemini", "opencode"]) {
