@@ -45,6 +45,7 @@ export interface PrivateEngine {
 }
 
 const DOCKERD = ["/usr/sbin/dockerd", "/usr/bin/dockerd"];
+const CONTAINERD = ["/usr/bin/containerd", "/usr/sbin/containerd"];
 const BUSYBOX = ["/bin/busybox", "/usr/bin/busybox"];
 const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 15_000;
@@ -56,6 +57,7 @@ function firstExisting(paths: readonly string[]): string | undefined {
 /** Why {@link startPrivateEngine} cannot work on this machine, or `undefined`. Cheap, sync. */
 export function engineUnavailableReason(): string | undefined {
   if (!firstExisting(DOCKERD)) return "dockerd is not installed (Debian package docker.io)";
+  if (!firstExisting(CONTAINERD)) return "containerd is not installed (Debian package containerd)";
   if (typeof process.getuid === "function" && process.getuid() !== 0) return "dockerd needs root";
   if (!firstExisting(BUSYBOX)) return "busybox is not installed (Debian package busybox-static)";
   if (!existsSync("/usr/bin/tmux")) return "tmux is not installed (the test image copies it)";
@@ -75,15 +77,44 @@ export async function startPrivateEngine(): Promise<PrivateEngine> {
   const socketPath = join(root, "d.sock");
   const logPath = join(root, "dockerd.log");
   let pid = 0;
+  let containerdPid = 0;
+  // containerd runs on its own, waited for with our deadline: dockerd gives the containerd it
+  // starts itself a fixed time, which a loaded machine misses ("timeout waiting for
+  // containerd to start").
+  const containerdSock = join(root, "ctd.sock");
+  const launchContainerd = async () => {
+    const config = join(root, "containerd.toml");
+    await writeFile(
+      config,
+      [
+        "version = 2",
+        `root = ${JSON.stringify(join(root, "ctd", "root"))}`,
+        `state = ${JSON.stringify(join(root, "ctd", "state"))}`,
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]',
+        "[grpc]",
+        `  address = ${JSON.stringify(containerdSock)}`,
+        "",
+      ].join("\n"),
+    );
+    containerdPid = await spawnLogged(
+      firstExisting(CONTAINERD)!,
+      ["--config", config],
+      join(root, "containerd.log"),
+    );
+    await waitReady("containerd", containerdPid, join(root, "containerd.log"), () =>
+      connects(containerdSock),
+    );
+  };
   const launch = async () => {
-    const log = openSync(logPath, "a");
-    const child = spawn(
+    pid = await spawnLogged(
       dockerd,
       [
         "--iptables=false",
         "--ip-forward=false",
         "--bridge=none",
         "--storage-driver=vfs",
+        "--containerd",
+        containerdSock,
         "-H",
         `unix://${socketPath}`,
         "--data-root",
@@ -93,33 +124,16 @@ export async function startPrivateEngine(): Promise<PrivateEngine> {
         "--pidfile",
         join(root, "dockerd.pid"),
       ],
-      { detached: true, stdio: ["ignore", log, log] },
+      logPath,
     );
-    closeSync(log);
-    child.unref();
-    if (child.pid === undefined) throw new EngineUnavailableError("dockerd could not be spawned");
-    pid = child.pid;
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    for (;;) {
-      if (await ping(socketPath)) return;
-      if (!(await pidAlive(pid)) || Date.now() > deadline) {
-        const tail = (await readFile(logPath, "utf8").catch(() => "")).split("\n").slice(-15).join("\n");
-        await terminate(pid);
-        throw new EngineUnavailableError(`dockerd did not start:\n${tail}`);
-      }
-      await sleep(100);
-    }
+    await waitReady("dockerd", pid, logPath, () => ping(socketPath));
   };
   try {
-    try {
-      await launch();
-    } catch (e) {
-      // dockerd gives its own containerd a fixed time to start, which a loaded machine can
-      // miss ("timeout waiting for containerd to start"): one more try before giving up.
-      if (!(e instanceof EngineUnavailableError) || !/containerd/.test(e.message)) throw e;
-      await launch();
-    }
+    await launchContainerd();
+    await launch();
   } catch (e) {
+    await terminate(pid);
+    await terminate(containerdPid);
     await rm(root, { recursive: true, force: true }).catch(() => undefined);
     throw e;
   }
@@ -137,19 +151,66 @@ export async function startPrivateEngine(): Promise<PrivateEngine> {
       if (stopped) return;
       stopped = true;
       await terminate(pid);
+      await terminate(containerdPid);
       await rm(root, { recursive: true, force: true }).catch(() => undefined);
     },
   };
 }
 
-/** SIGTERM dockerd, wait for it (it stops its containers and containerd), SIGKILL past the grace. */
+/** Spawns `argv` detached with its output appended to `logPath`; resolves its pid. */
+async function spawnLogged(file: string, args: readonly string[], logPath: string): Promise<number> {
+  const log = openSync(logPath, "a");
+  const child = spawn(file, args, { detached: true, stdio: ["ignore", log, log] });
+  closeSync(log);
+  child.unref();
+  if (child.pid === undefined) throw new EngineUnavailableError(`${file} could not be spawned`);
+  return child.pid;
+}
+
+/**
+ * Polls `ready` until it is true; past {@link READY_TIMEOUT_MS} or once `pid` died, kills
+ * `pid` and throws with the tail of its log.
+ */
+async function waitReady(
+  what: string,
+  pid: number,
+  logPath: string,
+  ready: () => Promise<boolean>,
+): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (await ready()) return;
+    if (!(await pidAlive(pid)) || Date.now() > deadline) {
+      const tail = (await readFile(logPath, "utf8").catch(() => "")).split("\n").slice(-15).join("\n");
+      await terminate(pid);
+      throw new EngineUnavailableError(`${what} did not start:\n${tail}`);
+    }
+    await sleep(100);
+  }
+}
+
+/** True when a unix socket at `path` accepts a connection. */
+async function connects(path: string): Promise<boolean> {
+  if (!existsSync(path)) return false;
+  const { connect } = await import("node:net");
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+/** SIGTERM a daemon (dockerd stops its containers), wait for it, SIGKILL its group past the grace. */
 async function terminate(pid: number): Promise<void> {
   if (pid <= 0 || !(await pidAlive(pid))) return;
   signal(pid, "SIGTERM");
   const deadline = Date.now() + STOP_GRACE_MS;
   while ((await pidAlive(pid)) && Date.now() < deadline) await sleep(50);
   if (await pidAlive(pid)) {
-    signal(-pid, "SIGKILL"); // its own containerd is in its process group
+    signal(-pid, "SIGKILL"); // detached: it leads its own process group
     signal(pid, "SIGKILL");
     while (await pidAlive(pid)) await sleep(50);
   }

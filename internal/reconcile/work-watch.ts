@@ -102,7 +102,10 @@ export const TURN_END_QUIET_MS = 150;
  * - a program that has shown its busy marker (`prev.marked`) works exactly while the marker
  *   shows: without it, what `classifyLook` calls working only for recent output or text
  *   after the prompt (typing, a redraw, the reply being drawn) is idle once the screen has
- *   stood still for {@link TURN_END_QUIET_MS}, and keeps the previous state until then;
+ *   stood still for {@link TURN_END_QUIET_MS}, and keeps the previous state until then. A
+ *   turn also ends only on a screen that stood still: one look that seems idle (a frame
+ *   caught half drawn on a loaded machine, its footer not written yet, leaves the bare
+ *   prompt on the last line) keeps the turn open until the screen settles;
  * - a screen judged idle stays idle while it does not change (its output growing old never
  *   reopens a turn).
  * `prev` is the session's recorded work, `seen` the watcher's memory of its screen. Pure.
@@ -129,7 +132,9 @@ export function observeLook(
   if (mem?.idle && look.turn === undefined && look.interaction === undefined) obs = { state: "idle" };
   else {
     obs = classifyLook(look, { now, rules: at.rules, classifyScreen: at.classifyScreen });
-    if (p?.marked && mem !== undefined && look.turn === undefined && obs.state === "working" && !busyMarker) {
+    const inTurn = p?.state === "working" || p?.state === "error";
+    const settling = obs.state === "working" || (obs.state === "idle" && inTurn);
+    if (p?.marked && mem !== undefined && look.turn === undefined && settling && !busyMarker) {
       // Output the provider saw after this screen's first look (a change and back) counts.
       const still = now - Math.max(mem.since, lastActivity ?? Number.NEGATIVE_INFINITY);
       obs = still >= TURN_END_QUIET_MS ? { state: "idle" } : { state: p.state, message: p.message };

@@ -87,11 +87,31 @@ describe.each(["tmux", "subprocess"])("turn events between passes on %s", (provi
         : undefined;
       return w?.state === "idle" && w.turnSince === undefined;
     };
+    // Its own connection: the hooks that close `db` may run first.
     ctx.onTestFailed(() => {
-      const all = db
-        .prepare("SELECT seq, type, at, payload FROM events WHERE session = 'claude' ORDER BY seq")
-        .all();
-      console.log(`${provider}: the session's events:\n${all.map((e) => JSON.stringify(e)).join("\n")}`);
+      const again = new Database(join(city.dir, ".gc", "state.db"), { readonly: true, fileMustExist: true });
+      try {
+        const all = again
+          .prepare("SELECT seq, type, at, payload FROM events WHERE session = 'claude' ORDER BY seq")
+          .all();
+        console.log(`${provider}: the session's events:\n${all.map((e) => JSON.stringify(e)).join("\n")}`);
+        console.log(
+          `${provider}: the model double's requests:\n${api
+            .turns()
+            .map((t) =>
+              JSON.stringify({
+                seq: t.seq,
+                at: t.at,
+                texts: t.userTexts,
+                last: t.lastChunkAt,
+                ended: t.endedAt,
+              }),
+            )
+            .join("\n")}`,
+        );
+      } finally {
+        again.close();
+      }
     });
     const lastPassAt = async () => {
       const r = await city.gc(["status", "--json"]);

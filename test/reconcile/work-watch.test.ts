@@ -217,6 +217,42 @@ describe("observeLook: a turn in looks", () => {
     expect(rec).toMatchObject({ state: "working", marked: true });
   });
 
+  it("a frame caught half drawn (footer not written, the bare prompt last) does not end the turn", () => {
+    // Claude Code's busy screen cut after its input box: the bare ready prompt on the last
+    // line, which alone classifies idle at once.
+    const cut = CLAUDE_BUSY.slice(0, CLAUDE_BUSY.lastIndexOf("❯ ") + 2);
+    const half: SessionLook = { screen: cut, readyPromptPrefix: "❯ ", lastActivity: new Date(T + 1_000) };
+    expect(observeLook(work("idle"), undefined, half, { now: T + 1_000, generation: 1 }).next.state).toBe(
+      "idle",
+    );
+    const { rec, events } = replay(
+      [
+        [0, busy(0)],
+        [1_000, half],
+        [1_100, { ...half, lastActivity: new Date(T + 1_100) }],
+        [1_200, busy(1_200)],
+        [1_300, busy(1_300)],
+      ],
+      idleBefore,
+    );
+    expect(events.map((e) => e.type)).toEqual(["turn.started"]);
+    expect(rec).toMatchObject({ state: "working", marked: true });
+    // Standing still without the marker, the same screen is the turn's end.
+    const { events: ended } = replay(
+      [
+        [0, busy(0)],
+        [1_000, half],
+        [1_100, half],
+        [1_200, half],
+      ],
+      idleBefore,
+    );
+    expect(ended.map((e) => [e.type, e.seenAt - T])).toEqual([
+      ["turn.started", 0],
+      ["turn.ended", 1_200],
+    ]);
+  });
+
   it("a program that never showed a busy marker keeps the 2 s quiet rule", () => {
     const printed = 1_000;
     const { events } = replay(
