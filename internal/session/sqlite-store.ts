@@ -3,53 +3,47 @@
  * a 0700 directory) through better-sqlite3, in WAL mode with a busy timeout, so the controller
  * and any number of `gc` commands share it safely. Every mutation is one transaction, so a
  * SIGKILL at any point leaves a consistent database. Opened by cmd/gc's composition root.
+ *
+ * This module is the store's surface (open, recover, the {@link SessionStore} methods, event
+ * queries, locks); the file on disk (creation, pragmas, migration, write-back) is
+ * sqlite-file.ts, and the statements and write transactions are sqlite-statements.ts.
  */
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readSync,
-  rmSync,
-  type Stats,
-  statSync,
-} from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type Database from "better-sqlite3";
-import { isGcError, SessionExistsError, SessionNotFoundError, StoreError } from "../base/errors.js";
+import { isGcError, StoreError } from "../base/errors.js";
 import { validateSessionName } from "../base/names.js";
 import { openSqlite } from "../base/sqlite.js";
 import {
-  ageNudge,
-  applyPatch,
   checkLeaseMs,
-  checkTenancy,
-  claimed,
   decodeEntry,
   decodePayload,
   decodeRecord,
   deliveredNudge,
-  encodeRecord,
   eventRow,
   failedNudge,
   newNudge,
   newRecord,
   newWait,
   persistEntries,
-  pickDue,
-  planCheckpoint,
   resolveTenancy,
-  settleWait,
-  staleHistory,
-  staleRecord,
   type Tenancy,
-  waitDue,
 } from "./codec.js";
-import { holderAlive, LockManager, type LockTable } from "./lock.js";
+import { LockManager, type LockTable } from "./lock.js";
 import { isDamage, moveAside, StateFileFault, type StoreRecovery, writeRecovery } from "./recovery.js";
-import { APPLICATION_ID, BOOTSTRAP_SQL, MIGRATIONS, SCHEMA_VERSION } from "./sqlite-schema.js";
+import { checkStateFile, configure, describe, migrate, prepareFile } from "./sqlite-file.js";
+import {
+  type Db,
+  decodeNudge,
+  decodeWait,
+  type EventDbRow,
+  type IdRow,
+  prepareStatements,
+  prepareTransactions,
+  type Statements,
+  type Stmt,
+  type Transactions,
+} from "./sqlite-statements.js";
 import {
   type CheckpointResult,
   DEFAULT_NUDGE_LEASE_MS,
@@ -104,95 +98,6 @@ export interface SqliteStoreOptions extends StoreOpenOptions {
    * an empty file that the write-back would then move aside with its writes).
    */
   readonly create?: boolean;
-}
-
-type Db = Database.Database;
-type Stmt = Database.Statement;
-
-/** Every fixed statement, prepared once per connection. */
-function prepareStatements(db: Db) {
-  const p = (sql: string) => db.prepare(sql);
-  return {
-    getRecord: p("SELECT record FROM sessions WHERE actor = ? AND name = ?").pluck(),
-    listRecords: p("SELECT record FROM sessions WHERE actor = ? ORDER BY name").pluck(),
-    insertRecord: p(
-      "INSERT INTO sessions (actor, name, version, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-    ),
-    updateRecord: p(
-      "UPDATE sessions SET version = ?, record = ? WHERE actor = ? AND name = ? AND version = ?",
-    ),
-    deleteRecord: p("DELETE FROM sessions WHERE actor = ? AND name = ?"),
-    // Indices are dense from 0, so max + 1 is the count, read from the primary key in O(log n).
-    historyCount: p("SELECT coalesce(max(idx) + 1, 0) FROM history WHERE actor = ? AND session = ?").pluck(),
-    historyAll: p("SELECT entry FROM history WHERE actor = ? AND session = ? ORDER BY idx").pluck(),
-    historyRange: p(
-      "SELECT idx, entry FROM history WHERE actor = ? AND session = ? AND idx >= ? ORDER BY idx LIMIT ?",
-    ),
-    insertHistory: p("INSERT INTO history (actor, session, idx, entry) VALUES (?, ?, ?, ?)"),
-    deleteHistory: p("DELETE FROM history WHERE actor = ? AND session = ?"),
-    insertEvent: p("INSERT INTO events (actor, session, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
-    pruneEvents: p("DELETE FROM events WHERE actor = ? AND seq <= ?"),
-    trimEventsBefore: p("DELETE FROM events WHERE actor = ? AND at < ?"),
-    trimEventsKeep: p(
-      "DELETE FROM events WHERE actor = ? AND seq <= (SELECT seq FROM events WHERE actor = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-    ),
-    insertWait: p("INSERT INTO waits (actor, session, state, expires_at, wait) VALUES (?, ?, ?, ?, ?)"),
-    getWait: p("SELECT id, wait FROM waits WHERE id = ? AND actor = ?"),
-    updateWait: p("UPDATE waits SET state = ?, wait = ? WHERE id = ? AND actor = ?"),
-    listWaits: p("SELECT id, wait FROM waits WHERE actor = ? ORDER BY id"),
-    dueWaits: p(
-      "SELECT id, wait FROM waits WHERE actor = ? AND state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY id",
-    ),
-    deleteWaits: p("DELETE FROM waits WHERE actor = ? AND session = ?"),
-    insertNudge: p("INSERT INTO nudges (actor, session, state, nudge) VALUES (?, ?, ?, ?)"),
-    getNudge: p("SELECT id, nudge FROM nudges WHERE id = ? AND actor = ?"),
-    updateNudge: p("UPDATE nudges SET state = ?, nudge = ? WHERE id = ? AND actor = ?"),
-    listNudges: p("SELECT id, nudge FROM nudges WHERE actor = ? ORDER BY id"),
-    liveNudgesOf: p(
-      "SELECT id, nudge FROM nudges WHERE actor = ? AND session = ? AND state IN ('queued', 'claimed') ORDER BY id",
-    ),
-    liveNudges: p(
-      "SELECT id, nudge FROM nudges WHERE actor = ? AND state IN ('queued', 'claimed') ORDER BY id",
-    ),
-    deleteNudges: p("DELETE FROM nudges WHERE actor = ? AND session = ?"),
-    getLock: p("SELECT holder FROM locks WHERE actor = ? AND name = ?").pluck(),
-    putLock: p("INSERT OR REPLACE INTO locks (actor, name, holder) VALUES (?, ?, ?)"),
-    deleteLock: p("DELETE FROM locks WHERE actor = ? AND name = ?"),
-  };
-}
-
-type Statements = ReturnType<typeof prepareStatements>;
-
-type SettleDetail = { result?: JsonValue; reason?: string };
-
-/** The store's write transactions (each BEGIN IMMEDIATE … COMMIT). */
-interface Transactions {
-  create: (rec: SessionRecord) => void;
-  update: (name: string, expected: number, patch: SessionPatch, now: number) => SessionRecord;
-  delete: (name: string, expected: number | undefined) => number | undefined;
-  append: (name: string, rows: string[], expected: number) => number;
-  checkpoint: (name: string, rows: string[]) => CheckpointResult;
-  settle: (
-    id: number,
-    to: "resolved" | "expired" | "canceled",
-    detail: SettleDetail,
-    now: number,
-  ) => WaitSettlement | undefined;
-  expireWaits: (now: number) => Wait[];
-  claim: (session: string, now: number, leaseMs: number) => Nudge | undefined;
-  nudgeTo: (id: number, next: (n: Nudge | undefined) => Nudge) => Nudge;
-  expireNudges: (now: number) => Nudge[];
-  tryLock: (name: string, mine: LockHolder, now: number) => LockHolder | undefined;
-  renew: (name: string, token: string, leaseUntil: number) => void;
-  release: (name: string, token: string) => void;
-}
-
-interface EventDbRow {
-  seq: number;
-  session: string | null;
-  type: string;
-  at: number;
-  payload: string;
 }
 
 /**
@@ -267,175 +172,6 @@ function openAt(path: string, opts: SqliteStoreOptions, tenancy: Tenancy, now: (
   }
 }
 
-/** SQLite's magic string, the first 16 bytes of every database file. */
-const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
-
-/** Whether `path` starts with SQLite's header (one 16-byte read; false when unreadable). */
-function hasDatabaseHeader(path: string): boolean {
-  const buf = Buffer.alloc(SQLITE_HEADER.length);
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, "r");
-    return readSync(fd, buf, 0, buf.length, 0) === buf.length && buf.equals(SQLITE_HEADER);
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-function describe(e: unknown): string {
-  if (e instanceof Error)
-    return "code" in e && typeof e.code === "string" ? `${e.message} (${e.code})` : e.message;
-  return String(e);
-}
-
-/**
- * Makes sure `path` exists (directory 0700, file 0600; loose modes tightened) and returns
- * its inode. A missing database is built complete under a temporary name and hard-linked
- * into place (a concurrent creator's file wins), so a 0-byte `state.db` is always damage.
- * @throws StateFileFault for a 0-byte file; StoreError for anything else that is wrong.
- */
-function prepareFile(path: string, ownDir: boolean, tenancy: Tenancy, now: number): number {
-  const dir = dirname(path);
-  let st: Stats;
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    // `.gc/` belongs to gc: keep it private even if something else created it loosely.
-    if (ownDir && (statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
-    if (!existsSync(path)) createComplete(path, tenancy, now);
-    st = statSync(path);
-    if (!st.isFile()) throw new Error("not a regular file");
-    if ((st.mode & 0o077) !== 0) chmodSync(path, 0o600);
-  } catch (cause) {
-    throw new StoreError(`${path}: cannot prepare the state database: ${describe(cause)}`, { cause });
-  }
-  if (st.size === 0) throw new StateFileFault("empty (0 bytes)", st.ino);
-  return st.ino;
-}
-
-/** Builds a bootstrapped database at a temporary name and links it to `path` (EEXIST = someone else did). */
-function createComplete(path: string, tenancy: Tenancy, now: number): void {
-  const tmp = `${path}.init-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-  try {
-    closeSync(openSync(tmp, "wx", 0o600));
-    const db = openSqlite(tmp, { fileMustExist: true });
-    try {
-      migrate(db, tmp, tenancy, now);
-    } finally {
-      db.close();
-    }
-    // A -wal/-shm without its database is a deleted file's (`rm state.db` under an open
-    // connection, which keeps them): the new file must not be read through its log.
-    if (!existsSync(path)) for (const ext of ["-wal", "-shm"]) rmSync(`${path}${ext}`, { force: true });
-    try {
-      linkSync(tmp, path);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-  } finally {
-    rmSync(tmp, { force: true });
-    rmSync(`${tmp}-journal`, { force: true });
-  }
-}
-
-function configure(db: Db, path: string): void {
-  // Reading the header first turns "garbage bytes" into SQLITE_NOTADB here, not mid-write.
-  db.pragma("schema_version", { simple: true });
-  // Damaged pages in a file with a good header: found now, not by some later write.
-  const check = db.pragma("quick_check(1)", { simple: true });
-  if (check !== "ok") {
-    const e = new Error(`quick check: ${String(check)}`) as Error & { code: string };
-    e.code = "SQLITE_CORRUPT";
-    throw e;
-  }
-  const mode = db.pragma("journal_mode = WAL", { simple: true });
-  if (mode !== "wal")
-    throw new StoreError(`${path}: cannot switch to WAL journal mode (got ${String(mode)})`);
-  // NORMAL in WAL mode: a committed transaction survives a process crash; only an OS crash or
-  // power loss can lose the last commits, never consistency.
-  db.pragma("synchronous = NORMAL");
-  db.pragma("trusted_schema = OFF");
-  // Replaced and deleted content is zeroed, not left in free space (a record's old
-  // fingerprints, pruned events): what gc replaces is gone from the file.
-  db.pragma("secure_delete = ON");
-}
-
-/**
- * True when the database is a gc state database at this schema version and of this tenancy:
- * nothing to migrate. Read without the write lock (the common case of every command; anything
- * else is decided again under it, by {@link migrate}).
- */
-function upToDate(db: Db, tenancy: Tenancy): boolean {
-  try {
-    const meta = new Map(
-      (db.prepare("SELECT key, value FROM gc_meta").all() as { key: string; value: string }[]).map((r) => [
-        r.key,
-        r.value,
-      ]),
-    );
-    const current = (
-      db.prepare("SELECT max(version) AS v FROM gc_schema_version").get() as { v: number | null }
-    ).v;
-    return (
-      meta.get("application") === APPLICATION_ID &&
-      current === SCHEMA_VERSION &&
-      meta.get("tenancy") === tenancy.mode
-    );
-  } catch {
-    return false; // no such tables (new or foreign file): migrate decides
-  }
-}
-
-function migrate(db: Db, path: string, tenancy: Tenancy, now: number): void {
-  if (upToDate(db, tenancy)) return;
-  db.transaction(() => {
-    const tables = (
-      db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-        .all() as {
-        name: string;
-      }[]
-    ).map((r) => r.name);
-    if (tables.length === 0) {
-      db.exec(BOOTSTRAP_SQL);
-      db.prepare("INSERT INTO gc_meta (key, value) VALUES ('application', ?)").run(APPLICATION_ID);
-    } else if (!tables.includes("gc_meta") || !tables.includes("gc_schema_version")) {
-      throw new StoreError(
-        `${path}: not a gc state database (it holds unrelated tables: ${tables.slice(0, 8).join(", ")})`,
-      );
-    }
-    const meta = new Map(
-      (db.prepare("SELECT key, value FROM gc_meta").all() as { key: string; value: string }[]).map((r) => [
-        r.key,
-        r.value,
-      ]),
-    );
-    if (meta.get("application") !== APPLICATION_ID) {
-      throw new StoreError(`${path}: not a gc state database (application marker missing)`);
-    }
-    const current =
-      (db.prepare("SELECT max(version) AS v FROM gc_schema_version").get() as { v: number | null }).v ?? 0;
-    if (current > SCHEMA_VERSION) {
-      throw new StoreError(
-        `${path}: written by a newer gc (schema version ${current}; this gc understands up to ${SCHEMA_VERSION})`,
-      );
-    }
-    for (const m of MIGRATIONS) {
-      if (m.version <= current) continue;
-      db.exec(m.sql);
-      db.prepare("INSERT INTO gc_schema_version (version, applied_at, description) VALUES (?, ?, ?)").run(
-        m.version,
-        now,
-        m.description,
-      );
-    }
-    checkTenancy(path, meta.get("tenancy"), tenancy);
-    if (!meta.has("tenancy"))
-      db.prepare("INSERT INTO gc_meta (key, value) VALUES ('tenancy', ?)").run(tenancy.mode);
-  }).immediate();
-}
-
 /** The SQLite {@link SessionStore}. Create it with {@link openSqliteStore}. */
 export class SqliteStore implements SessionStore {
   readonly info: StoreInfo;
@@ -466,141 +202,8 @@ export class SqliteStore implements SessionStore {
     this.#now = now;
     this.info = { kind: "sqlite", location: path, tenancy: tenancy.mode, actor: tenancy.actor };
     this.#s = prepareStatements(db);
-    this.#tx = this.#transactions();
+    this.#tx = prepareTransactions(db, this.#s, this.#actor, path, now);
     this.#locks = new LockManager(this.#lockTable(), now);
-  }
-
-  #transactions(): Transactions {
-    const db = this.#db;
-    const s = this.#s;
-    const a = this.#actor;
-    const loc = this.path;
-    const imm = <A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) =>
-      db.transaction(fn).immediate as (...args: A) => R;
-    const event = (session: string, type: string, payload: object, now: number) => {
-      const row = eventRow({ session, type, payload: payload as Record<string, JsonValue> }, now);
-      s.insertEvent.run(a, row.session, row.type, row.at, row.payload);
-    };
-    const readRecord = (name: string) => {
-      const text = s.getRecord.get(a, name) as string | undefined;
-      return text === undefined ? undefined : decodeRecord(loc, text);
-    };
-    const getNudge = (id: number) => decodeNudge(s.getNudge.get(id, a) as IdRow | undefined, "nudge");
-    const putNudge = (n: Nudge) => {
-      const { id, ...rest } = n;
-      s.updateNudge.run(n.state, JSON.stringify(rest), id, a);
-      return n;
-    };
-    const putWait = (w: Wait) => {
-      const { id, ...rest } = w;
-      s.updateWait.run(w.state, JSON.stringify(rest), id, a);
-      return w;
-    };
-    return {
-      create: imm((rec: SessionRecord) => {
-        const res = s.insertRecord.run(a, rec.name, rec.version, encodeRecord(rec));
-        if (res.changes === 0) throw new SessionExistsError(rec.name);
-        event(rec.name, "session.created", { state: rec.state, agent: rec.agent }, rec.createdAt);
-      }),
-      update: imm((name: string, expected: number, patch: SessionPatch, now: number) => {
-        const cur = readRecord(name);
-        if (!cur) throw new SessionNotFoundError(name, "no session record");
-        if (cur.version !== expected) throw staleRecord(name, expected, cur.version);
-        const { record, transition } = applyPatch(cur, patch, now);
-        s.updateRecord.run(record.version, encodeRecord(record), a, name, expected);
-        if (transition) event(name, "session.state", transition, now);
-        return record;
-      }),
-      delete: imm((name: string, expected: number | undefined) => {
-        const cur = readRecord(name);
-        if (!cur) return undefined;
-        if (expected !== undefined && cur.version !== expected)
-          throw staleRecord(name, expected, cur.version);
-        s.deleteRecord.run(a, name);
-        s.deleteHistory.run(a, name);
-        s.deleteWaits.run(a, name);
-        s.deleteNudges.run(a, name);
-        event(name, "session.deleted", { version: cur.version }, this.#now());
-        return cur.version;
-      }),
-      append: imm((name: string, rows: string[], expected: number) => {
-        if (s.getRecord.get(a, name) === undefined) throw new SessionNotFoundError(name, "no session record");
-        const count = s.historyCount.get(a, name) as number;
-        if (count !== expected) throw staleHistory(name, expected, count);
-        for (const [i, r] of rows.entries()) s.insertHistory.run(a, name, count + i, r);
-        return count + rows.length;
-      }),
-      checkpoint: imm((name: string, rows: string[]) => {
-        if (s.getRecord.get(a, name) === undefined) throw new SessionNotFoundError(name, "no session record");
-        const stored = s.historyAll.all(a, name) as string[];
-        const plan = planCheckpoint(stored, rows);
-        if (plan.mode === "replace") {
-          s.deleteHistory.run(a, name);
-          for (const [i, r] of rows.entries()) s.insertHistory.run(a, name, i, r);
-        } else if (plan.mode === "append") {
-          for (const [i, r] of plan.tail.entries()) s.insertHistory.run(a, name, stored.length + i, r);
-        }
-        return { mode: plan.mode, count: rows.length };
-      }),
-      settle: imm(
-        (id: number, to: "resolved" | "expired" | "canceled", detail: SettleDetail, now: number) => {
-          const w = decodeWait(s.getWait.get(id, a) as IdRow | undefined);
-          if (!w) return undefined;
-          const res = settleWait(w, to, now, detail);
-          if (res.changed) putWait(res.wait);
-          return res;
-        },
-      ),
-      expireWaits: imm((now: number) => {
-        const out: Wait[] = [];
-        for (const row of s.dueWaits.all(a, now) as IdRow[]) {
-          const w = decodeWait(row) as Wait;
-          if (!waitDue(w, now)) continue;
-          out.push(putWait(settleWait(w, "expired", now, { reason: "deadline passed" }).wait));
-        }
-        return out;
-      }),
-      claim: imm((session: string, now: number, leaseMs: number) => {
-        const live: Nudge[] = [];
-        for (const row of s.liveNudgesOf.all(a, session) as IdRow[]) {
-          const n = decodeNudge(row, "nudge") as Nudge;
-          const aged = ageNudge(n, now);
-          live.push(aged ? putNudge(aged) : n);
-        }
-        const due = pickDue(live, now);
-        return due ? putNudge(claimed(due, now, leaseMs)) : undefined;
-      }),
-      nudgeTo: imm((id: number, next: (n: Nudge | undefined) => Nudge) => putNudge(next(getNudge(id)))),
-      expireNudges: imm((now: number) => {
-        const out: Nudge[] = [];
-        for (const row of s.liveNudges.all(a) as IdRow[]) {
-          const aged = ageNudge(decodeNudge(row, "nudge") as Nudge, now);
-          if (!aged) continue;
-          putNudge(aged);
-          if (aged.state === "dead") out.push(aged);
-        }
-        return out;
-      }),
-      tryLock: imm((name: string, mine: LockHolder, now: number) => {
-        const cur = s.getLock.get(a, name) as string | undefined;
-        if (cur !== undefined) {
-          const h = JSON.parse(cur) as LockHolder;
-          if (holderAlive(h, now)) return h;
-        }
-        s.putLock.run(a, name, JSON.stringify(mine));
-        return undefined;
-      }),
-      renew: imm((name: string, token: string, leaseUntil: number) => {
-        const cur = s.getLock.get(a, name) as string | undefined;
-        if (cur === undefined) return;
-        const h = JSON.parse(cur) as LockHolder;
-        if (h.token === token) s.putLock.run(a, name, JSON.stringify({ ...h, leaseUntil }));
-      }),
-      release: imm((name: string, token: string) => {
-        const cur = s.getLock.get(a, name) as string | undefined;
-        if (cur !== undefined && (JSON.parse(cur) as LockHolder).token === token) s.deleteLock.run(a, name);
-      }),
-    };
   }
 
   #lockTable(): LockTable {
@@ -968,82 +571,7 @@ export class SqliteStore implements SessionStore {
     movedAside?: string;
   } {
     if (this.#closed) return { found: "same" };
-    const inode = () => {
-      try {
-        return statSync(this.path).ino;
-      } catch {
-        return undefined;
-      }
-    };
-    const ino = inode();
-    if (ino === this.#ino) {
-      if (!opts.writeBack || (!opts.damaged && hasDatabaseHeader(this.path))) return { found: "same" };
-      return this.#salvage(ino);
-    }
-    if (!opts.writeBack) return { found: ino === undefined ? "missing" : "replaced" };
-    const movedAside =
-      ino === undefined ? undefined : moveAside(this.path, ino, new Date(this.#now()), "replaced");
-    try {
-      const restored = this.#writeBack(() => {
-        // A -wal/-shm left at the path belongs to the deleted file (its connections keep them
-        // open): the file written back must not start with the deleted one's log.
-        if (ino === undefined)
-          for (const ext of ["-wal", "-shm"]) rmSync(`${this.path}${ext}`, { force: true });
-      });
-      if (!restored) return { found: "missing" };
-      return movedAside ? { found: "restored", movedAside } : { found: "restored" };
-    } catch (e) {
-      throw new StoreError(`${this.path}: cannot write the state database back: ${describe(e)}`, {
-        cause: e,
-      });
-    }
-  }
-
-  /** The damaged file `ino` replaced by a copy of the open database, when it can still be read. */
-  #salvage(ino: number): { found: StoreFileCheck; movedAside?: string } {
-    let movedAside: string | undefined;
-    try {
-      const restored = this.#writeBack(() => {
-        movedAside = moveAside(this.path, ino, new Date(this.#now()), "corrupt");
-      });
-      if (restored) return movedAside ? { found: "salvaged", movedAside } : { found: "salvaged" };
-      return { found: "missing" };
-    } catch (e) {
-      // The open database cannot be read whole either: the caller reopens with recovery.
-      if (e instanceof UnreadableCopy) return { found: "damaged" };
-      throw new StoreError(`${this.path}: cannot write the state database back: ${describe(e)}`, {
-        cause: e,
-      });
-    }
-  }
-
-  /**
-   * Copies the open database to a temporary name, runs `clear` (which frees the path) and
-   * links the copy into place. Resolves false when another process created the path
-   * meanwhile (the next check deals with it).
-   * @throws UnreadableCopy when the open database cannot be copied (nothing was changed).
-   */
-  #writeBack(clear: () => void): boolean {
-    const tmp = `${this.path}.restore-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-    try {
-      try {
-        this.#db.prepare("VACUUM INTO ?").run(tmp);
-      } catch (e) {
-        if (isDamage(e)) throw new UnreadableCopy(describe(e), { cause: e });
-        throw e;
-      }
-      chmodSync(tmp, 0o600);
-      clear();
-      try {
-        linkSync(tmp, this.path);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
-        throw e;
-      }
-      return true;
-    } finally {
-      rmSync(tmp, { force: true });
-    }
+    return checkStateFile({ db: this.#db, path: this.path, ino: this.#ino, now: this.#now }, opts);
   }
 
   async close(): Promise<void> {
@@ -1052,27 +580,6 @@ export class SqliteStore implements SessionStore {
     this.#closed = true;
     this.#db.close();
   }
-}
-
-/** The open database could not be copied: it is damaged too. */
-class UnreadableCopy extends Error {
-  override readonly name = "UnreadableCopy";
-}
-
-interface IdRow {
-  id: number;
-  wait?: string;
-  nudge?: string;
-}
-
-function decodeWait(row: IdRow | undefined): Wait | undefined {
-  if (!row || row.wait === undefined) return undefined;
-  return { ...(JSON.parse(row.wait) as Omit<Wait, "id">), id: row.id };
-}
-
-function decodeNudge(row: IdRow | undefined, _what = "nudge"): Nudge | undefined {
-  if (!row || row.nudge === undefined) return undefined;
-  return { ...(JSON.parse(row.nudge) as Omit<Nudge, "id">), id: row.id };
 }
 
 /** Freezes a decoded JSON value and everything in it, so a shared record cannot be changed. */
