@@ -35,7 +35,7 @@ const { startApiServer } = await imp("test/k8s/apiserver/index.js");
 const { openCity } = await imp("internal/controller/city.js");
 const { runController, controllerPaths } = await imp("internal/controller/controller.js");
 const { requestControl } = await imp("internal/controller/control.js");
-const { createProviderFromSpec } = await imp("internal/runtime/registry.js");
+const { createProviderFromSpec } = await imp("internal/runtime/registry/index.js");
 const { openSqliteStore } = await imp("internal/session/sqlite-store.js");
 
 const sh = promisify(execFile);

@@ -53,7 +53,7 @@ const imp = (p) => import(new URL(p, dist).href);
 const { openCity } = await imp("internal/controller/city.js");
 const { runController, controllerPaths } = await imp("internal/controller/controller.js");
 const { requestControl } = await imp("internal/controller/control.js");
-const { createProviderFromSpec } = await imp("internal/runtime/registry.js");
+const { createProviderFromSpec } = await imp("internal/runtime/registry/index.js");
 const { openSqliteStore } = await imp("internal/session/sqlite-store.js");
 const { PANE_FORMAT } = await imp("internal/runtime/tmux/sessions.js");
 const { socketArgs } = await imp("internal/runtime/tmux/control-client.js");

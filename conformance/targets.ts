@@ -1,12 +1,12 @@
 /**
  * Which providers `gc conformance` can test, and how to build each one's target. The list
- * comes from the provider registry (internal/runtime/registry.ts, entries marked
+ * comes from the provider registry (internal/runtime/registry/index.ts, entries marked
  * `conformance`); the target of provider `<name>` is the module `targets/<name>.ts`, found by
  * name and imported lazily so testing one provider never loads another's dependencies.
  * Conformance depends on the runtime, never the other way round.
  */
 import { UsageError } from "../internal/base/errors.js";
-import { conformanceProviders, parseProviderSpec } from "../internal/runtime/registry.js";
+import { conformanceProviders, parseProviderSpec } from "../internal/runtime/registry/index.js";
 import type { ConformanceTarget } from "./harness.js";
 
 /** A conformance target module: `targets/<name>.ts`. */

@@ -1,6 +1,6 @@
 /**
  * The composition root: the only place that picks implementations. It opens the city with
- * the SQLite store and the providers of this build's registry (internal/runtime/registry.ts,
+ * the SQLite store and the providers of this build's registry (internal/runtime/registry/index.ts,
  * built lazily, so `gc peek` on tmux never loads another backend); everything else lives in
  * internal/controller.
  */
@@ -14,7 +14,7 @@ import {
   pokeController,
   spawnController as spawnControllerWith,
 } from "../../internal/controller/controller.js";
-import { createProviderFromSpec } from "../../internal/runtime/registry.js";
+import { createProviderFromSpec } from "../../internal/runtime/registry/index.js";
 import { describeRecovery } from "../../internal/session/recovery.js";
 import { openSqliteStore, STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
 import type { CommandContext } from "./context.js";

@@ -91,7 +91,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     process_names: ["gemini", "node"],
     // "esc to cancel" ends the turn (Ctrl-C twice quits). Its busy screens (the spinner, a
     // prompt queued while it initialises) are in agent-screens.ts; an Enter it takes as a
-    // newline right after a paste is handled by delivery (runtime/delivery.ts).
+    // newline right after a paste is handled by delivery (runtime/screen/delivery.ts).
     interrupt_keys: ["Escape"],
     // `gc run` ends a turn only once the turn drew its reply (`✦`), an error (`✕`) or a
     // cancellation: for a moment after Enter (longer on a busy machine) the screen looks idle.

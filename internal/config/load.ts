@@ -11,7 +11,7 @@ import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../base/errors.js";
 import type { Position } from "../base/schema-builder.js";
 import { type CityIdentity, cityIdentity, storedIdentity } from "../runtime/identity.js";
-import { PROVIDERS } from "../runtime/registry.js";
+import { PROVIDERS } from "../runtime/registry/index.js";
 import { CITY_FILE_NAME, findCityDir } from "./locate.js";
 import type { CityConfig } from "./parse.js";
 import { cachedParse } from "./parse-cache.js";

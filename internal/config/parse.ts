@@ -10,7 +10,7 @@ import type { UsedVariable } from "../base/interpolate.js";
 import { nameProblem } from "../base/names.js";
 import { type DecodeContext, INVALID, type Position, positionOf } from "../base/schema-builder.js";
 import { defaultSocketName } from "../runtime/identity.js";
-import { sessionProviderProblem } from "../runtime/registry.js";
+import { sessionProviderProblem } from "../runtime/registry/index.js";
 import { CITY_SCHEMA, type CityFile, type SessionSection } from "./schema.js";
 import { IssueReporter, validateCity } from "./validate.js";
 

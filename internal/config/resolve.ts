@@ -10,7 +10,7 @@ import type { ScreenRules } from "../runtime/agent-screens.js";
 import { type RouteRules, routeSession } from "../runtime/auto/route.js";
 import type { StartText } from "../runtime/fingerprint.js";
 import type { CopyEntry, StartConfig } from "../runtime/provider.js";
-import { sessionShapingSettings } from "../runtime/registry.js";
+import { sessionShapingSettings } from "../runtime/registry/index.js";
 import { type EffectivePreset, lookupPreset } from "./builtins.js";
 import type { CityConfig } from "./parse.js";
 import { expandPlaceholders } from "./placeholders.js";

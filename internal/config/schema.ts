@@ -13,7 +13,7 @@ import {
   providerField,
   providerSettingsFields,
   routingProviderNames,
-} from "../runtime/registry.js";
+} from "../runtime/registry/index.js";
 
 /**
  * Routers (runtime/auto/): providers composed of the concrete ones; each session's route is
@@ -21,7 +21,7 @@ import {
  * the router. Never a backend themselves.
  */
 export const ROUTER_PROVIDERS: readonly string[] = routingProviderNames();
-/** Providers that run sessions themselves: the ones this build has (runtime/registry.ts). */
+/** Providers that run sessions themselves: the ones this build has (runtime/registry/index.ts). */
 export const CONCRETE_SESSION_PROVIDERS: readonly string[] = plainProviderNames();
 /** Every name `session.provider` accepts without a `:` argument. */
 export const SESSION_PROVIDER_KINDS: readonly string[] = [...CONCRETE_SESSION_PROVIDERS, ...ROUTER_PROVIDERS];

@@ -7,7 +7,7 @@ import type { ConfigIssue } from "../base/errors.js";
 import { nameProblem } from "../base/names.js";
 import type { Position } from "../base/schema-builder.js";
 import { didYouMean } from "../base/suggest.js";
-import { PROVIDERS } from "../runtime/registry.js";
+import { PROVIDERS } from "../runtime/registry/index.js";
 import { BUILTIN_PRESETS, builtinBaseOf, lookupPreset, presetNames } from "./builtins.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems, WORK_DIR_PLACEHOLDERS } from "./placeholders.js";
 import type { AgentConfig, CityFile, PromptMode, ProviderPreset } from "./schema.js";

@@ -34,7 +34,7 @@ import {
 import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-files.js";
 import { recordProvider, storedIdentity } from "../runtime/identity.js";
 import type { Provider } from "../runtime/provider.js";
-import { entryOf, specKind } from "../runtime/registry.js";
+import { entryOf, specKind } from "../runtime/registry/index.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore, StoreFileCheck } from "../session/store.js";
 import {

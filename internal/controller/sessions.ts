@@ -18,7 +18,7 @@ import {
   type SessionLook,
   supportsSnapshot,
 } from "../runtime/provider.js";
-import { classifyLook, type ObservedWork, screenTail } from "../runtime/work.js";
+import { classifyLook, type ObservedWork, screenTail } from "../runtime/screen/work.js";
 import type { SessionRecord } from "../session/store.js";
 import { type City, currentDigestSessions } from "./city.js";
 import type { DesiredDigest, WantedSession } from "./digest-cache.js";

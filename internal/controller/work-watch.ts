@@ -19,7 +19,7 @@ import {
 import { observeLook, planWorkLooks, type ScreenSeen } from "../reconcile/work-watch.js";
 import type { ScreenRules } from "../runtime/agent-screens.js";
 import { type PendingInteraction, type SessionLook, supportsLook } from "../runtime/provider.js";
-import { ScreenWorkMemo } from "../runtime/work.js";
+import { ScreenWorkMemo } from "../runtime/screen/work.js";
 import type { SessionRecord } from "../session/store.js";
 import type { City } from "./city.js";
 

@@ -19,7 +19,7 @@ import {
   classifyLook,
   lookShowsBusyMarker,
   type ObservedWork,
-} from "../runtime/work.js";
+} from "../runtime/screen/work.js";
 import { advanceWork, type WorkEvent, type WorkRecord } from "./work.js";
 
 /** Looks at a session in a turn (working, error) this often. */

@@ -21,7 +21,7 @@ import {
   supportsLook,
   supportsPendingAll,
 } from "../runtime/provider.js";
-import { type ObservedWork, WORK_STATES, type WorkState } from "../runtime/work.js";
+import { type ObservedWork, WORK_STATES, type WorkState } from "../runtime/screen/work.js";
 import type { JsonObject, SessionRecord, SessionStore } from "../session/store.js";
 
 /** Record metadata key holding the session's {@link WorkRecord} (JSON). */

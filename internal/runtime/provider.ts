@@ -6,7 +6,6 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CensusEntry } from "../proc/census.js";
-import type { AcpTurn } from "./acp/wire.js";
 import { busyMarkersShown } from "./agent-screens.js";
 
 /** Options accepted by every provider operation. */
@@ -77,7 +76,7 @@ export interface StartConfig {
   readonly readyMarkers?: readonly string[] | undefined;
   /**
    * Regular expression sources (case-insensitive) of the program's error lines: a line at the
-   * bottom of the screen matching one is the session's `work: error` (work.ts), on top of
+   * bottom of the screen matching one is the session's `work: error` (screen/work.ts), on top of
    * the builtin markers. Not fingerprinted.
    */
   readonly errorMarkers?: readonly string[] | undefined;
@@ -146,13 +145,13 @@ export type ContentBlock =
 
 /**
  * Options of `nudge`/`nudgeNow`. `raw`: type the text exactly as given; by default a
- * terminal provider neutralises terminal control in it first (delivery.ts `terminalText`:
+ * terminal provider neutralises terminal control in it first (screen/delivery.ts `terminalText`:
  * no escape sequence, no bracketed-paste end marker, no control key can be typed by a nudge).
  */
 export interface NudgeOptions extends OpOptions {
   readonly raw?: boolean | undefined;
   /**
-   * How text of several lines is typed by a terminal provider (delivery.ts `deliverText`):
+   * How text of several lines is typed by a terminal provider (screen/delivery.ts `deliverText`):
    * `paste` (default) as one paste submitted once; `lines` each line typed and submitted on
    * its own, each confirmed before the next. Others ignore it.
    */
@@ -406,7 +405,7 @@ export interface BatchInteractionProvider {
 }
 
 /**
- * One look at a running session for the work classifier (internal/runtime/work.ts): the
+ * One look at a running session for the work classifier (internal/runtime/screen/work.ts): the
  * screen and the interaction read from the same capture, or the turn state its protocol
  * reports. Fields a provider cannot observe are absent.
  */
@@ -582,8 +581,33 @@ export interface OutputStreamProvider {
   output(name: string, since: number, opts?: OpOptions): Promise<OutputChunk | undefined>;
 }
 
-/** One turn as gc reports it. */
-export type TurnRecord = AcpTurn;
+/** One tool call of a turn. */
+export interface TurnToolCall {
+  readonly id: string;
+  title: string;
+  readonly kind: string;
+  status: string;
+}
+
+/**
+ * One prompt turn as gc reports it (and as the ACP holder records it: acp/wire.ts). Times are
+ * epoch milliseconds.
+ */
+export interface TurnRecord {
+  readonly id: number;
+  readonly prompt: string;
+  state: "queued" | "running" | "done";
+  readonly queuedAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  /** `end_turn`, `cancelled`, `max_tokens`, `max_turn_requests`, `refusal`. */
+  stopReason?: string;
+  /** Why the turn failed (the prompt was refused, the agent died). */
+  error?: string;
+  /** The agent's message chunks, joined. */
+  reply: string;
+  readonly toolCalls: TurnToolCall[];
+}
 
 /**
  * Optional capability: structured turns (providers whose sessions report exactly when a

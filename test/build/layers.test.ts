@@ -7,6 +7,9 @@
  *   cmd → operate → conformance → controller → reconcile → session | config → runtime → proc → base | build
  *
  * A package may import any lower layer, never a higher one nor a sibling of its own layer.
+ * Inside a layer, folders import each other without a cycle either (a folder's own files are
+ * one package: `internal/runtime/` itself holds the contract and leaf helpers, below every
+ * provider folder; the registry above them is `internal/runtime/registry/`).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
@@ -114,6 +117,17 @@ function fileCycles(edges: readonly Edge[]): string[][] {
   return out;
 }
 
+/** The imports between folders (each folder's own files are one package), one edge per pair. Pure. */
+function folderEdges(edges: readonly Edge[]): Edge[] {
+  const seen = new Map<string, Edge>();
+  for (const [from, to] of edges) {
+    const a = dirname(from);
+    const b = dirname(to);
+    if (a !== b) seen.set(`${a} ${b}`, [a, b]);
+  }
+  return [...seen.values()];
+}
+
 describe("the import graph of cmd/, internal/ and conformance/", () => {
   const edges = importGraph();
 
@@ -124,6 +138,10 @@ describe("the import graph of cmd/, internal/ and conformance/", () => {
 
   it("has no import cycle, type-only imports included", () => {
     expect(fileCycles(edges)).toEqual([]);
+  });
+
+  it("has no cycle between folders: a folder's files import no folder that imports them back", () => {
+    expect(fileCycles(folderEdges(edges))).toEqual([]);
   });
 
   it("imports only down the layer order", () => {
@@ -153,5 +171,14 @@ describe("the import graph of cmd/, internal/ and conformance/", () => {
       "internal/config/load.ts → internal/session/store.ts (internal/config may not import internal/session)",
     ]);
     expect(fileCycles(planted)).toEqual([["internal/proc/run.ts", "internal/runtime/provider.ts"]]);
+    const acrossFolders: Edge[] = [
+      ["internal/runtime/registry/index.ts", "internal/runtime/tmux/index.ts"],
+      ["internal/runtime/tmux/provider.ts", "internal/runtime/provider.ts"],
+      ["internal/runtime/provider.ts", "internal/runtime/registry/index.ts"],
+    ];
+    expect(fileCycles(acrossFolders)).toEqual([]);
+    expect(fileCycles(folderEdges(acrossFolders))).toEqual([
+      ["internal/runtime", "internal/runtime/registry", "internal/runtime/tmux"],
+    ]);
   });
 });

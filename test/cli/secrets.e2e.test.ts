@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import xxhash from "xxhash-wasm";
 import { newReconciler, openCity } from "../../internal/controller/city.js";
-import { createProviderFromSpec } from "../../internal/runtime/registry.js";
+import { createProviderFromSpec } from "../../internal/runtime/registry/index.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import { makeCity, type TestCity, until } from "../support/city.js";
 

@@ -19,7 +19,7 @@ import {
   TURN_LOOK_MS,
 } from "../../internal/reconcile/work-watch.js";
 import type { SessionLook } from "../../internal/runtime/provider.js";
-import { WORK_QUIET_MS } from "../../internal/runtime/work.js";
+import { WORK_QUIET_MS } from "../../internal/runtime/screen/work.js";
 
 const T = 1_800_000_000_000;
 

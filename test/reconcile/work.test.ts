@@ -16,7 +16,7 @@ import {
   WORK_KEY,
   type WorkRecord,
 } from "../../internal/reconcile/work.js";
-import type { ObservedWork } from "../../internal/runtime/work.js";
+import type { ObservedWork } from "../../internal/runtime/screen/work.js";
 import { openSqliteStore } from "../../internal/session/sqlite-store.js";
 import type { SessionRecord } from "../../internal/session/store.js";
 

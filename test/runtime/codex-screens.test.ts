@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { BUILTIN_PRESETS, CODEX_TURN_OPEN } from "../../internal/config/builtins.js";
 import { markerRegExp, screenShowsMarker, showsNewMarker } from "../../internal/runtime/agent-screens.js";
 import { findInteraction, screenLooksIdle } from "../../internal/runtime/screen/classify.js";
-import { classifyScreen, type WorkState } from "../../internal/runtime/work.js";
+import { classifyScreen, type WorkState } from "../../internal/runtime/screen/work.js";
 
 const codex = BUILTIN_PRESETS.codex!;
 const rules = { busyMarkers: codex.busy_markers, readyPromptPrefix: codex.ready_prompt_prefix };

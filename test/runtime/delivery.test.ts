@@ -1,5 +1,5 @@
 /**
- * Nudge delivery (internal/runtime/delivery.ts) on the real terminal providers, tmux and
+ * Nudge delivery (internal/runtime/screen/delivery.ts) on the real terminal providers, tmux and
  * subprocess alike, against small programs that reproduce how agent CLIs take input
  * (test/fixtures/input-programs.py): an Ink-style raw reader, a busy spinner, Codex's early
  * prompt, an unnumbered cursor menu, a program that shows nothing, a line reader with echo.
@@ -10,13 +10,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGcError, type NudgeNotDeliveredError } from "../../internal/base/errors.js";
+import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
 import {
   enterMadeNewline,
   inputTaken,
   type TerminalState,
   terminalText,
-} from "../../internal/runtime/delivery.js";
-import type { Provider, StartConfig } from "../../internal/runtime/provider.js";
+} from "../../internal/runtime/screen/delivery.js";
 import { makeCity, type TestCity } from "./subprocess/helpers.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./tmux/helpers.js";
 

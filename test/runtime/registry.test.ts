@@ -2,7 +2,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { citySchemaJson } from "../../internal/config/schema.js";
-import { conformanceProviders, listedProviders, PROVIDERS, specOf } from "../../internal/runtime/registry.js";
+import {
+  conformanceProviders,
+  listedProviders,
+  PROVIDERS,
+  specOf,
+} from "../../internal/runtime/registry/index.js";
 
 /** Rows of README's "## Providers" table: first column (spec) → second (backend). */
 function readmeProviderRows(): Map<string, string> {

@@ -13,7 +13,7 @@ import {
   type ObservedWork,
   screenErrorLine,
   WORK_QUIET_MS,
-} from "../../internal/runtime/work.js";
+} from "../../internal/runtime/screen/work.js";
 
 const NOW = 1_800_000_000_000;
 const quiet = new Date(NOW - WORK_QUIET_MS - 1_000);

@@ -1,5 +1,5 @@
 /**
- * The work classifier (internal/runtime/work.ts): one look → working / idle / needs-input /
+ * The work classifier (internal/runtime/screen/work.ts): one look → working / idle / needs-input /
  * error / unknown, as a table, with an injected clock; and on the recorded screens of the
  * real agent CLIs (test/fixtures/screens/).
  */
@@ -14,7 +14,7 @@ import {
   screenErrorLine,
   screenTail,
   WORK_QUIET_MS,
-} from "../../internal/runtime/work.js";
+} from "../../internal/runtime/screen/work.js";
 
 const NOW = 1_800_000_000_000;
 const quiet = new Date(NOW - WORK_QUIET_MS - 1_000);

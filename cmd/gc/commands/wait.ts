@@ -21,7 +21,7 @@ import type { Target } from "../../../internal/operate/target.js";
 import { probeIdle } from "../../../internal/reconcile/nudge-delivery.js";
 import { lookSessions, looksAtWork } from "../../../internal/reconcile/work.js";
 import { supportsExitStatus } from "../../../internal/runtime/provider.js";
-import { classifyLook, type ObservedWork } from "../../../internal/runtime/work.js";
+import { classifyLook, type ObservedWork } from "../../../internal/runtime/screen/work.js";
 import { isLifecycleState, LIFECYCLE_STATES } from "../../../internal/session/lifecycle.js";
 import type { JsonObject, Wait } from "../../../internal/session/store.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
@@ -76,7 +76,7 @@ export interface WaitResult {
   readonly reason?: string | undefined;
   readonly state?: string | undefined;
   readonly exit?: { code: number | null; signal: string | null } | undefined;
-  /** `--working` / `--needs-input`: the work seen (internal/runtime/work.ts), with the question. */
+  /** `--working` / `--needs-input`: the work seen (internal/runtime/screen/work.ts), with the question. */
   readonly work?: ObservedWork | undefined;
 }
 

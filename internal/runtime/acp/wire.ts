@@ -4,6 +4,7 @@
  * session's state, its turns and its pending interaction. Shared by the holder side
  * (holder-mode.ts, host.ts) and the provider side (provider.ts). Types only.
  */
+import type { TurnRecord, TurnToolCall } from "../provider.js";
 import type { HolderSpec, HolderStatus } from "../subprocess/protocol.js";
 
 /** The spec's mode name. */
@@ -58,30 +59,11 @@ export interface AcpStatus {
   readonly authMethods: readonly string[];
 }
 
-/** One tool call of a turn. */
-export interface AcpToolCall {
-  readonly id: string;
-  title: string;
-  readonly kind: string;
-  status: string;
-}
+/** One tool call of a turn (the contract's type: provider.ts). */
+export type AcpToolCall = TurnToolCall;
 
-/** One prompt turn, as the holder records it. Times are epoch milliseconds. */
-export interface AcpTurn {
-  readonly id: number;
-  readonly prompt: string;
-  state: "queued" | "running" | "done";
-  readonly queuedAt: number;
-  startedAt?: number;
-  endedAt?: number;
-  /** `end_turn`, `cancelled`, `max_tokens`, `max_turn_requests`, `refusal`. */
-  stopReason?: string;
-  /** Why the turn failed (the prompt was refused, the agent died). */
-  error?: string;
-  /** The agent's message chunks, joined. */
-  reply: string;
-  readonly toolCalls: AcpToolCall[];
-}
+/** One prompt turn, as the holder records it (the contract's {@link TurnRecord}). */
+export type AcpTurn = TurnRecord;
 
 /** An open `session/request_permission` or authentication choice. */
 export interface InteractionView {

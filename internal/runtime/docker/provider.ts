@@ -18,7 +18,6 @@ import {
   SessionNotFoundError,
 } from "../../base/errors.js";
 import { validateMetaKey, validateSessionName } from "../../base/names.js";
-import { terminalText } from "../delivery.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf } from "../launch.js";
@@ -53,6 +52,7 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { terminalText } from "../screen/delivery.js";
 import { tarOfFiles, tarOfPath, untarFirstFile } from "../tar.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
 import { TmuxConnectionError } from "../tmux/control-client.js";

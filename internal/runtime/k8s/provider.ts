@@ -19,7 +19,6 @@ import {
   UnsupportedError,
 } from "../../base/errors.js";
 import { validateMetaKey, validateSessionName } from "../../base/names.js";
-import { terminalText } from "../delivery.js";
 import { execKillable, runHookCommands, StartsInProgress } from "../lifecycle/index.js";
 import {
   type BackendShutdownProvider,
@@ -43,6 +42,7 @@ import {
   type StartConfig,
   type StartReport,
 } from "../provider.js";
+import { terminalText } from "../screen/delivery.js";
 import type { Channel } from "../tmux/channels.js";
 import { isGone, NudgeQueue, type PaneState, validateKeys } from "../tmux/pane.js";
 import { apiFailure, type ExecResult, httpStatus, type KubeApi } from "./api.js";

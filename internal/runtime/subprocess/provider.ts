@@ -27,7 +27,6 @@ import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.
 import { pidAlive } from "../../proc/kill.js";
 import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { deliverText, type TerminalState, terminalText } from "../delivery.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
 import {
@@ -69,6 +68,7 @@ import {
   type StartReport,
 } from "../provider.js";
 import { findInteraction } from "../screen/classify.js";
+import { deliverText, type TerminalState, terminalText } from "../screen/delivery.js";
 import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
 import {
   ConnectionPool,

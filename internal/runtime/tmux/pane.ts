@@ -7,10 +7,10 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidNameError, NudgeNotDeliveredError } from "../../base/errors.js";
-import { deliverText, type TerminalState } from "../delivery.js";
 import { captureFlags, paneText } from "../pane-text.js";
 import type { IdleResult, SettleOptions, SettleResult } from "../provider.js";
 import { screenLooksIdle } from "../screen/classify.js";
+import { deliverText, type TerminalState } from "../screen/delivery.js";
 import {
   type CommandOptions,
   type ControlClient,

@@ -24,7 +24,6 @@ import { type CensusEntry, hasOption, killOrphans, processCensus } from "../../p
 import { killTree } from "../../proc/kill.js";
 import { anyProcessNamed, processTree, readProcessTable, readStat } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
-import { terminalText } from "../delivery.js";
 import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import { commandViaEnv, hookDirOf, SHELL, sessionEnv } from "../launch.js";
@@ -72,6 +71,7 @@ import {
   type StartReport,
 } from "../provider.js";
 import { findInteraction } from "../screen/classify.js";
+import { terminalText } from "../screen/delivery.js";
 import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
 import {
   type CommandOptions,

@@ -11,9 +11,13 @@
  * `createProvider` (and, when it has settings, a light `schema.ts` declaring them), its
  * conformance target `conformance/targets/<name>.ts` exporting `createTarget` (found by name:
  * this module never imports conformance/), and one entry below.
+ *
+ * A package of its own, above every provider package: it imports them all (their schemas, and
+ * their factories lazily) and none imports it; the routers get their backends through the
+ * factory option `openBackend`, never from here.
  */
 
-import { UsageError } from "../base/errors.js";
+import { UsageError } from "../../base/errors.js";
 import {
   type Field,
   type Infer,
@@ -22,17 +26,17 @@ import {
   type ObjectSchema,
   type StringSchema,
   s,
-} from "../base/schema-builder.js";
-import { didYouMean } from "../base/suggest.js";
-import { ACP_SETTINGS_SCHEMA } from "./acp/schema.js";
-import { autoSettingsSchema, hybridSettingsSchema } from "./auto/schema.js";
-import { DOCKER_SETTINGS_SCHEMA } from "./docker/schema.js";
-import { EXEC_SETTINGS_SCHEMA } from "./exec/schema.js";
-import type { ProviderFactoryOptions } from "./factory.js";
-import { K8S_SETTINGS_SCHEMA } from "./k8s/schema.js";
-import type { Provider } from "./provider.js";
-import { SUBPROCESS_SETTINGS_SCHEMA } from "./subprocess/schema.js";
-import { TMUX_SETTINGS_SCHEMA } from "./tmux/schema.js";
+} from "../../base/schema-builder.js";
+import { didYouMean } from "../../base/suggest.js";
+import { ACP_SETTINGS_SCHEMA } from "../acp/schema.js";
+import { autoSettingsSchema, hybridSettingsSchema } from "../auto/schema.js";
+import { DOCKER_SETTINGS_SCHEMA } from "../docker/schema.js";
+import { EXEC_SETTINGS_SCHEMA } from "../exec/schema.js";
+import type { ProviderFactoryOptions } from "../factory.js";
+import { K8S_SETTINGS_SCHEMA } from "../k8s/schema.js";
+import type { Provider } from "../provider.js";
+import { SUBPROCESS_SETTINGS_SCHEMA } from "../subprocess/schema.js";
+import { TMUX_SETTINGS_SCHEMA } from "../tmux/schema.js";
 
 /** A provider module: `internal/runtime/<name>/index.ts`. */
 export interface ProviderModule {
@@ -91,7 +95,7 @@ const ENTRIES = [
     name: "tmux",
     arg: "none",
     backend: "one persistent tmux control-mode client per city socket",
-    load: () => import("./tmux/index.js"),
+    load: () => import("../tmux/index.js"),
     settings: TMUX_SETTINGS_SCHEMA,
     conformance: true,
   },
@@ -99,7 +103,7 @@ const ENTRIES = [
     name: "subprocess",
     arg: "none",
     backend: "one detached holder process per city owning each session's real pty",
-    load: () => import("./subprocess/index.js"),
+    load: () => import("../subprocess/index.js"),
     settings: SUBPROCESS_SETTINGS_SCHEMA,
     conformance: true,
   },
@@ -109,7 +113,7 @@ const ENTRIES = [
     argName: "script",
     argHint: 'a script path, e.g. "exec:./provider.sh"',
     backend: "your script, Gas City exec protocol (+ opt-in v2)",
-    load: () => import("./exec/index.js"),
+    load: () => import("../exec/index.js"),
     settings: EXEC_SETTINGS_SCHEMA,
     conformance: true,
   },
@@ -117,7 +121,7 @@ const ENTRIES = [
     name: "k8s",
     arg: "none",
     backend: "a pod per session (tmux inside) through @kubernetes/client-node, exec over WebSocket",
-    load: () => import("./k8s/index.js"),
+    load: () => import("../k8s/index.js"),
     settings: K8S_SETTINGS_SCHEMA,
     sessionSettings: [
       "image",
@@ -135,7 +139,7 @@ const ENTRIES = [
     name: "docker",
     arg: "none",
     backend: "a container per session (tmux inside) through the Docker Engine API",
-    load: () => import("./docker/index.js"),
+    load: () => import("../docker/index.js"),
     settings: DOCKER_SETTINGS_SCHEMA,
     sessionSettings: ["image", "network", "memory", "cpus", "pids_limit", "user", "mounts", "work_dir"],
     requiredWhenUsed: ["image"],
@@ -147,7 +151,7 @@ const ENTRIES = [
     routing: true,
     backend: "routes each session to its agent's declared provider (else session.auto.default)",
     load: () =>
-      import("./auto/index.js").then((m) => ({
+      import("../auto/index.js").then((m) => ({
         createProvider: (o: ProviderFactoryOptions) => m.createAutoProvider(o, createProviderFromSpec),
       })),
     settings: autoSettingsSchema(() => providerField("concrete")),
@@ -159,7 +163,7 @@ const ENTRIES = [
     routing: true,
     backend: "local and remote backends chosen by session.hybrid.remote_match",
     load: () =>
-      import("./auto/index.js").then((m) => ({
+      import("../auto/index.js").then((m) => ({
         createProvider: (o: ProviderFactoryOptions) => m.createHybridProvider(o, createProviderFromSpec),
       })),
     settings: hybridSettingsSchema(() => providerField("concrete")),
@@ -169,7 +173,7 @@ const ENTRIES = [
     name: "acp",
     arg: "none",
     backend: "the subprocess holder (one per city) speaking the Agent Client Protocol over the agent's stdio",
-    load: () => import("./acp/index.js"),
+    load: () => import("../acp/index.js"),
     settings: ACP_SETTINGS_SCHEMA,
     sessionSettings: ["mcp_servers"],
     conformance: true,
@@ -180,7 +184,7 @@ const ENTRIES = [
     internal: true,
     backend: "in memory, for tests",
     load: () =>
-      import("./fake.js").then((m) => ({
+      import("../fake.js").then((m) => ({
         createProvider: (o: ProviderFactoryOptions) => new m.FakeProvider({ city: o.city }),
       })),
     conformance: true,
@@ -191,7 +195,7 @@ const ENTRIES = [
     internal: true,
     backend: "every operation fails, for tests",
     load: () =>
-      import("./fake.js").then((m) => ({
+      import("../fake.js").then((m) => ({
         createProvider: (o: ProviderFactoryOptions) => m.FakeProvider.failing({ city: o.city }),
       })),
   },

@@ -3,12 +3,12 @@
  * `idle`, `needs-input`, `error` or `unknown`. Classified from one {@link SessionLook} (the
  * screen and interaction a pass already reads, or an ACP session's turn state) by
  * {@link classifyLook}, a pure function; the screen rules are the ones the idle checks use
- * (screen/classify.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}),
+ * (classify.ts: busy markers, menus), plus the agents' error lines ({@link ERROR_MARKERS}),
  * and the session's own markers from its preset ({@link ScreenRules}).
  */
-import { markerRegExp, type ScreenRules, screenShowsMarker } from "./agent-screens.js";
-import type { SessionLook } from "./provider.js";
-import { screenAwaitsChoice, screenLooksBusy } from "./screen/classify.js";
+import { markerRegExp, type ScreenRules, screenShowsMarker } from "../agent-screens.js";
+import type { SessionLook } from "../provider.js";
+import { screenAwaitsChoice, screenLooksBusy } from "./classify.js";
 
 /** The work states, in the order an operator's "needs you" view sorts them. */
 export const WORK_STATES = ["needs-input", "error", "working", "idle", "unknown"] as const;

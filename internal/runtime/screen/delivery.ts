@@ -12,8 +12,8 @@
  * sent but not confirmed; `sent` on the error tells a caller not to send it again.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { NudgeNotDeliveredError } from "../base/errors.js";
-import { screenAwaitsChoice } from "./screen/classify.js";
+import { NudgeNotDeliveredError } from "../../base/errors.js";
+import { screenAwaitsChoice } from "./classify.js";
 
 /** One look at a terminal: its visible rows (trailing blanks dropped) and the cursor. */
 export interface TerminalState {
