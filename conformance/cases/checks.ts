@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { type GcErrorCode, isGcError } from "../../internal/base/errors.js";
 import type { CommandProvider, StartConfig } from "../../internal/runtime/provider.js";
-import { type CaseContext, CaseSkip } from "../harness.js";
+import { type CaseContext, CaseSkip } from "./case.js";
 import { EXEC_ALIVE, LONG } from "./programs.js";
 
 export async function rejectsWith(p: Promise<unknown>, code: GcErrorCode, what: string): Promise<void> {

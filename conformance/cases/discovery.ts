@@ -4,7 +4,7 @@
  * table.
  */
 import assert from "node:assert/strict";
-import type { ConformanceCase } from "../harness.js";
+import type { ConformanceCase } from "./case.js";
 import { running } from "./checks.js";
 import { LONG } from "./programs.js";
 

@@ -4,7 +4,7 @@
  * (../provider-cases.ts), kept as one table.
  */
 import assert from "node:assert/strict";
-import type { ConformanceCase } from "../harness.js";
+import type { ConformanceCase } from "./case.js";
 import { armed, fileEquals, rejectsWith, running } from "./checks.js";
 import { INT_TRAP, LINE_READER, NUDGE_TEXTS, RAW_KEYS, READER } from "./programs.js";
 

@@ -8,7 +8,7 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isGcError } from "../../internal/base/errors.js";
-import type { ConformanceCase } from "../harness.js";
+import type { ConformanceCase } from "./case.js";
 import { assertGone, fileEquals, rejectsWith, running } from "./checks.js";
 import { INVALID_NAMES, LONG, READER } from "./programs.js";
 

@@ -4,7 +4,7 @@
  * kept as one table.
  */
 import assert from "node:assert/strict";
-import type { ConformanceCase } from "../harness.js";
+import type { ConformanceCase } from "./case.js";
 import { rejectsWith, running } from "./checks.js";
 import { HOSTILE_META } from "./programs.js";
 

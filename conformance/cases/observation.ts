@@ -14,7 +14,7 @@ import {
   supportsIdleWait,
   supportsInteraction,
 } from "../../internal/runtime/provider.js";
-import type { ConformanceCase } from "../harness.js";
+import type { ConformanceCase } from "./case.js";
 import { fileEquals, rejectsWith, running, treeGone, treePids } from "./checks.js";
 import { CUT_ERR, CUT_OUT, EXEC_PRINT, EXEC_TREE, LONG, PID_LONG } from "./programs.js";
 

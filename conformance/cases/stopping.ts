@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { supportsExitStatus } from "../../internal/runtime/provider.js";
-import type { ConformanceCase } from "../harness.js";
+import type { ConformanceCase } from "./case.js";
 import { armed, assertGone, running } from "./checks.js";
 import { EXIT_ON_INT, LONG } from "./programs.js";
 
