@@ -3,6 +3,8 @@
  * subprocess, exec, k8s, docker, auto, hybrid, fake) implements {@link Provider}; the
  * reconciler and the CLI use nothing else. A provider never reads the city file and never
  * writes the session store. Optional extras are separate interfaces found by type guards.
+ * One file over 700 lines on purpose: the contract with its capability interfaces and their
+ * types is read as one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CensusEntry } from "../proc/census.js";
