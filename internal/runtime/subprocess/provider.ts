@@ -5,35 +5,21 @@
  * controller, or a CLI command) sees every running session. The embedded default where tmux
  * is absent; built by cmd/gc through `createProvider` in index.ts. This module is the
  * provider's surface; it is made of the holder process (holder-control.ts), the session
- * calls (session-calls.ts), making and removing sessions (session-lifecycle.ts), nudge
- * delivery (nudge-delivery.ts), attach (attach.ts) and local file and command work
- * (commands.ts); its options and deadlines are in options.ts.
+ * calls (session-calls.ts), the start sequence and making and removing sessions
+ * (session-lifecycle.ts), start locks (start-lock.ts), nudge delivery (nudge-delivery.ts),
+ * `look` (look.ts), attach (attach.ts) and local file and command work (commands.ts); its
+ * options and deadlines are in options.ts.
  */
 
-import { mkdir, readdir } from "node:fs/promises";
-import {
-  describeError,
-  InvalidNameError,
-  ProviderError,
-  SessionDiedDuringStartupError,
-  SessionNotFoundError,
-} from "../../base/errors.js";
-import { nameProblem, validateMetaKey, validateSessionName } from "../../base/names.js";
+import { InvalidNameError, ProviderError, SessionNotFoundError } from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
 import { type CensusEntry, killOrphans } from "../../proc/census.js";
 import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
 import { OP_TIMEOUT_MS, runHooks } from "../../proc/run.js";
 import { terminalText } from "../delivery.js";
 import { ownerKey } from "../identity.js";
 import { hookDirOf, sessionEnv } from "../launch.js";
-import {
-  limitsFor,
-  planStart,
-  runLocalCommand,
-  runStart,
-  type StartBackend,
-  StartsInProgress,
-  stageLocal,
-} from "../lifecycle/index.js";
+import { limitsFor, StartsInProgress } from "../lifecycle/index.js";
 import {
   type BackendShutdownProvider,
   type BackendWatchProvider,
@@ -70,15 +56,10 @@ import { HolderUnavailableError } from "./client.js";
 import { copyInto, runInSession } from "./commands.js";
 import { defaultHolderPath, HolderControl } from "./holder-control.js";
 import { unknownKeys } from "./keys.js";
-import { providerRoot, type SessionPaths, sessionPaths, sessionsDir } from "./layout.js";
+import { providerRoot, type SessionPaths, sessionPaths } from "./layout.js";
+import { ScreenLooks } from "./look.js";
 import { deliverNudge } from "./nudge-delivery.js";
-import {
-  DIALOG_TIMEOUT_MS,
-  PTY_ENV,
-  READY_TIMEOUT_MS,
-  STATUS_TIMEOUT_MS,
-  type SubprocessProviderOptions,
-} from "./options.js";
+import { PTY_ENV, type SubprocessProviderOptions } from "./options.js";
 import type { HolderOp, HolderRequest, HolderResults, HolderStatus, ModeRequest } from "./protocol.js";
 import { type CallResult, SessionCalls } from "./session-calls.js";
 import { HeldSessions } from "./session-lifecycle.js";
@@ -120,19 +101,8 @@ export class SubprocessProvider
   private readonly holder: HolderControl;
   /** Making and removing sessions. */
   private readonly sessions: HeldSessions;
-  /**
-   * What `look` last read per session: the screen, its interaction, when the read was asked
-   * for, and the holder incarnation it came from (valid while the holder reports no output since).
-   */
-  private readonly screenCache = new Map<
-    string,
-    {
-      readonly incarnation: string;
-      readonly askedAt: number;
-      readonly screen: string;
-      readonly found: PendingInteraction | undefined;
-    }
-  >();
+  /** The screens `look` read, re-read only after new output. */
+  private readonly looks: ScreenLooks;
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
@@ -147,7 +117,14 @@ export class SubprocessProvider
       holderPath: opts.holderPath ?? defaultHolderPath(),
       nodePath: opts.nodePath,
     });
-    this.sessions = new HeldSessions({ opts, calls: this.calls, holder: this.holder, starts: this.starts });
+    this.looks = new ScreenLooks(this.calls);
+    this.sessions = new HeldSessions({
+      city: this.city,
+      opts,
+      calls: this.calls,
+      holder: this.holder,
+      starts: this.starts,
+    });
   }
 
   capabilities(): ProviderCapabilities {
@@ -252,68 +229,9 @@ export class SubprocessProvider
     validateSessionName(name);
     const signal = opts.signal;
     signal?.throwIfAborted();
-    return this.starts.run(name, () => this.startGuarded(name, config, signal));
-  }
-
-  private async startGuarded(
-    name: string,
-    config: StartConfig,
-    signal: AbortSignal | undefined,
-  ): Promise<StartReport> {
-    let release: (() => Promise<void>) | undefined;
-    try {
-      release = await this.sessions.lock(name);
-      await this.sessions.clearPrevious(name);
-      signal?.throwIfAborted();
-      const plan = planStart(name, { name: this.city, owner: this.owner }, config, {
-        baseEnv: this.opts.baseEnv ?? process.env,
-        terminal: PTY_ENV,
-      });
-      await mkdir(plan.hookDir, { recursive: true });
-      const destroy = async () => {
-        await this.sessions.teardown(name, true).catch(() => undefined);
-      };
-      const backend: StartBackend = {
-        provider: "subprocess",
-        runCommand: runLocalCommand,
-        stage: (p) => stageLocal("subprocess", p),
-        create: (p, sig) =>
-          this.sessions
-            .createSession(name, p.config, p.env, sig)
-            .then(() => this.opts.mode?.afterCreate?.(name, sig))
-            .catch(async (e: unknown) => {
-              await destroy();
-              throw e;
-            }),
-        alive: async (sig) => {
-          const st = await this.calls.patientStatus(name, sig);
-          return st.ok && st.value.running;
-        },
-        died: () =>
-          this.calls.requireAlive(name, undefined).then(
-            () => new SessionDiedDuringStartupError(name),
-            (e) => e,
-          ),
-        screen: (sig) => this.screenIO(name, sig).screen(),
-        sendKeys: (keys, sig) => this.sendKeys(name, keys, { signal: sig }),
-        waitForPrompt: async (prefix, ms, sig) => {
-          await this.call(name, { op: "waitReady", prefix, timeoutMs: ms }, ms + STATUS_TIMEOUT_MS, sig);
-        },
-        nudge: (text, sig) => deliverNudge(this.calls, name, text, sig, true, config.multiline),
-        destroy,
-      };
-      const limits = limitsFor(config, {
-        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
-        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
-      });
-      return await runStart(backend, plan, limits, signal);
-    } catch (e) {
-      // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
-      if (signal?.aborted) throw signal.reason;
-      throw e;
-    } finally {
-      await release?.();
-    }
+    return this.starts.run(name, () =>
+      this.sessions.start(name, config, signal, (n, sig) => this.screenIO(n, sig)),
+    );
   }
 
   /** The program's environment: base env without gc's terminal, the pty's TERM, then the session's. */
@@ -395,33 +313,7 @@ export class SubprocessProvider
    * @throws when the state dir cannot be read.
    */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
-    opts.signal?.throwIfAborted();
-    let entries: string[];
-    try {
-      entries = await readdir(sessionsDir(this.root));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new ProviderError("subprocess", `listing ${sessionsDir(this.root)}: ${describeError(e)}`, {
-        cause: e,
-      });
-    }
-    const names = entries.filter((n) => nameProblem(n) === undefined && n.startsWith(prefix)).sort();
-    const seen = await Promise.all(
-      names.map(async (name): Promise<SessionSnapshot | undefined> => {
-        const st = await this.statusOf(name, opts.signal);
-        if (st.ok) {
-          return {
-            name,
-            running: st.value.running,
-            attached: st.value.attached > 0,
-            lastActivity: new Date(st.value.lastActivity),
-          };
-        }
-        if (st.why === "missing") await this.sessions.cleanStale(name);
-        return undefined;
-      }),
-    );
-    return seen.filter((s): s is SessionSnapshot => s !== undefined);
+    return this.sessions.snapshot(prefix, opts.signal);
   }
 
   /**
@@ -598,31 +490,7 @@ export class SubprocessProvider
    * so none is missed) — a quiet session costs one status call.
    */
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
-    const out = new Map<string, SessionLook>();
-    const live = new Set<string>();
-    await Promise.all(
-      names.map(async (name) => {
-        if (nameProblem(name) !== undefined) return;
-        const st = await this.statusOf(name, opts.signal);
-        if (!st.ok || !st.value.running) return;
-        live.add(name);
-        const incarnation = `${st.value.holderPid}:${st.value.startedAt}`;
-        const lastActivity = new Date(st.value.lastActivity);
-        const hit = this.screenCache.get(name);
-        if (hit && hit.incarnation === incarnation && hit.askedAt > st.value.lastActivity) {
-          out.set(name, { screen: hit.screen, interaction: hit.found, lastActivity });
-          return;
-        }
-        const askedAt = Date.now();
-        const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
-        if (!r.ok) return;
-        const found = findInteraction(r.value.text);
-        this.screenCache.set(name, { incarnation, askedAt, screen: r.value.text, found });
-        out.set(name, { screen: r.value.text, interaction: found, lastActivity });
-      }),
-    );
-    for (const n of names) if (!live.has(n)) this.screenCache.delete(n);
-    return out;
+    return this.looks.look(names, opts.signal);
   }
 
   /**

@@ -1,12 +1,14 @@
 /**
- * Making and removing the held sessions of a subprocess provider root: the start lock of a
+ * Making and removing the held sessions of a subprocess provider root: the start sequence
+ * (the shared start lifecycle run with this provider's backend) under the start lock of a
  * name, reaping a previous session of that name (or refusing a live one), asking the holder
- * process to create a session (its spec built from the provider's options), and teardown —
- * the holder stops the session, survivors are killed, its files removed — also of sessions
- * whose holder stopped answering. Never touches another city's session.
+ * process to create a session (its spec built from the provider's options), listing the
+ * city's sessions, and teardown — the holder stops the session, survivors are killed, its
+ * files removed — also of sessions whose holder stopped answering. Never touches another
+ * city's session.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
   describeError,
@@ -14,20 +16,35 @@ import {
   SessionDiedDuringStartupError,
   SessionExistsError,
 } from "../../base/errors.js";
+import { nameProblem } from "../../base/names.js";
 import { commandViaEnv, launchArgv } from "../launch.js";
-import type { StartsInProgress } from "../lifecycle/index.js";
-import type { StartConfig } from "../provider.js";
+import {
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+  type StartsInProgress,
+  stageLocal,
+} from "../lifecycle/index.js";
+import type { SessionSnapshot, StartConfig, StartReport } from "../provider.js";
+import type { ScreenIO } from "../screen/keys.js";
 import { HolderOpError, HolderUnavailableError, holderRequest } from "./client.js";
 import type { HolderControl } from "./holder-control.js";
-import { ensurePrivateDir, sessionPaths } from "./layout.js";
+import { ensurePrivateDir, sessionPaths, sessionsDir } from "./layout.js";
+import { deliverNudge } from "./nudge-delivery.js";
 import {
   DEFAULT_COLS,
   DEFAULT_LOG_MAX_BYTES,
   DEFAULT_RING_BYTES,
   DEFAULT_ROWS,
   DEFAULT_SCROLLBACK,
+  DIALOG_TIMEOUT_MS,
   HOLDER_START_TIMEOUT_MS,
+  PTY_ENV,
+  READY_TIMEOUT_MS,
   SHUTDOWN_TIMEOUT_MS,
+  STATUS_TIMEOUT_MS,
   type SubprocessProviderOptions,
 } from "./options.js";
 import { type HolderRecord, type HolderSpec, PROTOCOL_VERSION } from "./protocol.js";
@@ -47,6 +64,7 @@ function readRecord(path: string): HolderRecord | undefined {
 /** The held sessions of one provider root. Safe for concurrent use. */
 export class HeldSessions {
   private readonly root: string;
+  private readonly city: string;
   private readonly owner: string;
   private readonly opts: SubprocessProviderOptions;
   private readonly calls: SessionCalls;
@@ -54,17 +72,92 @@ export class HeldSessions {
   private readonly starts: StartsInProgress;
 
   constructor(deps: {
+    readonly city: string;
     readonly opts: SubprocessProviderOptions;
     readonly calls: SessionCalls;
     readonly holder: HolderControl;
     readonly starts: StartsInProgress;
   }) {
     this.root = deps.holder.root;
+    this.city = deps.city;
     this.owner = deps.holder.owner;
     this.opts = deps.opts;
     this.calls = deps.calls;
     this.holder = deps.holder;
     this.starts = deps.starts;
+  }
+
+  /**
+   * The start sequence of {@link SubprocessProvider.start} under the start lock (the caller
+   * registered the start in progress): reaps a previous session, plans and runs the shared
+   * start lifecycle with this provider's backend; `screenIO` is the session's screen and
+   * keyboard for readiness and startup dialogs.
+   * @throws as {@link SubprocessProvider.start}; the abort reason when `signal` aborted.
+   */
+  async start(
+    name: string,
+    config: StartConfig,
+    signal: AbortSignal | undefined,
+    screenIO: (name: string, signal: AbortSignal | undefined) => ScreenIO,
+  ): Promise<StartReport> {
+    let release: (() => Promise<void>) | undefined;
+    try {
+      release = await this.lock(name);
+      await this.clearPrevious(name);
+      signal?.throwIfAborted();
+      const plan = planStart(name, { name: this.city, owner: this.owner }, config, {
+        baseEnv: this.opts.baseEnv ?? process.env,
+        terminal: PTY_ENV,
+      });
+      await mkdir(plan.hookDir, { recursive: true });
+      const destroy = async () => {
+        await this.teardown(name, true).catch(() => undefined);
+      };
+      const backend: StartBackend = {
+        provider: "subprocess",
+        runCommand: runLocalCommand,
+        stage: (p) => stageLocal("subprocess", p),
+        create: (p, sig) =>
+          this.createSession(name, p.config, p.env, sig)
+            .then(() => this.opts.mode?.afterCreate?.(name, sig))
+            .catch(async (e: unknown) => {
+              await destroy();
+              throw e;
+            }),
+        alive: async (sig) => {
+          const st = await this.calls.patientStatus(name, sig);
+          return st.ok && st.value.running;
+        },
+        died: () =>
+          this.calls.requireAlive(name, undefined).then(
+            () => new SessionDiedDuringStartupError(name),
+            (e) => e,
+          ),
+        screen: (sig) => screenIO(name, sig).screen(),
+        sendKeys: (keys, sig) => screenIO(name, sig).sendKeys(keys),
+        waitForPrompt: async (prefix, ms, sig) => {
+          await this.calls.call(
+            name,
+            { op: "waitReady", prefix, timeoutMs: ms },
+            ms + STATUS_TIMEOUT_MS,
+            sig,
+          );
+        },
+        nudge: (text, sig) => deliverNudge(this.calls, name, text, sig, true, config.multiline),
+        destroy,
+      };
+      const limits = limitsFor(config, {
+        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
+        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
+      });
+      return await runStart(backend, plan, limits, signal);
+    } catch (e) {
+      // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
+      if (signal?.aborted) throw signal.reason;
+      throw e;
+    } finally {
+      await release?.();
+    }
   }
 
   /**
@@ -225,6 +318,42 @@ export class HeldSessions {
     const p = sessionPaths(this.root, name);
     await rm(p.dir, { recursive: true, force: true });
     if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
+  }
+
+  /**
+   * Every session of this city whose name starts with `prefix`, running or exited but not
+   * reaped, as {@link SubprocessProvider.snapshot} describes; sessions whose holder no longer
+   * answers are cleaned up unless a start is in progress.
+   * @throws ProviderError when the state dir cannot be read.
+   */
+  async snapshot(prefix: string, signal?: AbortSignal): Promise<SessionSnapshot[]> {
+    signal?.throwIfAborted();
+    let entries: string[];
+    try {
+      entries = await readdir(sessionsDir(this.root));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw new ProviderError("subprocess", `listing ${sessionsDir(this.root)}: ${describeError(e)}`, {
+        cause: e,
+      });
+    }
+    const names = entries.filter((n) => nameProblem(n) === undefined && n.startsWith(prefix)).sort();
+    const seen = await Promise.all(
+      names.map(async (name): Promise<SessionSnapshot | undefined> => {
+        const st = await this.calls.statusOf(name, signal);
+        if (st.ok) {
+          return {
+            name,
+            running: st.value.running,
+            attached: st.value.attached > 0,
+            lastActivity: new Date(st.value.lastActivity),
+          };
+        }
+        if (st.why === "missing") await this.cleanStale(name);
+        return undefined;
+      }),
+    );
+    return seen.filter((s): s is SessionSnapshot => s !== undefined);
   }
 
   /** Removes what a holder that no longer answers left behind, if it was ours and is dead. */
