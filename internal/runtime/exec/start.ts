@@ -73,8 +73,8 @@ export class ScriptStart {
   }
 
   /**
-   * Starts `name` (already validated) as {@link ExecProvider.start} describes.
-   * @throws as {@link startScript}; UnsupportedError when the script has no `start`.
+   * Starts `name` (already validated) as `ExecProvider.start` (provider.ts) describes.
+   * @throws as {@link ScriptStart.startScript}; UnsupportedError when the script has no `start`.
    */
   async start(name: string, config: StartConfig, signal: AbortSignal | undefined): Promise<StartReport> {
     if (!this.calls.supports("start")) throw this.calls.unsupported("start");

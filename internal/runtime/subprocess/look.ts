@@ -33,7 +33,7 @@ export class ScreenLooks {
 
   /**
    * The screens (with their interactions) of the running sessions among `names` (invalid
-   * names are skipped), as {@link SubprocessProvider.look} describes.
+   * names are skipped), as `SubprocessProvider.look` (provider.ts) describes.
    */
   async look(names: readonly string[], signal?: AbortSignal): Promise<Map<string, SessionLook>> {
     const out = new Map<string, SessionLook>();

@@ -88,11 +88,11 @@ export class HeldSessions {
   }
 
   /**
-   * The start sequence of {@link SubprocessProvider.start} under the start lock (the caller
-   * registered the start in progress): reaps a previous session, plans and runs the shared
-   * start lifecycle with this provider's backend; `screenIO` is the session's screen and
-   * keyboard for readiness and startup dialogs.
-   * @throws as {@link SubprocessProvider.start}; the abort reason when `signal` aborted.
+   * The start sequence of `SubprocessProvider.start` (provider.ts) under the start lock
+   * (the caller registered the start in progress): reaps a previous session, plans and runs
+   * the shared start lifecycle with this provider's backend; `screenIO` is the session's
+   * screen and keyboard for readiness and startup dialogs.
+   * @throws as `SubprocessProvider.start` (provider.ts); the abort reason when `signal` aborted.
    */
   async start(
     name: string,
@@ -322,8 +322,8 @@ export class HeldSessions {
 
   /**
    * Every session of this city whose name starts with `prefix`, running or exited but not
-   * reaped, as {@link SubprocessProvider.snapshot} describes; sessions whose holder no longer
-   * answers are cleaned up unless a start is in progress.
+   * reaped, as `SubprocessProvider.snapshot` (provider.ts) describes; sessions whose holder
+   * no longer answers are cleaned up unless a start is in progress.
    * @throws ProviderError when the state dir cannot be read.
    */
   async snapshot(prefix: string, signal?: AbortSignal): Promise<SessionSnapshot[]> {
