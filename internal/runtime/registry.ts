@@ -14,15 +14,10 @@
  */
 
 import { UsageError } from "../base/errors.js";
-import {
-  type Field,
-  type Infer,
-  type InferInput,
-  type JsonSchema,
-  type ObjectSchema,
-  type StringSchema,
-  s,
-} from "../base/schema-builder.js";
+import { s } from "../base/schema-builder.js";
+import type { ObjectSchema } from "../base/schema-containers.js";
+import type { Field, Infer, InferInput, JsonSchema } from "../base/schema-core.js";
+import type { StringSchema } from "../base/schema-scalars.js";
 import { didYouMean } from "../base/suggest.js";
 import { ACP_SETTINGS_SCHEMA } from "./acp/schema.js";
 import { autoSettingsSchema, hybridSettingsSchema } from "./auto/schema.js";
