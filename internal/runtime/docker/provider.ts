@@ -55,7 +55,7 @@ import {
 } from "../provider.js";
 import { tarOfFiles, tarOfPath, untarFirstFile } from "../tar.js";
 import { type Channel, ChannelPool } from "../tmux/channels.js";
-import { TmuxConnectionError } from "../tmux/control-client.js";
+import { TmuxConnectionError } from "../tmux/errors.js";
 import { remoteGate } from "../tmux/gate.js";
 import { isGone, NudgeQueue, validateKeys } from "../tmux/pane.js";
 import { dockerTransport } from "./channel.js";

@@ -73,16 +73,8 @@ import {
 } from "../provider.js";
 import { findInteraction } from "../screen/classify.js";
 import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
-import {
-  type CommandOptions,
-  ControlClient,
-  KEEPER_SESSION,
-  killServer,
-  removeOrphanClients,
-  serverListening,
-  socketArgs,
-  TmuxConnectionError,
-} from "./control-client.js";
+import { type CommandOptions, ControlClient, KEEPER_SESSION } from "./control-client.js";
+import { TmuxConnectionError } from "./errors.js";
 import { gateFile, ServerGate } from "./gate.js";
 import {
   attachedClients,
@@ -101,6 +93,7 @@ import {
   waitIdle,
 } from "./pane.js";
 import { fromHex, sessionTarget, tmuxSessionName, toHex } from "./quote.js";
+import { killServer, removeOrphanClients, serverListening, socketArgs } from "./server.js";
 import {
   isAbsent,
   isDuplicate,
