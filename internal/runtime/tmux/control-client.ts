@@ -9,7 +9,7 @@
 
 import { TmuxConnectionError, TmuxGenerationError, TmuxNoServerError } from "./errors.js";
 import { gateFile, ServerGate } from "./gate.js";
-import { type ControlEvent, ControlParser, type Notification } from "./protocol.js";
+import { type ControlEvent, ControlParser, type Notification, notifiesClients } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
 import { type PendingReply, queueReplies } from "./replies.js";
 import {
@@ -82,31 +82,6 @@ export interface ControlClientOptions {
    * the file beside it; a remote client without one gets a gate of its own (no protection).
    */
   readonly gate?: { readonly key: string; readonly file?: string | undefined } | undefined;
-}
-
-/**
- * Commands that never make tmux notify control clients (queries, options, the client's own
- * settings): every other command holds the server's identify gate shared ({@link ServerGate}).
- */
-const QUIET_COMMANDS: ReadonlySet<string> = new Set([
-  "capture-pane",
-  "clear-history",
-  "display-message",
-  "has-session",
-  "list-clients",
-  "list-panes",
-  "list-sessions",
-  "list-windows",
-  "refresh-client",
-  "set-environment",
-  "set-option",
-  "show-environment",
-  "show-options",
-]);
-
-/** Whether running `argv` can make tmux notify every control client. Pure. */
-export function notifiesClients(argv: readonly string[]): boolean {
-  return !QUIET_COMMANDS.has(argv[0] ?? "");
 }
 
 /** Options for {@link ControlClient.command}. */
