@@ -56,7 +56,7 @@ const { requestControl } = await imp("internal/controller/control.js");
 const { createProviderFromSpec } = await imp("internal/runtime/registry/index.js");
 const { openSqliteStore } = await imp("internal/session/sqlite-store.js");
 const { PANE_FORMAT } = await imp("internal/runtime/tmux/sessions.js");
-const { socketArgs } = await imp("internal/runtime/tmux/control-client.js");
+const { socketArgs } = await imp("internal/runtime/tmux/server.js");
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-bench-pass-")));
 const agents = Array.from(

@@ -4,7 +4,8 @@
  * is checked the same way wherever it appears. Pure.
  */
 import { MAX_NAME_LENGTH, nameProblem } from "./names.js";
-import { type JsonSchema, s } from "./schema-builder.js";
+import { s } from "./schema-builder.js";
+import type { JsonSchema } from "./schema-core.js";
 
 /** The JSON Schema of a gc name (agent, session, socket, namespace). */
 export const NAME_JSON: JsonSchema = { pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$", maxLength: MAX_NAME_LENGTH };

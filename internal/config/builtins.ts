@@ -3,6 +3,7 @@
  * (claude, codex, gemini, copilot, opencode) and plain programs (bash, sh, python) work with no
  * `providers:` section at all. Pure; used by validation and template resolution.
  */
+import { AGENT_SCREEN_MARKERS } from "../runtime/agent-screens.js";
 import type { PromptMode, ProviderPreset } from "./schema.js";
 
 /** A preset with every launch field decided (what resolution works from). */
@@ -40,6 +41,15 @@ export interface EffectivePreset {
 export const CODEX_TURN_OPEN = String.raw`(?:^|\n)[•◦›] [^\n]*(?:\n(?![•◦›■⚠]|\s*Worked for )[^\n]*)*\n› (?!\d+\. )[^\n]*(?:\n(?:[ \t][^\n]*)?)*$`;
 
 /**
+ * The busy markers gc knows for a builtin agent CLI (runtime/agent-screens.ts), as
+ * `busy_markers` sources: a preset that declares them tells the work watcher its program
+ * works exactly while one shows (reconcile/work-watch.ts), from the session's first look.
+ */
+function knownBusy(cli: string): string[] {
+  return (AGENT_SCREEN_MARKERS[cli]?.busy ?? []).map((re) => re.source);
+}
+
+/**
  * Builtin presets. Agent CLIs take the prompt as an argument; plain programs (shells and
  * the Python REPL) take no prompt, since a beacon line typed into a shell is a command.
  * No builtin adds permission-bypassing flags: put them in `args` if you want them.
@@ -58,6 +68,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     clear_input_keys: ["C-u"],
     // "esc to interrupt" (Ctrl-C twice quits).
     interrupt_keys: ["Escape"],
+    busy_markers: knownBusy("claude"),
   },
   codex: {
     command: "codex",
@@ -78,7 +89,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // (test/runtime/codex-screens.test.ts).
     // "Waiting for startup" (its MCP start, seconds on a busy machine) also counts as busy:
     // a prompt submitted meanwhile sits in the input box until it is over.
-    busy_markers: [CODEX_TURN_OPEN, "Waiting for startup"],
+    busy_markers: [...knownBusy("codex"), CODEX_TURN_OPEN, "Waiting for startup"],
     // `gc run` also waits for the turn's own closing line: under load Codex can draw the
     // submitted prompt late, and a screen that has not shown it yet looks idle.
     turn_end_markers: [String.raw`Worked for [^\n]*`, String.raw`^■ [^\n]*`],
@@ -93,6 +104,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // prompt queued while it initialises) are in agent-screens.ts; an Enter it takes as a
     // newline right after a paste is handled by delivery (runtime/screen/delivery.ts).
     interrupt_keys: ["Escape"],
+    busy_markers: knownBusy("gemini"),
     // `gc run` ends a turn only once the turn drew its reply (`✦`), an error (`✕`) or a
     // cancellation: for a moment after Enter (longer on a busy machine) the screen looks idle.
     turn_end_markers: [String.raw`✦ [^\n]*`, String.raw`✕ [^\n]*`, String.raw`Request cancelled[^\n]*`],
@@ -127,6 +139,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, ProviderPreset>> = {
     // Ctrl-C quits opencode; Escape twice ("esc interrupt", then "esc again to interrupt")
     // ends the turn.
     interrupt_keys: ["Escape", "Escape"],
+    busy_markers: knownBusy("opencode"),
   },
   bash: {
     command: "bash",

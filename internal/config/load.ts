@@ -9,7 +9,7 @@ import { constants } from "node:fs";
 import { access, readFile, stat } from "node:fs/promises";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, type ConfigIssue, describeError } from "../base/errors.js";
-import type { Position } from "../base/schema-builder.js";
+import type { Position } from "../base/schema-core.js";
 import { type CityIdentity, cityIdentity, storedIdentity } from "../runtime/identity.js";
 import { PROVIDERS } from "../runtime/registry/index.js";
 import { CITY_FILE_NAME, findCityDir } from "./locate.js";

@@ -8,7 +8,7 @@ import { isMap, LineCounter, parseDocument } from "yaml";
 import { ConfigError, type ConfigIssue } from "../base/errors.js";
 import type { UsedVariable } from "../base/interpolate.js";
 import { nameProblem } from "../base/names.js";
-import { type DecodeContext, INVALID, type Position, positionOf } from "../base/schema-builder.js";
+import { type DecodeContext, INVALID, type Position, positionOf } from "../base/schema-core.js";
 import { defaultSocketName } from "../runtime/identity.js";
 import { sessionProviderProblem } from "../runtime/registry/index.js";
 import { CITY_SCHEMA, type CityFile, type SessionSection } from "./schema.js";

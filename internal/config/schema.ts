@@ -6,7 +6,8 @@
 
 import { NAME_JSON, nameField, pathField } from "../base/fields.js";
 import { nameProblem } from "../base/names.js";
-import { type Infer, type JsonSchema, s } from "../base/schema-builder.js";
+import { s } from "../base/schema-builder.js";
+import type { Infer, JsonSchema } from "../base/schema-core.js";
 import {
   listedProviders,
   plainProviderNames,

@@ -5,7 +5,7 @@
  */
 import type { ConfigIssue } from "../base/errors.js";
 import { nameProblem } from "../base/names.js";
-import type { Position } from "../base/schema-builder.js";
+import type { Position } from "../base/schema-core.js";
 import { didYouMean } from "../base/suggest.js";
 import { PROVIDERS } from "../runtime/registry/index.js";
 import { BUILTIN_PRESETS, builtinBaseOf, lookupPreset, presetNames } from "./builtins.js";

@@ -9,7 +9,7 @@
  * False idles are avoided by the rule, not by slowness: a screen with the agent's busy marker
  * is working however long the model stays silent; a program that has shown its marker is not
  * working once the marker is gone and the screen stood still {@link TURN_END_QUIET_MS}; one
- * that never showed a marker keeps the `WORK_QUIET_MS` rule (runtime/work.ts).
+ * that never showed a marker keeps the `WORK_QUIET_MS` rule (runtime/screen/work.ts).
  */
 
 import type { ScreenRules } from "../runtime/agent-screens.js";
@@ -97,10 +97,10 @@ export const TURN_END_QUIET_MS = 150;
 
 /**
  * One look of a watched session, decided: the screen remembered ({@link seeScreen}), the look
- * classified (runtime/work.ts `classifyLook`), and the record advanced (reconcile/work.ts
+ * classified (runtime/screen/work.ts `classifyLook`), and the record advanced (reconcile/work.ts
  * `advanceWork`). Two rules need the looks before this one:
- * - a program that has shown its busy marker (`prev.marked`) works exactly while the marker
- *   shows: without it, what `classifyLook` calls working only for recent output or text
+ * - a program that has shown its busy marker (`prev.marked`), or whose rules declare its busy
+ *   markers (a preset's `busy_markers`), works exactly while a marker shows: without it, what `classifyLook` calls working only for recent output or text
  *   after the prompt (typing, a redraw, the reply being drawn) is idle once the screen has
  *   stood still for {@link TURN_END_QUIET_MS}, and keeps the previous state until then. A
  *   turn also ends only on a screen that stood still: one look that seems idle (a frame
@@ -119,7 +119,7 @@ export function observeLook(
     readonly generation: number;
     /** The session's ready prompt and markers (its preset's). */
     readonly rules?: ScreenRules | undefined;
-    /** runtime/work.ts `classifyScreen`, or a `ScreenWorkMemo`'s for the session. */
+    /** runtime/screen/work.ts `classifyScreen`, or a `ScreenWorkMemo`'s for the session. */
     readonly classifyScreen?: ClassifyOptions["classifyScreen"];
   },
 ): { next: WorkRecord; events: WorkEvent[]; seen: ScreenSeen | undefined } {
@@ -134,10 +134,15 @@ export function observeLook(
     obs = classifyLook(look, { now, rules: at.rules, classifyScreen: at.classifyScreen });
     const inTurn = p?.state === "working" || p?.state === "error";
     const settling = obs.state === "working" || (obs.state === "idle" && inTurn);
-    if (p?.marked && mem !== undefined && look.turn === undefined && settling && !busyMarker) {
+    // A preset that declares its busy markers vouches for them from the first look.
+    const marked = p?.marked === true || (at.rules?.busyMarkers?.length ?? 0) > 0;
+    if (marked && mem !== undefined && look.turn === undefined && settling && !busyMarker) {
       // Output the provider saw after this screen's first look (a change and back) counts.
       const still = now - Math.max(mem.since, lastActivity ?? Number.NEGATIVE_INFINITY);
-      obs = still >= TURN_END_QUIET_MS ? { state: "idle" } : { state: p.state, message: p.message };
+      obs =
+        still >= TURN_END_QUIET_MS || p === undefined
+          ? { state: "idle" }
+          : { state: p.state, message: p.message };
     }
   }
   const { next, events } = advanceWork(prev, obs, { now, generation, lastActivity, busyMarker });

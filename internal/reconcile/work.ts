@@ -1,5 +1,5 @@
 /**
- * A session's work over time: the classification of each look (runtime/work.ts classifyLook) joined
+ * A session's work over time: the classification of each look (runtime/screen/work.ts classifyLook) joined
  * with what was recorded before, so `since` says how long the agent has been in its state
  * and turns become events. {@link advanceWork} is pure (previous record + observation +
  * clock → next record + events); {@link recordWork} stores the record in the session's

@@ -63,8 +63,10 @@ export function screenShowsBusyMarker(screen: string): boolean {
 export function busyMarkersShown(screen: string, own: readonly string[] = []): string[] {
   const tail = own.length > 0 ? markerWindow(screen) : "";
   return [
-    ...ALL_BUSY.filter((re) => re.test(screen)).map((re) => re.source),
-    ...own.filter((m) => markerRegExp(m).test(tail)),
+    ...new Set([
+      ...ALL_BUSY.filter((re) => re.test(screen)).map((re) => re.source),
+      ...own.filter((m) => markerRegExp(m).test(tail)),
+    ]),
   ];
 }
 

@@ -241,19 +241,23 @@ describe.concurrent.each(["tmux", "subprocess"])("real turns on %s", (provider) 
           () => api.streaming() && carrying(api, "paced turn").length > 0,
           120_000,
         );
+        // The silence mid-stream is not idle: each look at `gc status` taken wholly while the
+        // double streams the paced reply says the agent is working (sampled from the stream's
+        // start, while the nudges below are sent: on a loaded machine they take seconds).
+        const pacedOpen = carrying(api, "paced turn").at(-1)!;
+        const during: string[] = [];
+        const sampling = (async () => {
+          while (pacedOpen.endedAt === undefined) {
+            const r = await row(city, name);
+            if (pacedOpen.endedAt === undefined) during.push(r?.work?.state ?? "-");
+          }
+        })();
         const idleText = `when-idle nudge ${cli} 'quoted' ünï`;
         const queuedText = `queued nudge ${cli} $HOME \`x\``;
         const whenIdle = gcBackground(city, ["nudge", name, idleText, "--wait", "120s"]);
         const queued = await city.gc(["nudge", name, queuedText, "--queue"]);
         expect(queued.code, queued.stderr).toBe(0);
-        // The silence mid-stream is not idle: each look at `gc status` taken wholly while the
-        // double streams the paced reply says the agent is working.
-        const pacedOpen = carrying(api, "paced turn").at(-1)!;
-        const during: string[] = [];
-        while (pacedOpen.endedAt === undefined) {
-          const r = await row(city, name);
-          if (pacedOpen.endedAt === undefined) during.push(r?.work?.state ?? "-");
-        }
+        await sampling;
         expect(during.length).toBeGreaterThan(0);
         expect(
           during.filter((w) => w !== "working"),

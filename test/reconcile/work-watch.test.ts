@@ -18,6 +18,7 @@ import {
   TURN_END_QUIET_MS,
   TURN_LOOK_MS,
 } from "../../internal/reconcile/work-watch.js";
+import type { ScreenRules } from "../../internal/runtime/agent-screens.js";
 import type { SessionLook } from "../../internal/runtime/provider.js";
 import { WORK_QUIET_MS } from "../../internal/runtime/screen/work.js";
 
@@ -121,12 +122,12 @@ describe("seeScreen", () => {
 });
 
 /** Looks of one session in order (`[ms after T, look]`); the events recorded, with the look that recorded them. */
-function replay(looks: readonly [number, SessionLook][], start?: WorkRecord) {
+function replay(looks: readonly [number, SessionLook][], start?: WorkRecord, rules?: ScreenRules) {
   let rec = start;
   let seen: ScreenSeen | undefined;
   const events: (Omit<WorkEvent, "payload"> & { seenAt: number })[] = [];
   for (const [ms, look] of looks) {
-    const r = observeLook(rec, seen, look, { now: T + ms, generation: 1 });
+    const r = observeLook(rec, seen, look, { now: T + ms, generation: 1, rules });
     rec = r.next;
     seen = r.seen;
     for (const e of r.events) events.push({ type: e.type, at: e.at, seenAt: T + ms });
@@ -251,6 +252,29 @@ describe("observeLook: a turn in looks", () => {
       ["turn.started", 0],
       ["turn.ended", 1_200],
     ]);
+  });
+
+  it("a preset that declares its busy markers: typing before the first marker is no turn, even in a new incarnation", () => {
+    const typing = (ms: number, text: string): [number, SessionLook] => [
+      ms,
+      { screen: `${CLAUDE_IDLE}\n${text}`, lastActivity: new Date(T + ms) },
+    ];
+    const looks: [number, SessionLook][] = [
+      typing(0, "b"),
+      typing(100, "bench"),
+      typing(200, "bench turn 1"),
+      // The CLI is slow to draw its spinner on a loaded machine: 3 s of nothing.
+      ...looksOf(300, 3_300, TURN_LOOK_MS, () => ({
+        screen: `${CLAUDE_IDLE}\nbench turn 1`,
+        lastActivity: new Date(T + 200),
+      })),
+      [3_400, busy(3_400)],
+      [3_500, busy(3_500)],
+    ];
+    // Without declared markers the typing is a turn of its own, over before the model was asked.
+    expect(replay(looks).events.map((e) => e.type)).toEqual(["turn.started", "turn.ended", "turn.started"]);
+    const { events } = replay(looks, undefined, { busyMarkers: [String.raw`\besc to interrupt\b`] });
+    expect(events.map((e) => [e.type, e.seenAt - T])).toEqual([["turn.started", 3_400]]);
   });
 
   it("a program that never showed a busy marker keeps the 2 s quiet rule", () => {

@@ -39,7 +39,11 @@ const MOMENTS: [string, boolean, WorkState | undefined, string][] = [
 
 describe("Codex turn screens (codex preset busy_markers)", () => {
   it("the preset's markers are valid case-insensitive patterns", () => {
-    expect(codex.busy_markers).toEqual([CODEX_TURN_OPEN, "Waiting for startup"]);
+    expect(codex.busy_markers).toEqual([
+      String.raw`\besc to interrupt\b`,
+      CODEX_TURN_OPEN,
+      "Waiting for startup",
+    ]);
     for (const m of codex.busy_markers ?? []) expect(() => markerRegExp(m)).not.toThrow();
   });
 

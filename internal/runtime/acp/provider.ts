@@ -50,12 +50,10 @@ import {
   type TurnProvider,
   type TurnRecord,
 } from "../provider.js";
-import {
-  type CallResult,
-  holderScriptOf,
-  SubprocessProvider,
-  type SubprocessProviderOptions,
-} from "../subprocess/provider.js";
+import { holderScriptOf } from "../subprocess/holder-control.js";
+import type { SubprocessProviderOptions } from "../subprocess/options.js";
+import { SubprocessProvider } from "../subprocess/provider.js";
+import type { CallResult } from "../subprocess/session-calls.js";
 import { ACP_MODE, type AcpHolderStatus, type AcpRequest, type AcpResults, type AcpStatus } from "./wire.js";
 
 /** Longest wait for `initialize` + `session/new` during start. */

@@ -5,7 +5,8 @@
  * registry hands in the field that accepts one (`concreteProvider`): this module never
  * imports the registry. Pure and light.
  */
-import { type StringSchema, s } from "../../base/schema-builder.js";
+import { s } from "../../base/schema-builder.js";
+import type { StringSchema } from "../../base/schema-scalars.js";
 
 /** Builds a field accepting one concrete session provider (`tmux`, `exec:./x.sh`, …). */
 export type ConcreteProviderField = () => StringSchema;

@@ -6,16 +6,15 @@
 import type { ProviderFactoryOptions } from "../factory.js";
 import { DockerProvider } from "./provider.js";
 
-export { Engine, type ExecResult, statusOf } from "./engine.js";
 export {
   containerName,
-  DockerProvider,
-  type DockerProviderOptions,
   LABEL_CITY,
   LABEL_PREFIX,
   LABEL_SESSION,
   LABEL_WORKDIR,
-} from "./provider.js";
+} from "./containers.js";
+export { Engine, type ExecResult, statusOf } from "./engine.js";
+export { DockerProvider, type DockerProviderOptions } from "./provider.js";
 export { envFile, META_DIR, RUN_DIR, shQuote } from "./scripts.js";
 export {
   type DockerSettings,

@@ -11,22 +11,13 @@
  * `createProvider` (and, when it has settings, a light `schema.ts` declaring them), its
  * conformance target `conformance/targets/<name>.ts` exporting `createTarget` (found by name:
  * this module never imports conformance/), and one entry below.
- *
- * A package of its own, above every provider package: it imports them all (their schemas, and
- * their factories lazily) and none imports it; the routers get their backends through the
- * factory option `openBackend`, never from here.
  */
 
 import { UsageError } from "../../base/errors.js";
-import {
-  type Field,
-  type Infer,
-  type InferInput,
-  type JsonSchema,
-  type ObjectSchema,
-  type StringSchema,
-  s,
-} from "../../base/schema-builder.js";
+import { s } from "../../base/schema-builder.js";
+import type { ObjectSchema } from "../../base/schema-containers.js";
+import type { Field, Infer, InferInput, JsonSchema } from "../../base/schema-core.js";
+import type { StringSchema } from "../../base/schema-scalars.js";
 import { didYouMean } from "../../base/suggest.js";
 import { ACP_SETTINGS_SCHEMA } from "../acp/schema.js";
 import { autoSettingsSchema, hybridSettingsSchema } from "../auto/schema.js";

@@ -4,11 +4,13 @@
  */
 import type { ProviderFactoryOptions } from "../factory.js";
 import type { DetachKeys } from "./keys.js";
-import { SubprocessProvider, type SubprocessProviderOptions } from "./provider.js";
+import type { SubprocessProviderOptions } from "./options.js";
+import { SubprocessProvider } from "./provider.js";
 
+/** The provider, its options and defaults. */
+export { defaultHolderPath } from "./holder-control.js";
 /** Detach-key choices for `attach` and their description. */
 export { type DetachKeys, describeDetachKeys } from "./keys.js";
-/** The provider, its options and defaults. */
 export {
   DEFAULT_COLS,
   DEFAULT_LOG_MAX_BYTES,
@@ -16,11 +18,10 @@ export {
   DEFAULT_ROWS,
   DEFAULT_SCROLLBACK,
   DIALOG_TIMEOUT_MS,
-  defaultHolderPath,
   READY_TIMEOUT_MS,
-  SubprocessProvider,
   type SubprocessProviderOptions,
-} from "./provider.js";
+} from "./options.js";
+export { SubprocessProvider } from "./provider.js";
 
 const DETACH_KEYS: readonly DetachKeys[] = ["both", "C-\\", "C-b d"];
 

@@ -3,41 +3,22 @@
  * provider root (holder-process.ts) that outlives the controller. All state lives on disk under
  * `<stateDir>/subprocess/` and in the holders, so a new provider instance (a restarted
  * controller, or a CLI command) sees every running session. The embedded default where tmux
- * is absent; built by cmd/gc through `createProvider` in index.ts.
+ * is absent; built by cmd/gc through `createProvider` in index.ts. This module is the
+ * provider's surface; it is made of the holder process (holder-control.ts), the session
+ * calls (session-calls.ts), the start sequence and making and removing sessions
+ * (session-lifecycle.ts), start locks (start-lock.ts), nudge delivery (nudge-delivery.ts),
+ * `look` (look.ts), attach (attach.ts) and local file and command work (commands.ts); its
+ * options and deadlines are in options.ts.
  */
 
-import { spawn } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
-import { cp, link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { constants as osConstants } from "node:os";
-import { basename, dirname, join, resolve, sep } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
-import {
-  describeError,
-  InvalidNameError,
-  NudgeNotDeliveredError,
-  ProviderError,
-  SessionDiedDuringStartupError,
-  SessionExistsError,
-  SessionNotFoundError,
-} from "../../base/errors.js";
-import { nameProblem, validateMetaKey, validateSessionName } from "../../base/names.js";
-import { type CensusEntry, killOrphans, processCensus } from "../../proc/census.js";
-import { pidAlive } from "../../proc/kill.js";
-import { anyProcessNamed, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
-import { OP_TIMEOUT_MS, run, runHooks } from "../../proc/run.js";
+import { InvalidNameError, ProviderError, SessionNotFoundError } from "../../base/errors.js";
+import { validateMetaKey, validateSessionName } from "../../base/names.js";
+import { type CensusEntry, killOrphans } from "../../proc/census.js";
+import { anyProcessNamed, readProcessTable } from "../../proc/process-table.js";
+import { OP_TIMEOUT_MS, runHooks } from "../../proc/run.js";
 import { ownerKey } from "../identity.js";
-import { commandViaEnv, hookDirOf, launchArgv, sessionEnv, withoutOwnerTag } from "../launch.js";
-import {
-  limitsFor,
-  planStart,
-  runLocalCommand,
-  runStart,
-  type StartBackend,
-  StartsInProgress,
-  stageLocal,
-} from "../lifecycle/index.js";
+import { hookDirOf, sessionEnv } from "../launch.js";
+import { limitsFor, StartsInProgress } from "../lifecycle/index.js";
 import {
   type BackendShutdownProvider,
   type BackendWatchProvider,
@@ -68,182 +49,21 @@ import {
   type StartReport,
 } from "../provider.js";
 import { findInteraction } from "../screen/classify.js";
-import { deliverText, type TerminalState, terminalText } from "../screen/delivery.js";
+import { terminalText } from "../screen/delivery.js";
 import { respondToInteraction, type ScreenIO } from "../screen/keys.js";
-import {
-  ConnectionPool,
-  HolderOpError,
-  HolderUnavailableError,
-  holderRequest,
-  openAttach,
-  watchHolder,
-} from "./client.js";
-import { DETACH_RESET, type DetachKeys, DetachMatcher, describeDetachKeys, unknownKeys } from "./keys.js";
-import {
-  ensurePrivateDir,
-  holderLockPath,
-  holderLogPath,
-  holderSocketPath,
-  providerRoot,
-  rotateIfLarge,
-  type SessionPaths,
-  sessionPaths,
-  sessionsDir,
-} from "./layout.js";
-import {
-  type HolderOp,
-  type HolderRecord,
-  type HolderRequest,
-  type HolderResults,
-  type HolderSpec,
-  type HolderStatus,
-  type ModeRequest,
-  PROTOCOL_VERSION,
-} from "./protocol.js";
-import { killSession, sessionProcesses } from "./tree.js";
-
-/** Longest wait for a new holder process to answer on its control socket, and for a `create`. */
-export const HOLDER_START_TIMEOUT_MS = 15_000;
-/** Longest wait for `readyPromptPrefix`; past it start proceeds (the program may just be quiet). */
-export const READY_TIMEOUT_MS = 60_000;
-/** Deadline for a status probe (listRunning, isRunning, …). */
-export const STATUS_TIMEOUT_MS = 3_000;
-/** Deadline for the holder to stop the program and answer `shutdown`. */
-export const SHUTDOWN_TIMEOUT_MS = 10_000;
-/** How long start keeps answering startup dialogs when `emitsPermissionWarning` is set. */
-export const DIALOG_TIMEOUT_MS = 10_000;
-/** Screen checks while waiting for readiness (a prompt wakes the wait at once). */
-const _READY_POLL_MS = 200;
-/** Default terminal width of a new session. */
-export const DEFAULT_COLS = 160;
-/** Default terminal height of a new session. */
-export const DEFAULT_ROWS = 50;
-/** Default scrollback lines kept by the screen model. */
-export const DEFAULT_SCROLLBACK = 5_000;
-/** Default raw log size before rotation. */
-export const DEFAULT_LOG_MAX_BYTES = 8 * 1024 * 1024;
-/** Default raw output kept in memory. */
-export const DEFAULT_RING_BYTES = 1024 * 1024;
-/** A start lock that stayed empty this long was left by a crashed starter. */
-const EMPTY_LOCK_STALE_MS = 10_000;
-const POLL_MS = 25;
-
-/** Variables of the controller's own terminal that must not leak into a session's pty. */
-const PTY_ENV = { TERM: "xterm-256color" } as const;
-
-/** Options for {@link SubprocessProvider}. */
-export interface SubprocessProviderOptions {
-  /** City name (`GC_CITY` in sessions). */
-  readonly city: string;
-  /** The city's stable id: with the name, the ownership tag recorded with every session. */
-  readonly cityId?: string | undefined;
-  /** The city's state dir; sessions live under `<stateDir>/subprocess/`. */
-  readonly stateDir: string;
-  readonly cols?: number | undefined;
-  readonly rows?: number | undefined;
-  readonly scrollback?: number | undefined;
-  readonly logMaxBytes?: number | undefined;
-  readonly ringBytes?: number | undefined;
-  /** Keys that end `attach`. Default `both` (Ctrl-\ or Ctrl-b d). */
-  readonly detachKeys?: DetachKeys | undefined;
-  /** Deadline for `readyPromptPrefix`. Default {@link READY_TIMEOUT_MS}. */
-  readonly readyTimeoutMs?: number | undefined;
-  /** How long start answers startup dialogs after readiness. Default {@link DIALOG_TIMEOUT_MS}. */
-  readonly dialogTimeoutMs?: number | undefined;
-  /** The built holder script. Default: `holder.js` beside this module (from `dist/`). */
-  readonly holderPath?: string | undefined;
-  /** Where sessions live. Default `<stateDir>/subprocess` (the ACP provider uses `<stateDir>/acp`). */
-  readonly rootDir?: string | undefined;
-  /** The provider's name in its errors. Default `subprocess`. */
-  readonly name?: string | undefined;
-  /** The holder mode sessions run in (its holder script is {@link holderPath}). Default: ptys. */
-  readonly mode?: HeldMode | undefined;
-  /** Node binary for holders. Default `process.execPath`. */
-  readonly nodePath?: string | undefined;
-  /** Base environment of sessions and hooks. Default `process.env`. */
-  readonly baseEnv?: NodeJS.ProcessEnv | undefined;
-  /** Terminal streams `attach` hands over. Default the process's stdin/stdout. */
-  readonly terminal?: { readonly input: NodeJS.ReadStream; readonly output: NodeJS.WriteStream } | undefined;
-}
-
-/**
- * A plugged-in holder mode (holder-mode.ts) as the provider side uses it: what goes into the
- * spec, and what a start waits for once the holder runs the program. The ACP provider's.
- */
-export interface HeldMode {
-  /** The spec's `mode`. */
-  readonly mode: string;
-  /** The mode's own fields of the spec. */
-  readonly spec?: Readonly<Record<string, unknown>> | undefined;
-  /**
-   * Runs once the holder answers, inside the start's `create` (a rejection removes the
-   * session): the ACP provider waits for its handshake here.
-   */
-  afterCreate?(name: string, signal: AbortSignal): Promise<void>;
-}
-
-/**
- * The holder entry script of the runtime package whose module is `moduleUrl`: `holder.js`
- * beside it when running from `dist/`, else (tests run the TypeScript sources) the same path
- * under the repository's `dist/`.
- */
-export function holderScriptOf(moduleUrl: string): string {
-  const here = dirname(fileURLToPath(moduleUrl));
-  if (fileURLToPath(moduleUrl).endsWith(".js")) return join(here, "holder.js");
-  return resolve(here, "../../../dist/internal/runtime", basename(here), "holder.js");
-}
-
-/** This package's holder script (ptys only). */
-export function defaultHolderPath(): string {
-  return holderScriptOf(import.meta.url);
-}
-
-/**
- * What one holder call found. `missing`: nothing listens on the session's socket (the
- * session is gone, or its holder died); `unresponsive`: the socket accepted nothing in time
- * (a busy or hung holder: the session may well be alive, so it is never cleaned up for it).
- */
-export type CallResult<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly why: "missing" | "unresponsive" | "foreign" | "exited" };
-
-/** How long one Enter may take to show on screen before it counts as swallowed (as tmux's default). */
-const NUDGE_CONFIRM_MS = 1_500;
-/** Screen poll interval while a nudge is confirmed. */
-const NUDGE_POLL_MS = 25;
-
-const MISSING = { ok: false, why: "missing" } as const;
-const UNRESPONSIVE = { ok: false, why: "unresponsive" } as const;
-
-/** Reads a holder record; `undefined` when absent or unreadable. */
-function readRecord(path: string): HolderRecord | undefined {
-  try {
-    return JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
-  } catch {
-    return undefined;
-  }
-}
-
-/** True when `pid` is the holder process of provider root `root` (guards against pid reuse). */
-async function isHolderProcess(pid: number, root: string): Promise<boolean> {
-  const args = await readArgv(pid);
-  return args?.some((a) => a.endsWith("holder.js")) === true && args.includes(root);
-}
-
-/**
- * Holder ops sent on the kept-open connection to a session's socket (client.ts `reuse`):
- * reads, safe to send twice, whose waits are short (`waitReady` is bounded by the start
- * sequence's poll interval).
- */
-const REUSABLE_OPS: ReadonlySet<HolderOp> = new Set<HolderOp>([
-  "status",
-  "info",
-  "peek",
-  "screen",
-  "meta.get",
-  "meta.list",
-  "waitReady",
-]);
+import { attachTerminal } from "./attach.js";
+import { HolderUnavailableError } from "./client.js";
+import { copyInto, runInSession } from "./commands.js";
+import { defaultHolderPath, HolderControl } from "./holder-control.js";
+import { unknownKeys } from "./keys.js";
+import { providerRoot, type SessionPaths, sessionPaths } from "./layout.js";
+import { ScreenLooks } from "./look.js";
+import { deliverNudge } from "./nudge-delivery.js";
+import { PTY_ENV, type SubprocessProviderOptions } from "./options.js";
+import type { HolderOp, HolderRequest, HolderResults, HolderStatus, ModeRequest } from "./protocol.js";
+import { type CallResult, SessionCalls } from "./session-calls.js";
+import { HeldSessions } from "./session-lifecycle.js";
+import { sessionProcesses } from "./tree.js";
 
 /**
  * The subprocess {@link Provider}. Safe for concurrent use; a concurrent start of one name
@@ -274,29 +94,15 @@ export class SubprocessProvider
   /** `<stateDir>/subprocess`. */
   readonly root: string;
   private readonly opts: SubprocessProviderOptions;
-  private readonly holderPath: string;
   private readonly starts = new StartsInProgress();
-  /** Kept-open connections to session sockets, for the reads in {@link REUSABLE_OPS}. */
-  private readonly connections = new ConnectionPool();
-  /** The holder spawn in progress in this process, shared by concurrent starts. */
-  private holderReady: Promise<void> | undefined;
-  /** {@link SubprocessProvider.onBackendLost} subscribers. */
-  private readonly lossListeners = new Set<() => void>();
-  /**
-   * What `look` last read per session: the screen, its interaction, when the read was asked
-   * for, and the holder incarnation it came from (valid while the holder reports no output since).
-   */
-  private readonly screenCache = new Map<
-    string,
-    {
-      readonly incarnation: string;
-      readonly askedAt: number;
-      readonly screen: string;
-      readonly found: PendingInteraction | undefined;
-    }
-  >();
-  /** Stops watching the holder process; set while a watch connection is open. */
-  private unwatch: (() => void) | undefined;
+  /** Requests to the sessions' sockets. */
+  private readonly calls: SessionCalls;
+  /** The holder process of this root. */
+  private readonly holder: HolderControl;
+  /** Making and removing sessions. */
+  private readonly sessions: HeldSessions;
+  /** The screens `look` read, re-read only after new output. */
+  private readonly looks: ScreenLooks;
 
   constructor(opts: SubprocessProviderOptions) {
     this.opts = opts;
@@ -304,7 +110,21 @@ export class SubprocessProvider
     this.city = opts.city;
     this.owner = ownerKey(opts.city, opts.cityId);
     this.root = opts.rootDir ?? providerRoot(opts.stateDir);
-    this.holderPath = opts.holderPath ?? defaultHolderPath();
+    this.calls = new SessionCalls({ root: this.root, owner: this.owner, name: this.name });
+    this.holder = new HolderControl({
+      root: this.root,
+      owner: this.owner,
+      holderPath: opts.holderPath ?? defaultHolderPath(),
+      nodePath: opts.nodePath,
+    });
+    this.looks = new ScreenLooks(this.calls);
+    this.sessions = new HeldSessions({
+      city: this.city,
+      opts,
+      calls: this.calls,
+      holder: this.holder,
+      starts: this.starts,
+    });
   }
 
   capabilities(): ProviderCapabilities {
@@ -328,10 +148,8 @@ export class SubprocessProvider
    * holder keep running). Idempotent.
    */
   async close(): Promise<void> {
-    this.connections.close();
-    this.lossListeners.clear();
-    this.unwatch?.();
-    this.unwatch = undefined;
+    this.calls.close();
+    this.holder.close();
   }
 
   /**
@@ -341,37 +159,7 @@ export class SubprocessProvider
    * @returns the unsubscribe.
    */
   onBackendLost(fn: () => void): () => void {
-    this.lossListeners.add(fn);
-    void this.watch();
-    return () => {
-      this.lossListeners.delete(fn);
-      if (this.lossListeners.size === 0) {
-        this.unwatch?.();
-        this.unwatch = undefined;
-      }
-    };
-  }
-
-  /** Opens the watch connection when someone listens and none is open. Never throws. */
-  private async watch(): Promise<void> {
-    if (this.unwatch || this.lossListeners.size === 0) return;
-    this.unwatch = () => undefined; // claimed while connecting
-    try {
-      this.unwatch = await watchHolder(
-        this.controlSocket,
-        () => {
-          this.unwatch = undefined;
-          for (const fn of [...this.lossListeners]) fn();
-        },
-        STATUS_TIMEOUT_MS,
-      );
-      if (this.lossListeners.size === 0) {
-        this.unwatch();
-        this.unwatch = undefined;
-      }
-    } catch {
-      this.unwatch = undefined; // no holder now: watched once this provider starts one
-    }
+    return this.holder.onLost(fn);
   }
 
   /**
@@ -380,21 +168,12 @@ export class SubprocessProvider
    * (programs that outlived a lost holder, found by their `GC_OWNER` tag; flagged `orphan`).
    */
   census(): Promise<CensusEntry[]> {
-    return this.scan(undefined);
+    return this.holder.census(undefined);
   }
 
   /** Kills the orphans of session `name` (see {@link OrphanKillProvider}). */
   killOrphans(name: string): Promise<CensusEntry[]> {
-    return killOrphans(() => this.scan(name));
-  }
-
-  private scan(session: string | undefined): Promise<CensusEntry[]> {
-    const node = basename(this.opts.nodePath ?? process.execPath);
-    return processCensus(
-      (p) => p.pid !== process.pid && (p.argv0 === node || p.argv0.startsWith("node")),
-      (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.includes(this.root),
-      { owner: this.owner, session },
-    );
+    return killOrphans(() => this.holder.census(name));
   }
 
   private paths(name: string): SessionPaths {
@@ -413,30 +192,7 @@ export class SubprocessProvider
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<CallResult<HolderResults[O]>> {
-    try {
-      const value = await holderRequest(this.paths(name).socket, req, {
-        timeoutMs,
-        signal,
-        expect: { city: this.owner, name },
-        reuse: REUSABLE_OPS.has(req.op) ? this.connections : undefined,
-      });
-      return { ok: true, value };
-    } catch (e) {
-      if (e instanceof HolderUnavailableError)
-        return e.reason === "ENOENT" || e.reason === "ECONNREFUSED" ? MISSING : UNRESPONSIVE;
-      if (e instanceof HolderOpError) {
-        if (e.code === "not_owner") return { ok: false, why: "foreign" };
-        if (e.code === "not_running" || e.code === "shutting_down") return { ok: false, why: "exited" };
-        if (e.code === "awaiting_choice") throw new NudgeNotDeliveredError(name, e.message, { cause: e });
-        if (e.code === "invalid_name" || e.code === "invalid_key") {
-          throw new InvalidNameError(e.code === "invalid_key" ? "key" : "metadata key", "", e.message, {
-            cause: e,
-          });
-        }
-        throw new ProviderError(this.name, `${name}: ${req.op}: ${e.message}`, { cause: e });
-      }
-      throw e;
-    }
+    return this.calls.call(name, req, timeoutMs, signal);
   }
 
   /**
@@ -449,26 +205,12 @@ export class SubprocessProvider
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<CallResult<T>> {
-    // The holder's reply to a mode op is the mode's result, which the client passes through.
-    return this.call(name, req as unknown as HolderRequest & { op: HolderOp }, timeoutMs, signal) as Promise<
-      CallResult<T>
-    >;
+    return this.calls.callMode(name, req, timeoutMs, signal);
   }
 
   /** The session's `status`, as {@link call}. */
   async statusOf(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
-    return this.call(name, { op: "status" }, STATUS_TIMEOUT_MS, signal);
-  }
-
-  /**
-   * {@link SubprocessProvider.statusOf}, asking once more with the long operation deadline
-   * when the holder was slow: during start a holder busy with a burst of other starts must
-   * not make this session look dead.
-   */
-  private async patientStatus(name: string, signal?: AbortSignal): Promise<CallResult<HolderStatus>> {
-    const st = await this.statusOf(name, signal);
-    if (st.ok || st.why !== "unresponsive") return st;
-    return this.call(name, { op: "status" }, OP_TIMEOUT_MS, signal);
+    return this.calls.statusOf(name, signal);
   }
 
   // ---------------------------------------------------------------- start
@@ -487,67 +229,9 @@ export class SubprocessProvider
     validateSessionName(name);
     const signal = opts.signal;
     signal?.throwIfAborted();
-    return this.starts.run(name, () => this.startGuarded(name, config, signal));
-  }
-
-  private async startGuarded(
-    name: string,
-    config: StartConfig,
-    signal: AbortSignal | undefined,
-  ): Promise<StartReport> {
-    let release: (() => Promise<void>) | undefined;
-    try {
-      release = await this.lock(name);
-      await this.clearPrevious(name);
-      signal?.throwIfAborted();
-      const plan = planStart(name, { name: this.city, owner: this.owner }, config, {
-        baseEnv: this.opts.baseEnv ?? process.env,
-        terminal: PTY_ENV,
-      });
-      await mkdir(plan.hookDir, { recursive: true });
-      const destroy = async () => {
-        await this.teardown(name, true).catch(() => undefined);
-      };
-      const backend: StartBackend = {
-        provider: "subprocess",
-        runCommand: runLocalCommand,
-        stage: (p) => stageLocal("subprocess", p),
-        create: (p, sig) =>
-          this.createSession(name, p.config, p.env, sig)
-            .then(() => this.opts.mode?.afterCreate?.(name, sig))
-            .catch(async (e: unknown) => {
-              await destroy();
-              throw e;
-            }),
-        alive: async (sig) => {
-          const st = await this.patientStatus(name, sig);
-          return st.ok && st.value.running;
-        },
-        died: () =>
-          this.requireAlive(name, undefined).then(
-            () => new SessionDiedDuringStartupError(name),
-            (e) => e,
-          ),
-        screen: (sig) => this.screenIO(name, sig).screen(),
-        sendKeys: (keys, sig) => this.sendKeys(name, keys, { signal: sig }),
-        waitForPrompt: async (prefix, ms, sig) => {
-          await this.call(name, { op: "waitReady", prefix, timeoutMs: ms }, ms + STATUS_TIMEOUT_MS, sig);
-        },
-        nudge: (text, sig) => this.deliver(name, text, sig, true, config.multiline),
-        destroy,
-      };
-      const limits = limitsFor(config, {
-        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
-        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
-      });
-      return await runStart(backend, plan, limits, signal);
-    } catch (e) {
-      // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
-      if (signal?.aborted) throw signal.reason;
-      throw e;
-    } finally {
-      await release?.();
-    }
+    return this.starts.run(name, () =>
+      this.sessions.start(name, config, signal, (n, sig) => this.screenIO(n, sig)),
+    );
   }
 
   /** The program's environment: base env without gc's terminal, the pty's TERM, then the session's. */
@@ -559,216 +243,6 @@ export class SubprocessProvider
       { name: this.city, owner: this.owner },
       PTY_ENV,
     );
-  }
-
-  /**
-   * Takes the start lock `<root>/locks/<name>.lock`.
-   * @throws SessionExistsError when another live starter holds it.
-   */
-  private async lock(name: string): Promise<() => Promise<void>> {
-    const release = await tryLock(this.root, this.paths(name).lock);
-    if (!release) throw new SessionExistsError(name);
-    return release;
-  }
-  /**
-   * Under the start lock: refuses a live session, reaps an exited one, clears stale files.
-   * @throws SessionExistsError when the name is live, unresponsive, or owned by another city.
-   */
-  private async clearPrevious(name: string): Promise<void> {
-    const p = this.paths(name);
-    const st = await this.statusOf(name);
-    if (st.ok) {
-      if (st.value.running) throw new SessionExistsError(name);
-      await this.teardown(name, true);
-      return;
-    }
-    if (st.why === "foreign") {
-      throw new SessionExistsError(name, { cause: new Error("held by a session of another city") });
-    }
-    if (st.why === "unresponsive") {
-      throw new SessionExistsError(name, { cause: new Error("its holder is not answering in time") });
-    }
-    const rec = readRecord(p.record);
-    if (rec && rec.city !== this.owner) {
-      throw new SessionExistsError(name, { cause: new Error(`left by city ${rec.city}`) });
-    }
-    if (rec && !(await this.letGo(rec))) {
-      throw new SessionExistsError(name, { cause: new Error(`holder ${rec.holderPid} is not answering`) });
-    }
-    // No socket answering and no record (a fresh name): only stray files can be left.
-    if (!rec && st.why === "missing") await this.removeFiles(name);
-    else await this.teardown(name, true);
-  }
-
-  /**
-   * Asks the holder process to create the session (spawning the holder first when none
-   * serves this root), and resolves once the session's socket serves and its program runs.
-   * Not abortable once the holder is asked (the caller's `destroy` removes what was made).
-   * @throws SessionDiedDuringStartupError when the program cannot be started.
-   */
-  private async createSession(
-    name: string,
-    config: StartConfig,
-    env: Record<string, string>,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    if (!existsSync(this.holderPath)) {
-      throw new ProviderError("subprocess", `holder not found at ${this.holderPath}: run \`npm run build\``);
-    }
-    signal?.throwIfAborted();
-    const p = this.paths(name);
-    ensurePrivateDir(p.dir);
-    ensurePrivateDir(dirname(p.log));
-    if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
-    await rm(p.socket, { force: true });
-    // The command text travels in the environment, never in argv (ps shows argv).
-    const launch = commandViaEnv(launchArgv(config));
-    const spec: HolderSpec = {
-      protocol: PROTOCOL_VERSION,
-      city: this.owner,
-      name,
-      dir: p.dir,
-      argv: launch.argv,
-      env: { ...env, ...launch.env },
-      cwd: config.workDir,
-      cols: this.opts.cols ?? DEFAULT_COLS,
-      rows: this.opts.rows ?? DEFAULT_ROWS,
-      scrollback: this.opts.scrollback ?? DEFAULT_SCROLLBACK,
-      ringBytes: this.opts.ringBytes ?? DEFAULT_RING_BYTES,
-      socket: p.socket,
-      log: p.log,
-      holderLog: p.holderLog,
-      logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
-      readyPromptPrefix: config.readyPromptPrefix,
-      ...(this.opts.mode ? { ...this.opts.mode.spec, mode: this.opts.mode.mode } : {}),
-    };
-    // Asked straight away: a holder usually serves already. None answering (or one exiting:
-    // its last session just stopped, it refuses with `shutting_down` or has closed its
-    // socket) makes sure one does, then asks again.
-    for (let attempt = 0; ; attempt++) {
-      if (attempt > 0) await this.ensureHolder();
-      try {
-        await holderRequest(
-          this.controlSocket,
-          { op: "create", spec },
-          { timeoutMs: HOLDER_START_TIMEOUT_MS },
-        );
-        void this.watch();
-        return;
-      } catch (e) {
-        // Not after a timeout: the holder may have applied the create it did not answer in time,
-        // and asking again would only be told the name is still held.
-        const retry =
-          (e instanceof HolderUnavailableError && e.reason !== "timeout") ||
-          (e instanceof HolderOpError && e.code === "shutting_down");
-        if (retry && attempt < 4) continue;
-        if (e instanceof HolderOpError) throw new SessionDiedDuringStartupError(name, e.message);
-        throw new ProviderError("subprocess", `${name}: creating the session: ${describeError(e)}`, {
-          cause: e,
-        });
-      }
-    }
-  }
-
-  /** The holder process's control socket. */
-  private get controlSocket(): string {
-    return holderSocketPath(this.root);
-  }
-
-  /** The holder process's pid when it answers on its control socket, else `undefined`. */
-  private async holderPid(): Promise<number | undefined> {
-    try {
-      return (await holderRequest(this.controlSocket, { op: "hello" }, { timeoutMs: STATUS_TIMEOUT_MS })).pid;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
-   * Makes sure a holder process serves this root: spawns one (detached: it outlives us) under
-   * `<root>/holder.lock`, so concurrent starters here or in other processes spawn one only.
-   * @throws ProviderError when none answers within {@link HOLDER_START_TIMEOUT_MS}.
-   */
-  private ensureHolder(): Promise<void> {
-    this.holderReady ??= this.spawnHolderOnce().finally(() => {
-      this.holderReady = undefined;
-    });
-    return this.holderReady;
-  }
-
-  private async spawnHolderOnce(): Promise<void> {
-    const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
-    for (;;) {
-      if ((await this.holderPid()) !== undefined) return;
-      const release = await tryLock(this.root, holderLockPath(this.root));
-      if (release) {
-        try {
-          if ((await this.holderPid()) === undefined) await this.spawnHolder(deadline);
-          return;
-        } finally {
-          await release();
-        }
-      }
-      if (Date.now() > deadline) {
-        throw new ProviderError("subprocess", `no holder answered within ${HOLDER_START_TIMEOUT_MS} ms`);
-      }
-      await sleep(POLL_MS);
-    }
-  }
-
-  /** Spawns the holder process and waits until its control socket answers. */
-  private async spawnHolder(deadline: number): Promise<void> {
-    const sock = this.controlSocket;
-    if (dirname(sock) !== this.root) ensurePrivateDir(dirname(sock));
-    const logPath = holderLogPath(this.root);
-    ensurePrivateDir(dirname(logPath));
-    // gc may run inside a session: the holder must not carry that session's owner tag.
-    const holderEnv: NodeJS.ProcessEnv = withoutOwnerTag(process.env);
-    delete holderEnv.NODE_OPTIONS; // an inspector or loader flag of the controller must not follow
-    try {
-      rotateIfLarge(logPath); // no holder writes it now: one is spawned only when none runs
-    } catch {
-      // a log that cannot be rotated is appended to as before
-    }
-    const logFd = openSync(logPath, "a", 0o600);
-    let child: ReturnType<typeof spawn>;
-    try {
-      child = spawn(this.opts.nodePath ?? process.execPath, [this.holderPath, this.root], {
-        detached: true,
-        stdio: ["ignore", logFd, logFd],
-        cwd: "/",
-        env: holderEnv,
-      });
-    } finally {
-      closeSync(logFd);
-    }
-    // Detached and unref'd: the holder outlives us; while we live, Node still reaps it.
-    child.unref();
-    let ended: string | undefined;
-    child.once("exit", (code, sig) => {
-      ended = sig ? `signal ${sig}` : `exit ${code}`;
-    });
-    child.once("error", (e) => {
-      ended = describeError(e);
-    });
-    for (;;) {
-      if ((await this.holderPid()) !== undefined) return;
-      if (ended !== undefined) {
-        const tail = (await readFile(logPath, "utf8").catch(() => ""))
-          .trim()
-          .split("\n")
-          .slice(-3)
-          .join(" | ");
-        throw new ProviderError("subprocess", `holder ${ended}${tail ? `: ${tail}` : ""}`);
-      }
-      if (Date.now() > deadline) {
-        throw new ProviderError(
-          "subprocess",
-          `the holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
-        );
-      }
-      await sleep(POLL_MS);
-    }
   }
 
   /** The session's visible screen and keyboard, for the shared dialog code. */
@@ -783,22 +257,6 @@ export class SubprocessProvider
     };
   }
 
-  /** @throws SessionDiedDuringStartupError (with exit status and last screen lines) unless running. */
-  private async requireAlive(name: string, signal: AbortSignal | undefined): Promise<void> {
-    signal?.throwIfAborted();
-    const st = await this.patientStatus(name, signal);
-    if (st.ok && st.value.running) return;
-    let detail = "holder gone";
-    if (st.ok && st.value.exit) {
-      const ex = st.value.exit;
-      detail = ex.signal ? `killed by ${ex.signal}` : `exit code ${ex.code}`;
-      const screen = await this.call(name, { op: "peek", lines: 5 }, STATUS_TIMEOUT_MS);
-      const last = screen.ok ? screen.value.text.trim() : "";
-      if (last) detail += `; last output: ${last.length > 500 ? `…${last.slice(-500)}` : last}`;
-    }
-    throw new SessionDiedDuringStartupError(name, detail);
-  }
-
   // ---------------------------------------------------------------- stop
 
   /**
@@ -810,7 +268,7 @@ export class SubprocessProvider
   async stop(name: string, opts: OpOptions = {}): Promise<void> {
     validateSessionName(name);
     opts.signal?.throwIfAborted();
-    await this.teardown(name, false);
+    await this.sessions.teardown(name, false);
   }
 
   /**
@@ -822,93 +280,12 @@ export class SubprocessProvider
   async shutdown(opts: OpOptions = {}): Promise<void> {
     const sessions = await this.snapshot("", opts);
     if (sessions.length === 0) return;
-    const holder = await this.holderPid();
+    const holder = await this.holder.pid();
     await Promise.all(sessions.map((s) => this.stop(s.name, opts)));
     // Stops run side by side, so each may have seen the holder still serving another session
     // and not waited for it: once none of the city's sessions is left, the holder is exiting.
     if (holder === undefined || (await this.snapshot("", opts)).length > 0) return;
-    const deadline = Date.now() + SHUTDOWN_TIMEOUT_MS;
-    while ((await pidAlive(holder)) && (await isHolderProcess(holder, this.root)) && Date.now() < deadline) {
-      await sleep(POLL_MS);
-    }
-  }
-
-  /** Whether a start of `name` is in progress here or in another live process. */
-  private async startInProgress(name: string): Promise<boolean> {
-    return this.starts.has(name) || (await lockOwner(this.paths(name).lock)) === "live";
-  }
-
-  /**
-   * True when the holder recorded in `rec` no longer holds the session: it is dead (or its
-   * pid now names another process), or it answers on its control socket and let the session
-   * go (`release`). False when it lives but answers nothing (left alone).
-   */
-  private async letGo(rec: HolderRecord): Promise<boolean> {
-    if (!(await pidAlive(rec.holderPid)) || !(await isHolderProcess(rec.holderPid, this.root))) return true;
-    try {
-      await holderRequest(
-        this.controlSocket,
-        { op: "release", name: rec.name, city: this.owner },
-        { timeoutMs: SHUTDOWN_TIMEOUT_MS },
-      );
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /**
-   * Has the holder stop the session (never the shared holder process itself), kills whatever
-   * of the session survives, and removes its files. When that was the holder's last session,
-   * waits for the holder process to exit, so nothing of the root is left running.
-   * `force` (the caller holds the start lock) removes files even while a start is in progress.
-   */
-  private async teardown(name: string, force: boolean): Promise<void> {
-    const p = this.paths(name);
-    const rec = readRecord(p.record);
-    if (rec && rec.city !== this.owner) return;
-    let pids: Pick<HolderRecord, "holderPid" | "childPid" | "childStart"> | undefined = rec;
-    const st = await this.statusOf(name);
-    if (!st.ok && st.why === "foreign") return;
-    if (st.ok) {
-      pids = st.value;
-      try {
-        await holderRequest(
-          p.socket,
-          { op: "shutdown" },
-          { timeoutMs: SHUTDOWN_TIMEOUT_MS, expect: { city: this.owner, name } },
-        );
-      } catch {
-        // killed below
-      }
-    } else if (rec) {
-      await this.letGo(rec);
-    }
-    if (pids) {
-      await killSession(pids.childPid, { startTime: pids.childStart });
-      await this.awaitIdleHolderExit(pids.holderPid);
-    }
-    if (!force && (await this.startInProgress(name))) return;
-    await this.removeFiles(name);
-  }
-
-  /** Removes session `name`'s directory and socket. */
-  private async removeFiles(name: string): Promise<void> {
-    const p = this.paths(name);
-    await rm(p.dir, { recursive: true, force: true });
-    if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
-  }
-
-  /**
-   * When holder `pid` is exiting (alive, but its control socket is closed: its last session
-   * is gone), waits until it is gone (bounded by {@link SHUTDOWN_TIMEOUT_MS}).
-   */
-  private async awaitIdleHolderExit(pid: number): Promise<void> {
-    const deadline = Date.now() + SHUTDOWN_TIMEOUT_MS;
-    while ((await pidAlive(pid)) && (await isHolderProcess(pid, this.root))) {
-      if ((await this.holderPid()) === pid || Date.now() > deadline) return;
-      await sleep(POLL_MS);
-    }
+    await this.holder.awaitExit(holder);
   }
 
   // ---------------------------------------------------------------- observation
@@ -936,43 +313,7 @@ export class SubprocessProvider
    * @throws when the state dir cannot be read.
    */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
-    opts.signal?.throwIfAborted();
-    let entries: string[];
-    try {
-      entries = await readdir(sessionsDir(this.root));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new ProviderError("subprocess", `listing ${sessionsDir(this.root)}: ${describeError(e)}`, {
-        cause: e,
-      });
-    }
-    const names = entries.filter((n) => nameProblem(n) === undefined && n.startsWith(prefix)).sort();
-    const seen = await Promise.all(
-      names.map(async (name): Promise<SessionSnapshot | undefined> => {
-        const st = await this.statusOf(name, opts.signal);
-        if (st.ok) {
-          return {
-            name,
-            running: st.value.running,
-            attached: st.value.attached > 0,
-            lastActivity: new Date(st.value.lastActivity),
-          };
-        }
-        if (st.why === "missing") await this.cleanStale(name);
-        return undefined;
-      }),
-    );
-    return seen.filter((s): s is SessionSnapshot => s !== undefined);
-  }
-
-  /** Removes what a holder that no longer answers left behind, if it was ours and is dead. */
-  private async cleanStale(name: string): Promise<void> {
-    const p = this.paths(name);
-    if (await this.startInProgress(name)) return;
-    const rec = readRecord(p.record);
-    if (rec && rec.city !== this.owner) return;
-    if (rec && !(await this.letGo(rec))) return;
-    await this.teardown(name, false);
+    return this.sessions.snapshot(prefix, opts.signal);
   }
 
   /**
@@ -1072,69 +413,12 @@ export class SubprocessProvider
     validateSessionName(name);
     const text = terminalText(flattenContent(content), opts);
     if (text === "") return;
-    await this.deliver(name, text, opts.signal, false, opts.multiline);
+    await deliverNudge(this.calls, name, text, opts.signal, false, opts.multiline);
   }
 
   /** Same as {@link SubprocessProvider.nudge}: this provider never waits for idle first. */
   async nudgeNow(name: string, content: NudgeContent, opts: NudgeOptions = {}): Promise<void> {
     await this.nudge(name, content, opts);
-  }
-
-  private async deliver(
-    name: string,
-    text: string,
-    signal: AbortSignal | undefined,
-    strict: boolean,
-    multiline?: "paste" | "lines" | undefined,
-  ): Promise<void> {
-    const wrap = (e: unknown): unknown =>
-      e instanceof ProviderError ? new NudgeNotDeliveredError(name, e.message, { cause: e, sent: true }) : e;
-    const first = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal).catch((e: unknown) => {
-      throw e instanceof ProviderError ? new NudgeNotDeliveredError(name, e.message, { cause: e }) : e;
-    });
-    if (!first.ok) {
-      if (strict) await this.requireAlive(name, signal);
-      return;
-    }
-    if (first.value.rows === undefined) {
-      // An ACP session (the protocol confirms the prompt) or a holder of an earlier gc.
-      let r: CallResult<HolderResults["nudge"]>;
-      try {
-        r = await this.call(name, { op: "nudge", text }, OP_TIMEOUT_MS, signal);
-      } catch (e) {
-        throw wrap(e);
-      }
-      if (!r.ok && strict) await this.requireAlive(name, signal);
-      return;
-    }
-    const state = async (): Promise<TerminalState | undefined> => {
-      const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal);
-      if (!r.ok || r.value.rows === undefined) return undefined;
-      const v = r.value;
-      return { rows: v.rows!, cursorX: v.cursorX ?? 0, cursorY: v.cursorY ?? 0, history: v.history };
-    };
-    let gone = false;
-    try {
-      await deliverText(
-        name,
-        {
-          state,
-          paste: async (body) => {
-            gone = !(await this.call(name, { op: "paste", text: body }, OP_TIMEOUT_MS, signal)).ok;
-          },
-          submit: async () => {
-            if (!gone) await this.call(name, { op: "keys", keys: ["Enter"] }, OP_TIMEOUT_MS, signal);
-          },
-          erase: async () => {
-            if (!gone) await this.call(name, { op: "keys", keys: ["BSpace"] }, OP_TIMEOUT_MS, signal);
-          },
-        },
-        text,
-        { confirmMs: NUDGE_CONFIRM_MS, pollMs: NUDGE_POLL_MS, multiline, signal },
-      );
-    } catch (e) {
-      throw wrap(e);
-    }
   }
 
   /**
@@ -1206,31 +490,7 @@ export class SubprocessProvider
    * so none is missed) — a quiet session costs one status call.
    */
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
-    const out = new Map<string, SessionLook>();
-    const live = new Set<string>();
-    await Promise.all(
-      names.map(async (name) => {
-        if (nameProblem(name) !== undefined) return;
-        const st = await this.statusOf(name, opts.signal);
-        if (!st.ok || !st.value.running) return;
-        live.add(name);
-        const incarnation = `${st.value.holderPid}:${st.value.startedAt}`;
-        const lastActivity = new Date(st.value.lastActivity);
-        const hit = this.screenCache.get(name);
-        if (hit && hit.incarnation === incarnation && hit.askedAt > st.value.lastActivity) {
-          out.set(name, { screen: hit.screen, interaction: hit.found, lastActivity });
-          return;
-        }
-        const askedAt = Date.now();
-        const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
-        if (!r.ok) return;
-        const found = findInteraction(r.value.text);
-        this.screenCache.set(name, { incarnation, askedAt, screen: r.value.text, found });
-        out.set(name, { screen: r.value.text, interaction: found, lastActivity });
-      }),
-    );
-    for (const n of names) if (!live.has(n)) this.screenCache.delete(n);
-    return out;
+    return this.looks.look(names, opts.signal);
   }
 
   /**
@@ -1317,31 +577,7 @@ export class SubprocessProvider
     validateSessionName(name);
     const r = await this.call(name, { op: "info" }, OP_TIMEOUT_MS, opts.signal);
     if (!r.ok) throw new SessionNotFoundError(name);
-    try {
-      const res = await run(argv, {
-        cwd: opts.cwd ?? r.value.workDir,
-        env: { ...r.value.env, ...opts.env },
-        stdin: opts.stdin,
-        timeoutMs: opts.timeoutMs ?? OP_TIMEOUT_MS,
-        signal: opts.signal,
-        keepOutputOnCut: true,
-      });
-      return {
-        exitCode: res.exitCode ?? 128 + signalNumber(res.signal),
-        stdout: res.stdout,
-        stderr: res.stderr,
-      };
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "EACCES") {
-        return {
-          exitCode: code === "ENOENT" ? 127 : 126,
-          stdout: "",
-          stderr: `${argv[0]}: ${describeError(e)}\n`,
-        };
-      }
-      throw e;
-    }
+    return runInSession(argv, r.value, opts);
   }
 
   // ---------------------------------------------------------------- attach
@@ -1361,158 +597,14 @@ export class SubprocessProvider
     const st = await this.statusOf(name, opts.signal);
     if (!st.ok || !st.value.running)
       throw new SessionNotFoundError(name, st.ok ? "the program has exited" : undefined);
-    const p = this.paths(name);
-    const expect = { city: this.owner, name };
-    const size = () => ({ cols: output.columns || undefined, rows: output.rows || undefined });
-    const stream = await openAttach(p.socket, size(), {
-      timeoutMs: OP_TIMEOUT_MS,
+    await attachTerminal({
+      name,
+      socket: this.paths(name).socket,
+      expect: { city: this.owner, name },
+      input,
+      output,
+      keys: this.opts.detachKeys ?? "both",
       signal: opts.signal,
-      expect,
-    });
-    const keys = this.opts.detachKeys ?? "both";
-    const matcher = new DetachMatcher(keys);
-    const wasRaw = input.isRaw;
-    await new Promise<void>((resolveAttach) => {
-      let done = false;
-      const finish = (how: "detached" | "ended") => {
-        if (done) return;
-        done = true;
-        input.off("data", onInput);
-        output.off("resize", onResize);
-        stream.socket.off("data", onOutput);
-        opts.signal?.removeEventListener("abort", onAbort);
-        input.setRawMode(wasRaw);
-        input.pause();
-        stream.socket.destroy();
-        output.write(
-          `${DETACH_RESET}\r\n[gc: ${how === "detached" ? "detached from" : "session ended:"} ${name}]\r\n`,
-        );
-        resolveAttach();
-      };
-      const onInput = (chunk: Buffer | string) => {
-        const step = matcher.feed(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
-        if (step.forward.length > 0) stream.socket.write(step.forward);
-        if (step.detach) finish("detached");
-      };
-      const onOutput = (chunk: Buffer) => output.write(chunk);
-      const onResize = () => {
-        const s = size();
-        if (s.cols === undefined || s.rows === undefined) return;
-        holderRequest(
-          p.socket,
-          { op: "resize", cols: s.cols, rows: s.rows },
-          { timeoutMs: STATUS_TIMEOUT_MS, expect },
-        ).catch(() => undefined);
-      };
-      const onAbort = () => finish("detached");
-      stream.socket.on("data", onOutput);
-      stream.socket.on("error", () => finish("ended"));
-      stream.socket.on("close", () => finish("ended"));
-      output.on("resize", onResize);
-      opts.signal?.addEventListener("abort", onAbort, { once: true });
-      output.write(`\x1b]2;gc: ${name} (detach: ${describeDetachKeys(keys)})\x07`);
-      if (stream.initial.length > 0) output.write(stream.initial);
-      input.setRawMode(true);
-      input.on("data", onInput);
-      input.resume();
-      stream.socket.resume();
     });
   }
-}
-
-/**
- * Takes lock file `path` under provider root `root` (exclusive create, recording
- * `<pid> <start time>`). A lock whose owner pid is dead (or that stayed empty) is moved aside
- * and retaken once. @returns its release, or `undefined` when a live process holds it.
- */
-/** This process's start time (clock ticks since boot), for lock files; read once. */
-let ownStart: number | "" | undefined;
-
-async function tryLock(root: string, path: string): Promise<(() => Promise<void>) | undefined> {
-  ensurePrivateDir(root);
-  ensurePrivateDir(dirname(path));
-  // The lock appears with its owner already in it (written aside, then hard-linked into
-  // place): a starter killed at any moment never leaves an empty lock behind.
-  const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  ownStart ??= procStartTime(process.pid) ?? "";
-  await writeFile(mine, `${process.pid} ${ownStart}\n`, { mode: 0o600, flag: "wx" });
-  try {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await link(mine, path);
-        return () => rm(path, { force: true });
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      }
-      const owner = await lockOwner(path);
-      if (owner === "live") return undefined;
-      // Stale: move it aside; if what we moved was not the stale lock we judged, put it back.
-      const aside = `${path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
-      try {
-        await rename(path, aside);
-      } catch {
-        continue; // someone else moved it first
-      }
-      if ((await lockOwner(aside)) === "live") {
-        await link(aside, path).catch(() => undefined);
-        await rm(aside, { force: true });
-        return undefined;
-      }
-      await rm(aside, { force: true });
-    }
-    return undefined;
-  } finally {
-    await rm(mine, { force: true });
-  }
-}
-
-/**
- * `live` when the process recorded in lock file `path` (`<pid> <start time>`) still runs, or
- * the file was created so recently that its owner may still be writing it; else `stale`
- * (dead owner, reused pid, long-empty file) or `none` (no lock).
- */
-async function lockOwner(path: string): Promise<"live" | "stale" | "none"> {
-  let text: string;
-  let mtimeMs: number;
-  try {
-    text = await readFile(path, "utf8");
-    mtimeMs = (await stat(path)).mtimeMs;
-  } catch {
-    return "none";
-  }
-  const [pidText = "", startText = ""] = text.trim().split(" ");
-  const pid = Number(pidText);
-  if (!Number.isInteger(pid) || pid <= 0)
-    return Date.now() - mtimeMs < EMPTY_LOCK_STALE_MS ? "live" : "stale";
-  if (!(await pidAlive(pid))) return "stale";
-  // A live pid that started at another time is a reused pid, not the starter.
-  const started = procStartTime(pid);
-  return startText === "" || started === null || String(started) === startText ? "live" : "stale";
-}
-
-/** Copies `src` to `relDst` under `workDir`. Resolves when `src` is missing. */
-async function copyInto(src: string, workDir: string, relDst: string): Promise<void> {
-  const base = resolve(workDir);
-  const dst = relDst ? resolve(base, relDst) : base;
-  if (dst !== base && !dst.startsWith(base + sep)) {
-    throw new InvalidNameError("copy destination", relDst, "must stay inside the work dir");
-  }
-  let srcStat: Awaited<ReturnType<typeof stat>>;
-  try {
-    srcStat = await stat(src);
-  } catch {
-    return;
-  }
-  let target = dst;
-  if (srcStat.isFile()) {
-    const dstStat = await stat(dst).catch(() => undefined);
-    if (dstStat?.isDirectory()) target = join(dst, basename(src));
-  }
-  if (resolve(src) === target) return;
-  await mkdir(dirname(target), { recursive: true });
-  await cp(src, target, { recursive: true, force: true });
-}
-
-function signalNumber(sig: NodeJS.Signals | null): number {
-  return sig ? (osConstants.signals[sig] ?? 0) : 0;
 }

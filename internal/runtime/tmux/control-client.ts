@@ -6,17 +6,22 @@
  * process. It runs over a {@link ControlTransport}: a local child process, or a stream into
  * a container or pod. Used by the tmux, docker and k8s providers.
  */
-import { readFile } from "node:fs/promises";
-import { createConnection } from "node:net";
-import { join } from "node:path";
-import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
-import { hasOption } from "../../proc/census.js";
-import { killPids } from "../../proc/kill.js";
-import { ended, procStartTime, readArgv, readProcessTable } from "../../proc/process-table.js";
+
+import { TmuxConnectionError, TmuxGenerationError, TmuxNoServerError } from "./errors.js";
 import { gateFile, ServerGate } from "./gate.js";
-import { type ControlEvent, ControlParser, type Notification } from "./protocol.js";
+import { type ControlEvent, ControlParser, type Notification, notifiesClients } from "./protocol.js";
 import { commandLine, commandListLine } from "./quote.js";
+import { type PendingReply, queueReplies } from "./replies.js";
+import {
+  CLIENT_OWNER_ENV,
+  OWNER_TAG,
+  serverListening,
+  socketArgs,
+  socketPath,
+  type TmuxSocket,
+} from "./server.js";
 import { type ControlStream, type ControlTransport, localTransport } from "./transport.js";
+import { raceAbort, settlesWithin, TIMED_OUT, withTimeout } from "./waits.js";
 
 /** Default deadline for one command's reply. */
 export const COMMAND_TIMEOUT_MS = 10_000;
@@ -29,51 +34,7 @@ const CONNECT_ATTEMPTS = 3;
 /** Default {@link ControlClientOptions.wedgedAfterMs}. */
 export const WEDGED_AFTER_MS = 60_000;
 
-/**
- * Environment variable that tags every control client process with the gc process that spawned
- * it, `<pid>:<start time>` (removed from the server's global environment at once, so no session
- * sees it). A client whose tagging process is gone is an orphan of a dead gc process.
- */
-export const CLIENT_OWNER_ENV = "GC_TMUX_CLIENT_OF";
-
-const OWNER_TAG = `${process.pid}:${procStartTime(process.pid) ?? ""}`;
-
 let unsharedGates = 0;
-
-/** Which tmux server: a socket name under tmux's socket dir (`-L`) or a socket path (`-S`). */
-export type TmuxSocket = { readonly name: string } | { readonly path: string };
-
-/** tmux's own argv for `socket`. Pure. */
-export function socketArgs(socket: TmuxSocket): string[] {
-  return "path" in socket ? ["-S", socket.path] : ["-L", socket.name];
-}
-
-/**
- * Where tmux puts the socket: `-S` paths as given, `-L` names under
- * `$TMUX_TMPDIR` (default `/tmp`) `/tmux-<uid>/`. Pure apart from reading the env.
- */
-export function socketPath(socket: TmuxSocket, env: NodeJS.ProcessEnv = process.env): string {
-  if ("path" in socket) return socket.path;
-  return join(env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socket.name);
-}
-
-/**
- * True when a tmux server accepts connections on `path`. A missing file or a refused
- * connection (a socket left behind by a dead server) means no server; this never starts one.
- */
-export function serverListening(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = createConnection({ path });
-    sock.once("connect", () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once("error", (e: NodeJS.ErrnoException) => {
-      sock.destroy();
-      resolve(e.code !== "ENOENT" && e.code !== "ECONNREFUSED" && e.code !== "ENOTSOCK");
-    });
-  });
-}
 
 /** Options for {@link ControlClient}. */
 export interface ControlClientOptions {
@@ -123,31 +84,6 @@ export interface ControlClientOptions {
   readonly gate?: { readonly key: string; readonly file?: string | undefined } | undefined;
 }
 
-/**
- * Commands that never make tmux notify control clients (queries, options, the client's own
- * settings): every other command holds the server's identify gate shared ({@link ServerGate}).
- */
-const QUIET_COMMANDS: ReadonlySet<string> = new Set([
-  "capture-pane",
-  "clear-history",
-  "display-message",
-  "has-session",
-  "list-clients",
-  "list-panes",
-  "list-sessions",
-  "list-windows",
-  "refresh-client",
-  "set-environment",
-  "set-option",
-  "show-environment",
-  "show-options",
-]);
-
-/** Whether running `argv` can make tmux notify every control client. Pure. */
-export function notifiesClients(argv: readonly string[]): boolean {
-  return !QUIET_COMMANDS.has(argv[0] ?? "");
-}
-
 /** Options for {@link ControlClient.command}. */
 export interface CommandOptions {
   readonly signal?: AbortSignal | undefined;
@@ -170,49 +106,10 @@ export interface CommandOptions {
   readonly generation?: number | undefined;
 }
 
-/** tmux answered a command with `%error`. `output` holds tmux's message lines. */
-export class TmuxCommandError extends ProviderError {
-  readonly output: readonly string[];
-  readonly command: string;
-  constructor(command: string, output: readonly string[]) {
-    super("tmux", `${command}: ${output.join(" ").trim() || "failed"}`);
-    this.command = command;
-    this.output = output;
-  }
-}
-
-/** The control connection could not be made, or was lost before the reply arrived. */
-export class TmuxConnectionError extends ProviderError {
-  constructor(message: string, options?: ErrorOptions) {
-    super("tmux", message, options);
-  }
-}
-
-/** No tmux server is running on the socket (and the caller asked not to start one). */
-export class TmuxNoServerError extends TmuxConnectionError {
-  constructor(path: string) {
-    super(`no tmux server running on ${path}`);
-  }
-}
-
-/** The command was meant for an earlier connection (the server may have been replaced). */
-export class TmuxGenerationError extends TmuxConnectionError {
-  constructor(expected: number, actual: number) {
-    super(`connection generation ${actual} is not ${expected}; the server may have been replaced`);
-  }
-}
-
-interface Entry {
-  readonly name: string;
-  /** One `%begin … %end/%error` block arrived; returns true when the entry expects no more. */
-  settle(ok: boolean, lines: string[]): boolean;
-  fail(e: unknown): void;
-}
-
 interface Conn {
   readonly stream: ControlStream;
   readonly parser: ControlParser;
-  readonly pending: Entry[];
+  readonly pending: PendingReply[];
   readonly exited: Promise<void>;
   readonly stderr: string[];
   dead: boolean;
@@ -473,7 +370,7 @@ export class ControlClient {
       markExited = r;
     });
     const parser = new ControlParser();
-    const pending: Entry[] = [];
+    const pending: PendingReply[] = [];
     const stderr: string[] = [];
     // Filled in once the stream is open; events before that only reach these buffers.
     let conn: Conn | undefined;
@@ -629,66 +526,20 @@ export class ControlClient {
     duringConnect = false,
   ): Promise<string[][]> {
     const name = names.join(" ; ");
-    return new Promise<string[][]>((resolve, reject) => {
-      if (conn.dead) {
-        reject(new TmuxConnectionError("connection lost"));
-        return;
-      }
-      if (opts.signal?.aborted) {
-        reject(opts.signal.reason);
-        return;
-      }
-      let settled = false;
-      const ms = opts.timeoutMs ?? this.timeout("command");
-      const done = () => {
-        settled = true;
-        clearTimeout(timer);
-        unsubscribe();
-      };
-      const sentAt = Date.now();
-      const timer = setTimeout(() => {
-        if (settled) return;
-        done();
-        reject(new OperationTimeoutError(`tmux ${name}`, ms));
+    if (conn.dead) return Promise.reject(new TmuxConnectionError("connection lost"));
+    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
+    return queueReplies(conn.pending, names, {
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs ?? this.timeout("command"),
+      onTimeout: (sentAt) => {
         // No reply in time: the server is wedged or the stream is out of step. Start over.
         this.destroy(conn, new TmuxConnectionError(`connection recycled after tmux ${name} timed out`));
         this.noAnswer(sentAt);
-      }, ms);
-      const onAbort = () => {
-        if (settled) return;
-        done();
-        reject(opts.signal?.reason);
-        // The reply still arrives later and is dropped: the slot stays in the queue.
-      };
-      const unsubscribe = opts.signal ? onAbortOf(opts.signal, onAbort) : () => undefined;
-      const outputs: string[][] = [];
-      let seen = 0;
-      conn.pending.push({
-        name,
-        settle(ok, lines) {
-          // tmux drops the rest of a command list after a failure: an error ends the entry.
-          const last = !ok || ++seen >= names.length;
-          if (settled) return last;
-          if (!ok) {
-            done();
-            reject(new TmuxCommandError(names[outputs.length] ?? name, lines));
-            return true;
-          }
-          outputs.push(lines);
-          if (last) {
-            done();
-            resolve(outputs);
-          }
-          return last;
-        },
-        fail(e) {
-          if (settled) return;
-          done();
-          reject(e);
-        },
-      });
-      if (!duringConnect) this.updateRef(conn);
-      conn.stream.write(`${line}\n`);
+      },
+      send: () => {
+        if (!duringConnect) this.updateRef(conn);
+        conn.stream.write(`${line}\n`);
+      },
     });
   }
 
@@ -744,136 +595,4 @@ export class ControlClient {
       ? (this.opts.commandTimeoutMs ?? COMMAND_TIMEOUT_MS)
       : (this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS);
   }
-}
-
-/**
- * Control clients of the server at `socket` (tmux's argv for it, {@link socketArgs}) left by a
- * gc process that is gone: a `tmux: client` process tagged {@link CLIENT_OWNER_ENV} whose
- * tagging process no longer lives (pid and start time). Such a client never sees its stdin
- * close when something else still holds the other end, and it keeps the server (and a wedged
- * reply stream) alive. Clients of live gc processes and the server itself are never listed.
- */
-export async function orphanClients(socket: readonly string[]): Promise<number[]> {
-  const [flag, value] = socket as [string, string];
-  const out: number[] = [];
-  for (const p of await readProcessTable()) {
-    if (p.comm !== "tmux: client" || ended(p)) continue;
-    try {
-      const argv = await readArgv(p.pid);
-      if (!argv?.includes("-C") || !hasOption(argv, flag, value)) continue;
-      const env = (await readFile(`/proc/${p.pid}/environ`, "utf8")).split("\0");
-      const tag = env.find((e) => e.startsWith(`${CLIENT_OWNER_ENV}=`));
-      if (tag === undefined) continue;
-      const [pid = "", start = ""] = tag.slice(CLIENT_OWNER_ENV.length + 1).split(":");
-      const now = procStartTime(Number(pid));
-      if (now === null || (start !== "" && String(now) !== start)) out.push(p.pid);
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return out;
-}
-
-/**
- * SIGKILLs the tmux server of `socket` (tmux's argv for it, {@link socketArgs}), found in
- * /proc by its process name and socket arguments (a wedged server answers nothing, not even
- * its pid). Its sessions end with it. Resolves the pids it killed.
- */
-export async function killServer(socket: readonly string[]): Promise<number[]> {
-  const [flag, value] = socket as [string, string];
-  const pids: number[] = [];
-  for (const p of await readProcessTable()) {
-    if (p.comm !== "tmux: server" || ended(p)) continue;
-    const argv = await readArgv(p.pid);
-    if (argv && hasOption(argv, flag, value)) pids.push(p.pid);
-  }
-  if (pids.length > 0) await killPids(pids, { signal: "SIGKILL" });
-  return pids;
-}
-
-/**
- * Kills {@link orphanClients} of `socket` while `client` holds the server's identify gate
- * shared (a client's exit makes tmux notify the others); resolves the pids it killed.
- */
-export async function removeOrphanClients(
-  socket: readonly string[],
-  client: ControlClient,
-): Promise<number[]> {
-  const pids = await orphanClients(socket);
-  if (pids.length > 0) await client.gated(() => killPids(pids, { signal: "SIGKILL" }));
-  return pids;
-}
-
-const TIMED_OUT = Symbol("timed out");
-
-/** `p`, or a rejection with {@link TIMED_OUT} after `ms`. */
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(TIMED_OUT), ms);
-  });
-  try {
-    return await Promise.race([p, t]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<boolean>((r) => {
-    timer = setTimeout(() => r(false), ms);
-  });
-  try {
-    return await Promise.race([p.then(() => true), t]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Callbacks waiting on each signal, behind one "abort" listener per signal. */
-const abortWaiters = new WeakMap<AbortSignal, Set<() => void>>();
-
-/**
- * Calls `fn` once when `signal` aborts; returns the unsubscribe function. However many
- * commands are queued on one signal (a 20-session `gc status`), the signal carries a single
- * listener, so Node never warns about a listener leak.
- */
-function onAbortOf(signal: AbortSignal, fn: () => void): () => void {
-  let set = abortWaiters.get(signal);
-  if (!set) {
-    const waiters = new Set<() => void>();
-    set = waiters;
-    abortWaiters.set(signal, waiters);
-    signal.addEventListener(
-      "abort",
-      () => {
-        abortWaiters.delete(signal);
-        for (const w of waiters) w();
-      },
-      { once: true },
-    );
-  }
-  const waiters = set;
-  waiters.add(fn);
-  return () => {
-    waiters.delete(fn);
-  };
-}
-
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const unsubscribe = onAbortOf(signal, () => reject(signal.reason));
-    p.then(
-      (v) => {
-        unsubscribe();
-        resolve(v);
-      },
-      (e: unknown) => {
-        unsubscribe();
-        reject(e);
-      },
-    );
-  });
 }

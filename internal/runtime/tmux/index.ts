@@ -10,14 +10,16 @@ export {
   ControlClient,
   type ControlClientOptions,
   KEEPER_SESSION,
+} from "./control-client.js";
+export {
   TmuxCommandError,
   TmuxConnectionError,
   TmuxGenerationError,
   TmuxNoServerError,
-  type TmuxSocket,
-} from "./control-client.js";
+} from "./errors.js";
 export { TmuxProvider, type TmuxProviderOptions } from "./provider.js";
 export { commandLine, gcSessionName, quoteArg, tmuxSessionName } from "./quote.js";
+export type { TmuxSocket } from "./server.js";
 export { defaultSocketName, type TmuxSettings } from "./settings.js";
 
 /**

@@ -11,12 +11,8 @@ import { captureFlags, paneText } from "../pane-text.js";
 import type { IdleResult, SettleOptions, SettleResult } from "../provider.js";
 import { screenLooksIdle } from "../screen/classify.js";
 import { deliverText, type TerminalState } from "../screen/delivery.js";
-import {
-  type CommandOptions,
-  type ControlClient,
-  TmuxConnectionError,
-  TmuxGenerationError,
-} from "./control-client.js";
+import type { CommandOptions, ControlClient } from "./control-client.js";
+import { TmuxConnectionError, TmuxGenerationError } from "./errors.js";
 import { isAbsent } from "./sessions.js";
 
 /** How often idle waits and nudge confirmation read the pane. */

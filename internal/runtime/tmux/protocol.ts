@@ -1,7 +1,7 @@
 /**
  * Pure parsing of the tmux control-mode stream: `%begin`/`%end`/`%error` reply blocks and
- * `%`-notifications. Used by the control client; kept apart so framing is unit-testable
- * without a tmux server.
+ * `%`-notifications, and which commands make tmux notify control clients at all. Used by the
+ * control client; kept apart so framing is unit-testable without a tmux server.
  */
 
 /** One reply block: the output of one command. */
@@ -166,4 +166,29 @@ export function decodeOutput(escaped: string): Buffer {
 
 function isOctal(c: number | undefined): boolean {
   return c !== undefined && c >= 48 && c <= 55;
+}
+
+/**
+ * Commands that never make tmux notify control clients (queries, options, the client's own
+ * settings): every other command holds the server's identify gate shared (gate.ts).
+ */
+const QUIET_COMMANDS: ReadonlySet<string> = new Set([
+  "capture-pane",
+  "clear-history",
+  "display-message",
+  "has-session",
+  "list-clients",
+  "list-panes",
+  "list-sessions",
+  "list-windows",
+  "refresh-client",
+  "set-environment",
+  "set-option",
+  "show-environment",
+  "show-options",
+]);
+
+/** Whether running `argv` can make tmux notify every control client. Pure. */
+export function notifiesClients(argv: readonly string[]): boolean {
+  return !QUIET_COMMANDS.has(argv[0] ?? "");
 }

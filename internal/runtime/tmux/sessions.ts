@@ -4,12 +4,7 @@
  * Pure; used by the tmux provider.
  */
 import { nameProblem } from "../../base/names.js";
-import {
-  TmuxCommandError,
-  TmuxConnectionError,
-  TmuxGenerationError,
-  TmuxNoServerError,
-} from "./control-client.js";
+import { TmuxCommandError, TmuxConnectionError, TmuxGenerationError, TmuxNoServerError } from "./errors.js";
 import { fromHex, tmuxSessionName, toHex } from "./quote.js";
 
 /** One pane of a session. */

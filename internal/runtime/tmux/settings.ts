@@ -3,7 +3,7 @@
  * the socket naming rule (one server per city, never the user's default server).
  */
 import { ProviderError } from "../../base/errors.js";
-import type { TmuxSocket } from "./control-client.js";
+import type { TmuxSocket } from "./server.js";
 
 /** Tunables of the tmux provider; every duration is in milliseconds. */
 export interface TmuxSettings {

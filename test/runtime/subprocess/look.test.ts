@@ -1,5 +1,5 @@
 /**
- * Subprocess `look` (internal/runtime/subprocess/provider.ts): a screen is read again only
+ * Subprocess `look` (internal/runtime/subprocess/look.ts): a screen is read again only
  * when the holder reports output (or a clear) since it was last read — whatever it reuses,
  * every look shows the screen as it is: after new output, after a clear, after a restart of
  * the session under the same name.

@@ -9,11 +9,8 @@ import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { awaitEmptyCensus } from "../../../internal/proc/census.js";
 import { pidAlive } from "../../../internal/proc/kill.js";
-import {
-  CLIENT_OWNER_ENV,
-  KEEPER_SESSION,
-  orphanClients,
-} from "../../../internal/runtime/tmux/control-client.js";
+import { KEEPER_SESSION } from "../../../internal/runtime/tmux/control-client.js";
+import { CLIENT_OWNER_ENV, orphanClients } from "../../../internal/runtime/tmux/server.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 
 let fx: TmuxFixture | undefined;

@@ -2,16 +2,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OperationTimeoutError } from "../../../internal/base/errors.js";
 import { pidAlive } from "../../../internal/proc/kill.js";
+import { ControlClient, KEEPER_SESSION } from "../../../internal/runtime/tmux/control-client.js";
 import {
-  ControlClient,
-  KEEPER_SESSION,
-  killServer,
-  orphanClients,
   TmuxCommandError,
   TmuxConnectionError,
   TmuxGenerationError,
-} from "../../../internal/runtime/tmux/control-client.js";
+} from "../../../internal/runtime/tmux/errors.js";
 import type { Notification } from "../../../internal/runtime/tmux/protocol.js";
+import { killServer, orphanClients } from "../../../internal/runtime/tmux/server.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 
 describe.skipIf(!HAS_TMUX)("ControlClient", () => {

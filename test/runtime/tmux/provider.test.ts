@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isGcError } from "../../../internal/base/errors.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
 import { DialogRefusedError } from "../../../internal/runtime/screen/keys.js";
-import { serverListening } from "../../../internal/runtime/tmux/control-client.js";
 import type { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
+import { serverListening } from "../../../internal/runtime/tmux/server.js";
 import { until } from "../../support/until.js";
 import { fakeAgent, HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 

@@ -1,0 +1,368 @@
+/**
+ * Making and removing the held sessions of a subprocess provider root: the start sequence
+ * (the shared start lifecycle run with this provider's backend) under the start lock of a
+ * name, reaping a previous session of that name (or refusing a live one), asking the holder
+ * process to create a session (its spec built from the provider's options), listing the
+ * city's sessions, and teardown — the holder stops the session, survivors are killed, its
+ * files removed — also of sessions whose holder stopped answering. Never touches another
+ * city's session.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, readdir, rm } from "node:fs/promises";
+import { dirname } from "node:path";
+import {
+  describeError,
+  ProviderError,
+  SessionDiedDuringStartupError,
+  SessionExistsError,
+} from "../../base/errors.js";
+import { nameProblem } from "../../base/names.js";
+import { commandViaEnv, launchArgv } from "../launch.js";
+import {
+  limitsFor,
+  planStart,
+  runLocalCommand,
+  runStart,
+  type StartBackend,
+  type StartsInProgress,
+  stageLocal,
+} from "../lifecycle/index.js";
+import type { SessionSnapshot, StartConfig, StartReport } from "../provider.js";
+import type { ScreenIO } from "../screen/keys.js";
+import { HolderOpError, HolderUnavailableError, holderRequest } from "./client.js";
+import type { HolderControl } from "./holder-control.js";
+import { ensurePrivateDir, sessionPaths, sessionsDir } from "./layout.js";
+import { deliverNudge } from "./nudge-delivery.js";
+import {
+  DEFAULT_COLS,
+  DEFAULT_LOG_MAX_BYTES,
+  DEFAULT_RING_BYTES,
+  DEFAULT_ROWS,
+  DEFAULT_SCROLLBACK,
+  DIALOG_TIMEOUT_MS,
+  HOLDER_START_TIMEOUT_MS,
+  PTY_ENV,
+  READY_TIMEOUT_MS,
+  SHUTDOWN_TIMEOUT_MS,
+  STATUS_TIMEOUT_MS,
+  type SubprocessProviderOptions,
+} from "./options.js";
+import { type HolderRecord, type HolderSpec, PROTOCOL_VERSION } from "./protocol.js";
+import type { SessionCalls } from "./session-calls.js";
+import { lockOwner, tryLock } from "./start-lock.js";
+import { killSession } from "./tree.js";
+
+/** Reads a holder record; `undefined` when absent or unreadable. */
+function readRecord(path: string): HolderRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The held sessions of one provider root. Safe for concurrent use. */
+export class HeldSessions {
+  private readonly root: string;
+  private readonly city: string;
+  private readonly owner: string;
+  private readonly opts: SubprocessProviderOptions;
+  private readonly calls: SessionCalls;
+  private readonly holder: HolderControl;
+  private readonly starts: StartsInProgress;
+
+  constructor(deps: {
+    readonly city: string;
+    readonly opts: SubprocessProviderOptions;
+    readonly calls: SessionCalls;
+    readonly holder: HolderControl;
+    readonly starts: StartsInProgress;
+  }) {
+    this.root = deps.holder.root;
+    this.city = deps.city;
+    this.owner = deps.holder.owner;
+    this.opts = deps.opts;
+    this.calls = deps.calls;
+    this.holder = deps.holder;
+    this.starts = deps.starts;
+  }
+
+  /**
+   * The start sequence of `SubprocessProvider.start` (provider.ts) under the start lock
+   * (the caller registered the start in progress): reaps a previous session, plans and runs
+   * the shared start lifecycle with this provider's backend; `screenIO` is the session's
+   * screen and keyboard for readiness and startup dialogs.
+   * @throws as `SubprocessProvider.start` (provider.ts); the abort reason when `signal` aborted.
+   */
+  async start(
+    name: string,
+    config: StartConfig,
+    signal: AbortSignal | undefined,
+    screenIO: (name: string, signal: AbortSignal | undefined) => ScreenIO,
+  ): Promise<StartReport> {
+    let release: (() => Promise<void>) | undefined;
+    try {
+      release = await this.lock(name);
+      await this.clearPrevious(name);
+      signal?.throwIfAborted();
+      const plan = planStart(name, { name: this.city, owner: this.owner }, config, {
+        baseEnv: this.opts.baseEnv ?? process.env,
+        terminal: PTY_ENV,
+      });
+      await mkdir(plan.hookDir, { recursive: true });
+      const destroy = async () => {
+        await this.teardown(name, true).catch(() => undefined);
+      };
+      const backend: StartBackend = {
+        provider: "subprocess",
+        runCommand: runLocalCommand,
+        stage: (p) => stageLocal("subprocess", p),
+        create: (p, sig) =>
+          this.createSession(name, p.config, p.env, sig)
+            .then(() => this.opts.mode?.afterCreate?.(name, sig))
+            .catch(async (e: unknown) => {
+              await destroy();
+              throw e;
+            }),
+        alive: async (sig) => {
+          const st = await this.calls.patientStatus(name, sig);
+          return st.ok && st.value.running;
+        },
+        died: () =>
+          this.calls.requireAlive(name, undefined).then(
+            () => new SessionDiedDuringStartupError(name),
+            (e) => e,
+          ),
+        screen: (sig) => screenIO(name, sig).screen(),
+        sendKeys: (keys, sig) => screenIO(name, sig).sendKeys(keys),
+        waitForPrompt: async (prefix, ms, sig) => {
+          await this.calls.call(
+            name,
+            { op: "waitReady", prefix, timeoutMs: ms },
+            ms + STATUS_TIMEOUT_MS,
+            sig,
+          );
+        },
+        nudge: (text, sig) => deliverNudge(this.calls, name, text, sig, true, config.multiline),
+        destroy,
+      };
+      const limits = limitsFor(config, {
+        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
+        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
+      });
+      return await runStart(backend, plan, limits, signal);
+    } catch (e) {
+      // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
+      if (signal?.aborted) throw signal.reason;
+      throw e;
+    } finally {
+      await release?.();
+    }
+  }
+
+  /**
+   * Takes the start lock `<root>/locks/<name>.lock`.
+   * @throws SessionExistsError when another live starter holds it.
+   */
+  async lock(name: string): Promise<() => Promise<void>> {
+    const release = await tryLock(this.root, sessionPaths(this.root, name).lock);
+    if (!release) throw new SessionExistsError(name);
+    return release;
+  }
+
+  /**
+   * Under the start lock: refuses a live session, reaps an exited one, clears stale files.
+   * @throws SessionExistsError when the name is live, unresponsive, or owned by another city.
+   */
+  async clearPrevious(name: string): Promise<void> {
+    const p = sessionPaths(this.root, name);
+    const st = await this.calls.statusOf(name);
+    if (st.ok) {
+      if (st.value.running) throw new SessionExistsError(name);
+      await this.teardown(name, true);
+      return;
+    }
+    if (st.why === "foreign") {
+      throw new SessionExistsError(name, { cause: new Error("held by a session of another city") });
+    }
+    if (st.why === "unresponsive") {
+      throw new SessionExistsError(name, { cause: new Error("its holder is not answering in time") });
+    }
+    const rec = readRecord(p.record);
+    if (rec && rec.city !== this.owner) {
+      throw new SessionExistsError(name, { cause: new Error(`left by city ${rec.city}`) });
+    }
+    if (rec && !(await this.holder.letGo(rec))) {
+      throw new SessionExistsError(name, { cause: new Error(`holder ${rec.holderPid} is not answering`) });
+    }
+    // No socket answering and no record (a fresh name): only stray files can be left.
+    if (!rec && st.why === "missing") await this.removeFiles(name);
+    else await this.teardown(name, true);
+  }
+
+  /**
+   * Asks the holder process to create the session (spawning the holder first when none
+   * serves this root), and resolves once the session's socket serves and its program runs.
+   * Not abortable once the holder is asked (the caller's `destroy` removes what was made).
+   * @throws SessionDiedDuringStartupError when the program cannot be started.
+   */
+  async createSession(
+    name: string,
+    config: StartConfig,
+    env: Record<string, string>,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (!existsSync(this.holder.holderPath)) {
+      throw new ProviderError(
+        "subprocess",
+        `holder not found at ${this.holder.holderPath}: run \`npm run build\``,
+      );
+    }
+    signal?.throwIfAborted();
+    const p = sessionPaths(this.root, name);
+    ensurePrivateDir(p.dir);
+    ensurePrivateDir(dirname(p.log));
+    if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
+    await rm(p.socket, { force: true });
+    // The command text travels in the environment, never in argv (ps shows argv).
+    const launch = commandViaEnv(launchArgv(config));
+    const spec: HolderSpec = {
+      protocol: PROTOCOL_VERSION,
+      city: this.owner,
+      name,
+      dir: p.dir,
+      argv: launch.argv,
+      env: { ...env, ...launch.env },
+      cwd: config.workDir,
+      cols: this.opts.cols ?? DEFAULT_COLS,
+      rows: this.opts.rows ?? DEFAULT_ROWS,
+      scrollback: this.opts.scrollback ?? DEFAULT_SCROLLBACK,
+      ringBytes: this.opts.ringBytes ?? DEFAULT_RING_BYTES,
+      socket: p.socket,
+      log: p.log,
+      holderLog: p.holderLog,
+      logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
+      readyPromptPrefix: config.readyPromptPrefix,
+      ...(this.opts.mode ? { ...this.opts.mode.spec, mode: this.opts.mode.mode } : {}),
+    };
+    // Asked straight away: a holder usually serves already. None answering (or one exiting:
+    // its last session just stopped, it refuses with `shutting_down` or has closed its
+    // socket) makes sure one does, then asks again.
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 0) await this.holder.ensure();
+      try {
+        await holderRequest(
+          this.holder.socket,
+          { op: "create", spec },
+          { timeoutMs: HOLDER_START_TIMEOUT_MS },
+        );
+        void this.holder.watch();
+        return;
+      } catch (e) {
+        // Not after a timeout: the holder may have applied the create it did not answer in time,
+        // and asking again would only be told the name is still held.
+        const retry =
+          (e instanceof HolderUnavailableError && e.reason !== "timeout") ||
+          (e instanceof HolderOpError && e.code === "shutting_down");
+        if (retry && attempt < 4) continue;
+        if (e instanceof HolderOpError) throw new SessionDiedDuringStartupError(name, e.message);
+        throw new ProviderError("subprocess", `${name}: creating the session: ${describeError(e)}`, {
+          cause: e,
+        });
+      }
+    }
+  }
+
+  /** Whether a start of `name` is in progress here or in another live process. */
+  async startInProgress(name: string): Promise<boolean> {
+    return this.starts.has(name) || (await lockOwner(sessionPaths(this.root, name).lock)) === "live";
+  }
+
+  /**
+   * Has the holder stop the session (never the shared holder process itself), kills whatever
+   * of the session survives, and removes its files. When that was the holder's last session,
+   * waits for the holder process to exit, so nothing of the root is left running.
+   * `force` (the caller holds the start lock) removes files even while a start is in progress.
+   */
+  async teardown(name: string, force: boolean): Promise<void> {
+    const p = sessionPaths(this.root, name);
+    const rec = readRecord(p.record);
+    if (rec && rec.city !== this.owner) return;
+    let pids: Pick<HolderRecord, "holderPid" | "childPid" | "childStart"> | undefined = rec;
+    const st = await this.calls.statusOf(name);
+    if (!st.ok && st.why === "foreign") return;
+    if (st.ok) {
+      pids = st.value;
+      try {
+        await holderRequest(
+          p.socket,
+          { op: "shutdown" },
+          { timeoutMs: SHUTDOWN_TIMEOUT_MS, expect: { city: this.owner, name } },
+        );
+      } catch {
+        // killed below
+      }
+    } else if (rec) {
+      await this.holder.letGo(rec);
+    }
+    if (pids) {
+      await killSession(pids.childPid, { startTime: pids.childStart });
+      await this.holder.awaitIdleExit(pids.holderPid);
+    }
+    if (!force && (await this.startInProgress(name))) return;
+    await this.removeFiles(name);
+  }
+
+  /** Removes session `name`'s directory and socket. */
+  async removeFiles(name: string): Promise<void> {
+    const p = sessionPaths(this.root, name);
+    await rm(p.dir, { recursive: true, force: true });
+    if (dirname(p.socket) !== p.dir) await rm(p.socket, { force: true });
+  }
+
+  /**
+   * Every session of this city whose name starts with `prefix`, running or exited but not
+   * reaped, as `SubprocessProvider.snapshot` (provider.ts) describes; sessions whose holder
+   * no longer answers are cleaned up unless a start is in progress.
+   * @throws ProviderError when the state dir cannot be read.
+   */
+  async snapshot(prefix: string, signal?: AbortSignal): Promise<SessionSnapshot[]> {
+    signal?.throwIfAborted();
+    let entries: string[];
+    try {
+      entries = await readdir(sessionsDir(this.root));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw new ProviderError("subprocess", `listing ${sessionsDir(this.root)}: ${describeError(e)}`, {
+        cause: e,
+      });
+    }
+    const names = entries.filter((n) => nameProblem(n) === undefined && n.startsWith(prefix)).sort();
+    const seen = await Promise.all(
+      names.map(async (name): Promise<SessionSnapshot | undefined> => {
+        const st = await this.calls.statusOf(name, signal);
+        if (st.ok) {
+          return {
+            name,
+            running: st.value.running,
+            attached: st.value.attached > 0,
+            lastActivity: new Date(st.value.lastActivity),
+          };
+        }
+        if (st.why === "missing") await this.cleanStale(name);
+        return undefined;
+      }),
+    );
+    return seen.filter((s): s is SessionSnapshot => s !== undefined);
+  }
+
+  /** Removes what a holder that no longer answers left behind, if it was ours and is dead. */
+  async cleanStale(name: string): Promise<void> {
+    const p = sessionPaths(this.root, name);
+    if (await this.startInProgress(name)) return;
+    const rec = readRecord(p.record);
+    if (rec && rec.city !== this.owner) return;
+    if (rec && !(await this.holder.letGo(rec))) return;
+    await this.teardown(name, false);
+  }
+}
