@@ -1,6 +1,6 @@
 /**
  * Nudge delivery of the subprocess provider: the text is pasted into the session's pty and
- * submitted with Enter, confirmed on screen by the shared delivery rule (../delivery.ts
+ * submitted with Enter, confirmed on screen by the shared delivery rule (../screen/delivery.ts
  * `deliverText`, as tmux does); a session without a screen model (an ACP session, or a
  * holder of an earlier gc) takes the holder's `nudge` op instead.
  */

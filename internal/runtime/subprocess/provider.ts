@@ -402,7 +402,7 @@ export class SubprocessProvider
 
   /**
    * Types the text and submits it with Enter, confirmed on screen by the shared delivery rule
-   * (../delivery.ts `deliverText`, as tmux does): the text is pasted (bracketed when the program
+   * (../screen/delivery.ts `deliverText`, as tmux does): the text is pasted (bracketed when the program
    * enabled it), Enter is pressed on its own once the paste showed, and the nudge resolves only
    * once the input line shows the program took it. Terminal control in the text is neutralised
    * unless `opts.raw`. Resolves for a missing or exited session. Empty text sends nothing.

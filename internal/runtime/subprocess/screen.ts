@@ -128,7 +128,7 @@ export class Screen {
 
   /**
    * The visible rows (right-trimmed), the cursor in them, and the lines scrolled into the
-   * scrollback so far: what nudge delivery compares (../delivery.ts).
+   * scrollback so far: what nudge delivery compares (../screen/delivery.ts).
    */
   terminalState(): { rows: string[]; cursorX: number; cursorY: number; history: number } {
     const buf = this.term.buffer.active;

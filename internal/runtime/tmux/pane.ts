@@ -396,13 +396,13 @@ let bufferSeq = 0;
 export interface DeliverOptions {
   /** How long one Enter may take to show its effect. */
   readonly confirmMs: number;
-  /** Text of several lines as one paste (default) or line by line (../delivery.ts). */
+  /** Text of several lines as one paste (default) or line by line (../screen/delivery.ts). */
   readonly multiline?: "paste" | "lines" | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
 /**
- * Delivers `text` to the pane through the shared delivery rule (../delivery.ts): the text goes
+ * Delivers `text` to the pane through the shared delivery rule (../screen/delivery.ts): the text goes
  * into a named paste buffer (never argv, never key by key) and is pasted in one command list
  * (bracketed when the program asked for it), then a CR on its own submits it; delivered only
  * when the input line took it. Resolves when the pane is gone or dies (the program took the
