@@ -6,7 +6,6 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGcError, type NudgeNotDeliveredError } from "../../internal/base/errors.js";
@@ -201,8 +200,8 @@ describe.each(harnesses)("nudge delivery on %s", (_label, available, make) => {
     const { name, cfg } = await started("menu", "❯ OpenAI");
     const e = await failure(h.provider.nudge(name, "hello"));
     expect(e.message).toMatch(/menu or dialog is waiting for a choice.*Connect a Provider/);
+    // Refused before a key was sent: nothing is in flight that could pick an option later.
     expect(e.sent).toBe(false);
-    await sleep(300);
     expect(await read(cfg, "picked.out")).toBeUndefined();
   });
 
@@ -222,8 +221,10 @@ describe.each(harnesses)("nudge delivery on %s", (_label, available, make) => {
     const { name, cfg } = await started("lines", "lines>");
     await h.provider.nudge(name, "one");
     await h.provider.nudge(name, "two\nthree");
-    await sleep(300);
-    expect(await read(cfg, "submitted.out")).toBe("one\ntwo\nthree\n");
+    // A last nudge as the barrier: an extra Enter from the ones before is an empty line before it.
+    await h.provider.nudge(name, "four");
+    await expect.poll(() => read(cfg, "submitted.out"), { timeout: 10_000 }).toMatch(/four\n$/);
+    expect(await read(cfg, "submitted.out")).toBe("one\ntwo\nthree\nfour\n");
   });
 
   it.skipIf(!available)(
