@@ -10,7 +10,9 @@
 // the same sessions, and one forked `tmux list-panes -a`.
 // Several sizes (the default: 200 and 1000) each run in a fresh process, so one size's
 // memory is not counted in the next one's RSS.
-//   node bench/pass.mjs [--sessions N[,N…]] [--passes P] [--profile FILE.cpuprofile]
+// The idle city's cost (this process's CPU over --idle-seconds, a pass every 30 s) is printed
+// as a share of one core.
+//   node bench/pass.mjs [--sessions N[,N…]] [--passes P] [--idle-seconds S] [--profile FILE.cpuprofile]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,6 +26,9 @@ const { values } = parseArgs({
   options: {
     sessions: { type: "string", default: "200,1000" },
     passes: { type: "string", default: "15" },
+    // The idle city's cost: seconds with nothing to do but a pass every 30 s (the default
+    // interval) and the work watcher's looks; 0 skips it.
+    "idle-seconds": { type: "string", default: "60" },
     // Writes a V8 CPU profile of the steady passes (this process: the controller runs in it).
     profile: { type: "string" },
   },
@@ -36,7 +41,15 @@ if (sizes.length > 1) {
   for (const n of sizes) {
     const r = spawnSync(
       process.execPath,
-      [fileURLToPath(import.meta.url), "--sessions", String(n), "--passes", values.passes],
+      [
+        fileURLToPath(import.meta.url),
+        "--sessions",
+        String(n),
+        "--passes",
+        values.passes,
+        "--idle-seconds",
+        values["idle-seconds"],
+      ],
       { stdio: "inherit" },
     );
     if (r.status !== 0) process.exit(r.status ?? 1);
@@ -154,6 +167,20 @@ try {
     if (r.status !== 0 || r.stdout.toString().split("\n").length < N)
       throw new Error(`forked list-panes -a failed: ${r.stderr}`);
   }
+  // The idle city: this process's CPU over the idle seconds (the controller and its work
+  // watcher run in it), a pass poked every 30 s as the default interval would run one.
+  const idleS = Number(values["idle-seconds"]);
+  let idleShare;
+  if (idleS > 0) {
+    const c0 = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    for (let s = 0; s < idleS; s++) {
+      if (s > 0 && s % 30 === 0) await requestControl(socket, { op: "poke" }, { timeoutMs: 60_000 });
+      await sleep(1000);
+    }
+    const c = process.cpuUsage(c0);
+    idleShare = ((c.user + c.system) / 1e3 / (Number(process.hrtime.bigint() - t0) / 1e6)) * 100;
+  }
   const wall = median(rows.map((r) => r.durationMs));
   const cpu = median(rows.map((r) => r.cpuMs));
   const rt = median(rows.map((r) => r.tmux));
@@ -167,6 +194,10 @@ try {
     `controller RSS after the steady passes ${rssMB.toFixed(1)} MB ${target(rssMB, RSS_TARGET_MB, " MB")}` +
       `, peak ${peakMB.toFixed(1)} MB (converge included)`,
   );
+  if (idleShare !== undefined)
+    console.log(
+      `idle city over ${idleS} s (a pass every 30 s, the work watcher's looks): ${idleShare.toFixed(2)} % of one core ${target(idleShare, 2, " %")}`,
+    );
   console.log(
     `baselines: one control-mode list-panes -a ${median(raw).toFixed(2)} ms; one forked tmux list-panes -a ${median(forked).toFixed(2)} ms`,
   );

@@ -20,7 +20,7 @@ import { observeLook, planWorkLooks, type ScreenSeen } from "../reconcile/work-w
 import type { ScreenRules } from "../runtime/agent-screens.js";
 import { type PendingInteraction, type SessionLook, supportsLook } from "../runtime/provider.js";
 import { ScreenWorkMemo } from "../runtime/screen/work.js";
-import type { SessionRecord } from "../session/store.js";
+import type { SessionRecord, SessionStore } from "../session/store.js";
 import type { City } from "./city.js";
 
 /**
@@ -176,9 +176,12 @@ export class WorkWatcher {
       const { due } = planWorkLooks(this.watched(), Date.now());
       if (due.length > 0) {
         const store = await this.city.store();
+        // Many due at once (an idle city, every second): one list (its records decoded once
+        // while unchanged) instead of a read per session.
+        const fresh = await readRecords(store, due);
         const recs: SessionRecord[] = [];
         for (const name of due) {
-          const r = await store.get(name);
+          const r = fresh.get(name);
           if (r && (r.state === "running" || r.state === "draining")) recs.push(r);
           else this.lookedAt.set(name, Date.now()); // not running now: the next pass says
         }
@@ -221,4 +224,22 @@ export class WorkWatcher {
   async settled(): Promise<void> {
     await this.lock;
   }
+}
+
+/** The records of `names` as stored now: one read each for a few, one list for many. */
+async function readRecords(
+  store: SessionStore,
+  names: readonly string[],
+): Promise<Map<string, SessionRecord>> {
+  const out = new Map<string, SessionRecord>();
+  if (names.length > 4) {
+    const want = new Set(names);
+    for (const r of await store.list()) if (want.has(r.name)) out.set(r.name, r);
+    return out;
+  }
+  for (const name of names) {
+    const r = await store.get(name);
+    if (r) out.set(name, r);
+  }
+  return out;
 }

@@ -71,6 +71,9 @@ export interface ScreenSeen {
   readonly since: number;
   /** This screen was classified `idle`: unchanged, it stays idle (no turn reopened by its age). */
   readonly idle?: true | undefined;
+  /** Whether this screen shows a busy marker under `busyRules` (read once per screen). */
+  readonly busy?: boolean | undefined;
+  readonly busyRules?: ScreenRules | undefined;
 }
 
 /**
@@ -127,7 +130,11 @@ export function observeLook(
   const p = prev?.generation === generation ? prev : undefined;
   const mem = look.screen === undefined ? undefined : seeScreen(seen, look.screen, generation, now);
   const lastActivity = look.lastActivity?.getTime();
-  const busyMarker = lookShowsBusyMarker(look, at.rules);
+  // An unchanged screen under the same rules is not searched for markers again.
+  const busyMarker =
+    mem !== undefined && mem === seen && mem.busy !== undefined && mem.busyRules === at.rules
+      ? mem.busy
+      : lookShowsBusyMarker(look, at.rules);
   let obs: ObservedWork;
   if (mem?.idle && look.turn === undefined && look.interaction === undefined) obs = { state: "idle" };
   else {
@@ -146,6 +153,9 @@ export function observeLook(
     }
   }
   const { next, events } = advanceWork(prev, obs, { now, generation, lastActivity, busyMarker });
-  const seenNext = mem && obs.state === "idle" && !mem.idle ? { ...mem, idle: true as const } : mem;
+  let seenNext = mem;
+  if (mem !== undefined && (mem.busy !== busyMarker || mem.busyRules !== at.rules))
+    seenNext = { ...mem, busy: busyMarker, busyRules: at.rules };
+  if (seenNext && obs.state === "idle" && !seenNext.idle) seenNext = { ...seenNext, idle: true as const };
   return { next, events, seen: seenNext };
 }

@@ -325,7 +325,7 @@ describe("observeLook: a turn in looks", () => {
       },
     );
     seen = r.seen;
-    expect(seen).toEqual({ generation: 2, screen: CLAUDE_DONE, since: T });
+    expect(seen).toMatchObject({ generation: 2, screen: CLAUDE_DONE, since: T });
     expect(r.next.state).toBe("working");
   });
 });
