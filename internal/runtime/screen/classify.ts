@@ -3,8 +3,8 @@
  * on a screen (a catalogued dialog or approval prompt, or any menu with a cursor), whether a
  * screen needs an operator, awaits a choice, looks busy (an agent's busy marker), shows the
  * ready prompt, or is idle. Built on the parser (parse.ts) and the catalogue (catalogue.ts).
- * {@link findDetailed}, {@link findInteraction}, {@link screenNeedsOperator} and
- * {@link screenAwaitsChoice} take a plain screen or a styled capture (SGR escapes kept,
+ * {@link findDetailed}, {@link findInteraction}, {@link screenNeedsOperator},
+ * {@link screenAwaitsChoice} and {@link screenLooksIdle} take a plain screen or a styled capture (SGR escapes kept,
  * styled.ts), whose highlighted row is the cursor of a menu drawn without a marker glyph;
  * the other functions take plain text.
  */
@@ -138,8 +138,10 @@ export function screenAwaitsChoice(
  * decides. Callers add their own "the screen stopped changing" condition. Pure.
  */
 export function screenLooksIdle(screen: string, readyPrefix?: string | undefined): boolean {
-  if (screenAwaitsChoice(screen) || screenLooksBusy(screen)) return false;
-  return readyPrefix === undefined || readyPrefix.trim() === "" || screenShowsPrompt(screen, readyPrefix);
+  if (screenAwaitsChoice(screen)) return false;
+  const plain = plainScreen(screen);
+  if (screenLooksBusy(plain)) return false;
+  return readyPrefix === undefined || readyPrefix.trim() === "" || screenShowsPrompt(plain, readyPrefix);
 }
 
 /**
