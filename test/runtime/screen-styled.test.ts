@@ -167,6 +167,25 @@ describe("menus whose cursor is a highlighted row", () => {
     expect(findInteraction(moved)?.requestId).toBe(a?.requestId);
   });
 
+  it("a curses program's capture under tmux (TERM=screen paints its background everywhere)", () => {
+    const pad = (t: string) => t.padEnd(40);
+    const capture = [
+      `\x1b[37m\x1b[40m${pad("Connect a Provider")}`,
+      pad(""),
+      pad("Select an authentication method:"),
+      pad(""),
+      `  \x1b[7mQwen OAuth\x1b[0m\x1b[37m\x1b[40m${" ".repeat(28)}`,
+      pad("  OpenAI"),
+      pad("  Anthropic"),
+      pad(""),
+      pad("(Use Enter to select, Esc to cancel)"),
+      pad(""),
+      "",
+    ].join("\n");
+    expect(readScreen(capture).highlights).toEqual([{ row: 4, start: 2, end: 12, text: "Qwen OAuth" }]);
+    expect(parseMenu(capture)).toMatchObject({ selected: 0, context: ["Select an authentication method:"] });
+  });
+
   it("classifyLook: the interaction read from the styled capture makes the session need input", () => {
     const look: SessionLook = { screen: stripStyles(QWEN), interaction: findInteraction(QWEN) };
     expect(classifyLook(look, { now: Date.now() }).state).toBe("needs-input");
