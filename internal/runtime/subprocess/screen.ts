@@ -164,8 +164,9 @@ export class Screen {
   }
 
   /**
-   * {@link visibleText} as a styled capture: every visible row to the terminal's width with
-   * its reverse video and colours as SGR escapes (the pen carried over row ends, as tmux's
+   * {@link visibleText} as a styled capture: every visible row (up to its last cell that is
+   * not a plain blank, so a bar's highlighted padding stays) with its reverse video and
+   * colours as SGR escapes (the pen carried over row ends, as tmux's
    * `capture-pane -e` writes it), trailing blank rows dropped. What menus are read from: a
    * list whose cursor is a highlighted row (../screen/styled.ts).
    */
@@ -179,6 +180,9 @@ export class Screen {
     for (let y = 0; y < end; y++) {
       const line = buf.getLine(buf.viewportY + y);
       let row = "";
+      // The row up to its last cell that is not a plain blank (a highlight's padding stays).
+      let kept = "";
+      let keptPen = pen;
       for (let x = 0; line && x < this.term.cols; x++) {
         line.getCell(x, cell);
         if (cell.getWidth() === 0) continue; // the right half of a wide character
@@ -187,9 +191,12 @@ export class Screen {
           row += `\x1b[0${next}m`;
           pen = next;
         }
-        row += cell.getChars() || " ";
+        const ch = cell.getChars() || " ";
+        row += ch;
+        if (ch !== " " || next !== "") [kept, keptPen] = [row, pen];
       }
-      out.push(row);
+      out.push(kept);
+      pen = keptPen;
     }
     return out.join("\n");
   }
