@@ -148,6 +148,13 @@ describe("menus whose cursor is a highlighted row", () => {
     expect(parseMenu(`${QWEN}\n\nsome answer printed later`)).toBeUndefined();
   });
 
+  it("an input line drawn on a background colour (a composer) is no menu", () => {
+    const composer = `• Done.\n\n  \x1b[48;5;236m› Ask Codex to do anything\x1b[49m\n  ⏎ send   ⌃J newline`;
+    expect(screenAwaitsChoice(composer)).toBe(false);
+    const echoed = `\x1b[48;5;237m> say hi\x1b[49m\n⏺ Hello!`;
+    expect(screenAwaitsChoice(echoed)).toBe(false);
+  });
+
   it("a status bar under prose is no menu", () => {
     const vim = `line one\nline two\n~\n~\n${REV}-- INSERT --  file.txt           ${RESET}`;
     expect(screenAwaitsChoice(vim)).toBe(false);

@@ -32,6 +32,9 @@ const CURSOR_MARKS = "❯›>▶►→➜●";
 
 const OPTION_RE = new RegExp(`^(?:([${CURSOR_MARKS}])\\s*)?(\\d{1,2})[.)]\\s+(\\S.*?)\\s*$`, "u");
 
+/** Text led by a cursor or prompt glyph and a blank. */
+const PROMPT_LED_RE = new RegExp(`^[${CURSOR_MARKS}](?:\\s|$)`, "u");
+
 /** An unnumbered option under the cursor: marker, blanks, label. */
 const MARKED_RE = new RegExp(`^(\\s*)([${CURSOR_MARKS}])(\\s+)(\\S.*?)\\s*$`, "u");
 
@@ -128,7 +131,10 @@ function highlightedList(
   highlights: readonly HighlightedRow[],
 ): { first: number; options: MenuOption[] } | undefined {
   for (const h of highlights) {
-    if (h.row < from || h.row >= to) continue;
+    // A highlighted line led by a prompt glyph is an input line (Codex's composer, Claude's
+    // echoed prompt drawn on a background colour), not a list's cursor: a list whose cursor
+    // is a glyph is read by markedList.
+    if (h.row < from || h.row >= to || PROMPT_LED_RE.test(h.text)) continue;
     const col = h.start;
     const sibling = (j: number): string | undefined => {
       if (j < from || j >= to) return undefined;
