@@ -3,6 +3,10 @@
  * on a screen (a catalogued dialog or approval prompt, or any menu with a cursor), whether a
  * screen needs an operator, awaits a choice, looks busy (an agent's busy marker), shows the
  * ready prompt, or is idle. Built on the parser (parse.ts) and the catalogue (catalogue.ts).
+ * {@link findDetailed}, {@link findInteraction}, {@link screenNeedsOperator},
+ * {@link screenAwaitsChoice} and {@link screenLooksIdle} take a plain screen or a styled capture (SGR escapes kept,
+ * styled.ts), whose highlighted row is the cursor of a menu drawn without a marker glyph;
+ * the other functions take plain text.
  */
 import { createHash } from "node:crypto";
 import { screenShowsBusyMarker } from "../agent-screens.js";
@@ -16,6 +20,7 @@ import {
   parseMenu,
   readerFor,
 } from "./parse.js";
+import { plainScreen } from "./styled.js";
 
 /**
  * True when a catalogued dialog that gc never answers itself (a sign-in choice, an API-key
@@ -47,7 +52,7 @@ export interface FoundInteraction {
  * that reads the same menu again from a later screen. Pure.
  */
 export function findDetailed(screen: string, catalogue: readonly DialogSpec[]): FoundInteraction | undefined {
-  if (!/\S/.test(screen)) return undefined; // a blank screen (an idle pane) waits on nothing
+  if (!/\S/.test(plainScreen(screen))) return undefined; // a blank screen (an idle pane) waits on nothing
   const m = matchDialog(screen, catalogue);
   let menu: ParsedMenu | undefined;
   let roles: (string | undefined)[] = [];
@@ -93,8 +98,9 @@ export function findDetailed(screen: string, catalogue: readonly DialogSpec[]): 
 
 /**
  * The interaction waiting on `screen`: a catalogued approval prompt or dialog (its prompt
- * is the dialog's question, read from the question's block), or any numbered menu with a
- * cursor (`kind: "menu"`, prompt: the paragraph above it). The request id is stable while
+ * is the dialog's question, read from the question's block), or any menu with a cursor —
+ * numbered or not, the cursor a marker glyph or (on a styled capture) a highlighted row —
+ * (`kind: "menu"`, prompt: the paragraph above it). The request id is stable while
  * the same prompt is shown (it does not depend on the cursor position). Pure.
  */
 export function findInteraction(
@@ -110,8 +116,9 @@ export function screenLooksBusy(screen: string): boolean {
 }
 
 /**
- * True when a dialog, approval prompt or any menu with a cursor is on screen: typing would
- * answer it, so such a screen is never idle. Pure.
+ * True when a dialog, approval prompt or any menu with a cursor (a marker glyph, or on a
+ * styled capture a highlighted row) is on screen: typing would answer it, so such a screen
+ * is never idle. Pure.
  */
 export function screenAwaitsChoice(
   screen: string,
@@ -131,8 +138,10 @@ export function screenAwaitsChoice(
  * decides. Callers add their own "the screen stopped changing" condition. Pure.
  */
 export function screenLooksIdle(screen: string, readyPrefix?: string | undefined): boolean {
-  if (screenAwaitsChoice(screen) || screenLooksBusy(screen)) return false;
-  return readyPrefix === undefined || readyPrefix.trim() === "" || screenShowsPrompt(screen, readyPrefix);
+  if (screenAwaitsChoice(screen)) return false;
+  const plain = plainScreen(screen);
+  if (screenLooksBusy(plain)) return false;
+  return readyPrefix === undefined || readyPrefix.trim() === "" || screenShowsPrompt(plain, readyPrefix);
 }
 
 /**

@@ -22,6 +22,16 @@ export interface TerminalState {
   readonly cursorY: number;
   /** Lines scrolled off the top so far, when the terminal knows (a settle check only). */
   readonly history?: number | undefined;
+  /**
+   * The same rows with their SGR escapes (screen/styled.ts), when the terminal keeps them:
+   * what menus are read from, so one whose cursor is a highlighted row is seen.
+   */
+  readonly styled?: string | undefined;
+}
+
+/** The screen menus are read from: the styled rows when the terminal keeps them. */
+function choiceScreen(st: TerminalState): string {
+  return st.styled ?? st.rows.join("\n");
 }
 
 /** What {@link deliverText} needs from a session's terminal. */
@@ -221,7 +231,7 @@ async function deliverOne(
   const fail = (detail: string, sent: boolean) => new NudgeNotDeliveredError(session, detail, { sent });
   const before = await term.state();
   if (!before) return "gone";
-  if (screenAwaitsChoice(before.rows.join("\n"))) {
+  if (screenAwaitsChoice(choiceScreen(before))) {
     throw fail(
       `a menu or dialog is waiting for a choice; typing would answer it (${quoteScreen(before)})`,
       false,
@@ -254,7 +264,7 @@ async function deliverOne(
   }
   const row = inputRowOf(typed, tail);
   const visible = row >= 0 || (tail === "" && changed);
-  if (screenAwaitsChoice(typed.rows.join("\n")) && !screenAwaitsChoice(before.rows.join("\n"))) {
+  if (screenAwaitsChoice(choiceScreen(typed)) && !screenAwaitsChoice(choiceScreen(before))) {
     // The text opened a menu (a `/` command palette): Enter would choose from it.
     throw fail(`the text opened a menu; Enter was not pressed (${quoteScreen(typed)})`, true);
   }

@@ -14,7 +14,12 @@ import { type MenuReader, matchDialog, type ParsedMenu, readerFor, sameLabels } 
 
 /** What the dialog code needs from a session: its screen and its keyboard. */
 export interface ScreenIO {
-  /** The current screen (or the last lines of output), newest line last. */
+  /**
+   * The current screen (or the last lines of output), newest line last. May be a styled
+   * capture (SGR escapes kept, styled.ts) where only the parser reads it (answering an
+   * interaction): a menu whose cursor is a highlighted row is then read and driven like one
+   * with a marker glyph.
+   */
   screen(): Promise<string>;
   /** Raw key names (`Up`, `Down`, `Enter`, …), no implicit Enter. */
   sendKeys(keys: readonly string[]): Promise<void>;

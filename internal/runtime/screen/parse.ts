@@ -1,10 +1,13 @@
 /**
- * The pure screen parser: menus (numbered, or a list with a cursor marker) and catalogued
- * dialogs read from a screen's text, with which option the cursor is on, and whether a frame
- * is live or a leftover. No I/O; the classifier (classify.ts) and the key driver (keys.ts)
- * build on it.
+ * The pure screen parser: menus (numbered, or a list with a cursor marker or a highlighted
+ * row) and catalogued dialogs read from a screen's text, with which option the cursor is on,
+ * and whether a frame is live or a leftover. A screen may be a styled capture (SGR escapes
+ * kept, styled.ts): its plain text is parsed, and a row drawn highlighted is the cursor of a
+ * list without a marker glyph. No I/O; the classifier (classify.ts) and the key driver
+ * (keys.ts) build on it.
  */
 import { DIALOG_CATALOGUE, type DialogSpec } from "./catalogue.js";
+import { type HighlightedRow, readScreen } from "./styled.js";
 
 /** One option as rendered. */
 export interface MenuOption {
@@ -28,6 +31,9 @@ export interface ParsedMenu {
 const CURSOR_MARKS = "❯›>▶►→➜●";
 
 const OPTION_RE = new RegExp(`^(?:([${CURSOR_MARKS}])\\s*)?(\\d{1,2})[.)]\\s+(\\S.*?)\\s*$`, "u");
+
+/** Text led by a cursor or prompt glyph and a blank. */
+const PROMPT_LED_RE = new RegExp(`^[${CURSOR_MARKS}](?:\\s|$)`, "u");
 
 /** An unnumbered option under the cursor: marker, blanks, label. */
 const MARKED_RE = new RegExp(`^(\\s*)([${CURSOR_MARKS}])(\\s+)(\\S.*?)\\s*$`, "u");
@@ -113,6 +119,58 @@ function markedList(
   return undefined;
 }
 
+/**
+ * An unnumbered option list in `lines[from, to)` whose cursor is a highlighted row (no marker
+ * glyph): the first highlighted row in range, plus the lines right above and below it whose
+ * text starts in the column its highlighted text starts in (a blank line ends the list).
+ */
+function highlightedList(
+  lines: readonly string[],
+  from: number,
+  to: number,
+  highlights: readonly HighlightedRow[],
+): { first: number; options: MenuOption[] } | undefined {
+  for (const h of highlights) {
+    // A highlighted line led by a prompt glyph is an input line (Codex's composer, Claude's
+    // echoed prompt drawn on a background colour), not a list's cursor: a list whose cursor
+    // is a glyph is read by markedList.
+    if (h.row < from || h.row >= to || PROMPT_LED_RE.test(h.text)) continue;
+    const col = h.start;
+    const sibling = (j: number): string | undefined => {
+      if (j < from || j >= to) return undefined;
+      const r = columnsOf(lines[j]!);
+      if (r.length <= col || r.slice(0, col).trim() !== "" || r[col] === " ") return undefined;
+      return r.slice(col).trim();
+    };
+    let first = h.row;
+    while (sibling(first - 1) !== undefined) first--;
+    let last = h.row;
+    while (sibling(last + 1) !== undefined) last++;
+    if (last === first) continue;
+    const options: MenuOption[] = [];
+    for (let j = first; j <= last; j++) {
+      const label = j === h.row ? h.text : sibling(j)!;
+      options.push({ number: j - first + 1, label, selected: j === h.row });
+    }
+    return { first, options };
+  }
+  return undefined;
+}
+
+/**
+ * The options of a numbered run, with the cursor read from a highlighted row when no option
+ * carries a marker glyph.
+ */
+function runOptions(
+  run: readonly { line: number; opt: MenuOption }[],
+  highlights: readonly HighlightedRow[],
+): MenuOption[] {
+  const options = run.map((h) => h.opt);
+  if (options.some((o) => o.selected) || highlights.length === 0) return options;
+  const lit = new Set(highlights.map((h) => h.row));
+  return run.map((h) => (lit.has(h.line) ? { ...h.opt, selected: true } : h.opt));
+}
+
 function menuOf(options: readonly MenuOption[], context: readonly string[]): ParsedMenu {
   const marked = options.flatMap((o, i) => (o.selected ? [i] : []));
   return { options, selected: marked.length === 1 ? marked[0]! : -1, context };
@@ -139,20 +197,20 @@ function paragraphAbove(lines: readonly string[], first: number, max: number): s
  * Without one, an unnumbered list with a cursor (`❯ OpenAI` over `  Anthropic`, as qwen's
  * and cline's menus are drawn) is a menu too when it is the last thing on screen (only key
  * hints below it) and its labels are short: a program showing one waits for a choice
- * whether it numbers its options or not. Pure.
+ * whether it numbers its options or not. On a styled capture, a row drawn highlighted
+ * (reverse video or a background colour, styled.ts) is the cursor where no option carries a
+ * marker glyph: a numbered option, or an unnumbered list of rows starting in its column. Pure.
  */
 export function parseMenu(screen: string): ParsedMenu | undefined {
-  const lines = screen.split("\n");
+  const { text, highlights } = readScreen(screen);
+  const lines = text.split("\n");
   const best = numberedRuns(lines, 0, lines.length)
     .filter((run) => !isStale(lines, blockEndFrom(lines, run[run.length - 1]!.line)))
     .pop();
   if (best) {
-    return menuOf(
-      best.map((h) => h.opt),
-      paragraphAbove(lines, best[0]!.line, 3),
-    );
+    return menuOf(runOptions(best, highlights), paragraphAbove(lines, best[0]!.line, 3));
   }
-  const marked = markedList(lines, 0, lines.length);
+  const marked = markedList(lines, 0, lines.length) ?? highlightedList(lines, 0, lines.length, highlights);
   if (
     !marked ||
     marked.options.some((o) => o.label.length > MARKED_LABEL_MAX) ||
@@ -246,10 +304,15 @@ function optionEnd(lines: readonly string[], line: number): number {
  * question's block, whichever comes first; its context is the question's lines, `last` the
  * line of its last option. Pure.
  */
-function menuBelow(lines: readonly string[], loc: Located): { menu: ParsedMenu; last: number } | undefined {
+function menuBelow(
+  lines: readonly string[],
+  loc: Located,
+  highlights: readonly HighlightedRow[],
+): { menu: ParsedMenu; last: number } | undefined {
   const from = loc.end + 1;
   const numbered = numberedRuns(lines, from, loc.blockEnd)[0];
-  const marked = markedList(lines, from, loc.blockEnd);
+  const marked =
+    markedList(lines, from, loc.blockEnd) ?? highlightedList(lines, from, loc.blockEnd, highlights);
   const first = Math.min(numbered?.[0]?.line ?? Infinity, marked?.first ?? Infinity);
   if (first === Infinity) return undefined;
   const context = lines
@@ -259,10 +322,7 @@ function menuBelow(lines: readonly string[], loc: Located): { menu: ParsedMenu; 
     .slice(0, 6);
   if (numbered && numbered[0]!.line === first)
     return {
-      menu: menuOf(
-        numbered.map((h) => h.opt),
-        context,
-      ),
+      menu: menuOf(runOptions(numbered, highlights), context),
       last: numbered[numbered.length - 1]!.line,
     };
   return { menu: menuOf(marked!.options, context), last: marked!.first + marked!.options.length - 1 };
@@ -322,7 +382,7 @@ export type DialogMatch =
 
 /**
  * The first catalogued dialog of the given kinds whose question (and extra patterns) are on
- * `screen`, with its options read from the question's block. Options no spec entry knows
+ * `screen` (plain or styled, see {@link parseMenu}), with its options read from the question's block. Options no spec entry knows
  * get role `other` and are tolerated; `match` only when every `required` role is offered,
  * no option is ambiguous, no role repeats and exactly one option carries the cursor.
  * Otherwise `unfamiliar` with the reason. `undefined` when no catalogued dialog is on
@@ -334,7 +394,8 @@ export function matchDialog(
   kinds: readonly DialogSpec["kind"][] = ["startup", "approval", "operator"],
   opts: { readonly textBelow?: boolean } = {},
 ): DialogMatch | undefined {
-  const lines = screen.split("\n");
+  const { text, highlights } = readScreen(screen);
+  const lines = text.split("\n");
   const flatScreen = flatten(lines);
   // Every question needs some text: a blank screen shows no dialog (an idle pane's usual face).
   if (flatScreen.flat.trim() === "") return undefined;
@@ -346,7 +407,7 @@ export function matchDialog(
     if (!(spec.detect ?? []).every((re) => re.test(flat))) continue;
     const loc = locateQuestion(lines, flatScreen, spec.question);
     if (!loc) continue;
-    const below = spec.row ? rowBelow(lines, loc, spec) : menuBelow(lines, loc);
+    const below = spec.row ? rowBelow(lines, loc, spec) : menuBelow(lines, loc, highlights);
     if (
       spec.kind !== "approval" &&
       !opts.textBelow &&

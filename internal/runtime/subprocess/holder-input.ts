@@ -85,7 +85,7 @@ export class PtyInput {
     return this.serialize(async () => {
       this.io.requireRunning();
       await this.io.screen.flush();
-      if (screenAwaitsChoice(this.io.screen.visibleText())) {
+      if (screenAwaitsChoice(this.io.screen.styledText())) {
         throw new OpError(
           "awaiting_choice",
           "a menu or dialog is waiting for a choice; typing would answer it",

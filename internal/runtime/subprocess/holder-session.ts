@@ -545,7 +545,7 @@ export class Session {
         again(quietMs - quietFor + 5);
         return undefined;
       }
-      return screenLooksIdle(this.screen.visibleText(), prefix) ? "idle" : undefined;
+      return screenLooksIdle(this.screen.styledText(), prefix) ? "idle" : undefined;
     });
   }
 

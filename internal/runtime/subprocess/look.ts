@@ -54,7 +54,7 @@ export class ScreenLooks {
         const askedAt = Date.now();
         const r = await this.calls.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal);
         if (!r.ok) return;
-        const found = findInteraction(r.value.text);
+        const found = findInteraction(r.value.styled ?? r.value.text);
         this.screenCache.set(name, { incarnation, askedAt, screen: r.value.text, found });
         out.set(name, { screen: r.value.text, interaction: found, lastActivity });
       }),

@@ -53,7 +53,13 @@ export async function deliverNudge(
     const r = await calls.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal);
     if (!r.ok || r.value.rows === undefined) return undefined;
     const v = r.value;
-    return { rows: v.rows!, cursorX: v.cursorX ?? 0, cursorY: v.cursorY ?? 0, history: v.history };
+    return {
+      rows: v.rows!,
+      cursorX: v.cursorX ?? 0,
+      cursorY: v.cursorY ?? 0,
+      history: v.history,
+      styled: v.styled,
+    };
   };
   let gone = false;
   try {

@@ -160,6 +160,11 @@ export interface HolderResults {
   screen: {
     readonly text: string;
     readonly rows?: readonly string[] | undefined;
+    /**
+     * The visible rows with their reverse video and colours as SGR escapes (a styled capture,
+     * ../screen/styled.ts): what menus are read from. Absent from holders older than it.
+     */
+    readonly styled?: string | undefined;
     readonly cursorX?: number | undefined;
     readonly cursorY?: number | undefined;
     readonly history?: number | undefined;

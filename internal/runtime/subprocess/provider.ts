@@ -245,13 +245,16 @@ export class SubprocessProvider
     );
   }
 
-  /** The session's visible screen and keyboard, for the shared dialog code. */
-  private screenIO(name: string, signal: AbortSignal | undefined): ScreenIO {
+  /**
+   * The session's visible screen and keyboard, for the shared dialog code; `styled`: the
+   * screen as a styled capture (SGR kept, for the menu parser), else plain text.
+   */
+  private screenIO(name: string, signal: AbortSignal | undefined, styled = false): ScreenIO {
     return {
       screen: async () => {
         const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, signal);
         if (!r.ok) throw new SessionNotFoundError(name);
-        return r.value.text;
+        return styled ? (r.value.styled ?? r.value.text) : r.value.text;
       },
       sendKeys: (keys) => this.sendKeys(name, keys, { signal }),
     };
@@ -480,7 +483,7 @@ export class SubprocessProvider
     const st = await this.statusOf(name, opts.signal);
     if (!st.ok || !st.value.running) return undefined;
     const r = await this.call(name, { op: "screen" }, OP_TIMEOUT_MS, opts.signal);
-    return r.ok ? findInteraction(r.value.text) : undefined;
+    return r.ok ? findInteraction(r.value.styled ?? r.value.text) : undefined;
   }
 
   /**
@@ -503,7 +506,7 @@ export class SubprocessProvider
     validateSessionName(name);
     const st = await this.statusOf(name, opts.signal);
     if (!st.ok || !st.value.running) throw new SessionNotFoundError(name);
-    await respondToInteraction(this.screenIO(name, opts.signal), response, { signal: opts.signal });
+    await respondToInteraction(this.screenIO(name, opts.signal, true), response, { signal: opts.signal });
   }
 
   // ---------------------------------------------------------------- metadata

@@ -21,6 +21,22 @@ export function tailLines(all: readonly string[], lines: number): string[] {
   return all.slice(start, end);
 }
 
+type XCell = ReturnType<XTerminal["buffer"]["active"]["getNullCell"]>;
+
+/** The SGR parameters (after a reset) for a cell's reverse video and colours: `""` for none. */
+function penOf(c: XCell): string {
+  const colour = (rgb: boolean, palette: boolean, value: number, base: 38 | 48): string => {
+    if (rgb) return `;${base};2;${(value >> 16) & 255};${(value >> 8) & 255};${value & 255}`;
+    if (palette) return `;${base};5;${value}`;
+    return "";
+  };
+  return (
+    (c.isInverse() ? ";7" : "") +
+    colour(c.isFgRGB(), c.isFgPalette(), c.getFgColor(), 38) +
+    colour(c.isBgRGB(), c.isBgPalette(), c.getBgColor(), 48)
+  );
+}
+
 /** A headless terminal that renders a program's output. */
 export class Screen {
   private readonly term: XTerminal;
@@ -128,21 +144,61 @@ export class Screen {
 
   /**
    * The visible rows (right-trimmed), the cursor in them, and the lines scrolled into the
-   * scrollback so far: what nudge delivery compares (../screen/delivery.ts).
+   * scrollback so far: what nudge delivery compares (../screen/delivery.ts); `styled`: the rows as
+   * {@link styledText}.
    */
-  terminalState(): { rows: string[]; cursorX: number; cursorY: number; history: number } {
+  terminalState(): { rows: string[]; cursorX: number; cursorY: number; history: number; styled: string } {
     const buf = this.term.buffer.active;
     return {
       rows: this.viewportLines().map((r) => r.replace(/ +$/, "")),
       cursorX: buf.cursorX,
       cursorY: buf.cursorY,
       history: buf.baseY,
+      styled: this.styledText(),
     };
   }
 
   /** The visible rows as text, trailing blank rows dropped. */
   visibleText(): string {
     return tailLines(this.viewportLines(), 0).join("\n");
+  }
+
+  /**
+   * {@link visibleText} as a styled capture: every visible row (up to its last cell that is
+   * not a plain blank, so a bar's highlighted padding stays) with its reverse video and
+   * colours as SGR escapes (the pen carried over row ends, as tmux's
+   * `capture-pane -e` writes it), trailing blank rows dropped. What menus are read from: a
+   * list whose cursor is a highlighted row (../screen/styled.ts).
+   */
+  styledText(): string {
+    const buf = this.term.buffer.active;
+    const plain = this.viewportLines();
+    const end = tailLines(plain, 0).length;
+    const cell = buf.getNullCell();
+    let pen = "";
+    const out: string[] = [];
+    for (let y = 0; y < end; y++) {
+      const line = buf.getLine(buf.viewportY + y);
+      let row = "";
+      // The row up to its last cell that is not a plain blank (a highlight's padding stays).
+      let kept = "";
+      let keptPen = pen;
+      for (let x = 0; line && x < this.term.cols; x++) {
+        line.getCell(x, cell);
+        if (cell.getWidth() === 0) continue; // the right half of a wide character
+        const next = penOf(cell);
+        if (next !== pen) {
+          row += `\x1b[0${next}m`;
+          pen = next;
+        }
+        const ch = cell.getChars() || " ";
+        row += ch;
+        if (ch !== " " || next !== "") [kept, keptPen] = [row, pen];
+      }
+      out.push(kept);
+      pen = keptPen;
+    }
+    return out.join("\n");
   }
 
   /** True when some visible row shows the ready prompt `prefix` (the shared rule, screen/classify.ts). */

@@ -11,7 +11,7 @@ import type { ProviderFactoryOptions } from "../factory.js";
 import { ownerKey } from "../identity.js";
 import type { ScreenIO } from "../screen/keys.js";
 import { type CommandOptions, ControlClient } from "./control-client.js";
-import { attachedClients, type Pane, screen, sendKeys } from "./pane.js";
+import { attachedClients, type Pane, sendKeys, styledScreen } from "./pane.js";
 import { sessionTarget } from "./quote.js";
 import { killServer, removeOrphanClients, socketArgs } from "./server.js";
 import { isAbsent, ownerTag, PANE_FORMAT, parseSessions, type SessionInfo } from "./sessions.js";
@@ -112,9 +112,10 @@ export class CityServer {
     return { client: this.client, target: id.endsWith(":") ? id : `${id}:`, generation };
   }
 
+  /** The pane's keyboard and its screen as a styled capture (SGR kept), for answering menus. */
   screenIO(id: string, signal: AbortSignal | undefined): ScreenIO {
     return {
-      screen: () => screen(this.pane(id), signal),
+      screen: () => styledScreen(this.pane(id), signal),
       sendKeys: (keys) => sendKeys(this.pane(id), keys, signal),
     };
   }

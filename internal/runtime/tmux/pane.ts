@@ -11,6 +11,7 @@ import { captureFlags, paneText } from "../pane-text.js";
 import type { IdleResult, SettleOptions, SettleResult } from "../provider.js";
 import { screenLooksIdle } from "../screen/classify.js";
 import { deliverText, type TerminalState } from "../screen/delivery.js";
+import { stripStyles } from "../screen/styled.js";
 import type { CommandOptions, ControlClient } from "./control-client.js";
 import { TmuxConnectionError, TmuxGenerationError } from "./errors.js";
 import { isAbsent } from "./sessions.js";
@@ -45,6 +46,11 @@ export interface PaneState {
   readonly history: number;
   /** Every visible row, right-trimmed. */
   readonly rows: readonly string[];
+  /**
+   * The visible screen with its colours and attributes as SGR escapes, from the same capture
+   * (`rows` is its plain text): what menus are read from (screen/styled.ts).
+   */
+  readonly styled: string;
   /** Changes whenever anything visible (or the history size) changes. */
   readonly sig: string;
 }
@@ -85,7 +91,7 @@ export async function readPane(p: Pane, signal?: AbortSignal): Promise<PaneState
       replies = await p.client.commandList(
         [
           ["display-message", "-p", "-t", p.target, STATE_FORMAT],
-          ["capture-pane", "-p", "-t", p.target],
+          ["capture-pane", ...STYLED_SCREEN, "-t", p.target],
         ],
         opts(p, signal),
       );
@@ -100,7 +106,8 @@ export async function readPane(p: Pane, signal?: AbortSignal): Promise<PaneState
   const [sid = "", sname = "", dead, status, activity, cx, cy, hist] = (replies[0]?.[0] ?? "").split("|");
   // display-message falls back to another pane when the target is gone: check the session.
   if (!sameSession(p.target, sid, sname)) return undefined;
-  const rows = (replies[1] ?? []).map((r) => r.trimEnd());
+  const styled = (replies[1] ?? []).join("\n");
+  const rows = stripStyles(styled).split("\n");
   return {
     dead: dead === "1",
     exitStatus: status && /^\d+$/.test(status) ? Number(status) : undefined,
@@ -109,14 +116,28 @@ export async function readPane(p: Pane, signal?: AbortSignal): Promise<PaneState
     cursorY: Number(cy) || 0,
     history: Number(hist) || 0,
     rows,
+    styled,
     sig: `${cx},${cy},${hist}\n${rows.join("\n")}`,
   };
 }
+
+/**
+ * `capture-pane` flags for a visible screen whose menus are read: SGR escapes kept (`-e`)
+ * and the blanks a program wrote at a row's end too (`-N`: a status bar's padding), so the
+ * parser sees highlighted rows; stripped and right-trimmed, it is the plain `-p` capture.
+ */
+const STYLED_SCREEN = ["-p", "-e", "-N"];
 
 /** The visible screen of a live pane, "" when it is dead or gone (nothing on it can be answered). */
 export async function screen(p: Pane, signal?: AbortSignal): Promise<string> {
   const st = await readPane(p, signal);
   return st && !st.dead ? st.rows.join("\n") : "";
+}
+
+/** {@link screen} as a styled capture (SGR escapes kept), for the menu parser and key driver. */
+export async function styledScreen(p: Pane, signal?: AbortSignal): Promise<string> {
+  const st = await readPane(p, signal);
+  return st && !st.dead ? st.styled : "";
 }
 
 /**
@@ -140,14 +161,15 @@ export async function captureText(
 /**
  * The visible screens of `targets` on one client in one command list; when one vanished
  * meanwhile (the list stops at the first error), each is captured on its own. `undefined`
- * for a session that is gone.
+ * for a session that is gone. `styled`: SGR escapes kept (the styled screen of {@link PaneState}).
  */
 export async function captureScreens(
   client: ControlClient,
   targets: readonly string[],
   signal?: AbortSignal,
+  styled = false,
 ): Promise<(string[] | undefined)[]> {
-  const argv = (t: string) => ["capture-pane", "-p", "-t", t];
+  const argv = (t: string) => ["capture-pane", ...(styled ? STYLED_SCREEN : ["-p"]), "-t", t];
   try {
     return await client.commandList(targets.map(argv), { signal, create: false });
   } catch (e) {
@@ -371,7 +393,7 @@ export async function waitIdle(p: Pane, timeoutMs: number, o: IdleOptions): Prom
     }
     if (armed) since = Math.max(since, out);
     outputAtRead = out;
-    const ready = screenLooksIdle(st.rows.join("\n"), o.readyPrefix);
+    const ready = screenLooksIdle(st.styled, o.readyPrefix);
     if (ready && now - since >= o.quietMs) return "idle";
     if (now >= deadline) return "timeout";
     if (!armed || !watch) {

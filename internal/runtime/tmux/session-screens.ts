@@ -10,6 +10,7 @@ import { validateSessionName } from "../../base/names.js";
 import type { InteractionResponse, OpOptions, PendingInteraction, SessionLook } from "../provider.js";
 import { findInteraction } from "../screen/classify.js";
 import { respondToInteraction } from "../screen/keys.js";
+import { stripStyles } from "../screen/styled.js";
 import type { CityServer } from "./city-server.js";
 import { captureScreens, captureText, clearHistory, readPane } from "./pane.js";
 import { sessionTarget } from "./quote.js";
@@ -77,7 +78,7 @@ export class SessionScreens {
     const s = await this.srv.find(name, opts.signal);
     if (!s || !isLive(s)) return undefined;
     const st = await readPane(this.srv.pane(s.id), opts.signal);
-    return st ? findInteraction(st.rows.join("\n")) : undefined;
+    return st ? findInteraction(st.styled) : undefined;
   }
 
   /** Pending interactions of the running sessions among `names`, from one {@link SessionScreens.look}. */
@@ -133,12 +134,16 @@ export class SessionScreens {
       this.srv.client,
       stale.map((s) => `${s.id}:`),
       opts.signal,
+      true,
     );
     stale.forEach((s, i) => {
       const rows = screens[i];
       if (rows === undefined) return;
-      const screen = rows.map((r) => r.trimEnd()).join("\n");
-      const found = findInteraction(screen);
+      // Styled (SGR kept): a menu whose cursor is a highlighted row is read too; the look's
+      // screen is its plain text.
+      const styled = rows.join("\n");
+      const screen = stripStyles(styled);
+      const found = findInteraction(styled);
       out.set(s.name!, lookOf(s, screen, found));
       if (readAt > s.activity)
         this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, screen, found });
