@@ -5,8 +5,7 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { isGcError } from "../../../internal/base/errors.js";
 import { MOCK_SCRIPT, recordedArgv, type TestProvider, testProvider } from "./mock.js";
 
@@ -84,14 +83,7 @@ describe("exec provider: timeouts and aborts", () => {
     const reason = new Error("operator pressed Ctrl-C");
     const p = t.provider.peek("hung-3", 10, { signal: ac.signal });
     // wait until the script is really hanging, then abort
-    for (let i = 0; i < 200; i++) {
-      try {
-        await hangPid(t);
-        break;
-      } catch {
-        await sleep(25);
-      }
-    }
+    await vi.waitFor(() => hangPid(t), { timeout: 5_000, interval: 25 });
     ac.abort(reason);
     await expect(p).rejects.toBe(reason);
     expect(await groupMembers(await hangPid(t))).toEqual([]);

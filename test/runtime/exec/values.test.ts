@@ -8,7 +8,6 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { run } from "../../../internal/proc/run.js";
 import { EXEC_OPERATIONS } from "../../../internal/runtime/exec/index.js";
@@ -170,8 +169,7 @@ describe.skipIf(!onPath("tmux") || !onPath("jq"))(
         expect(await t.provider.getMeta(name, `key.${i}`)).toBe(v);
       }
       const read = (f: string) => readFile(join(work, f), "utf8").catch(() => undefined);
-      for (let i = 0; i < 200 && (await read("nudge.out")) !== `${nudge}\n`; i++) await sleep(50);
-      expect(await read("nudge.out")).toBe(`${nudge}\n`);
+      await expect.poll(() => read("nudge.out"), { timeout: 10_000 }).toBe(`${nudge}\n`);
       expect(await read("prompt.out")).toBe(prompt);
       expect(await read("env.out")).toBe(HOSTILE.map((v) => `${v}\0`).join(""));
       expect(await read("pwned")).toBeUndefined();

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { OperationTimeoutError } from "../../../internal/base/errors.js";
 import { pidAlive } from "../../../internal/proc/kill.js";
 import { ControlClient, KEEPER_SESSION } from "../../../internal/runtime/tmux/control-client.js";
@@ -261,7 +261,7 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     const gen = client.generation;
     expect(await client.command(["display-message", "-p", "same"], { generation: gen })).toEqual(["same"]);
     expect((await fx.tmux("kill-server")).exitCode).toBe(0);
-    for (let i = 0; i < 100 && client.pid !== undefined; i++) await sleep(20); // the client noticed
+    await vi.waitFor(() => expect(client.pid).toBeUndefined(), { timeout: 10_000 }); // the client noticed
     await expect(
       client.command(["set-option", "-g", "@stale", "1"], { generation: gen }),
     ).rejects.toBeInstanceOf(TmuxGenerationError);
@@ -293,8 +293,7 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     const seen: Notification[] = [];
     client.onNotification((n) => seen.push(n));
     await client.command(["new-session", "-d", "-s", "notify", "--", "sleep", "300"]);
-    for (let i = 0; i < 40 && !seen.some((n) => n.name === "sessions-changed"); i++) await sleep(25);
-    expect(seen.some((n) => n.name === "sessions-changed")).toBe(true);
+    await vi.waitFor(() => expect(seen.some((n) => n.name === "sessions-changed")).toBe(true));
   });
 
   it("close: the client process is gone and further commands reject", async () => {
