@@ -272,7 +272,7 @@ agents:
     ready_delay_ms: 1000
 `);
       const r = await city.gc(["start", "--once", "--json"], { timeoutMs: 120_000 });
-      expect(r.code).toBe(1); // an action failed
+      expect(r.code, `signal ${r.signal}\n${r.stdout}\n${r.stderr}`).toBe(1); // an action failed
       const out = JSON.parse(r.stdout) as { summary: { failed: { name: string; error: string }[] } };
       expect(out.summary.failed.map((f) => f.name)).toEqual(["quick"]);
       expect(out.summary.failed[0]?.error).toMatch(/died during startup: the program exited/);

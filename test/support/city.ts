@@ -16,7 +16,9 @@ export const GC_BIN = fileURLToPath(new URL("../../dist/cmd/gc/main.js", import.
 
 /** Output of one `gc` run. */
 export interface GcResult {
+  /** The exit code; `null` when a signal ended it (`signal`). */
   readonly code: number | null;
+  readonly signal?: NodeJS.Signals | null | undefined;
   readonly stdout: string;
   readonly stderr: string;
 }
@@ -128,9 +130,9 @@ export function runGc(
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 120_000);
     child.on("error", reject);
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, signal, stdout, stderr });
     });
     // A command that exits without reading its stdin closes the pipe: not an error here.
     child.stdin.on("error", () => undefined);

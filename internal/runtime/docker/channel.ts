@@ -3,9 +3,8 @@
  * through one Docker exec (stdin attached, hijacked stream, no TTY) and reads the engine's
  * multiplexed output frames. The docker provider keeps one such stream per container.
  */
-import type { Socket } from "node:net";
 import type { ControlStream, ControlTransport } from "../tmux/transport.js";
-import type { Engine } from "./engine.js";
+import { type Engine, startHijacked } from "./engine.js";
 
 /** The engine's stream header: byte 0 = 1 stdout / 2 stderr, bytes 4–7 = payload size (big endian). */
 const HEADER = 8;
@@ -49,7 +48,7 @@ export function dockerTransport(engine: Engine, id: string, user: string | undef
         Tty: false,
         ...(user ? { User: user } : {}),
       });
-      const stream = (await exec.start({ hijack: true, stdin: true })) as unknown as Socket;
+      const stream = await startHijacked(exec, true);
       const demux = new Demuxer(events.data, events.stderr);
       let closed = false;
       const close = (why: string) => {

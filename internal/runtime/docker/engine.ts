@@ -4,6 +4,7 @@
  * stdin/stdout/stderr and exit code, and tar upload/download. Errors keep the engine's
  * status code so callers can tell "missing" from "unreachable".
  */
+import type { Socket } from "node:net";
 import { PassThrough, type Readable } from "node:stream";
 import type Dockerode from "dockerode";
 import { OperationTimeoutError, ProviderError } from "../../base/errors.js";
@@ -89,10 +90,7 @@ export class Engine {
       ...(o.user ? { User: o.user } : {}),
       ...(o.workDir ? { WorkingDir: o.workDir } : {}),
     });
-    const stream = (await exec.start({
-      hijack: true,
-      stdin: withStdin,
-    })) as unknown as NodeJS.ReadWriteStream & Readable;
+    const stream = (await startHijacked(exec, withStdin, signal)) as NodeJS.ReadWriteStream & Readable;
     const capture = new OutputCapture({ keepOnCut: o.keepOutputOnCut });
     const stdout = new PassThrough();
     const stderr = new PassThrough();
@@ -159,5 +157,29 @@ export class Engine {
     if (e instanceof Error && "code" in e && typeof e.code === "string" && e.code.startsWith("GC_")) return e;
     const msg = (e as { json?: { message?: string } })?.json?.message ?? (e as Error)?.message ?? String(e);
     return new ProviderError("docker", `${what}: ${msg}`, { cause: e });
+  }
+}
+
+/**
+ * Starts `exec` with its stream hijacked and resolves the stream. docker-modem never ends a
+ * hijacked request with stdin whose answer is not an upgrade (a 500 or 409 when the container
+ * stopped meanwhile): its socket would stay open and keep the gc process alive after its
+ * command is over. A failed start aborts its request; `signal` aborts a start in progress.
+ */
+export async function startHijacked(
+  exec: Dockerode.Exec,
+  stdin: boolean,
+  signal?: AbortSignal,
+): Promise<Socket> {
+  const ac = new AbortController();
+  const onAbort = () => ac.abort(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return (await exec.start({ hijack: true, stdin, abortSignal: ac.signal })) as unknown as Socket;
+  } catch (e) {
+    ac.abort();
+    throw e;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
   }
 }
