@@ -16,7 +16,7 @@ export const GC_BIN = fileURLToPath(new URL("../../dist/cmd/gc/main.js", import.
 
 /** Output of one `gc` run. */
 export interface GcResult {
-  /** The exit code; `null` when a signal ended it (`signal`). */
+  /** The exit code; `null` when a signal ended it (`signal`, present only then). */
   readonly code: number | null;
   readonly signal?: NodeJS.Signals | null | undefined;
   readonly stdout: string;
@@ -132,7 +132,7 @@ export function runGc(
     child.on("error", reject);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      resolve({ code, stdout, stderr, ...(signal ? { signal } : {}) });
     });
     // A command that exits without reading its stdin closes the pipe: not an error here.
     child.stdin.on("error", () => undefined);
