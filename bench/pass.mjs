@@ -12,7 +12,7 @@
 // memory is not counted in the next one's RSS.
 // The idle city's cost (this process's CPU over --idle-seconds, a pass every 30 s) is printed
 // as a share of one core.
-//   node bench/pass.mjs [--sessions N[,N…]] [--passes P] [--idle-seconds S] [--profile FILE.cpuprofile]
+//   node bench/pass.mjs [--sessions N[,N…]] [--passes P] [--idle-seconds S] [--profile FILE.cpuprofile] [--profile-idle FILE.cpuprofile]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,12 +31,14 @@ const { values } = parseArgs({
     "idle-seconds": { type: "string", default: "60" },
     // Writes a V8 CPU profile of the steady passes (this process: the controller runs in it).
     profile: { type: "string" },
+    // The same of the idle seconds.
+    "profile-idle": { type: "string" },
   },
 });
 const sizes = values.sessions.split(",").map(Number);
 if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`bad --sessions ${values.sessions}`);
 if (sizes.length > 1) {
-  if (values.profile) throw new Error("--profile needs one --sessions size");
+  if (values.profile || values["profile-idle"]) throw new Error("--profile needs one --sessions size");
   // One fresh process per size (each prints its own load lines).
   for (const n of sizes) {
     const r = spawnSync(
@@ -172,6 +174,7 @@ try {
   const idleS = Number(values["idle-seconds"]);
   let idleShare;
   if (idleS > 0) {
+    const idleProfiler = values["profile-idle"] ? await startProfile() : undefined;
     const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     for (let s = 0; s < idleS; s++) {
@@ -179,6 +182,7 @@ try {
       await sleep(1000);
     }
     const c = process.cpuUsage(c0);
+    if (idleProfiler) writeFileSync(values["profile-idle"], JSON.stringify(await idleProfiler.stop()));
     idleShare = ((c.user + c.system) / 1e3 / (Number(process.hrtime.bigint() - t0) / 1e6)) * 100;
   }
   const wall = median(rows.map((r) => r.durationMs));

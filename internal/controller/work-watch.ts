@@ -153,8 +153,11 @@ export class WorkWatcher {
           classifyScreen: this.screens.forSession(r.name),
         });
         if (mem) this.seen.set(r.name, mem);
-        await recordWork(store, r, next, events);
-        this.wroteAt.set(r.name, Date.now());
+        // The recorded work itself back (a quiet session, every second): nothing to write.
+        if (next !== prev || events.length > 0) {
+          await recordWork(store, r, next, events);
+          this.wroteAt.set(r.name, Date.now());
+        }
         this.works.set(r.name, next);
       }
     }

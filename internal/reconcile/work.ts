@@ -117,7 +117,8 @@ function sameWork(prev: WorkRecord, obs: ObservedWork): boolean {
  * turn's end does not wait for the pass that saw it. `unknown` (nothing could be read) keeps
  * an open turn open and records no event. The record is `marked` from the first look whose
  * screen shows a busy marker (`busyMarker`) for the rest of the incarnation. A `prev` of
- * another generation is ignored. Pure.
+ * another generation is ignored. An observation that changes nothing returns `prev` itself.
+ * Pure.
  */
 export function advanceWork(
   prev: WorkRecord | undefined,
@@ -137,6 +138,8 @@ export function advanceWork(
   let turnSince = p?.turnSince;
   const marked = p?.marked === true || at.busyMarker === true ? { marked: true as const } : {};
   if (p && sameWork(p, obs)) {
+    // Nothing changed: the very record (a caller tells "nothing to write" by identity).
+    if (p.message === message && p.marked === marked.marked) return { next: p, events };
     const next: WorkRecord = {
       state: p.state,
       since: p.since,

@@ -87,6 +87,16 @@ CREATE TABLE locks (
     description: "index events by type for filtered tails",
     sql: "CREATE INDEX events_by_type ON events (actor, type, seq);",
   },
+  {
+    version: 3,
+    description: "index events by seq and by time, for tails and retention without a scan",
+    // Without them a tail past a cursor and the retention after every pass read and sort
+    // the whole log (tens of ms per pass at 50,000 events).
+    sql: `
+CREATE INDEX events_by_seq ON events (actor, seq);
+CREATE INDEX events_by_at ON events (actor, at);
+`,
+  },
 ]);
 
 /** The schema version this build writes. */

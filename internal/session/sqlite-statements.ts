@@ -42,6 +42,9 @@ export function prepareStatements(db: Db) {
   return {
     getRecord: p("SELECT record FROM sessions WHERE actor = ? AND name = ?").pluck(),
     listRecords: p("SELECT record FROM sessions WHERE actor = ? ORDER BY name").pluck(),
+    // Changes since a moment: `data_version` moves when another connection commits,
+    // `total_changes()` when this one writes a row (any table).
+    changeMark: p("SELECT (SELECT data_version FROM pragma_data_version) || ':' || total_changes()").pluck(),
     insertRecord: p(
       "INSERT INTO sessions (actor, name, version, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     ),
@@ -60,6 +63,7 @@ export function prepareStatements(db: Db) {
     insertEvent: p("INSERT INTO events (actor, session, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
     pruneEvents: p("DELETE FROM events WHERE actor = ? AND seq <= ?"),
     trimEventsBefore: p("DELETE FROM events WHERE actor = ? AND at < ?"),
+    eventSeqRange: p("SELECT min(seq) AS lo, max(seq) AS hi FROM events WHERE actor = ?"),
     trimEventsKeep: p(
       "DELETE FROM events WHERE actor = ? AND seq <= (SELECT seq FROM events WHERE actor = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
     ),

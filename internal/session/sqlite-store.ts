@@ -183,6 +183,8 @@ export class SqliteStore implements SessionStore {
   readonly #actor: string;
   /** The records the last {@link list} returned, by their stored text. */
   #listed = new Map<string, SessionRecord>();
+  /** Every record at the last {@link list}, and the database's change mark then. */
+  #lastList: { mark: string; records: SessionRecord[] } | undefined;
   readonly #now: () => number;
   readonly #locks: LockManager;
   readonly #s: Statements;
@@ -236,22 +238,34 @@ export class SqliteStore implements SessionStore {
   }
 
   async list(filter: SessionFilter = {}): Promise<SessionRecord[]> {
-    const rows = this.#run(() => this.#s.listRecords.all(this.#actor) as string[]);
-    // A row stored with the same text as at the previous list decodes to the same (frozen)
-    // record: a steady controller pass parses nothing again.
-    const previous = this.#listed;
-    this.#listed = new Map();
-    return rows
-      .map((t) => {
+    return this.#allRecords().filter(
+      (r) =>
+        (filter.agent === undefined || r.agent === filter.agent) &&
+        (filter.states === undefined || filter.states.includes(r.state)),
+    );
+  }
+
+  /**
+   * Every record of the actor, by name. Nothing written since the last call (by this
+   * connection or any other: the change mark) returns the same records without reading a
+   * row; otherwise a row stored with the same text as at the last read decodes to the same
+   * (frozen) record. A steady controller pass reads and parses nothing.
+   */
+  #allRecords(): readonly SessionRecord[] {
+    return this.#run(() => {
+      const mark = this.#s.changeMark.get() as string;
+      if (this.#lastList?.mark === mark) return this.#lastList.records;
+      const rows = this.#s.listRecords.all(this.#actor) as string[];
+      const previous = this.#listed;
+      this.#listed = new Map();
+      const records = rows.map((t) => {
         const rec = previous.get(t) ?? deepFreeze(decodeRecord(this.path, t));
         this.#listed.set(t, rec);
         return rec;
-      })
-      .filter(
-        (r) =>
-          (filter.agent === undefined || r.agent === filter.agent) &&
-          (filter.states === undefined || filter.states.includes(r.state)),
-      );
+      });
+      this.#lastList = { mark, records };
+      return records;
+    });
   }
 
   async create(init: NewSession): Promise<SessionRecord> {
@@ -392,12 +406,14 @@ export class SqliteStore implements SessionStore {
     return this.#run(() => {
       let n = 0;
       if (bounds.before !== undefined) n += this.#s.trimEventsBefore.run(this.#actor, bounds.before).changes;
-      if (bounds.keep !== undefined)
-        n += this.#s.trimEventsKeep.run(
-          this.#actor,
-          this.#actor,
-          Math.max(0, Math.floor(bounds.keep)),
-        ).changes;
+      if (bounds.keep !== undefined) {
+        const keep = Math.max(0, Math.floor(bounds.keep));
+        // Seqs are unique: a log whose seq range is no wider than `keep` holds at most `keep`
+        // events, and the counting delete (a walk over `keep` rows) is skipped.
+        const { lo, hi } = this.#s.eventSeqRange.get(this.#actor) as { lo: number | null; hi: number | null };
+        if (lo !== null && hi !== null && hi - lo + 1 > keep)
+          n += this.#s.trimEventsKeep.run(this.#actor, this.#actor, keep).changes;
+      }
       return n;
     });
   }

@@ -214,6 +214,22 @@ describe("advanceWork", () => {
     expect(events.map((e) => [e.type, e.payload])).toEqual(c.events);
   });
 
+  it("an observation that changes nothing returns the previous record itself (nothing to write)", () => {
+    const at = { now: T, generation: 1 };
+    const idle = rec({ state: "idle", since: T - 9_000 });
+    expect(advanceWork(idle, { state: "idle" }, at).next).toBe(idle);
+    const marked = rec({ state: "working", since: T - 1_000, turnSince: T - 1_000, marked: true });
+    expect(advanceWork(marked, { state: "working" }, { ...at, busyMarker: true }).next).toBe(marked);
+    const asked = rec({ state: "needs-input", since: T - 1_000, message: "Allow?" });
+    expect(advanceWork(asked, { state: "needs-input", message: "Allow?" }, at).next).toBe(asked);
+    // Anything that changes makes a new record: a marker seen first, an error's new message.
+    const unmarked = rec({ state: "working", since: T - 1_000, turnSince: T - 1_000 });
+    expect(advanceWork(unmarked, { state: "working" }, { ...at, busyMarker: true }).next).not.toBe(unmarked);
+    const failing = rec({ state: "error", since: T - 1_000, turnSince: T - 1_000, message: "retry 1" });
+    const retried = advanceWork(failing, { state: "error", message: "retry 2" }, at).next;
+    expect(retried).toEqual({ ...failing, message: "retry 2" });
+  });
+
   it("parseWork rejects what is not a work record", () => {
     expect(parseWork(undefined)).toBeUndefined();
     expect(parseWork("{")).toBeUndefined();

@@ -174,6 +174,37 @@ describe("sqlite store: files", () => {
   });
 });
 
+describe("sqlite store: list", () => {
+  it("list: an unchanged database returns the same records; a write here or by another connection is seen", async () => {
+    const dir = await tempDir();
+    const path = join(dir, "state.db");
+    const a = open({ path, actor: "a" });
+    const b = open({ path, actor: "a" });
+    await a.create({ name: "x", agent: "w", provider: "fake" });
+    const first = await a.list();
+    const again = await a.list();
+    expect(again).not.toBe(first);
+    expect(again[0]).toBe(first[0]);
+    expect(Object.isFrozen(again[0])).toBe(true);
+
+    // Another connection (another process in real use) writes: seen at once.
+    const x = first[0];
+    if (!x) throw new Error("no record");
+    await b.update("x", x.version, { metadata: { k: "v" } });
+    expect((await a.list()).map((r) => [r.name, r.metadata.k])).toEqual([["x", "v"]]);
+    await b.create({ name: "y", agent: "w", provider: "fake" });
+    expect((await a.list()).map((r) => r.name)).toEqual(["x", "y"]);
+
+    // This connection writes, in any table: seen at once too.
+    await a.delete("y");
+    expect((await a.list()).map((r) => r.name)).toEqual(["x"]);
+    const before = await a.list();
+    await a.appendEvent({ type: "note" });
+    expect(await a.list()).toEqual(before);
+    expect(await a.list({ states: ["stopped"] })).toEqual([]);
+  });
+});
+
 describe("sqlite store: migrations and foreign files", () => {
   it("openSqliteStore: migrates a version-1 database forward and keeps its data", async () => {
     const dir = await tempDir();

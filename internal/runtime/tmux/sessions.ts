@@ -74,11 +74,102 @@ const SESSION_ID = /^\$\d+$/;
 const PANE_ID = /^%\d+$/;
 const optInt = (s: string): number | undefined => (DIGITS.test(s) ? Number(s) : undefined);
 
+/** One `PANE_FORMAT` line, parsed; `null`: not a line of that format. */
+interface PaneLine {
+  readonly sid: string;
+  readonly sname: string;
+  readonly city: string;
+  /** The gc name, when `@gc_name` is a valid one whose tmux mapping is the session's name. */
+  readonly gcName: string | undefined;
+  readonly workDir: string | undefined;
+  readonly readyPrefix: string | undefined;
+  readonly attached: number;
+  readonly activity: number;
+  readonly pane: PaneInfo;
+}
+
+/**
+ * Lines parsed lately, in two generations (bounded: the older one is dropped when the newer
+ * fills): a steady city's `list-panes -a` repeats nearly every line, each second.
+ */
+const LINE_MEMO_CAP = 8192;
+let memoNew = new Map<string, PaneLine | null>();
+let memoOld = new Map<string, PaneLine | null>();
+
+function parseLine(line: string): PaneLine | null {
+  const f = line.split("|");
+  if (f.length !== FIELDS.length) return null;
+  const [
+    sid,
+    sname,
+    city,
+    gcName,
+    wd,
+    prefix,
+    paneId,
+    pid,
+    dead,
+    status,
+    signal,
+    deadTime,
+    attached,
+    activity,
+  ] = f as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  if (!SESSION_ID.test(sid) || !PANE_ID.test(paneId)) return null;
+  return {
+    sid,
+    sname,
+    city,
+    gcName: nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname ? gcName : undefined,
+    workDir: wd ? fromHex(wd) : undefined,
+    readyPrefix: prefix ? fromHex(prefix) : undefined,
+    attached: optInt(attached) ?? 0,
+    activity: optInt(activity) ?? 0,
+    pane: Object.freeze({
+      id: paneId,
+      pid: optInt(pid) ?? 0,
+      dead: dead === "1",
+      exitStatus: optInt(status),
+      exitSignal: optInt(signal),
+      deadAt: optInt(deadTime),
+    }),
+  };
+}
+
+function parseLineMemo(line: string): PaneLine | null {
+  let parsed = memoNew.get(line);
+  if (parsed !== undefined) return parsed;
+  parsed = memoOld.get(line);
+  if (parsed === undefined) parsed = parseLine(line);
+  if (memoNew.size >= LINE_MEMO_CAP) {
+    memoOld = memoNew;
+    memoNew = new Map();
+  }
+  memoNew.set(line, parsed);
+  return parsed;
+}
+
 /**
  * Parses `list-panes … -F PANE_FORMAT` output into sessions (in first-seen order). A line
  * with any other number of fields is skipped, so a foreign session whose name contains
  * the separator can never be mistaken for another. `name` is set only for sessions tagged
- * with `tag` whose tmux name is the mapping of their recorded gc name. Pure.
+ * with `tag` whose tmux name is the mapping of their recorded gc name. Pure (a line seen
+ * lately is not parsed again).
  */
 export function parseSessions(lines: readonly string[], tag: string): SessionInfo[] {
   const byId = new Map<
@@ -86,65 +177,24 @@ export function parseSessions(lines: readonly string[], tag: string): SessionInf
     { -readonly [K in keyof SessionInfo]: SessionInfo[K] } & { panes: PaneInfo[] }
   >();
   for (const line of lines) {
-    const f = line.split("|");
-    if (f.length !== FIELDS.length) continue;
-    const [
-      sid,
-      sname,
-      city,
-      gcName,
-      wd,
-      prefix,
-      paneId,
-      pid,
-      dead,
-      status,
-      signal,
-      deadTime,
-      attached,
-      activity,
-    ] = f as [
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-    ];
-    if (!SESSION_ID.test(sid) || !PANE_ID.test(paneId)) continue;
-    let entry = byId.get(sid);
+    const l = parseLineMemo(line);
+    if (l === null) continue;
+    let entry = byId.get(l.sid);
     if (!entry) {
-      const owned = city === tag && nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname;
       entry = {
-        id: sid,
-        tmuxName: sname,
-        name: owned ? gcName : undefined,
+        id: l.sid,
+        tmuxName: l.sname,
+        name: l.city === tag ? l.gcName : undefined,
         panes: [],
-        attached: optInt(attached) ?? 0,
+        attached: l.attached,
         activity: 0,
-        workDir: wd ? fromHex(wd) : undefined,
-        readyPrefix: prefix ? fromHex(prefix) : undefined,
+        workDir: l.workDir,
+        readyPrefix: l.readyPrefix,
       };
-      byId.set(sid, entry);
+      byId.set(l.sid, entry);
     }
-    const act = optInt(activity) ?? 0;
-    if (act > entry.activity) entry.activity = act;
-    entry.panes.push({
-      id: paneId,
-      pid: optInt(pid) ?? 0,
-      dead: dead === "1",
-      exitStatus: optInt(status),
-      exitSignal: optInt(signal),
-      deadAt: optInt(deadTime),
-    });
+    if (l.activity > entry.activity) entry.activity = l.activity;
+    entry.panes.push(l.pane);
   }
   return [...byId.values()];
 }
