@@ -438,6 +438,7 @@ function planDesired(d: DesiredEntry, rec: SessionRecord | undefined, input: Pla
  * cycles keep file order). Linear in sessions: each distinct agent's depth is computed once.
  */
 function dependencyOrder(actions: Action[], desired: readonly DesiredEntry[]): Action[] {
+  if (actions.length < 2) return actions;
   const depsOf = new Map<string, readonly string[]>();
   for (const d of desired) if (!depsOf.has(d.agent)) depsOf.set(d.agent, d.dependsOn);
   const agentDepth = (agent: string, seen: Set<string>): number => {
@@ -448,7 +449,9 @@ function dependencyOrder(actions: Action[], desired: readonly DesiredEntry[]): A
   };
   const depthOfAgent = new Map<string, number>();
   const depth = new Map<string, number>();
+  const acting = new Set(actions.map((a) => a.name));
   for (const d of desired) {
+    if (!acting.has(d.name)) continue;
     let n = depthOfAgent.get(d.agent);
     if (n === undefined) {
       n = agentDepth(d.agent, new Set());
@@ -482,7 +485,13 @@ export function plan(input: PlanInput): Plan {
   const actions: Action[] = [];
 
   for (const d of desired) {
-    const down = [d.provider, d.backend].find((p) => p !== undefined && observed.unobservable.has(p));
+    const down = !partial
+      ? undefined
+      : observed.unobservable.has(d.provider)
+        ? d.provider
+        : d.backend !== undefined && observed.unobservable.has(d.backend)
+          ? d.backend
+          : undefined;
     if (down !== undefined) {
       actions.push({ kind: "wait", name: d.name, reason: `provider ${down} could not be observed` });
       continue;

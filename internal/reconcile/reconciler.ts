@@ -273,7 +273,9 @@ export class Reconciler {
     // The mass-stop guard: a changed file that would stop most of the fleet is not applied;
     // the config applied before keeps running (or, with none, nothing is stopped).
     let massStop: MassStop | undefined;
-    if (candidate && !opts.allowMassStop) {
+    // The operator's stops only ever take stops out of the count, so they are read only when
+    // the guard would trip without them (not on a steady pass).
+    if (candidate && !opts.allowMassStop && massStopOf(p, observation, policy.massStopPercent)) {
       const operatorStops = (await deps.operatorStops?.()) ?? new Set<string>();
       massStop = massStopOf(p, observation, policy.massStopPercent, operatorStops);
     }
