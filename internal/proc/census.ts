@@ -41,23 +41,28 @@ export interface CensusEntry {
    * {@link selectOrphans}). Nothing owns it any more, so it may be killed.
    */
   readonly orphan?: true;
-}
-
-/** Which tagged processes a census looks for: the city's owner key, optionally one session. */
-export interface TagQuery {
-  /** The city's owner key ({@link OWNER_ENV} value). */
-  readonly owner: string;
-  /** Only the orphans of this session ({@link SESSION_ENV} value of the orphan's root). */
+  /** An orphan's session: the {@link SESSION_ENV} its root carries, when it carries one. */
   readonly session?: string | undefined;
 }
 
+/** Which tagged processes a census looks for: the city's owner key, optionally some sessions. */
+export interface TagQuery {
+  /** The city's owner key ({@link OWNER_ENV} value). */
+  readonly owner: string;
+  /** Only the orphans of these sessions ({@link SESSION_ENV} value of the orphan's root). */
+  readonly sessions?: ReadonlySet<string> | undefined;
+}
+
+/** A process {@link selectOrphans} selected, with the session its root carries. */
+export type Orphan = ProcEntry & { readonly session: string | undefined };
+
 /**
  * The orphans of a city in one snapshot. An orphan root is a live process carrying
- * `query.owner` in {@link OWNER_ENV} (and, with `query.session`, that session in
+ * `query.owner` in {@link OWNER_ENV} (and, with `query.sessions`, one of them in
  * {@link SESSION_ENV}), whose parent is init (pid 1) or gone — it outlived whatever started
  * it — and which is neither a controller ({@link CONTROLLER_ENV}) nor in `exclude` (the
  * backend trees, gc itself and its ancestors). Orphans are the roots and every descendant
- * not in `exclude`, tagged or not. A tagged process with a live parent (a hook or command run
+ * not in `exclude`, tagged or not, each with its root's session. A tagged process with a live parent (a hook or command run
  * by a gc process, a pane of a live server) is never selected: its parent owns it. `envOf`
  * holds the environments read (a missing one — unreadable, gone mid-read — selects
  * nothing). Pure.
@@ -70,15 +75,16 @@ export function selectOrphans(
   envOf: ReadonlyMap<number, ReadonlyMap<string, string>>,
   query: TagQuery,
   exclude: ReadonlySet<number>,
-): ProcEntry[] {
-  const out = new Map<number, ProcEntry>();
+): Orphan[] {
+  const out = new Map<number, Orphan>();
   // Candidates have no live parent but init: a tagged process a live parent owns is never one.
   for (const p of orphanCandidates(table, exclude)) {
     const env = envOf.get(p.pid);
     if (!env || env.get(OWNER_ENV) !== query.owner || env.has(CONTROLLER_ENV)) continue;
-    if (query.session !== undefined && env.get(SESSION_ENV) !== query.session) continue;
+    const session = env.get(SESSION_ENV);
+    if (query.sessions !== undefined && (session === undefined || !query.sessions.has(session))) continue;
     for (const q of processTree(table, p.pid)) {
-      if (!exclude.has(q.pid) && !ended(q)) out.set(q.pid, q);
+      if (!exclude.has(q.pid) && !ended(q)) out.set(q.pid, { ...q, session });
     }
   }
   return [...out.values()].sort((a, b) => a.pid - b.pid);
@@ -138,7 +144,7 @@ export async function processCensus(
       }),
     );
     for (const q of selectOrphans(table, envOf, tags, exclude)) {
-      out.set(q.pid, { pid: q.pid, comm: q.comm, startTime: q.startTime, orphan: true });
+      out.set(q.pid, { pid: q.pid, comm: q.comm, startTime: q.startTime, orphan: true, session: q.session });
     }
   }
   return [...out.values()].sort((a, b) => a.pid - b.pid);

@@ -113,6 +113,7 @@ function semaphore(n: number) {
  */
 export async function execute(actions: readonly Action[], deps: ExecuteDeps): Promise<ActionOutcome[]> {
   const limit = semaphore(deps.concurrency);
+  const orphans = killOrphansOfLosses(actions, deps);
   const done = new Map<string, Promise<unknown>>();
   // Start-like actions by agent, so each action finds what it waits for without a scan.
   const startsOfAgent = new Map<string, Action[]>();
@@ -133,7 +134,7 @@ export async function execute(actions: readonly Action[], deps: ExecuteDeps): Pr
       : [];
     const p = (async (): Promise<ActionOutcome> => {
       await Promise.allSettled(waitFor);
-      return limit(() => runAction(action, deps));
+      return limit(() => runAction(action, deps, orphans));
     })();
     done.set(action.name, p);
     return p;
@@ -146,7 +147,7 @@ export async function execute(actions: readonly Action[], deps: ExecuteDeps): Pr
   return settled.map((r) => (r as PromiseFulfilledResult<ActionOutcome>).value);
 }
 
-async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutcome> {
+async function runAction(action: Action, deps: ExecuteDeps, orphans: OrphanKills): Promise<ActionOutcome> {
   if (action.kind === "wait") return { action, ok: true };
   deps.signal?.throwIfAborted();
   try {
@@ -156,7 +157,7 @@ async function runAction(action: Action, deps: ExecuteDeps): Promise<ActionOutco
       return { action, ok: true, skipped: true };
     }
     deps.onProgress?.({ name: action.name, action: action.kind, phase: "begin", detail: action.reason });
-    const detail = await perform(action, deps);
+    const detail = await perform(action, deps, orphans);
     deps.onProgress?.({ name: action.name, action: action.kind, phase: "done", detail });
     return { action, ok: true };
   } catch (e) {
@@ -186,12 +187,12 @@ async function busyReason(name: string, deps: ExecuteDeps): Promise<string | und
   return undefined;
 }
 
-async function perform(action: Action, deps: ExecuteDeps): Promise<string> {
+async function perform(action: Action, deps: ExecuteDeps, orphans: OrphanKills): Promise<string> {
   const { store } = deps;
   const d = deps.desired.get(action.name);
   switch (action.kind) {
     case "start":
-      if (action.infra) await recordInfraLoss(d!, action.reason, deps);
+      if (action.infra) await recordInfraLoss(d!, action.reason, deps, await orphans.get(d!.provider));
       return startSession(d!, action.reason, deps);
     case "restart":
       // A restart gc chose (drift, interrupted drain): its own event, not a crash restart.
@@ -471,26 +472,61 @@ async function settle(
   }
 }
 
+/** What one provider's orphan kill did for this pass's lost sessions: killed pids by session, or why it failed. */
+type OrphanKill = { readonly killed: ReadonlyMap<string, number[]> } | { readonly error: string } | undefined;
+/** By provider name; `undefined` for a provider whose sessions are not local processes. */
+type OrphanKills = ReadonlyMap<string, Promise<OrphanKill>>;
+
 /**
- * Counts an infrastructure loss (record metadata {@link INFRA_LOSSES_KEY}), kills what is
- * left of the lost incarnation on providers whose sessions are local processes (its orphans:
- * processes re-parented to init still carrying the city's owner tag and the session's name —
- * `OrphanKillProvider`), and logs a `session.infrastructure-lost` event saying how many were
- * killed (`orphansKilled`, with their pids). Runs before the session is started again, so the
- * new incarnation is never among them. Crash history and RESTARTS are left alone.
+ * Kills what is left of the lost incarnations among `actions` (starts marked `infra`) on
+ * providers whose sessions are local processes (their orphans: processes re-parented to init
+ * still carrying the city's owner tag and a session's name — `OrphanKillProvider`): one
+ * census per provider for all its lost sessions, begun before any action runs, so no new
+ * incarnation is ever among them. Never rejects: a failure is kept for the event.
  */
-async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteDeps): Promise<void> {
-  const provider = await deps.providerFor(d.provider);
-  const local = supportsOrphanKill(provider);
-  let killed: number[] = [];
-  let killProblem: string | undefined;
-  if (local) {
-    try {
-      killed = (await provider.killOrphans(d.name)).map((e) => e.pid);
-    } catch (e) {
-      killProblem = describeError(e); // the restart goes on: an orphan must not keep the session down
-    }
+function killOrphansOfLosses(actions: readonly Action[], deps: ExecuteDeps): OrphanKills {
+  const lost = new Map<string, string[]>();
+  for (const a of actions) {
+    const d = deps.desired.get(a.name);
+    if (a.kind !== "start" || !a.infra || !d) continue;
+    const names = lost.get(d.provider);
+    if (names) names.push(d.name);
+    else lost.set(d.provider, [d.name]);
   }
+  const out = new Map<string, Promise<OrphanKill>>();
+  for (const [providerName, names] of lost) {
+    out.set(
+      providerName,
+      (async (): Promise<OrphanKill> => {
+        try {
+          const provider = await deps.providerFor(providerName);
+          if (!supportsOrphanKill(provider)) return undefined;
+          const killed = new Map<string, number[]>(names.map((n) => [n, []]));
+          for (const e of await provider.killOrphans(names))
+            if (e.session !== undefined) killed.get(e.session)?.push(e.pid);
+          return { killed };
+        } catch (e) {
+          return { error: describeError(e) }; // the restarts go on: an orphan must not keep a session down
+        }
+      })(),
+    );
+  }
+  return out;
+}
+
+/**
+ * Counts an infrastructure loss (record metadata {@link INFRA_LOSSES_KEY}) and logs a
+ * `session.infrastructure-lost` event saying how many of its orphans were killed
+ * (`orphansKilled`, with their pids: `kill`, from {@link killOrphansOfLosses}), or why that
+ * failed. Runs before the session is started again. Crash history and RESTARTS are left alone.
+ */
+async function recordInfraLoss(
+  d: DesiredSession,
+  reason: string,
+  deps: ExecuteDeps,
+  kill: OrphanKill,
+): Promise<void> {
+  const killed = kill && "killed" in kill ? (kill.killed.get(d.name) ?? []) : [];
   const rec = await ensureRecord(d, deps);
   const n = Number(rec.metadata[INFRA_LOSSES_KEY] ?? "0") + 1;
   await casUpdate(deps.store, d.name, () => ({ metadata: { [INFRA_LOSSES_KEY]: String(n) } }));
@@ -501,8 +537,8 @@ async function recordInfraLoss(d: DesiredSession, reason: string, deps: ExecuteD
       reason,
       provider: d.provider,
       count: n,
-      ...(local ? { orphansKilled: killed.length, orphanPids: killed } : {}),
-      ...(killProblem ? { orphanKillError: killProblem } : {}),
+      ...(kill !== undefined ? { orphansKilled: killed.length, orphanPids: killed } : {}),
+      ...(kill && "error" in kill ? { orphanKillError: kill.error } : {}),
     },
   });
 }

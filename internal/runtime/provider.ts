@@ -533,14 +533,15 @@ export interface CensusProvider {
 }
 
 /**
- * Optional, for providers whose sessions are local processes: kills the orphans of session
- * `name` — processes of a previous incarnation still carrying this city's owner tag and that
- * session's name, outside every live backend tree (re-parented to init when their tmux
- * server or holder was lost). Never touches a live session's processes, another city's, a
- * controller or gc itself. Resolves what was killed (empty when nothing was found).
+ * Optional, for providers whose sessions are local processes: kills the orphans of sessions
+ * `names` — processes of a previous incarnation still carrying this city's owner tag and one
+ * of those session names, outside every live backend tree (re-parented to init when their
+ * tmux server or holder was lost) — found by one census however many names. Never touches a
+ * live session's processes, another city's, a controller or gc itself. Resolves what was
+ * killed, each entry with its `session` (empty when nothing was found).
  */
 export interface OrphanKillProvider {
-  killOrphans(name: string): Promise<CensusEntry[]>;
+  killOrphans(names: readonly string[]): Promise<CensusEntry[]>;
 }
 
 /**

@@ -55,8 +55,8 @@ const immune = (city: TestCity, session?: string) =>
     .filter((p) => p.argv === "sleep 100001")
     .map((p) => p.pid);
 
-/** A city with one agent running AGENT; every tagged process is killed after the test, even on failure. */
-function orphanCity(provider: "tmux" | "subprocess" | "auto"): TestCity {
+/** A city with agents (`a` by default) running AGENT; every tagged process is killed after the test, even on failure. */
+function orphanCity(provider: "tmux" | "subprocess" | "auto", agents: readonly string[] = ["a"]): TestCity {
   const city = makeCity(`workspace:
   name: @NAME@
 session:
@@ -65,9 +65,7 @@ session:
 daemon:
   interval: 1h
 agents:
-  - name: a
-    start_command: ${JSON.stringify(AGENT)}
-`);
+${agents.map((a) => `  - name: ${a}\n    start_command: ${JSON.stringify(AGENT)}\n`).join("")}`);
   onTestFinished(async () => {
     await killPids(tagged(city).map((p) => p.pid));
     // Holders of the city (subprocess): not tagged, found by their argv.
@@ -86,8 +84,11 @@ agents:
   return city;
 }
 
-async function lossEvents(city: TestCity): Promise<{ orphansKilled?: number; orphanPids?: number[] }[]> {
-  const r = await city.gc(["session", "logs", "a", "--events", "--json"]);
+async function lossEvents(
+  city: TestCity,
+  session = "a",
+): Promise<{ orphansKilled?: number; orphanPids?: number[] }[]> {
+  const r = await city.gc(["session", "logs", session, "--events", "--json"]);
   const { events } = JSON.parse(r.stdout) as {
     events: { type: string; payload: { orphansKilled?: number; orphanPids?: number[] } }[];
   };
@@ -95,33 +96,54 @@ async function lossEvents(city: TestCity): Promise<{ orphansKilled?: number; orp
 }
 
 describe("orphans of lost infrastructure (e2e)", { timeout: 180_000 }, () => {
-  it("tmux: each kill-server under a running controller → the session is back, the old incarnation's orphan is killed, one incarnation runs", async () => {
-    const city = orphanCity("tmux");
+  it("tmux: each kill-server under a running controller → every session is back, each old incarnation's orphan is killed (and named on its own session), one incarnation runs", async () => {
+    const names = ["a", "b"] as const;
+    const city = orphanCity("tmux", names);
     expect((await city.gc(["start"])).code).toBe(0);
-    let current = await until("a and its immune child run", async () => {
-      const r = await row(city, "a");
-      const kids = immune(city, "a");
-      return r?.running && kids.length === 1 && kids;
-    });
+    const kidsOf = async (loss: number, before: ReadonlyMap<string, number>) => {
+      const out = new Map<string, number>();
+      for (const n of names) {
+        const r = await row(city, n);
+        const kids = immune(city, n);
+        if (!r?.running || r.infraLosses !== loss || kids.length !== 1 || kids[0] === before.get(n))
+          return false;
+        out.set(n, kids[0]!);
+      }
+      return out;
+    };
+    let current = await until("a, b and their immune children run", () => kidsOf(0, new Map()));
+    const killed = new Map<string, number[]>(names.map((n) => [n, []]));
     for (let loss = 1; loss <= 2; loss++) {
-      const old = current[0]!;
+      const old = current;
       city.tmux("kill-server");
       current = await until(
-        `back after loss ${loss}, with a new immune child`,
-        async () => {
-          const r = await row(city, "a");
-          const kids = immune(city, "a");
-          return r?.running && r.infraLosses === loss && kids.length === 1 && kids[0] !== old && kids;
-        },
+        `back after loss ${loss}, with new immune children`,
+        () => kidsOf(loss, old),
         60_000,
       );
-      // The old child is dead (not merely re-parented), and exactly one incarnation runs.
-      expect(tagged(city).some((p) => p.pid === old)).toBe(false);
-      expect(tagged(city, "a").filter((p) => p.argv.startsWith("sleep")).length).toBe(2);
+      for (const n of names) {
+        // The old child is dead (not merely re-parented), and exactly one incarnation runs.
+        expect(tagged(city).some((p) => p.pid === old.get(n))).toBe(false);
+        expect(tagged(city, n).filter((p) => p.argv.startsWith("sleep")).length).toBe(2);
+        killed.get(n)!.push(old.get(n)!);
+      }
     }
-    const events = await lossEvents(city);
-    expect(events).toHaveLength(2);
-    for (const e of events) expect(e.orphansKilled).toBeGreaterThanOrEqual(1);
+    for (const n of names) {
+      const events = await lossEvents(city, n);
+      expect(events).toHaveLength(2);
+      // One census for both sessions each time: each event names its own session's orphans only.
+      expect(
+        events
+          .flatMap((e) => e.orphanPids ?? [])
+          .filter((pid) => killed.get(n)!.includes(pid))
+          .sort(),
+      ).toEqual([...killed.get(n)!].sort());
+      const other = names.find((m) => m !== n)!;
+      expect(
+        events.flatMap((e) => e.orphanPids ?? []).filter((pid) => killed.get(other)!.includes(pid)),
+      ).toEqual([]);
+      for (const e of events) expect(e.orphanPids).toHaveLength(e.orphansKilled ?? -1);
+    }
 
     const stop = await city.gc(["stop"]);
     expect(stop.code, stop.stderr).toBe(0);

@@ -88,20 +88,34 @@ describe("selectOrphans", () => {
     expect(selectOrphans(table, envs, { owner: "c-1" }, exclude).map((p) => p.pid)).toEqual([30, 31, 40, 70]);
   });
 
-  it("one session's orphans only; never another city's, a controller, a process with a live parent, a zombie", () => {
-    expect(selectOrphans(table, envs, { owner: "c-1", session: "a" }, exclude).map((p) => p.pid)).toEqual([
+  it("some sessions' orphans only, each with its root's session; never another city's, a controller, a process with a live parent, a zombie", () => {
+    const a = new Set(["a"]);
+    expect(selectOrphans(table, envs, { owner: "c-1", sessions: a }, exclude).map((p) => p.pid)).toEqual([
       30, 31, 70,
     ]);
-    expect(selectOrphans(table, envs, { owner: "c-2", session: "a" }, exclude).map((p) => p.pid)).toEqual([
+    expect(selectOrphans(table, envs, { owner: "c-2", sessions: a }, exclude).map((p) => p.pid)).toEqual([
       50,
     ]);
+    // Two sessions from one snapshot: an untagged child belongs to its root's session.
+    expect(
+      selectOrphans(table, envs, { owner: "c-1", sessions: new Set(["a", "b"]) }, exclude).map((p) => [
+        p.pid,
+        p.session,
+      ]),
+    ).toEqual([
+      [30, "a"],
+      [31, "a"],
+      [40, "b"],
+      [70, "a"],
+    ]);
+    expect(selectOrphans(table, envs, { owner: "c-1", sessions: new Set() }, exclude)).toEqual([]);
   });
 
   it("never selects an excluded process (a backend tree, gc itself and its ancestors) or below it", () => {
     const withSelf = new Set([...exclude, 30, 31]);
-    expect(selectOrphans(table, envs, { owner: "c-1", session: "a" }, withSelf).map((p) => p.pid)).toEqual([
-      70,
-    ]);
+    expect(
+      selectOrphans(table, envs, { owner: "c-1", sessions: new Set(["a"]) }, withSelf).map((p) => p.pid),
+    ).toEqual([70]);
     // An unreadable environment (gone mid-read, another user's) selects nothing.
     expect(selectOrphans(table, new Map(), { owner: "c-1" }, exclude)).toEqual([]);
   });

@@ -91,21 +91,30 @@ describe("RoutingProvider", () => {
   it("killOrphans asks every local backend (the session may have moved) and returns what they killed", async () => {
     const { a, b, p } = await router();
     const asked: string[] = [];
-    const orphan = (pid: number) => ({ pid, comm: "sleep", startTime: "1", orphan: true as const });
+    const orphan = (pid: number, session: string) => ({
+      pid,
+      comm: "sleep",
+      startTime: "1",
+      orphan: true as const,
+      session,
+    });
     Object.assign(a, {
-      killOrphans: async (n: string) => {
-        asked.push(`a:${n}`);
-        return [orphan(11)];
+      killOrphans: async (names: readonly string[]) => {
+        asked.push(`a:${names.join(",")}`);
+        return [orphan(11, "s")];
       },
     });
     Object.assign(b, {
-      killOrphans: async (n: string) => {
-        asked.push(`b:${n}`);
-        return [orphan(22)];
+      killOrphans: async (names: readonly string[]) => {
+        asked.push(`b:${names.join(",")}`);
+        return [orphan(22, "t")];
       },
     });
-    expect((await p.killOrphans("s")).map((e) => e.pid)).toEqual([11, 22]);
-    expect(asked.sort()).toEqual(["a:s", "b:s"]);
+    expect((await p.killOrphans(["s", "t"])).map((e) => [e.pid, e.session])).toEqual([
+      [11, "s"],
+      [22, "t"],
+    ]);
+    expect(asked.sort()).toEqual(["a:s,t", "b:s,t"]);
   });
 
   it("routes by the start config, remembers routes across instances, re-learns a lost record", async () => {

@@ -341,8 +341,8 @@ export class AcpProvider
   }
 
   /** @inheritdoc */
-  killOrphans(name: string): Promise<CensusEntry[]> {
-    return this.held.killOrphans(name);
+  killOrphans(names: readonly string[]): Promise<CensusEntry[]> {
+    return this.held.killOrphans(names);
   }
 
   /** @inheritdoc */

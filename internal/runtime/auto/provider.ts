@@ -631,14 +631,14 @@ export class RoutingProvider
   }
 
   /**
-   * Kills the orphans of `name` on every backend that can ({@link OrphanKillProvider}: the
+   * Kills the orphans of sessions `names` on every backend that can ({@link OrphanKillProvider}: the
    * local ones). Every such backend is asked, not only the session's route: a session lost
    * with its infrastructure may have been moved. Safe because an orphan is one whose parent
    * is init — a live session's processes on another backend have theirs.
    */
-  async killOrphans(name: string): Promise<CensusEntry[]> {
+  async killOrphans(names: readonly string[]): Promise<CensusEntry[]> {
     const local = [...this.backends.values()].filter(supportsOrphanKill);
-    return (await Promise.all(local.map((p) => p.killOrphans(name)))).flat();
+    return (await Promise.all(local.map((p) => p.killOrphans(names)))).flat();
   }
 
   /**

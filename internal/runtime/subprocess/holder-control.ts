@@ -128,14 +128,14 @@ export class HolderControl {
 
   /**
    * The live holder process of this root and all its descendants, from /proc, plus the
-   * city's orphans (of session `session` only, when given; flagged `orphan`).
+   * city's orphans (of `sessions` only, when given; flagged `orphan`).
    */
-  census(session: string | undefined): Promise<CensusEntry[]> {
+  census(sessions: ReadonlySet<string> | undefined): Promise<CensusEntry[]> {
     const node = basename(this.nodePath ?? process.execPath);
     return processCensus(
       (p) => p.pid !== process.pid && (p.argv0 === node || p.argv0.startsWith("node")),
       (argv) => argv.some((a) => a.endsWith("holder.js")) && argv.includes(this.root),
-      { owner: this.owner, session },
+      { owner: this.owner, sessions },
     );
   }
 

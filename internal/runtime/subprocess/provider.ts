@@ -172,8 +172,8 @@ export class SubprocessProvider
   }
 
   /** Kills the orphans of session `name` (see {@link OrphanKillProvider}). */
-  killOrphans(name: string): Promise<CensusEntry[]> {
-    return killOrphans(() => this.holder.census(name));
+  killOrphans(names: readonly string[]): Promise<CensusEntry[]> {
+    return killOrphans(() => this.holder.census(new Set(names)));
   }
 
   private paths(name: string): SessionPaths {

@@ -398,17 +398,17 @@ export class TmuxProvider
     return this.scan(undefined);
   }
 
-  /** Kills the orphans of session `name` (see {@link OrphanKillProvider}). */
-  killOrphans(name: string): Promise<CensusEntry[]> {
-    return killOrphans(() => this.scan(name));
+  /** Kills the orphans of sessions `names`, from one census (see {@link OrphanKillProvider}). */
+  killOrphans(names: readonly string[]): Promise<CensusEntry[]> {
+    return killOrphans(() => this.scan(new Set(names)));
   }
 
-  private scan(session: string | undefined): Promise<CensusEntry[]> {
+  private scan(sessions: ReadonlySet<string> | undefined): Promise<CensusEntry[]> {
     const [flag, value] = socketArgs(this.settings.socket) as [string, string];
     return processCensus(
       (p) => p.comm.startsWith("tmux") || p.argv0 === "tmux",
       (argv) => hasOption(argv, flag, value),
-      { owner: this.srv.envCity.owner, session },
+      { owner: this.srv.envCity.owner, sessions },
     );
   }
 
