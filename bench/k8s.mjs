@@ -145,7 +145,17 @@ try {
     await sh(process.execPath, argv, { maxBuffer: 64 << 20 });
     return performance.now() - t;
   };
+  const before = server.requestLog.entries.length;
   await run([GC, "--city", dir, "status"]); // warm the page cache
+  const sreqs = server.requestLog.entries.slice(before).filter((r) => r.verb !== "watch");
+  const skinds = new Map();
+  for (const r of sreqs) {
+    const k = `${r.verb} ${r.resource ?? r.path}${r.subresource ? `/${r.subresource}` : ""}`;
+    skinds.set(k, (skinds.get(k) ?? 0) + 1);
+  }
+  console.log(
+    `one gc status: ${sreqs.length} API requests (${[...skinds].map(([k, n]) => `${n}× ${k}`).join(", ") || "none"})`,
+  );
   for (let i = 0; i < REPS; i++) {
     base.push(await run(["-e", "0"]));
     st.push(await run([GC, "--city", dir, "status"]));

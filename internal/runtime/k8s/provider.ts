@@ -202,19 +202,48 @@ export class K8sProvider
 
   /** One labelled list of this city's pods; running ones whose name starts with `prefix`. */
   async listRunning(prefix: string, opts: OpOptions = {}): Promise<string[]> {
-    return (await this.snapshot(prefix, opts)).filter((s) => s.running).map((s) => s.name);
+    return (await this.listed(prefix, opts)).filter((s) => s.running).map((s) => s.name);
   }
 
-  /** Every pod of this city (one labelled list), running or not, whose name starts with `prefix`. */
+  /**
+   * Every pod of this city (one labelled list, or the watch's cache), running or not, whose
+   * name starts with `prefix`. A running pod whose control channel has connected (a start or
+   * an earlier look made it) comes with its attached state and last activity, read over that
+   * channel: no API request, one `list-clients` per pod, the activity from the channel's
+   * output notifications once read. A channel that cannot tell reads as not attached with no
+   * known activity (as {@link isAttached} and {@link getLastActivity} answer). Pods without a
+   * connected channel carry no details (the snapshot opens no exec stream): the caller asks
+   * those one by one.
+   */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
+    const signal = opts.signal;
+    return Promise.all(
+      (await this.listed(prefix, opts)).map(async ({ pod, ...s }): Promise<SessionSnapshot> => {
+        if (!s.running) return s;
+        const ch = this.channel(pod); // made, not connected, when new
+        if (ch.client.generation === 0) return s;
+        const [attached, lastActivity] = await Promise.all([
+          ch.attached(signal).catch(() => false),
+          ch.lastActivity(signal).catch(() => undefined),
+        ]);
+        return { ...s, attached, lastActivity };
+      }),
+    );
+  }
+
+  /** The sessions of this city's pods (one labelled list, or the watch's cache), by name. */
+  private async listed(
+    prefix: string,
+    opts: OpOptions,
+  ): Promise<{ name: string; running: boolean; pod: string }[]> {
     await this.api();
     await this.lease.claim(opts.signal);
     const pods = await this.pods.list(opts.signal);
-    const out: SessionSnapshot[] = [];
+    const out: { name: string; running: boolean; pod: string }[] = [];
     for (const p of pods) {
       const name = sessionOf(p as PodView, this.owner);
       if (name === undefined || !name.startsWith(prefix)) continue;
-      out.push({ name, running: podState(p as PodView).kind === "running" });
+      out.push({ name, running: podState(p as PodView).kind === "running", pod: p.metadata!.name! });
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
