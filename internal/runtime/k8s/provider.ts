@@ -366,7 +366,7 @@ export class K8sProvider
 
   async getLastActivity(name: string, opts: OpOptions = {}): Promise<Date | undefined> {
     validateSessionName(name);
-    const p = await this.pods.getPod(name, opts.signal);
+    const p = await this.pods.seenPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return undefined;
     try {
       return await this.channel(p.metadata!.name!).lastActivity(opts.signal);
@@ -437,7 +437,7 @@ export class K8sProvider
 
   async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
     validateSessionName(name);
-    const p = await this.pods.getPod(name, opts.signal);
+    const p = await this.pods.seenPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return false;
     try {
       return await this.channel(p.metadata!.name!).attached(opts.signal);
