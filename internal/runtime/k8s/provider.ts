@@ -86,6 +86,11 @@ export class K8sProvider
   private readonly startsOf: PodStarts;
   private readonly nudges = new NudgeQueue();
   private readonly starts = new StartsInProgress();
+  /** Per channel: its last attached answer (see {@link attachedOf}). */
+  private readonly attachedSeen = new WeakMap<
+    Channel,
+    { epoch: number; value: { gen: number; attached: boolean } | undefined }
+  >();
 
   /** @throws ProviderError for invalid settings. */
   constructor(opts: K8sProviderOptions) {
@@ -209,8 +214,8 @@ export class K8sProvider
    * Every pod of this city (one labelled list, or the watch's cache), running or not, whose
    * name starts with `prefix`. A running pod whose control channel has connected (a start or
    * an earlier look made it) comes with its attached state and last activity, read over that
-   * channel: no API request, one `list-clients` per pod, the activity from the channel's
-   * output notifications once read. A channel that cannot tell reads as not attached with no
+   * channel: no API request; `list-clients` only when a client came or went since the last
+   * look ({@link attachedOf}), the activity from the channel's output notifications once read. A channel that cannot tell reads as not attached with no
    * known activity (as {@link isAttached} and {@link getLastActivity} answer). Pods without a
    * connected channel carry no details (the snapshot opens no exec stream): the caller asks
    * those one by one.
@@ -223,12 +228,40 @@ export class K8sProvider
         const ch = this.channel(pod); // made, not connected, when new
         if (ch.client.generation === 0) return s;
         const [attached, lastActivity] = await Promise.all([
-          ch.attached(signal).catch(() => false),
+          this.attachedOf(ch, signal).catch(() => false),
           ch.lastActivity(signal).catch(() => undefined),
         ]);
         return { ...s, attached, lastActivity };
       }),
     );
+  }
+
+  /**
+   * Whether a terminal is attached to the channel's session ({@link Channel.attached}), as last
+   * read over this channel connection: tmux tells every control client when another client
+   * attaches (`%client-session-changed`) or detaches (`%client-detached`), and the answer is
+   * read again only then (or after a reconnect). So a steady status costs no round trip.
+   */
+  private async attachedOf(ch: Channel, signal?: AbortSignal): Promise<boolean> {
+    let seen = this.attachedSeen.get(ch);
+    if (!seen) {
+      const entry = { epoch: 0, value: undefined as { gen: number; attached: boolean } | undefined };
+      ch.client.onNotification((n) => {
+        if (n.name === "client-session-changed" || n.name === "client-detached") {
+          entry.epoch++;
+          entry.value = undefined;
+        }
+      });
+      this.attachedSeen.set(ch, entry);
+      seen = entry;
+    }
+    const gen = ch.client.generation;
+    if (seen.value?.gen === gen) return seen.value.attached;
+    const epoch = seen.epoch;
+    const attached = await ch.attached(signal);
+    // A client came or went while it was read: the next look reads again.
+    if (seen.epoch === epoch && ch.client.generation === gen) seen.value = { gen, attached };
+    return attached;
   }
 
   /** The sessions of this city's pods (one labelled list, or the watch's cache), by name. */
