@@ -240,4 +240,28 @@ describe("options", () => {
     await expect.poll(() => done, { timeout: 5_000 }).toBe(true);
     expect(events).toEqual([["ERROR", 410]]);
   });
+
+  it("runProcesses answering an argv runs it in the container's stead, in its environment, as the container's process", async () => {
+    const server = await startApiServer({
+      runProcesses: (_pod, container) => [
+        "sh",
+        "-c",
+        `echo "stand-in for ${container} in $HOSTNAME"; read x`,
+      ],
+    });
+    onTestFinished(() => server.stop());
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(server.kubeconfigPath);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const pod = await core.createNamespacedPod({
+      namespace: "default",
+      body: shellPod("standin", "echo own command; exec sleep 1000", { stdin: true }),
+    });
+    const log = () => core.readNamespacedPodLog({ name: "standin", namespace: "default", container: "main" });
+    await expect.poll(log, { timeout: 10_000 }).toBe("stand-in for main in standin\n");
+    expect(pidsTagged(POD_MARKER, pod.metadata!.uid!).length).toBeGreaterThan(0);
+    // The stand-in is the container's process: deleting the pod ends it.
+    await core.deleteNamespacedPod({ name: "standin", namespace: "default", gracePeriodSeconds: 0 });
+    await expect.poll(() => pidsTagged(POD_MARKER, pod.metadata!.uid!), { timeout: 10_000 }).toEqual([]);
+  });
 });

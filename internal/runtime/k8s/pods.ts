@@ -60,6 +60,16 @@ export class CityPods {
     }
   }
 
+  /**
+   * {@link getPod} for observations: the city's pod watch's copy while it is live (no
+   * request), else one read.
+   */
+  async seenPod(name: string, signal?: AbortSignal): Promise<K8s.V1Pod | undefined> {
+    const c = this.city.watch.cached(this.city.identity(name).pod);
+    if (c === undefined) return this.getPod(name, signal);
+    return c && sessionOf(c as PodView, this.city.owner) === name ? c : undefined;
+  }
+
   /** A failed API call as a ProviderError, with its fault (infrastructure, configuration) when known. */
   private apiError(what: string, e: unknown): ProviderError {
     return apiFailure(what, e);

@@ -86,6 +86,11 @@ export class K8sProvider
   private readonly startsOf: PodStarts;
   private readonly nudges = new NudgeQueue();
   private readonly starts = new StartsInProgress();
+  /** Per channel: its last attached answer (see {@link attachedOf}). */
+  private readonly attachedSeen = new WeakMap<
+    Channel,
+    { epoch: number; value: { gen: number; attached: boolean } | undefined }
+  >();
 
   /** @throws ProviderError for invalid settings. */
   constructor(opts: K8sProviderOptions) {
@@ -202,19 +207,76 @@ export class K8sProvider
 
   /** One labelled list of this city's pods; running ones whose name starts with `prefix`. */
   async listRunning(prefix: string, opts: OpOptions = {}): Promise<string[]> {
-    return (await this.snapshot(prefix, opts)).filter((s) => s.running).map((s) => s.name);
+    return (await this.listed(prefix, opts)).filter((s) => s.running).map((s) => s.name);
   }
 
-  /** Every pod of this city (one labelled list), running or not, whose name starts with `prefix`. */
+  /**
+   * Every pod of this city (one labelled list, or the watch's cache), running or not, whose
+   * name starts with `prefix`. A running pod whose control channel has connected (a start or
+   * an earlier look made it) comes with its attached state and last activity, read over that
+   * channel: no API request; `list-clients` only when a client came or went since the last
+   * look ({@link attachedOf}), the activity from the channel's output notifications once read. A channel that cannot tell reads as not attached with no
+   * known activity (as {@link isAttached} and {@link getLastActivity} answer). Pods without a
+   * connected channel carry no details (the snapshot opens no exec stream): the caller asks
+   * those one by one.
+   */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
+    const signal = opts.signal;
+    return Promise.all(
+      (await this.listed(prefix, opts)).map(async ({ pod, ...s }): Promise<SessionSnapshot> => {
+        if (!s.running) return s;
+        const ch = this.channel(pod); // made, not connected, when new
+        if (ch.client.generation === 0) return s;
+        const [attached, lastActivity] = await Promise.all([
+          this.attachedOf(ch, signal).catch(() => false),
+          ch.lastActivity(signal).catch(() => undefined),
+        ]);
+        return { ...s, attached, lastActivity };
+      }),
+    );
+  }
+
+  /**
+   * Whether a terminal is attached to the channel's session ({@link Channel.attached}), as last
+   * read over this channel connection: tmux tells every control client when another client
+   * attaches (`%client-session-changed`) or detaches (`%client-detached`), and the answer is
+   * read again only then (or after a reconnect). So a steady status costs no round trip.
+   */
+  private async attachedOf(ch: Channel, signal?: AbortSignal): Promise<boolean> {
+    let seen = this.attachedSeen.get(ch);
+    if (!seen) {
+      const entry = { epoch: 0, value: undefined as { gen: number; attached: boolean } | undefined };
+      ch.client.onNotification((n) => {
+        if (n.name === "client-session-changed" || n.name === "client-detached") {
+          entry.epoch++;
+          entry.value = undefined;
+        }
+      });
+      this.attachedSeen.set(ch, entry);
+      seen = entry;
+    }
+    const gen = ch.client.generation;
+    if (seen.value?.gen === gen) return seen.value.attached;
+    const epoch = seen.epoch;
+    const attached = await ch.attached(signal);
+    // A client came or went while it was read: the next look reads again.
+    if (seen.epoch === epoch && ch.client.generation === gen) seen.value = { gen, attached };
+    return attached;
+  }
+
+  /** The sessions of this city's pods (one labelled list, or the watch's cache), by name. */
+  private async listed(
+    prefix: string,
+    opts: OpOptions,
+  ): Promise<{ name: string; running: boolean; pod: string }[]> {
     await this.api();
     await this.lease.claim(opts.signal);
     const pods = await this.pods.list(opts.signal);
-    const out: SessionSnapshot[] = [];
+    const out: { name: string; running: boolean; pod: string }[] = [];
     for (const p of pods) {
       const name = sessionOf(p as PodView, this.owner);
       if (name === undefined || !name.startsWith(prefix)) continue;
-      out.push({ name, running: podState(p as PodView).kind === "running" });
+      out.push({ name, running: podState(p as PodView).kind === "running", pod: p.metadata!.name! });
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
@@ -337,7 +399,7 @@ export class K8sProvider
 
   async getLastActivity(name: string, opts: OpOptions = {}): Promise<Date | undefined> {
     validateSessionName(name);
-    const p = await this.pods.getPod(name, opts.signal);
+    const p = await this.pods.seenPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return undefined;
     try {
       return await this.channel(p.metadata!.name!).lastActivity(opts.signal);
@@ -408,7 +470,7 @@ export class K8sProvider
 
   async isAttached(name: string, opts: OpOptions = {}): Promise<boolean> {
     validateSessionName(name);
-    const p = await this.pods.getPod(name, opts.signal);
+    const p = await this.pods.seenPod(name, opts.signal);
     if (!p || podState(p as PodView).kind !== "running") return false;
     try {
       return await this.channel(p.metadata!.name!).attached(opts.signal);

@@ -103,6 +103,15 @@ export class PodWatch {
   }
 
   /**
+   * Pod `name` as the cache holds it (`null`: the city has no such pod), or `undefined` when
+   * the watch is not live. Starts nothing and makes no request.
+   */
+  cached(name: string): CachedPod | null | undefined {
+    if (!this.live) return undefined;
+    return this.pods.get(name) ?? null;
+  }
+
+  /**
    * Resolves with the first non-`undefined` value of `test(pods)` — the cached pods of the
    * city by name — tested now and after every change of the cache, once the cache is synced
    * to resourceVersion `after` (the answer to the caller's own last write).

@@ -68,12 +68,15 @@ export interface KubeletOptions {
   /** Default entrypoint when a container has neither command nor args (the "image's"). */
   readonly defaultEntrypoint: readonly string[];
   /**
-   * Whether a pod's main container processes really run (default: all). A pod for which this
-   * is false goes Running with no process behind its containers (exec still works, in the
-   * container's directory and environment; logs are empty; attach is refused): for scale
-   * tests, where spawning hundreds of processes would only measure fork().
+   * Whether a pod's main container processes really run (default: all), asked per main
+   * container. `false`: the container goes Running with no process behind it (exec still
+   * works, in the container's directory and environment; logs are empty; attach is refused).
+   * An argv: the container runs that instead of its command and args — a stand-in, in the
+   * container's directory and environment (taken as is: no `$(VAR)` expansion), whose end ends the container
+   * as its own would. For scale tests, where spawning hundreds of processes (or running each
+   * one's own periodic work) would only measure fork().
    */
-  readonly runProcesses?: (pod: KObject) => boolean;
+  readonly runProcesses?: (pod: KObject, container: string) => boolean | readonly string[];
   readonly nodeName: string;
 }
 
@@ -430,12 +433,14 @@ export class Kubelet {
       c.log = new LogBuffer();
     }
     const startedAt = now();
-    if (!c.init && this.opts.runProcesses && !this.opts.runProcesses(pod)) {
+    const choice = c.init || !this.opts.runProcesses ? true : this.opts.runProcesses(pod, c.spec.name);
+    if (choice === false) {
       c.state = { running: { startedAt } };
       run.phase = "Running";
       this.sync(run);
       return;
     }
+    if (choice !== true) argv.splice(0, argv.length, ...choice);
     let proc: Proc;
     try {
       proc = startProc(argv, { cwd, env, tty: c.spec.tty === true });

@@ -104,10 +104,11 @@ export interface ApiServerOptions {
   readonly defaultEntrypoint?: readonly string[];
   /**
    * Which pods get real main-container processes (default: all). `false` (or a predicate
-   * answering false) makes a pod Running with no process behind it; exec still works. For
-   * scale tests with hundreds of pods.
+   * answering false) makes a pod Running with no process behind it; exec still works. A
+   * predicate answering an argv runs that in the container's stead (a cheap stand-in for its
+   * command). For scale tests with hundreds of pods.
    */
-  readonly runProcesses?: boolean | ((pod: KObject) => boolean);
+  readonly runProcesses?: boolean | ((pod: KObject, container: string) => boolean | readonly string[]);
   /** Interval of BOOKMARK events on watches that allow them (default 60 s, as a real server). */
   readonly bookmarkIntervalMs?: number;
   /** Watch history length before older resourceVersions expire (default 5000 events). */

@@ -92,6 +92,9 @@ describe("k8s attach over the exec WebSocket with a TTY", { timeout: 120_000 }, 
   it("gc's attach (client-node): sees the session, types, resizes, detaches with C-b d", async () => {
     const city = `att-${process.pid}`;
     const p = await session(city, "att");
+    // The snapshot's attached state, read once, then kept until tmux says a client came or went.
+    const snapAttached = async () => (await p.snapshot("att")).find((s) => s.name === "att")?.attached;
+    expect(await snapAttached()).toBe(false);
     const { term, out, exited } = onPty(
       process.execPath,
       attachChildArgs({
@@ -107,6 +110,7 @@ describe("k8s attach over the exec WebSocket with a TTY", { timeout: 120_000 }, 
     );
     await expect.poll(() => out.screen.includes("HELLO-FROM-POD"), { timeout: 30_000 }).toBe(true);
     await expect.poll(() => p.isAttached("att"), { timeout: 15_000 }).toBe(true);
+    await expect.poll(snapAttached, { timeout: 15_000 }).toBe(true);
     await expect.poll(() => clientSizes(p, "att"), { timeout: 15_000 }).toBe("100x30");
     term.resize(120, 40);
     await expect.poll(() => clientSizes(p, "att"), { timeout: 15_000 }).toBe("120x40");
@@ -119,6 +123,7 @@ describe("k8s attach over the exec WebSocket with a TTY", { timeout: 120_000 }, 
     expect(out.screen).toContain("GC-ATTACH-RETURNED");
     expect(await p.isRunning("att")).toBe(true);
     await expect.poll(() => p.isAttached("att"), { timeout: 15_000 }).toBe(false);
+    await expect.poll(snapAttached, { timeout: 15_000 }).toBe(false);
   });
 
   it("the real kubectl exec -it attaches to the same tmux session, resizes and detaches", async () => {
