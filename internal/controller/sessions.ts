@@ -16,6 +16,7 @@ import {
   isRouter,
   type PendingInteraction,
   type SessionLook,
+  supportsLook,
   supportsSnapshot,
 } from "../runtime/provider.js";
 import { classifyLook, type ObservedWork, screenTail } from "../runtime/screen/work.js";
@@ -165,6 +166,13 @@ export async function collectCity(
     controllerPending?: (
       byProvider: ReadonlyMap<string, readonly string[]>,
     ) => Promise<Map<string, Seen> | undefined>;
+    /**
+     * Resolves true when this process looks at the screens itself (no controller to ask):
+     * the wanted sessions' screens are then asked for as soon as the city file is resolved,
+     * so the provider captures them while this process reads the store and the listing
+     * ({@link seeSessions}' `started`).
+     */
+    looksItself?: Promise<boolean>;
   } = {},
 ): Promise<CityView> {
   // The default provider is observed while the city file is resolved and the store read
@@ -181,6 +189,9 @@ export async function collectCity(
   }
   // Read after loading: a file that turned invalid since the city opened is reported too.
   const configError = city.configError ?? loadError;
+  const started = (await opts.looksItself?.catch(() => false))
+    ? startLooks(city, desired, signal)
+    : undefined;
   const store = await city.store();
   const records = await store.list();
   const providers = [
@@ -190,7 +201,7 @@ export async function collectCity(
   const byProvider = runningByProvider(observation);
   const seen =
     (await opts.controllerPending?.(byProvider)) ??
-    (await seeSessions(city, byProvider, signal, screenRulesBySession(city, desired)));
+    (await seeSessions(city, byProvider, signal, screenRulesBySession(city, desired), started));
   const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
@@ -371,17 +382,65 @@ export async function seeSessions(
   byProvider: ReadonlyMap<string, readonly string[]>,
   signal?: AbortSignal,
   rulesOf: (session: string) => ScreenRules | undefined = () => undefined,
+  started: ReadonlyMap<string, Promise<Map<string, SessionLook>>> = new Map(),
 ): Promise<Map<string, Seen>> {
   const out = new Map<string, Seen>();
   await Promise.all(
     [...byProvider].map(async ([pName, names]) => {
       const p = await city.providerFor(pName).catch(() => undefined);
       if (!p) return;
-      const looks = await lookSessions(p, names, signal).catch(() => new Map<string, SessionLook>());
+      const early = (await started.get(pName)) ?? new Map<string, SessionLook>();
+      // A running session the early look did not show (not wanted, or started since) is looked at now.
+      const rest = names.filter((n) => !early.has(n));
+      const looks =
+        rest.length === 0
+          ? early
+          : new Map([
+              ...early,
+              ...(await lookSessions(p, rest, signal).catch(() => new Map<string, SessionLook>())),
+            ]);
       const now = Date.now();
-      for (const [n, l] of looks) out.set(n, seenOf(l, now, rulesOf(n)));
+      for (const n of names) {
+        const l = looks.get(n);
+        if (l) out.set(n, seenOf(l, now, rulesOf(n)));
+      }
     }),
   );
+  return out;
+}
+
+/**
+ * The looks {@link seeSessions} takes as started: of the wanted sessions, by provider, asked
+ * before the providers' listings are in, so a provider reads the screens while this process
+ * reads the store and the listings. Asked only of providers that list all their sessions in
+ * one call and look at many at once (snapshot and look, not a router): their look leaves out
+ * what does not run at little cost.
+ */
+function startLooks(
+  city: City,
+  wanted: readonly Pick<WantedSession, "name" | "provider">[],
+  signal?: AbortSignal,
+): Map<string, Promise<Map<string, SessionLook>>> {
+  const byProvider = new Map<string, string[]>();
+  for (const w of wanted) {
+    const list = byProvider.get(w.provider);
+    if (list) list.push(w.name);
+    else byProvider.set(w.provider, [w.name]);
+  }
+  const out = new Map<string, Promise<Map<string, SessionLook>>>();
+  for (const [pName, names] of byProvider) {
+    out.set(
+      pName,
+      city
+        .providerFor(pName)
+        .then((p) =>
+          supportsLook(p) && supportsSnapshot(p) && !isRouter(p)
+            ? p.look(names, { signal })
+            : new Map<string, SessionLook>(),
+        )
+        .catch(() => new Map<string, SessionLook>()),
+    );
+  }
   return out;
 }
 
@@ -403,9 +462,17 @@ export function screenRulesBySession(
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const agentOf = new Map(wanted.map((w) => [w.name, w.agent]));
   const cfg = config;
+  // One agent's sessions (a pool's instances) share its rules.
+  const rulesOf = new Map<string, ScreenRules>();
   return (session) => {
     const a = agents.get(agentOf.get(session) ?? "");
-    return a === undefined ? undefined : screenRulesOf(cfg, a);
+    if (a === undefined) return undefined;
+    let rules = rulesOf.get(a.name);
+    if (rules === undefined) {
+      rules = screenRulesOf(cfg, a);
+      rulesOf.set(a.name, rules);
+    }
+    return rules;
   };
 }
 

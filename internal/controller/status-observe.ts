@@ -21,6 +21,7 @@ export async function observeStatus(city: City, signal?: AbortSignal): Promise<S
       controllerDesired: found.then((c) => c.desired),
       controllerPending: async (byProvider) =>
         (await found).running ? askPending(city, byProvider) : undefined,
+      looksItself: found.then((c) => !c.running),
     }),
     found,
   ]);

@@ -62,13 +62,18 @@ export interface ClassifyOptions {
   readonly classifyScreen?: typeof classifyScreen | undefined;
 }
 
-/** The screen's lines without trailing blanks (NBSP as space). Pure. */
-function lines(screen: string): string[] {
+/** The last screen split by {@link lines}: one look's screen is split once, not per rule. */
+let lastLines: { readonly screen: string; readonly lines: readonly string[] } | undefined;
+
+/** The screen's lines without trailing blanks (NBSP as space). Pure (the result is shared: never change it). */
+function lines(screen: string): readonly string[] {
+  if (lastLines?.screen === screen) return lastLines.lines;
   const out = screen
     .replace(/\r\n?/g, "\n")
     .split("\n")
     .map((l) => l.replace(/\u00a0/g, " ").trimEnd());
   while (out.length > 0 && out[out.length - 1] === "") out.pop();
+  lastLines = { screen, lines: out };
   return out;
 }
 
