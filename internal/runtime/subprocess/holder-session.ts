@@ -66,6 +66,8 @@ interface Conn {
 
 /** What a session needs from the process that holds it. */
 export interface SessionHost {
+  /** The holding process's control socket (recorded, for a `release` of this session). */
+  readonly controlSocket: string;
   /**
    * Called as the session stops serving, before its files and socket go (in the same turn of
    * the event loop, so no create of the same name comes between): frees its name at once. The
@@ -232,6 +234,7 @@ export class Session {
       city: this.spec.city,
       name: this.spec.name,
       holderPid: process.pid,
+      control: this.host.controlSocket,
       childPid: this.childPid,
       childStart: this.childStart,
       socket: this.spec.socket,
