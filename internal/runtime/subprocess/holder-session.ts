@@ -5,6 +5,7 @@
  * serves there. Nothing it does reaches another session.
  */
 import { chmodSync, readFileSync, rmSync, unlinkSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer, type Server, type Socket } from "node:net";
 import { constants as osConstants } from "node:os";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import type { IPty } from "@lydell/node-pty";
 import { describeError, InvalidNameError } from "../../base/errors.js";
 import { validateMetaKey } from "../../base/names.js";
-import { procStartTime, readStat } from "../../proc/process-table.js";
+import { ended, parseStat, procStartTime, readStat } from "../../proc/process-table.js";
 import { screenLooksIdle } from "../screen/classify.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { PtyInput } from "./holder-input.js";
@@ -47,6 +48,22 @@ function signalName(n: number | undefined): string | null {
   if (!n) return null;
   for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
   return `SIG${n}`;
+}
+
+/**
+ * `procStartTime` (proc/process-table.ts) read off the event loop: right after the fork the
+ * child is busy in `exec`, and reading its stat then can wait on it — while every other
+ * session of the holder waits too.
+ */
+async function startTimeOf(pid: number): Promise<number | null> {
+  try {
+    const st = parseStat(await readFile(`/proc/${pid}/stat`, "utf8"));
+    if (!st || ended(st)) return null;
+    const v = Number(st.startTime);
+    return Number.isFinite(v) ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Foreground process group of the pty whose leader is `pid` (from /proc), or 0. */
@@ -158,7 +175,6 @@ export class Session {
           env: { ...this.spec.env },
           encoding: null,
         });
-        this.childStart = procStartTime(this.term.pid);
         this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
         this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
       });
@@ -166,6 +182,7 @@ export class Session {
       this.server.close();
       throw e;
     }
+    this.childStart = await startTimeOf(this.term.pid);
     this.writeRecord();
   }
 
