@@ -3,7 +3,6 @@
  * whose cleanup stops every session and kills every holder still serving it, even when the
  * test failed half way.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { makeHolderDir } from "../../../conformance/holder-dir.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
