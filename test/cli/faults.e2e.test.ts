@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { pidAlive } from "../../internal/proc/kill.js";
 import { ownerKey } from "../../internal/runtime/identity.js";
+import { defaultHolders } from "../../internal/runtime/subprocess/options.js";
 import { GC_BIN, makeCity, storedCityId, type TestCity, until } from "../support/city.js";
 import { has } from "../support/needs.js";
 
@@ -218,7 +219,9 @@ describe.skipIf(!hasTmux)("faults", { timeout: 1_800_000 }, () => {
         expect(all.filter((s) => s.tag !== tagOf())).toEqual([]); // nothing untagged
         expect(all).toHaveLength(SESSIONS);
       } else {
-        expect(holders(city)).toHaveLength(1); // one holder per city
+        // A few holders per city (concurrent starts are spread over them), never more than a root's slots.
+        expect(holders(city).length).toBeGreaterThan(0);
+        expect(holders(city).length).toBeLessThanOrEqual(defaultHolders());
         expect(heldSessions(city)).toBe(SESSIONS);
       }
       const restarts = (st.sessions as (Row & { restarts: number })[]).filter((r) => r.restarts > 0);

@@ -1,7 +1,8 @@
 /**
- * End-to-end: a city on the subprocess provider keeps all its sessions in one holder
- * process; when that holder dies the controller notices at once (interval 1h here), restarts
- * every session on a new holder, and counts the loss as infrastructure, not as crashes.
+ * End-to-end: a city on the subprocess provider keeps its sessions in its holder processes
+ * (one, or a few when sessions start together); when a holder dies the controller notices at
+ * once (interval 1h here), restarts the sessions it held on a new holder, and counts the loss
+ * as infrastructure, not as crashes; the other sessions are untouched.
  * `gc stop` leaves no holder behind — also when a program exited by itself (its session stays
  * held, for its exit status and last screen, until stopped).
  */
@@ -63,7 +64,7 @@ async function startedSolo(name: string, command: string, extra = ""): Promise<T
 }
 
 describe("subprocess holders (e2e)", { timeout: 180_000 }, () => {
-  it("a killed holder is recovered at once by the controller, counted as infrastructure; stop leaves no holder", async () => {
+  it("a killed holder's sessions are recovered at once by the controller, counted as infrastructure; stop leaves no holder", async () => {
     const city = makeCity(`workspace:
   name: @NAME@
 session:
@@ -81,21 +82,24 @@ agents:
     onTestFinished(async () => killPids(holders(city)));
     expect((await city.gc(["start"])).code).toBe(0);
     await until("all running", async () => (await sessions(city)).every((s) => s.running));
-    const holder = holderOf(city, "alpha");
-    expect(holders(city)).toEqual([holder]);
-    expect(holderOf(city, "gamma")).toBe(holder);
+    const names = ["alpha", "beta", "gamma"];
+    const before = new Map(names.map((n) => [n, holderOf(city, n)]));
+    expect(holders(city).sort()).toEqual([...new Set(before.values())].sort());
+    const holder = before.get("alpha")!;
+    const lostOnes = names.filter((n) => before.get(n) === holder);
+    const untouched = names.filter((n) => before.get(n) !== holder);
 
     process.kill(holder, "SIGKILL");
     const rows = await until(
-      "all back on a new holder",
+      "the lost sessions back on a new holder",
       async () => {
         const s = await sessions(city);
-        const fresh = holders(city);
+        const live = holders(city);
         return (
           s.length === 3 &&
           s.every((x) => x.running && x.state === "running") &&
-          fresh.length === 1 &&
-          fresh[0] !== holder &&
+          !live.includes(holder) &&
+          lostOnes.every((n) => live.includes(holderOf(city, n))) &&
           s
         );
       },
@@ -103,8 +107,9 @@ agents:
     );
     for (const s of rows) {
       expect(s.restarts, s.name).toBe(0);
-      expect(s.infraLosses, s.name).toBe(1);
+      expect(s.infraLosses, s.name).toBe(lostOnes.includes(s.name) ? 1 : 0);
     }
+    for (const n of untouched) expect(holderOf(city, n), n).toBe(before.get(n));
     const events = await city.gc(["session", "logs", "alpha", "--events", "--json"]);
     expect(events.stdout).toContain("session.infrastructure-lost");
     expect(events.stdout).not.toContain('"crashed"');
@@ -133,7 +138,7 @@ agents:
         s.find((x) => x.name === "quits")?.running === false
       );
     });
-    expect(holders(city)).toHaveLength(1);
+    expect(holders(city).length).toBeGreaterThan(0);
 
     const stop = await city.gc(["stop"]);
     expect(stop.stderr).toBe("");

@@ -1,9 +1,12 @@
 /**
- * The one holder process of a subprocess provider root (holder-process.ts), seen from the
- * provider side: its control socket, whether it answers, spawning it (detached, once, under
- * `<root>/holder.lock`, so concurrent starters here or in other processes spawn one only),
- * asking it to let a session go, waiting for it to exit, watching for its loss, and the
- * /proc census of it and its sessions. Never kills the holder itself.
+ * The holder processes of a subprocess provider root (holder-process.ts), seen from the
+ * provider side. A root has up to `holders` of them, one per slot, each with its own control
+ * socket, lock and log (layout.ts), so a burst of starts forks programs in several processes
+ * at once and one holder's crash loses only the sessions it holds. Per slot: whether it
+ * answers, spawning it (detached, once, under its lock, so concurrent starters here or in
+ * other processes spawn one only), asking it to let a session go, waiting for it to exit and
+ * watching for its loss; and the /proc census of all of them and their sessions. Never kills
+ * a holder itself.
  */
 import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
@@ -24,7 +27,13 @@ import {
   holderSocketPath,
   rotateIfLarge,
 } from "./layout.js";
-import { HOLDER_START_TIMEOUT_MS, POLL_MS, SHUTDOWN_TIMEOUT_MS, STATUS_TIMEOUT_MS } from "./options.js";
+import {
+  HOLDER_START_POLL_MS,
+  HOLDER_START_TIMEOUT_MS,
+  POLL_MS,
+  SHUTDOWN_TIMEOUT_MS,
+  STATUS_TIMEOUT_MS,
+} from "./options.js";
 import type { HolderRecord } from "./protocol.js";
 import { tryLock } from "./start-lock.js";
 
@@ -50,7 +59,7 @@ async function isHolderProcess(pid: number, root: string): Promise<boolean> {
   return args?.some((a) => a.endsWith("holder.js")) === true && args.includes(root);
 }
 
-/** The holder process of one provider root. Safe for concurrent use. */
+/** The holder processes of one provider root. Safe for concurrent use. */
 export class HolderControl {
   /** The provider root (`<stateDir>/subprocess`). */
   readonly root: string;
@@ -58,76 +67,83 @@ export class HolderControl {
   readonly owner: string;
   /** The built holder script. */
   readonly holderPath: string;
+  /** How many holder processes (slots) the root may have. */
+  readonly slots: number;
   /** Node binary for the holder. */
   private readonly nodePath: string | undefined;
-  /** The holder spawn in progress in this process, shared by concurrent starts. */
-  private holderReady: Promise<void> | undefined;
+  /** The holder spawns in progress in this process, by slot, shared by concurrent starts. */
+  private readonly holderReady = new Map<number, Promise<void>>();
   /** {@link HolderControl.onLost} subscribers. */
   private readonly lossListeners = new Set<() => void>();
-  /** Stops watching the holder process; set while a watch connection is open. */
-  private unwatch: (() => void) | undefined;
+  /** Stops watching a slot's holder process; set while its watch connection is open. */
+  private readonly unwatch = new Map<number, () => void>();
 
   constructor(opts: {
     readonly root: string;
     readonly owner: string;
     readonly holderPath: string;
+    readonly slots?: number | undefined;
     readonly nodePath?: string | undefined;
   }) {
     this.root = opts.root;
     this.owner = opts.owner;
     this.holderPath = opts.holderPath;
+    this.slots = Math.max(1, Math.trunc(opts.slots ?? 1));
     this.nodePath = opts.nodePath;
   }
 
-  /** Stops watching the holder (it keeps running) and drops every loss subscriber. Idempotent. */
+  /** Stops watching the holders (they keep running) and drops every loss subscriber. Idempotent. */
   close(): void {
     this.lossListeners.clear();
-    this.unwatch?.();
-    this.unwatch = undefined;
+    this.stopWatching();
+  }
+
+  private stopWatching(): void {
+    for (const stop of this.unwatch.values()) stop();
+    this.unwatch.clear();
   }
 
   /**
-   * Calls `fn` whenever the holder process of this root ends (it died, taking every session
-   * with it, or it exited after its last session), so the controller reconciles at once.
-   * Watches the running holder now and each one this provider starts later.
+   * Calls `fn` whenever a holder process of this root ends (it died, taking the sessions it
+   * held with it, or it exited after its last session), so the controller reconciles at once.
+   * Watches the running holders now and each one this provider starts later.
    * @returns the unsubscribe.
    */
   onLost(fn: () => void): () => void {
     this.lossListeners.add(fn);
-    void this.watch();
+    for (let slot = 0; slot < this.slots; slot++) void this.watch(slot);
     return () => {
       this.lossListeners.delete(fn);
-      if (this.lossListeners.size === 0) {
-        this.unwatch?.();
-        this.unwatch = undefined;
-      }
+      if (this.lossListeners.size === 0) this.stopWatching();
     };
   }
 
-  /** Opens the watch connection when someone listens and none is open. Never throws. */
-  async watch(): Promise<void> {
-    if (this.unwatch || this.lossListeners.size === 0) return;
-    this.unwatch = () => undefined; // claimed while connecting
+  /** Opens the watch connection of `slot`'s holder when someone listens and none is open. Never throws. */
+  async watch(slot: number): Promise<void> {
+    if (this.unwatch.has(slot) || this.lossListeners.size === 0) return;
+    const claim = () => undefined;
+    this.unwatch.set(slot, claim); // claimed while connecting
     try {
-      this.unwatch = await watchHolder(
-        this.socket,
+      const stop = await watchHolder(
+        this.socketOf(slot),
         () => {
-          this.unwatch = undefined;
+          this.unwatch.delete(slot);
           for (const fn of [...this.lossListeners]) fn();
         },
         STATUS_TIMEOUT_MS,
       );
-      if (this.lossListeners.size === 0) {
-        this.unwatch();
-        this.unwatch = undefined;
-      }
+      if (this.lossListeners.size === 0 || this.unwatch.get(slot) !== claim) {
+        stop();
+        if (this.unwatch.get(slot) === claim) this.unwatch.delete(slot);
+      } else this.unwatch.set(slot, stop);
     } catch {
-      this.unwatch = undefined; // no holder now: watched once this provider starts one
+      // no holder in this slot now: watched once this provider starts one
+      if (this.unwatch.get(slot) === claim) this.unwatch.delete(slot);
     }
   }
 
   /**
-   * The live holder process of this root and all its descendants, from /proc, plus the
+   * The live holder processes of this root and all their descendants, from /proc, plus the
    * city's orphans (of `sessions` only, when given; flagged `orphan`).
    */
   census(sessions: ReadonlySet<string> | undefined): Promise<CensusEntry[]> {
@@ -139,45 +155,58 @@ export class HolderControl {
     );
   }
 
-  /** True when `pid` is this root's holder process (guards against pid reuse). */
+  /** True when `pid` is a holder process of this root (guards against pid reuse). */
   isHolder(pid: number): Promise<boolean> {
     return isHolderProcess(pid, this.root);
   }
 
-  /** The holder process's control socket. */
-  get socket(): string {
-    return holderSocketPath(this.root);
+  /** The control socket of `slot`'s holder process. */
+  socketOf(slot: number): string {
+    return holderSocketPath(this.root, slot);
   }
 
-  /** The holder process's pid when it answers on its control socket, else `undefined`. */
-  async pid(): Promise<number | undefined> {
+  /** The pid of the holder serving control socket `socket` when it answers, else `undefined`. */
+  async pidAt(socket: string): Promise<number | undefined> {
     try {
-      return (await holderRequest(this.socket, { op: "hello" }, { timeoutMs: STATUS_TIMEOUT_MS })).pid;
+      return (await holderRequest(socket, { op: "hello" }, { timeoutMs: STATUS_TIMEOUT_MS })).pid;
     } catch {
       return undefined;
     }
   }
 
-  /**
-   * Makes sure a holder process serves this root: spawns one (detached: it outlives us) under
-   * `<root>/holder.lock`, so concurrent starters here or in other processes spawn one only.
-   * @throws ProviderError when none answers within {@link HOLDER_START_TIMEOUT_MS}.
-   */
-  ensure(): Promise<void> {
-    this.holderReady ??= this.spawnHolderOnce().finally(() => {
-      this.holderReady = undefined;
-    });
-    return this.holderReady;
+  /** The pids of the holder processes that answer on their control sockets. */
+  async pids(): Promise<number[]> {
+    const all = await Promise.all(
+      Array.from({ length: this.slots }, (_, slot) => this.pidAt(this.socketOf(slot))),
+    );
+    return all.filter((p): p is number => p !== undefined);
   }
 
-  private async spawnHolderOnce(): Promise<void> {
+  /**
+   * Makes sure a holder process serves `slot`: spawns one (detached: it outlives us) under the
+   * slot's lock, so concurrent starters here or in other processes spawn one only.
+   * @throws ProviderError when none answers within {@link HOLDER_START_TIMEOUT_MS}.
+   */
+  ensure(slot: number): Promise<void> {
+    let ready = this.holderReady.get(slot);
+    if (!ready) {
+      ready = this.spawnHolderOnce(slot).finally(() => {
+        this.holderReady.delete(slot);
+      });
+      this.holderReady.set(slot, ready);
+    }
+    return ready;
+  }
+
+  private async spawnHolderOnce(slot: number): Promise<void> {
     const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
+    const socket = this.socketOf(slot);
     for (;;) {
-      if ((await this.pid()) !== undefined) return;
-      const release = await tryLock(this.root, holderLockPath(this.root));
+      if ((await this.pidAt(socket)) !== undefined) return;
+      const release = await tryLock(this.root, holderLockPath(this.root, slot));
       if (release) {
         try {
-          if ((await this.pid()) === undefined) await this.spawnHolder(deadline);
+          if ((await this.pidAt(socket)) === undefined) await this.spawnHolder(slot, deadline);
           return;
         } finally {
           await release();
@@ -190,11 +219,11 @@ export class HolderControl {
     }
   }
 
-  /** Spawns the holder process and waits until its control socket answers. */
-  private async spawnHolder(deadline: number): Promise<void> {
-    const sock = this.socket;
+  /** Spawns `slot`'s holder process and waits until its control socket answers. */
+  private async spawnHolder(slot: number, deadline: number): Promise<void> {
+    const sock = this.socketOf(slot);
     if (dirname(sock) !== this.root) ensurePrivateDir(dirname(sock));
-    const logPath = holderLogPath(this.root);
+    const logPath = holderLogPath(this.root, slot);
     ensurePrivateDir(dirname(logPath));
     // gc may run inside a session: the holder must not carry that session's owner tag.
     const holderEnv: NodeJS.ProcessEnv = withoutOwnerTag(process.env);
@@ -207,7 +236,8 @@ export class HolderControl {
     const logFd = openSync(logPath, "a", 0o600);
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(this.nodePath ?? process.execPath, [this.holderPath, this.root], {
+      const args = slot === 0 ? [this.holderPath, this.root] : [this.holderPath, this.root, String(slot)];
+      child = spawn(this.nodePath ?? process.execPath, args, {
         detached: true,
         stdio: ["ignore", logFd, logFd],
         cwd: "/",
@@ -226,7 +256,7 @@ export class HolderControl {
       ended = describeError(e);
     });
     for (;;) {
-      if ((await this.pid()) !== undefined) return;
+      if ((await this.pidAt(sock)) !== undefined) return;
       if (ended !== undefined) {
         const tail = (await readFile(logPath, "utf8").catch(() => ""))
           .trim()
@@ -241,8 +271,14 @@ export class HolderControl {
           `the holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
         );
       }
-      await sleep(POLL_MS);
+      // Asking costs a failed connect: every start of the city waits on this answer.
+      await sleep(HOLDER_START_POLL_MS);
     }
+  }
+
+  /** The control socket of the holder that `rec` names (records from before slots: slot 0's). */
+  controlOf(rec: Pick<HolderRecord, "control">): string {
+    return rec.control ?? this.socketOf(0);
   }
 
   /**
@@ -254,7 +290,7 @@ export class HolderControl {
     if (!(await pidAlive(rec.holderPid)) || !(await this.isHolder(rec.holderPid))) return true;
     try {
       await holderRequest(
-        this.socket,
+        this.controlOf(rec),
         { op: "release", name: rec.name, city: this.owner },
         { timeoutMs: SHUTDOWN_TIMEOUT_MS },
       );
@@ -265,20 +301,21 @@ export class HolderControl {
   }
 
   /**
-   * When holder `pid` is exiting (alive, but its control socket is closed: its last session
-   * is gone), waits until it is gone (bounded by {@link SHUTDOWN_TIMEOUT_MS}).
+   * When holder `pid` (serving control socket `control`) is exiting (alive, but its control
+   * socket is closed: its last session is gone), waits until it is gone (bounded by
+   * {@link SHUTDOWN_TIMEOUT_MS}).
    */
-  async awaitIdleExit(pid: number): Promise<void> {
+  async awaitIdleExit(pid: number, control: string): Promise<void> {
     const deadline = Date.now() + SHUTDOWN_TIMEOUT_MS;
     while ((await pidAlive(pid)) && (await this.isHolder(pid))) {
-      if ((await this.pid()) === pid || Date.now() > deadline) return;
+      if ((await this.pidAt(control)) === pid || Date.now() > deadline) return;
       await sleep(POLL_MS);
     }
   }
 
   /**
    * Waits (bounded by {@link SHUTDOWN_TIMEOUT_MS}) until holder `pid` is gone: once none of
-   * the city's sessions is left, the holder is exiting.
+   * its sessions is left, the holder is exiting.
    */
   async awaitExit(pid: number): Promise<void> {
     const deadline = Date.now() + SHUTDOWN_TIMEOUT_MS;

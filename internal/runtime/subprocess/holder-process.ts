@@ -1,7 +1,8 @@
 /**
- * The session holder process: one detached Node process per provider root
- * (`<stateDir>/subprocess`, `<stateDir>/acp`) that runs every session's program and outlives
- * the gc process that started it. Each session (holder-session.ts) keeps its screen model,
+ * The session holder process: one of the few detached Node processes of a provider root
+ * (`<stateDir>/subprocess`, `<stateDir>/acp`; slot 0, 1, … each with its own control socket)
+ * that runs the programs of the sessions created through it and outlives the gc process that
+ * started it. Each session (holder-session.ts) keeps its screen model,
  * output ring, raw log, last-activity time, metadata and exit status, and serves them over
  * its private unix socket (protocol.ts). A control socket creates sessions (`create`, the
  * spec travels in the request) and drops unreachable ones (`release`). A session's program
@@ -44,7 +45,8 @@ class Holder implements SessionHost {
   private readonly root: string;
   /** The modes this holder runs besides its own pty. */
   private readonly modes: HolderModes;
-  private readonly socket: string;
+  /** This holder's control socket (its slot's). */
+  readonly controlSocket: string;
   private readonly sessions = new Map<string, Session>();
   private readonly server: Server;
   private creating = 0;
@@ -54,10 +56,10 @@ class Holder implements SessionHost {
   /** The pty forks queued, one per turn of the event loop ({@link forkTurn}). */
   private forkChain: Promise<unknown> = Promise.resolve();
 
-  constructor(root: string, modes: HolderModes) {
+  constructor(root: string, slot: number, modes: HolderModes) {
     this.root = root;
     this.modes = modes;
-    this.socket = holderSocketPath(root);
+    this.controlSocket = holderSocketPath(root, slot);
     this.server = createServer((sock) => this.accept(sock));
   }
 
@@ -69,8 +71,8 @@ class Holder implements SessionHost {
         break;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt > 0) throw e;
-        if (await answers(this.socket)) throw new Error(`another holder serves ${this.socket}`);
-        rmSync(this.socket, { force: true });
+        if (await answers(this.controlSocket)) throw new Error(`another holder serves ${this.controlSocket}`);
+        rmSync(this.controlSocket, { force: true });
       }
     }
     this.server.on("error", (e) => log(`control socket: ${describeError(e)}`));
@@ -78,7 +80,7 @@ class Holder implements SessionHost {
   }
 
   private bind(): Promise<void> {
-    return bindInSocketDir(this.socket, () => this.listenOnce(), ensurePrivateDir);
+    return bindInSocketDir(this.controlSocket, () => this.listenOnce(), ensurePrivateDir);
   }
 
   private listenOnce(): Promise<void> {
@@ -86,10 +88,10 @@ class Holder implements SessionHost {
       this.server.once("error", reject);
       const old = process.umask(0o077);
       try {
-        this.server.listen(this.socket, () => {
+        this.server.listen(this.controlSocket, () => {
           this.server.off("error", reject);
           try {
-            chmodSync(this.socket, 0o600);
+            chmodSync(this.controlSocket, 0o600);
             resolve();
           } catch (e) {
             reject(e);
@@ -119,11 +121,11 @@ class Holder implements SessionHost {
     log("no sessions left: exiting");
     this.server.close();
     try {
-      unlinkSync(this.socket);
+      unlinkSync(this.controlSocket);
     } catch {
       // gone
     }
-    releaseSocketDir(this.socket);
+    releaseSocketDir(this.controlSocket);
     // Replies already written have reached the kernel; give slow peers a moment to read them.
     setTimeout(() => process.exit(0), 20);
   }
@@ -249,24 +251,26 @@ function answers(path: string): Promise<boolean> {
 }
 
 /**
- * The holder process's body: serves the provider root named by its first argument, running
+ * The holder process's body: serves the provider root named by its first argument, on the
+ * control socket of the slot named by its second (default 0), running
  * its sessions in ptys and, for a spec naming one of `modes`, through that mode. Resolves once
  * it serves; the process then lives until its last session is gone.
  */
 export async function runHolder(modes: HolderModes = {}): Promise<void> {
   const root = process.argv[2];
-  if (!root) {
-    log("usage: holder.js <provider root>");
+  const slot = Number(process.argv[3] ?? 0);
+  if (!root || !Number.isInteger(slot) || slot < 0) {
+    log("usage: holder.js <provider root> [slot]");
     process.exit(2);
   }
-  const holder = new Holder(root, modes);
+  const holder = new Holder(root, slot, modes);
   try {
     await holder.listen();
   } catch (e) {
     log(`startup failed: ${describeError(e)}`);
     process.exit(3);
   }
-  log(`serving ${root}`);
+  log(`serving ${root}${slot === 0 ? "" : ` (slot ${slot})`}`);
   const stop = () => void holder.shutdownAll();
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);

@@ -5,6 +5,7 @@
  * serves there. Nothing it does reaches another session.
  */
 import { chmodSync, readFileSync, rmSync, unlinkSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer, type Server, type Socket } from "node:net";
 import { constants as osConstants } from "node:os";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import type { IPty } from "@lydell/node-pty";
 import { describeError, InvalidNameError } from "../../base/errors.js";
 import { validateMetaKey } from "../../base/names.js";
-import { procStartTime, readStat } from "../../proc/process-table.js";
+import { ended, parseStat, procStartTime, readStat } from "../../proc/process-table.js";
 import { screenLooksIdle } from "../screen/classify.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { PtyInput } from "./holder-input.js";
@@ -49,6 +50,22 @@ function signalName(n: number | undefined): string | null {
   return `SIG${n}`;
 }
 
+/**
+ * `procStartTime` (proc/process-table.ts) read off the event loop: right after the fork the
+ * child is busy in `exec`, and reading its stat then can wait on it — while every other
+ * session of the holder waits too.
+ */
+async function startTimeOf(pid: number): Promise<number | null> {
+  try {
+    const st = parseStat(await readFile(`/proc/${pid}/stat`, "utf8"));
+    if (!st || ended(st)) return null;
+    const v = Number(st.startTime);
+    return Number.isFinite(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Foreground process group of the pty whose leader is `pid` (from /proc), or 0. */
 function foregroundGroup(pid: number): number {
   const tpgid = readStat(pid)?.tpgid ?? 0;
@@ -66,6 +83,8 @@ interface Conn {
 
 /** What a session needs from the process that holds it. */
 export interface SessionHost {
+  /** The holding process's control socket (recorded, for a `release` of this session). */
+  readonly controlSocket: string;
   /**
    * Called as the session stops serving, before its files and socket go (in the same turn of
    * the event loop, so no create of the same name comes between): frees its name at once. The
@@ -156,7 +175,6 @@ export class Session {
           env: { ...this.spec.env },
           encoding: null,
         });
-        this.childStart = procStartTime(this.term.pid);
         this.term.onData((d) => this.onOutput(Buffer.isBuffer(d) ? d : Buffer.from(d)));
         this.term.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal));
       });
@@ -164,6 +182,7 @@ export class Session {
       this.server.close();
       throw e;
     }
+    this.childStart = await startTimeOf(this.term.pid);
     this.writeRecord();
   }
 
@@ -232,6 +251,7 @@ export class Session {
       city: this.spec.city,
       name: this.spec.name,
       holderPid: process.pid,
+      control: this.host.controlSocket,
       childPid: this.childPid,
       childStart: this.childStart,
       socket: this.spec.socket,

@@ -63,19 +63,28 @@ export function socketPathFor(root: string, name: string): string {
 }
 
 /**
- * The holder process's control socket: `<root>/holder.sock` when it fits, else
- * `holder.sock` in {@link fallbackSocketDir}. Pure.
+ * `holder.sock` for slot 0, `holder-<slot>.sock` for the others: the file name of holder
+ * process `slot`'s control socket ({@link holderSocketPath}). Pure.
  */
-export function holderSocketPath(root: string): string {
-  const direct = join(root, "holder.sock");
-  return Buffer.byteLength(direct) <= MAX_SOCKET_PATH_BYTES
-    ? direct
-    : join(fallbackSocketDir(root), "holder.sock");
+function slotFile(base: string, ext: string, slot: number): string {
+  return slot === 0 ? `${base}.${ext}` : `${base}-${slot}.${ext}`;
 }
 
-/** The lock taken while spawning the holder process (`<root>/holder.lock`). Pure. */
-export function holderLockPath(root: string): string {
-  return join(root, "holder.lock");
+/**
+ * The control socket of holder process `slot` of a root (a root has up to
+ * `SubprocessProviderOptions.holders` of them): `<root>/holder.sock` (slot 0) or
+ * `<root>/holder-<slot>.sock` when it fits, else the same name in {@link fallbackSocketDir}.
+ * Pure.
+ */
+export function holderSocketPath(root: string, slot = 0): string {
+  const file = slotFile("holder", "sock", slot);
+  const direct = join(root, file);
+  return Buffer.byteLength(direct) <= MAX_SOCKET_PATH_BYTES ? direct : join(fallbackSocketDir(root), file);
+}
+
+/** The lock taken while spawning holder process `slot` (`<root>/holder.lock`, `holder-<slot>.lock`). Pure. */
+export function holderLockPath(root: string, slot = 0): string {
+  return join(root, slotFile("holder", "lock", slot));
 }
 
 /** Size at which a holder diagnostics log moves to `<path>.1` ({@link rotateIfLarge}). */
@@ -110,9 +119,9 @@ export async function appendRotating(
   await appendFile(path, text, { mode: 0o600 });
 }
 
-/** The holder process's own diagnostics (`<root>/logs/holder.log`). Pure. */
-export function holderLogPath(root: string): string {
-  return join(root, "logs", "holder.log");
+/** Holder process `slot`'s own diagnostics (`<root>/logs/holder.log`, `holder-<slot>.log`). Pure. */
+export function holderLogPath(root: string, slot = 0): string {
+  return join(root, "logs", slotFile("holder", "log", slot));
 }
 
 /**

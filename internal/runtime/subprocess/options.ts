@@ -3,6 +3,7 @@
  * of its holder calls; shared by the modules the provider is made of. The ACP provider
  * builds on the same options with its own holder mode ({@link HeldMode}).
  */
+import { availableParallelism } from "node:os";
 import type { DetachKeys } from "./keys.js";
 
 /** Longest wait for a new holder process to answer on its control socket, and for a `create`. */
@@ -27,6 +28,21 @@ export const DEFAULT_LOG_MAX_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_RING_BYTES = 1024 * 1024;
 /** Poll interval of the provider's bounded waits (a holder answering, a holder exiting). */
 export const POLL_MS = 25;
+/**
+ * Poll interval while a freshly spawned holder starts to serve: every start of the city may
+ * be waiting on that answer, and an ask is one failed connect.
+ */
+export const HOLDER_START_POLL_MS = 5;
+
+/**
+ * Default number of holder processes of a provider root: one per CPU, at most 4. A burst of
+ * starts (a whole city at once) is spread over them, so programs are forked and set up in
+ * parallel, and one holder's crash loses only the sessions it holds. Each costs a Node process
+ * (about 45 MB RSS); a root never has more holders than it has had concurrent starts.
+ */
+export function defaultHolders(): number {
+  return Math.max(1, Math.min(4, availableParallelism()));
+}
 
 /** Variables of the controller's own terminal that must not leak into a session's pty. */
 export const PTY_ENV = { TERM: "xterm-256color" } as const;
@@ -58,6 +74,11 @@ export interface SubprocessProviderOptions {
   readonly name?: string | undefined;
   /** The holder mode sessions run in (its holder script is {@link holderPath}). Default: ptys. */
   readonly mode?: HeldMode | undefined;
+  /**
+   * How many holder processes the root may have; concurrent starts are spread over them.
+   * Default {@link defaultHolders}.
+   */
+  readonly holders?: number | undefined;
   /** Node binary for holders. Default `process.execPath`. */
   readonly nodePath?: string | undefined;
   /** Base environment of sessions and hooks. Default `process.env`. */

@@ -71,6 +71,11 @@ export interface HolderRecord {
   readonly city: string;
   readonly name: string;
   readonly holderPid: number;
+  /**
+   * The control socket of the holder process that holds the session (a root has several);
+   * absent in records of holders from before there were several: `holderSocketPath(root)`.
+   */
+  readonly control?: string | undefined;
   /** Pid of the program (the pty's session leader; also the pty's session id). */
   readonly childPid: number;
   /** The program's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), guarding pid reuse. */

@@ -59,7 +59,7 @@ import { unknownKeys } from "./keys.js";
 import { providerRoot, type SessionPaths, sessionPaths } from "./layout.js";
 import { ScreenLooks } from "./look.js";
 import { deliverNudge } from "./nudge-delivery.js";
-import { PTY_ENV, type SubprocessProviderOptions } from "./options.js";
+import { defaultHolders, PTY_ENV, type SubprocessProviderOptions } from "./options.js";
 import type { HolderOp, HolderRequest, HolderResults, HolderStatus, ModeRequest } from "./protocol.js";
 import { type CallResult, SessionCalls } from "./session-calls.js";
 import { HeldSessions } from "./session-lifecycle.js";
@@ -115,6 +115,7 @@ export class SubprocessProvider
       root: this.root,
       owner: this.owner,
       holderPath: opts.holderPath ?? defaultHolderPath(),
+      slots: opts.holders ?? defaultHolders(),
       nodePath: opts.nodePath,
     });
     this.looks = new ScreenLooks(this.calls);
@@ -283,12 +284,12 @@ export class SubprocessProvider
   async shutdown(opts: OpOptions = {}): Promise<void> {
     const sessions = await this.snapshot("", opts);
     if (sessions.length === 0) return;
-    const holder = await this.holder.pid();
+    const holders = await this.holder.pids();
     await Promise.all(sessions.map((s) => this.stop(s.name, opts)));
-    // Stops run side by side, so each may have seen the holder still serving another session
-    // and not waited for it: once none of the city's sessions is left, the holder is exiting.
-    if (holder === undefined || (await this.snapshot("", opts)).length > 0) return;
-    await this.holder.awaitExit(holder);
+    // Stops run side by side, so each may have seen its holder still serving another session
+    // and not waited for it: once none of the city's sessions is left, the holders are exiting.
+    if (holders.length === 0 || (await this.snapshot("", opts)).length > 0) return;
+    await Promise.all(holders.map((pid) => this.holder.awaitExit(pid)));
   }
 
   // ---------------------------------------------------------------- observation

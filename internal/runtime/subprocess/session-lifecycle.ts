@@ -70,6 +70,8 @@ export class HeldSessions {
   private readonly calls: SessionCalls;
   private readonly holder: HolderControl;
   private readonly starts: StartsInProgress;
+  /** Creates in flight in this process: the n-th concurrent one asks holder slot n mod slots. */
+  private creating = 0;
 
   constructor(deps: {
     readonly city: string;
@@ -201,8 +203,8 @@ export class HeldSessions {
   }
 
   /**
-   * Asks the holder process to create the session (spawning the holder first when none
-   * serves this root), and resolves once the session's socket serves and its program runs.
+   * Asks one of the root's holder processes to create the session (spawning it first when
+   * none serves its slot), and resolves once the session's socket serves and its program runs.
    * Not abortable once the holder is asked (the caller's `destroy` removes what was made).
    * @throws SessionDiedDuringStartupError when the program cannot be started.
    */
@@ -245,18 +247,30 @@ export class HeldSessions {
       readyPromptPrefix: config.readyPromptPrefix,
       ...(this.opts.mode ? { ...this.opts.mode.spec, mode: this.opts.mode.mode } : {}),
     };
+    // Concurrent starts (a whole city at once) are spread over the root's holder processes,
+    // each forking and serving its share in parallel; a lone start goes to the first.
+    const slot = this.creating++ % this.holder.slots;
+    try {
+      await this.createIn(slot, name, spec);
+    } finally {
+      this.creating--;
+    }
+  }
+
+  /**
+   * Asks holder `slot` to create the session from `spec`, spawning it first when none serves.
+   * @throws as {@link createSession}.
+   */
+  private async createIn(slot: number, name: string, spec: HolderSpec): Promise<void> {
+    const control = this.holder.socketOf(slot);
     // Asked straight away: a holder usually serves already. None answering (or one exiting:
     // its last session just stopped, it refuses with `shutting_down` or has closed its
     // socket) makes sure one does, then asks again.
     for (let attempt = 0; ; attempt++) {
-      if (attempt > 0) await this.holder.ensure();
+      if (attempt > 0) await this.holder.ensure(slot);
       try {
-        await holderRequest(
-          this.holder.socket,
-          { op: "create", spec },
-          { timeoutMs: HOLDER_START_TIMEOUT_MS },
-        );
-        void this.holder.watch();
+        await holderRequest(control, { op: "create", spec }, { timeoutMs: HOLDER_START_TIMEOUT_MS });
+        void this.holder.watch(slot);
         return;
       } catch (e) {
         // Not after a timeout: the holder may have applied the create it did not answer in time,
@@ -288,7 +302,7 @@ export class HeldSessions {
     const p = sessionPaths(this.root, name);
     const rec = readRecord(p.record);
     if (rec && rec.city !== this.owner) return;
-    let pids: Pick<HolderRecord, "holderPid" | "childPid" | "childStart"> | undefined = rec;
+    let pids: Pick<HolderRecord, "holderPid" | "control" | "childPid" | "childStart"> | undefined = rec;
     const st = await this.calls.statusOf(name);
     if (!st.ok && st.why === "foreign") return;
     if (st.ok) {
@@ -307,7 +321,7 @@ export class HeldSessions {
     }
     if (pids) {
       await killSession(pids.childPid, { startTime: pids.childStart });
-      await this.holder.awaitIdleExit(pids.holderPid);
+      await this.holder.awaitIdleExit(pids.holderPid, this.holder.controlOf(pids));
     }
     if (!force && (await this.startInProgress(name))) return;
     await this.removeFiles(name);

@@ -36,9 +36,9 @@ describe("subprocess controller restart", () => {
       { timeout: 60_000 },
     );
     expect(JSON.parse(stdout)).toEqual(names);
-    // The controller is gone; the city's one holder was reparented and still serves all three.
+    // The controller is gone; the city's holders were reparented and still serve all three.
     const holders = await holdersUnder(city.root);
-    expect(holders).toHaveLength(1);
+    expect(holders.length).toBeGreaterThan(0);
     for (const pid of holders) {
       const ppid = Number((await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ")[1]);
       expect(ppid).not.toBe(process.pid);

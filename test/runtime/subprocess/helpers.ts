@@ -3,7 +3,6 @@
  * whose cleanup stops every session and kills every holder still serving it, even when the
  * test failed half way.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { makeHolderDir } from "../../../conformance/holder-dir.js";
 import type { StartConfig } from "../../../internal/runtime/provider.js";
@@ -33,12 +32,17 @@ export interface TestCity {
   cleanup(): Promise<void>;
 }
 
-/** Creates a temp city. `stateDir` may be overridden (e.g. a very long path). */
-export async function makeCity(opts: { stateDir?: (root: string) => string } = {}): Promise<TestCity> {
+/**
+ * Creates a temp city. `stateDir` may be overridden (e.g. a very long path); `options` are
+ * every provider's (the city's and {@link TestCity.fresh}'s).
+ */
+export async function makeCity(
+  opts: { stateDir?: (root: string) => string; options?: Partial<SubprocessProviderOptions> } = {},
+): Promise<TestCity> {
   const dir = await makeHolderDir("gc-spt-", opts.stateDir);
   const city = "test-city";
   const make = (extra: Partial<SubprocessProviderOptions> = {}) =>
-    new SubprocessProvider({ city, stateDir: dir.stateDir, ...extra });
+    new SubprocessProvider({ city, stateDir: dir.stateDir, ...opts.options, ...extra });
   const provider = make();
   return {
     root: dir.root,

@@ -1,9 +1,11 @@
 /**
- * One holder process per provider root: every session of the city lives in it, a program's
- * crash touches no other session, and the holder's own death is reported (onBackendLost),
- * leaves every session missing without an exit status (an infrastructure loss, not a crash),
- * and a later start brings up a new holder. `shutdown` stops every session, exited ones
- * included, so the holder is gone when it resolves.
+ * The holder processes of a provider root. With one holder (`holders: 1`): every session of
+ * the city lives in it, a program's crash touches no other session, and the holder's own
+ * death is reported (onBackendLost), leaves every session missing without an exit status (an
+ * infrastructure loss, not a crash), and a later start brings up a new holder. `shutdown`
+ * stops every session, exited ones included, so the holder is gone when it resolves. With
+ * several, concurrent starts are spread over them and one holder's death loses only the
+ * sessions it held.
  */
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +18,7 @@ import { holdersUnder, makeCity, type TestCity, until } from "./helpers.js";
 describe("subprocess: one holder per city", () => {
   let city: TestCity;
   beforeAll(async () => {
-    city = await makeCity();
+    city = await makeCity({ options: { holders: 1 } });
   });
   afterAll(async () => {
     await city?.cleanup();
@@ -91,5 +93,75 @@ describe("subprocess: one holder per city", () => {
     expect(await city.provider.snapshot("")).toEqual([]);
     expect(await city.provider.census()).toEqual([]);
     await city.provider.shutdown(); // idempotent
+  });
+});
+
+describe("subprocess: several holders per city", () => {
+  let city: TestCity;
+  beforeAll(async () => {
+    city = await makeCity({ options: { holders: 2 } });
+  });
+  afterAll(async () => {
+    await city?.cleanup();
+  });
+  const root = () => providerRoot(city.stateDir);
+  const record = async (name: string) =>
+    JSON.parse(await readFile(sessionPaths(root(), name).record, "utf8")) as HolderRecord;
+  const names = ["sh-a", "sh-b", "sh-c", "sh-d"];
+
+  it("concurrent starts are spread over the holders; one holder's death loses only its sessions", async () => {
+    await Promise.all(
+      names.map(async (n) => city.provider.start(n, await city.config(`printf '${n}> '; exec cat`))),
+    );
+    const recs = await Promise.all(names.map(record));
+    const byHolder = new Map<number, string[]>();
+    for (const r of recs) byHolder.set(r.holderPid, [...(byHolder.get(r.holderPid) ?? []), r.name]);
+    expect([...byHolder.keys()].sort()).toEqual((await holdersUnder(city.root)).sort());
+    expect(byHolder.size).toBe(2);
+    // Each record names its holder's own control socket, which answers with that holder's pid.
+    expect(new Set(recs.map((r) => r.control))).toEqual(
+      new Set([holderSocketPath(root(), 0), holderSocketPath(root(), 1)]),
+    );
+    for (const r of recs) {
+      const hello = await holderRequest(r.control!, { op: "hello" }, { timeoutMs: 5_000 });
+      expect(hello.pid).toBe(r.holderPid);
+    }
+
+    let lost = 0;
+    const unsubscribe = city.provider.onBackendLost(() => lost++);
+    try {
+      const [victim, survivor] = [...byHolder.keys()] as [number, number];
+      const victims = byHolder.get(victim)!;
+      const survivors = byHolder.get(survivor)!;
+      await until("both watches to connect", async () => {
+        const hellos = await Promise.all(
+          [0, 1].map((slot) =>
+            holderRequest(holderSocketPath(root(), slot), { op: "hello" }, { timeoutMs: 5_000 }),
+          ),
+        );
+        return hellos.every((h) => h.watchers === 1);
+      });
+      process.kill(victim, "SIGKILL");
+      await until("the loss to be reported", () => lost > 0);
+      expect(await city.provider.listRunning("sh-")).toEqual([...survivors].sort());
+      for (const n of victims) expect(await city.provider.lastExit(n)).toBeUndefined();
+      expect(await pidAlive(survivor)).toBe(true);
+      const other = survivors[0]!;
+      await city.provider.nudge(other, "still here");
+      await until(`${other} echoes`, async () => (await city.provider.peek(other, 5)).includes("still here"));
+
+      // The lost sessions start again (a new holder where the dead one was).
+      await Promise.all(
+        victims.map(async (n) => city.provider.start(n, await city.config(`printf 'again> '; exec cat`))),
+      );
+      expect(await city.provider.listRunning("sh-")).toEqual(names);
+      for (const n of victims) expect((await record(n)).holderPid).not.toBe(victim);
+    } finally {
+      unsubscribe();
+    }
+
+    await city.provider.shutdown();
+    expect(await holdersUnder(city.root)).toEqual([]);
+    expect(await city.provider.census()).toEqual([]);
   });
 });
