@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { benchStart, target } from "./lib.mjs";
+import { benchStart, settle, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -117,6 +117,7 @@ try {
   }
   console.log(`converged ${N} pods in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   await sleep(1100);
+  await settle(`${N} pods started`);
   const rows = [];
   for (let i = 0; i < P; i++) {
     const before = server.requestLog.entries.length;

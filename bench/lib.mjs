@@ -4,6 +4,7 @@
 // whether it meets a target is decided only when the 1-minute load average stayed below
 // IDLE_LOAD: targets are judged on an idle machine, where baselines are fastest.
 import { availableParallelism, loadavg } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** Above this 1-minute load average no target verdict is printed. */
 export const IDLE_LOAD = 1;
@@ -43,6 +44,22 @@ export function idle() {
   if (startLoad === undefined) throw new Error("benchStart was not called");
   peakLoad = Math.max(peakLoad, loadNow());
   return peakLoad < IDLE_LOAD;
+}
+
+/**
+ * Waits (at most `maxS` seconds) for the load a bench's own set-up raised — a city of 1,000
+ * sessions started — to fall below {@link IDLE_LOAD}, then starts the verdict's watch over:
+ * the verdicts printed after it cover what is measured after it (a steady state), and say
+ * "no verdict" if the load never settled or rises again. Prints what it saw.
+ */
+export async function settle(what, maxS = 240) {
+  if (startLoad === undefined) throw new Error("benchStart was not called");
+  const t0 = Date.now();
+  while (loadNow() >= IDLE_LOAD && Date.now() - t0 < maxS * 1000) await sleep(5000);
+  peakLoad = loadNow();
+  out(
+    `${what}: load average (1 min) ${fmt(peakLoad)} after ${((Date.now() - t0) / 1000).toFixed(0)} s of settling; verdicts below cover what follows`,
+  );
 }
 
 /** The loads seen so far, for JSON reports. */

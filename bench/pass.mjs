@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart, target } from "./lib.mjs";
+import { benchStart, settle, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -118,6 +118,7 @@ try {
   // Steady state: the last sessions started more than a second ago (tmux activity is in
   // whole seconds, so screens read in the second they last printed are read once more).
   await sleep(1100);
+  await settle(`${N} sessions started`);
   const tmux = await city.providerFor("tmux");
   tmuxSocket = socketArgs(tmux.settings.socket);
   const control = tmux.control;

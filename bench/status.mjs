@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart, target } from "./lib.mjs";
+import { benchStart, settle, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -85,6 +85,7 @@ for (const [n, mode] of values.sessions
     const base = [];
     const text = [];
     const json = [];
+    await settle(`${n} sessions started`);
     timeOnce([GC, "--city", dir, "status"]); // warm the page cache
     for (let i = 0; i < reps; i++) {
       base.push(timeOnce(["-e", "0"]));
