@@ -2,8 +2,14 @@
  * Killing process trees with early-returning escalation: SIGTERM the set, poll until every
  * process is gone, SIGKILL stragglers after the grace period. No fixed sleeps.
  */
+import { constants as osConstants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ended, processTree, readProcessTable, readStat, withGroups } from "./process-table.js";
+
+/** The name of signal number `n` (`SIGTERM`), or `undefined` when this platform has none. Pure. */
+export function signalName(n: number): string | undefined {
+  return Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0];
+}
 
 /** Grace between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;

@@ -71,7 +71,22 @@ export function readStat(pid: number): Omit<ProcEntry, "argv0"> | undefined {
  * another.
  */
 export function procStartTime(pid: number): number | null {
-  const st = readStat(pid);
+  return liveStartTime(readStat(pid));
+}
+
+/**
+ * {@link procStartTime} read off the event loop: right after a fork the child is busy in
+ * `exec`, and a synchronous read of its stat then can wait on it.
+ */
+export async function readStartTime(pid: number): Promise<number | null> {
+  try {
+    return liveStartTime(parseStat(await readFile(`/proc/${pid}/stat`, "utf8")));
+  } catch {
+    return null;
+  }
+}
+
+function liveStartTime(st: Omit<ProcEntry, "argv0"> | undefined): number | null {
   if (!st || ended(st)) return null;
   const v = Number(st.startTime);
   return Number.isFinite(v) ? v : null;

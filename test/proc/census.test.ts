@@ -9,12 +9,14 @@ import {
   selectOrphans,
   stillAlive,
 } from "../../internal/proc/census.js";
+import { signalName } from "../../internal/proc/kill.js";
 import {
   type ProcEntry,
   parseEnviron,
   procStartTime,
   readEnviron,
   readProcessTable,
+  readStartTime,
 } from "../../internal/proc/process-table.js";
 
 function proc(pid: number, ppid: number, state = "S"): ProcEntry {
@@ -192,8 +194,19 @@ describe("procStartTime", () => {
       .toBe(true);
     const z = (await readProcessTable()).find((p) => p.ppid === child.pid && p.state === "Z")!;
     expect(procStartTime(z.pid)).toBeNull();
-    expect(procStartTime(child.pid!)).toBe(
-      Number((await readProcessTable()).find((p) => p.pid === child.pid)!.startTime),
-    );
+    expect(await readStartTime(z.pid)).toBeNull();
+    const start = Number((await readProcessTable()).find((p) => p.pid === child.pid)!.startTime);
+    expect(procStartTime(child.pid!)).toBe(start);
+    expect(await readStartTime(child.pid!)).toBe(start);
+    expect(await readStartTime(2 ** 22 + 1)).toBeNull(); // no such pid
+  });
+});
+
+describe("signalName", () => {
+  it("names a signal number; undefined for none", () => {
+    expect(signalName(15)).toBe("SIGTERM");
+    expect(signalName(9)).toBe("SIGKILL");
+    expect(signalName(0)).toBeUndefined();
+    expect(signalName(999)).toBeUndefined();
   });
 });

@@ -5,15 +5,14 @@
  * serves there. Nothing it does reaches another session.
  */
 import { chmodSync, readFileSync, rmSync, unlinkSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer, type Server, type Socket } from "node:net";
-import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import type { IPty } from "@lydell/node-pty";
 import { describeError, InvalidNameError } from "../../base/errors.js";
 import { validateMetaKey } from "../../base/names.js";
-import { ended, parseStat, procStartTime, readStat } from "../../proc/process-table.js";
+import { signalName } from "../../proc/kill.js";
+import { procStartTime, readStartTime, readStat } from "../../proc/process-table.js";
 import { screenLooksIdle } from "../screen/classify.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { PtyInput } from "./holder-input.js";
@@ -43,28 +42,6 @@ const IDLE_QUIET_MS = 1_000;
 const MAX_ATTACH_BACKLOG_BYTES = 16 * 1024 * 1024;
 /** Grace between SIGTERM and SIGKILL when stopping the program. */
 const STOP_GRACE_MS = 2_000;
-
-function signalName(n: number | undefined): string | null {
-  if (!n) return null;
-  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
-  return `SIG${n}`;
-}
-
-/**
- * `procStartTime` (proc/process-table.ts) read off the event loop: right after the fork the
- * child is busy in `exec`, and reading its stat then can wait on it — while every other
- * session of the holder waits too.
- */
-async function startTimeOf(pid: number): Promise<number | null> {
-  try {
-    const st = parseStat(await readFile(`/proc/${pid}/stat`, "utf8"));
-    if (!st || ended(st)) return null;
-    const v = Number(st.startTime);
-    return Number.isFinite(v) ? v : null;
-  } catch {
-    return null;
-  }
-}
 
 /** Foreground process group of the pty whose leader is `pid` (from /proc), or 0. */
 function foregroundGroup(pid: number): number {
@@ -182,7 +159,8 @@ export class Session {
       this.server.close();
       throw e;
     }
-    this.childStart = await startTimeOf(this.term.pid);
+    // Off the event loop: a synchronous read could hold up every other session of the holder.
+    this.childStart = await readStartTime(this.term.pid);
     this.writeRecord();
   }
 
@@ -304,7 +282,7 @@ export class Session {
   }
 
   private onExit(exitCode: number, signal: number | undefined): void {
-    const sig = signalName(signal);
+    const sig = signal ? (signalName(signal) ?? `SIG${signal}`) : null;
     this.exit = { code: sig ? null : exitCode, signal: sig, at: Date.now() };
     void this.note(`program exited: code ${this.exit.code} signal ${this.exit.signal}`);
     this.writeRecord();

@@ -6,7 +6,6 @@
  * why a start died. Used by the tmux provider (provider.ts).
  */
 import { mkdir } from "node:fs/promises";
-import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -16,7 +15,7 @@ import {
   SessionExistsError,
 } from "../../base/errors.js";
 import { validateSessionName } from "../../base/names.js";
-import { killTree } from "../../proc/kill.js";
+import { killTree, signalName } from "../../proc/kill.js";
 import { readStat } from "../../proc/process-table.js";
 import { commandViaEnv, hookDirOf, SHELL } from "../launch.js";
 import {
@@ -303,8 +302,4 @@ function hasExitInfo(pane: SessionInfo["panes"][number] | undefined): boolean {
     pane !== undefined &&
     (pane.exitStatus !== undefined || pane.exitSignal !== undefined || pane.deadAt !== undefined)
   );
-}
-
-function signalName(n: number): string | undefined {
-  return Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0];
 }
