@@ -5,6 +5,7 @@
  */
 
 import { describeError, PartialObservationError, SessionNotFoundError } from "../base/errors.js";
+import { groupBy } from "../base/group.js";
 import { didYouMean } from "../base/suggest.js";
 import { screenRulesOf } from "../config/resolve.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
@@ -359,15 +360,7 @@ function runningByProvider(observation: {
   running: ReadonlySet<string>;
   providerOf: ReadonlyMap<string, string>;
 }): Map<string, string[]> {
-  const byProvider = new Map<string, string[]>();
-  for (const name of observation.running) {
-    const pName = observation.providerOf.get(name);
-    if (pName === undefined) continue;
-    const list = byProvider.get(pName);
-    if (list) list.push(name);
-    else byProvider.set(pName, [name]);
-  }
-  return byProvider;
+  return groupBy(observation.running, (name) => observation.providerOf.get(name));
 }
 
 /**
@@ -421,14 +414,12 @@ function startLooks(
   wanted: readonly Pick<WantedSession, "name" | "provider">[],
   signal?: AbortSignal,
 ): Map<string, Promise<Map<string, SessionLook>>> {
-  const byProvider = new Map<string, string[]>();
-  for (const w of wanted) {
-    const list = byProvider.get(w.provider);
-    if (list) list.push(w.name);
-    else byProvider.set(w.provider, [w.name]);
-  }
   const out = new Map<string, Promise<Map<string, SessionLook>>>();
-  for (const [pName, names] of byProvider) {
+  for (const [pName, names] of groupBy(
+    wanted,
+    (w) => w.provider,
+    (w) => w.name,
+  )) {
     out.set(
       pName,
       city

@@ -8,7 +8,9 @@
  * marker as soon as the screen settles without it. Looks and records are serialized: a pass
  * and the watcher never advance the same session from the same record twice.
  */
+
 import { describeError } from "../base/errors.js";
+import { groupBy } from "../base/group.js";
 import {
   lookSessions,
   looksAtWork,
@@ -111,12 +113,7 @@ export class WorkWatcher {
     signal: AbortSignal,
   ): Promise<Map<string, Map<string, PendingInteraction>>> {
     const store = await this.city.store();
-    const byProvider = new Map<string, SessionRecord[]>();
-    for (const r of recs) {
-      const list = byProvider.get(r.provider);
-      if (list) list.push(r);
-      else byProvider.set(r.provider, [r]);
-    }
+    const byProvider = groupBy(recs, (r) => r.provider);
     const observed = new Map<string, Map<string, PendingInteraction>>();
     for (const [pName, group] of byProvider) {
       const lookAt = Date.now();

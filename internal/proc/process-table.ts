@@ -2,8 +2,10 @@
  * One snapshot of the host process table, read from /proc, and pure walks over it.
  * Providers take one snapshot per operation instead of forking `ps`/`pgrep` per question.
  */
+
 import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { groupBy } from "../base/group.js";
 
 /** One process as seen in a snapshot. */
 export interface ProcEntry {
@@ -211,12 +213,7 @@ export function withGroups(
 
 /** `root` and every descendant of it in `table` (root first, then breadth-first). Pure. */
 export function processTree(table: readonly ProcEntry[], root: number): ProcEntry[] {
-  const byParent = new Map<number, ProcEntry[]>();
-  for (const p of table) {
-    const list = byParent.get(p.ppid);
-    if (list) list.push(p);
-    else byParent.set(p.ppid, [p]);
-  }
+  const byParent = groupBy(table, (p) => p.ppid);
   const self = table.find((p) => p.pid === root);
   const out: ProcEntry[] = self ? [self] : [];
   const queue = [root];

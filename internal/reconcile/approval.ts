@@ -4,7 +4,9 @@
  * and the controller step that answers them automatically and records each decision as an
  * event. Sessions the policy leaves to a human show `waiting-for-input` in `gc status`.
  */
+
 import { describeError, isGcError } from "../base/errors.js";
+import { groupBy } from "../base/group.js";
 import {
   isApprovalQuestion,
   type PendingInteraction,
@@ -240,12 +242,11 @@ async function pendingByProvider(
   deps: ApprovalDeps,
   log: (line: string) => void,
 ): Promise<Map<string, ReadonlyMap<string, PendingInteraction>>> {
-  const byProvider = new Map<string, string[]>();
-  for (const t of deps.sessions) {
-    const list = byProvider.get(t.provider);
-    if (list) list.push(t.name);
-    else byProvider.set(t.provider, [t.name]);
-  }
+  const byProvider = groupBy(
+    deps.sessions,
+    (t) => t.provider,
+    (t) => t.name,
+  );
   const out = new Map<string, ReadonlyMap<string, PendingInteraction>>();
   for (const [name, sessions] of byProvider) {
     const seen = deps.observed?.get(name);

@@ -3,7 +3,9 @@
  * before each provider call, and one session's failure isolated from the rest. The only
  * place (with the observer) where the store and providers meet.
  */
+
 import { describeError, faultOf, isGcError } from "../base/errors.js";
+import { groupBy } from "../base/group.js";
 import { keepStartedFields } from "../runtime/fingerprint.js";
 import {
   interruptTurn,
@@ -116,15 +118,9 @@ export async function execute(actions: readonly Action[], deps: ExecuteDeps): Pr
   const orphans = killOrphansOfLosses(actions, deps);
   const done = new Map<string, Promise<unknown>>();
   // Start-like actions by agent, so each action finds what it waits for without a scan.
-  const startsOfAgent = new Map<string, Action[]>();
-  for (const a of actions) {
-    if (a.kind !== "start" && a.kind !== "restart") continue;
-    const agent = deps.desired.get(a.name)?.agent;
-    if (agent === undefined) continue;
-    const list = startsOfAgent.get(agent);
-    if (list) list.push(a);
-    else startsOfAgent.set(agent, [a]);
-  }
+  const startsOfAgent = groupBy(actions, (a) =>
+    a.kind === "start" || a.kind === "restart" ? deps.desired.get(a.name)?.agent : undefined,
+  );
   const work = actions.map((action) => {
     const d = deps.desired.get(action.name);
     const waitFor = d
@@ -485,16 +481,12 @@ type OrphanKills = ReadonlyMap<string, Promise<OrphanKill>>;
  * incarnation is ever among them. Never rejects: a failure is kept for the event.
  */
 function killOrphansOfLosses(actions: readonly Action[], deps: ExecuteDeps): OrphanKills {
-  const lost = new Map<string, string[]>();
-  for (const a of actions) {
-    const d = deps.desired.get(a.name);
-    if (a.kind !== "start" || !a.infra || !d) continue;
-    const names = lost.get(d.provider);
-    if (names) names.push(d.name);
-    else lost.set(d.provider, [d.name]);
-  }
+  const lost = groupBy(actions, (a) =>
+    a.kind === "start" && a.infra ? deps.desired.get(a.name)?.provider : undefined,
+  );
   const out = new Map<string, Promise<OrphanKill>>();
-  for (const [providerName, names] of lost) {
+  for (const [providerName, lostActions] of lost) {
+    const names = lostActions.map((a) => a.name);
     out.set(
       providerName,
       (async (): Promise<OrphanKill> => {

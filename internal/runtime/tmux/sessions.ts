@@ -96,6 +96,9 @@ const LINE_MEMO_CAP = 8192;
 let memoNew = new Map<string, PaneLine | null>();
 let memoOld = new Map<string, PaneLine | null>();
 
+/** One text per field of a format's field list (a tuple of the same length). */
+type FieldTexts<T extends readonly string[]> = { -readonly [K in keyof T]: string };
+
 function parseLine(line: string): PaneLine | null {
   const f = line.split("|");
   if (f.length !== FIELDS.length) return null;
@@ -114,22 +117,7 @@ function parseLine(line: string): PaneLine | null {
     deadTime,
     attached,
     activity,
-  ] = f as [
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-  ];
+  ] = f as FieldTexts<typeof FIELDS>;
   if (!SESSION_ID.test(sid) || !PANE_ID.test(paneId)) return null;
   return {
     sid,
