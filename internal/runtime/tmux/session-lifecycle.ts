@@ -191,6 +191,9 @@ export class SessionLifecycle {
     const id = out[0]?.trim() ?? "";
     if (!/^\$\d+$/.test(id))
       throw new ProviderError("tmux", `new-session printed ${JSON.stringify(out.join(" "))}`);
+    // Read right after the reply, before any other turn: the connection that ran the list.
+    // Metadata written after the start (fingerprints) then needs no lookup of the name.
+    this.srv.ids.set(name, { id, generation: this.srv.client.generation });
     if (signal?.aborted) {
       await this.destroy(id).catch(() => undefined);
       throw signal.reason;

@@ -16,6 +16,13 @@ import { captureScreens, captureText, clearHistory, readPane } from "./pane.js";
 import { sessionTarget } from "./quote.js";
 import { isAbsent, isLive, isStaleTarget, PANE_FORMAT, parseSessions, type SessionInfo } from "./sessions.js";
 
+/**
+ * Looks at this many sessions or fewer find each by name (`list-panes -s -t`, about 0.2 ms
+ * of the server's time) instead of listing every pane (`list-panes -a`, about 20 ms at 1,000
+ * sessions): the work watcher looks at a session in a turn every 100 ms.
+ */
+export const FEW_LOOKS = 16;
+
 /** Screens, interactions and terminals of the city's tmux sessions. */
 export class SessionScreens {
   private readonly srv: CityServer;
@@ -90,44 +97,49 @@ export class SessionScreens {
 
   /**
    * The screens (with their interactions) of the running sessions among `names`: one
-   * `list-panes -a`, then one command list capturing only the screens that printed since
-   * they were last read (none in a quiet city). A capture is trusted only when it was taken
-   * in a later second than the session's last output (tmux keeps activity in whole seconds),
-   * so no output is missed.
+   * `list-panes -a` (or, for up to {@link FEW_LOOKS} names, one lookup each), then one command
+   * list capturing only the screens that printed since they were last read (none in a quiet
+   * city). A capture is trusted only when it was taken in a later second than the session's
+   * last output (tmux keeps activity in whole seconds), so no output is missed.
    */
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
-    const wanted = new Set(names);
     const out = new Map<string, SessionLook>();
-    let lines: string[];
-    try {
-      lines = await this.srv.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
-        signal: opts.signal,
-        retry: true,
-      });
-    } catch (e) {
-      if (isAbsent(e)) return out;
-      throw e;
+    let live: SessionInfo[];
+    if (names.length <= FEW_LOOKS) {
+      const found = await Promise.all(names.map((n) => this.srv.lookup(sessionTarget(n), opts.signal)));
+      live = found.filter((s, i): s is SessionInfo => s !== undefined && s.name === names[i] && isLive(s));
+    } else {
+      let lines: string[];
+      try {
+        lines = await this.srv.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
+          signal: opts.signal,
+          retry: true,
+        });
+      } catch (e) {
+        if (isAbsent(e)) return out;
+        throw e;
+      }
+      const ours = parseSessions(lines, this.srv.tag).filter((s) => s.name !== undefined && isLive(s));
+      // Every running session was listed: the screens of the others leave the cache.
+      const gen = this.srv.client.generation;
+      const running = new Set(ours.map((s) => `${gen}:${s.id}`));
+      for (const k of this.interactionCache.keys()) if (!running.has(k)) this.interactionCache.delete(k);
+      const wanted = new Set(names);
+      live = ours.filter((s) => wanted.has(s.name!));
     }
     const gen = this.srv.client.generation;
-    const live = parseSessions(lines, this.srv.tag).filter(
-      (s) => s.name !== undefined && wanted.has(s.name) && isLive(s),
-    );
     const lookOf = (s: SessionInfo, screen: string, found: PendingInteraction | undefined): SessionLook => ({
       screen,
       interaction: found,
       lastActivity: s.activity > 0 ? new Date(s.activity * 1000) : undefined,
       readyPromptPrefix: s.readyPrefix,
     });
-    const keep = new Set<string>();
     const stale: SessionInfo[] = [];
     for (const s of live) {
-      const key = `${gen}:${s.id}`;
-      keep.add(key);
-      const hit = this.interactionCache.get(key);
+      const hit = this.interactionCache.get(`${gen}:${s.id}`);
       if (hit && hit.activity === s.activity) out.set(s.name!, lookOf(s, hit.screen, hit.found));
       else stale.push(s);
     }
-    for (const k of this.interactionCache.keys()) if (!keep.has(k)) this.interactionCache.delete(k);
     if (stale.length === 0) return out;
     const readAt = Math.floor(Date.now() / 1000);
     const screens = await captureScreens(
