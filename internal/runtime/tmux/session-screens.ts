@@ -17,23 +17,38 @@ import { sessionTarget } from "./quote.js";
 import { isAbsent, isLive, isStaleTarget, PANE_FORMAT, parseSessions, type SessionInfo } from "./sessions.js";
 
 /**
- * Looks at this many sessions or fewer find each by name (`list-panes -s -t`, about 0.2 ms
- * of the server's time) instead of listing every pane (`list-panes -a`, about 20 ms at 1,000
- * sessions): the work watcher looks at a session in a turn every 100 ms.
+ * A look at this many sessions or fewer finds each by name (`list-panes -s -t`, about 0.2 ms
+ * of the server's time each) instead of listing every pane (`list-panes -a`, about 20 ms at
+ * 1,000 sessions); so does a look at up to a tenth of the sessions the last full listing
+ * showed. The work watcher looks at a session in a turn every 100 ms.
  */
 export const FEW_LOOKS = 16;
+
+/** Whether a look at `wanted` sessions finds each by name, the last full listing having shown `listed`. Pure. */
+export function looksOneByOne(wanted: number, listed: number): boolean {
+  return wanted <= Math.max(FEW_LOOKS, listed / 10);
+}
 
 /** Screens, interactions and terminals of the city's tmux sessions. */
 export class SessionScreens {
   private readonly srv: CityServer;
   /**
-   * What `look` last read per session id (`<generation>:<id>`: the screen and the interaction
-   * on it), with the activity second it was read at: valid while the session printed nothing since.
+   * What `look` last read per session name: the session (`<generation>:<id>`), its screen and
+   * the interaction on it, with the activity second it was read at: valid for that very
+   * session while it printed nothing since.
    */
   private readonly interactionCache = new Map<
     string,
-    { readonly activity: number; readonly screen: string; readonly found: PendingInteraction | undefined }
+    {
+      readonly session: string;
+      readonly activity: number;
+      readonly screen: string;
+      readonly found: PendingInteraction | undefined;
+    }
   >();
+
+  /** How many running sessions of the city the last full listing showed. */
+  private listed = 0;
 
   constructor(srv: CityServer) {
     this.srv = srv;
@@ -97,7 +112,7 @@ export class SessionScreens {
 
   /**
    * The screens (with their interactions) of the running sessions among `names`: one
-   * `list-panes -a` (or, for up to {@link FEW_LOOKS} names, one lookup each), then one command
+   * `list-panes -a` (or, for a few names, one lookup each: {@link looksOneByOne}), then one command
    * list capturing only the screens that printed since they were last read (none in a quiet
    * city). A capture is trusted only when it was taken in a later second than the session's
    * last output (tmux keeps activity in whole seconds), so no output is missed.
@@ -105,9 +120,10 @@ export class SessionScreens {
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
     const out = new Map<string, SessionLook>();
     let live: SessionInfo[];
-    if (names.length <= FEW_LOOKS) {
+    if (looksOneByOne(names.length, this.listed)) {
       const found = await Promise.all(names.map((n) => this.srv.lookup(sessionTarget(n), opts.signal)));
       live = found.filter((s, i): s is SessionInfo => s !== undefined && s.name === names[i] && isLive(s));
+      for (const n of names) if (!live.some((s) => s.name === n)) this.interactionCache.delete(n);
     } else {
       let lines: string[];
       try {
@@ -120,10 +136,10 @@ export class SessionScreens {
         throw e;
       }
       const ours = parseSessions(lines, this.srv.tag).filter((s) => s.name !== undefined && isLive(s));
+      this.listed = ours.length;
       // Every running session was listed: the screens of the others leave the cache.
-      const gen = this.srv.client.generation;
-      const running = new Set(ours.map((s) => `${gen}:${s.id}`));
-      for (const k of this.interactionCache.keys()) if (!running.has(k)) this.interactionCache.delete(k);
+      const running = new Set(ours.map((s) => s.name));
+      for (const n of this.interactionCache.keys()) if (!running.has(n)) this.interactionCache.delete(n);
       const wanted = new Set(names);
       live = ours.filter((s) => wanted.has(s.name!));
     }
@@ -136,8 +152,9 @@ export class SessionScreens {
     });
     const stale: SessionInfo[] = [];
     for (const s of live) {
-      const hit = this.interactionCache.get(`${gen}:${s.id}`);
-      if (hit && hit.activity === s.activity) out.set(s.name!, lookOf(s, hit.screen, hit.found));
+      const hit = this.interactionCache.get(s.name!);
+      if (hit && hit.session === `${gen}:${s.id}` && hit.activity === s.activity)
+        out.set(s.name!, lookOf(s, hit.screen, hit.found));
       else stale.push(s);
     }
     if (stale.length === 0) return out;
@@ -158,7 +175,13 @@ export class SessionScreens {
       const found = findInteraction(styled);
       out.set(s.name!, lookOf(s, screen, found));
       if (readAt > s.activity)
-        this.interactionCache.set(`${gen}:${s.id}`, { activity: s.activity, screen, found });
+        this.interactionCache.set(s.name!, {
+          session: `${gen}:${s.id}`,
+          activity: s.activity,
+          screen,
+          found,
+        });
+      else this.interactionCache.delete(s.name!);
     });
     return out;
   }

@@ -7,8 +7,21 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TmuxProvider } from "../../../internal/runtime/tmux/index.js";
-import { FEW_LOOKS } from "../../../internal/runtime/tmux/session-screens.js";
+import { FEW_LOOKS, looksOneByOne } from "../../../internal/runtime/tmux/session-screens.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
+
+describe("looksOneByOne", () => {
+  it.each([
+    [FEW_LOOKS, 0, true],
+    [FEW_LOOKS + 1, 0, false],
+    [FEW_LOOKS + 1, 160, false],
+    [FEW_LOOKS + 4, 200, true],
+    [100, 1000, true],
+    [101, 1000, false],
+  ])("%i sessions wanted, %i listed last: %s", (wanted, listed, one) => {
+    expect(looksOneByOne(wanted, listed)).toBe(one);
+  });
+});
 
 describe.skipIf(!HAS_TMUX)("look and metadata reads (tmux)", () => {
   let fx: TmuxFixture;
