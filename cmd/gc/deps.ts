@@ -8,12 +8,13 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gcBuildId } from "../../internal/build/build-id.js";
+import { type CityPlace, locateCity } from "../../internal/config/locate.js";
 import { type City, openCity as openCityWith } from "../../internal/controller/city.js";
+import { findController, pokeController } from "../../internal/controller/controller.js";
 import {
-  findController,
-  pokeController,
-  spawnController as spawnControllerWith,
-} from "../../internal/controller/controller.js";
+  type LaunchedController,
+  launchController as launchControllerWith,
+} from "../../internal/controller/launch.js";
 import { createProviderFromSpec } from "../../internal/runtime/registry/index.js";
 import { describeRecovery } from "../../internal/session/recovery.js";
 import { openSqliteStore, STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
@@ -76,19 +77,28 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
   return city;
 }
 
+/** Where this invocation's city file is (`--city`, `--config`, `GC_CITY`, or upward from the cwd); nothing parsed. */
+export function cityPlace(ctx: CommandContext): Promise<CityPlace> {
+  return locateCity({
+    cwd: ctx.cwd,
+    cityDir: ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : undefined,
+    configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
+  });
+}
+
 /**
- * Starts this city's controller as a detached `gc start --foreground` and waits for its
- * control socket. Resolves its pid.
+ * Launches the controller of the city at `place` as a detached `gc start --foreground`,
+ * without waiting for it (internal/controller/launch.ts).
  */
-export function spawnController(city: City, signal: AbortSignal): Promise<number> {
+export function launchController(place: CityPlace): Promise<LaunchedController> {
   const main = join(dirname(fileURLToPath(import.meta.url)), "main.js");
-  return spawnControllerWith(city, signal, [
+  return launchControllerWith(join(place.cityDir, ".gc"), [
     process.execPath,
     main,
     "--city",
-    city.cityDir,
+    place.cityDir,
     "--config",
-    city.loaded.file,
+    place.file,
     "start",
     "--foreground",
   ]);

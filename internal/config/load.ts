@@ -12,14 +12,14 @@ import { ConfigError, type ConfigIssue, describeError } from "../base/errors.js"
 import type { Position } from "../base/schema-core.js";
 import { type CityIdentity, cityIdentity, storedIdentity } from "../runtime/identity.js";
 import { PROVIDERS } from "../runtime/registry/index.js";
-import { CITY_FILE_NAME, findCityDir } from "./locate.js";
+import { locateCity } from "./locate.js";
 import type { CityConfig } from "./parse.js";
 import { cachedParse } from "./parse-cache.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
 import { IssueReporter } from "./validate.js";
 
-export { CITY_FILE_NAME, findCityDir } from "./locate.js";
+export { CITY_FILE_NAME, findCityDir, locateCity } from "./locate.js";
 
 /** Finds an executable on PATH: its absolute path, or `undefined`. */
 export type ExecutableLookup = (name: string, env: NodeJS.ProcessEnv) => Promise<string | undefined>;
@@ -96,32 +96,6 @@ export async function detectDefaultProvider(
   return tmux === undefined
     ? { provider: "subprocess", reason: "tmux not on PATH" }
     : { provider: "tmux", reason: `tmux found at ${tmux}` };
-}
-
-/** Where the city file is, from the options. @throws ConfigError when no city can be found. */
-async function locate(opts: LoadCityOptions): Promise<{ file: string; cityDir: string }> {
-  const cwd = opts.cwd ?? process.cwd();
-  if (opts.configFile !== undefined) {
-    const file = resolve(cwd, opts.configFile);
-    return { file, cityDir: opts.cityDir !== undefined ? resolve(cwd, opts.cityDir) : dirname(file) };
-  }
-  if (opts.cityDir !== undefined) {
-    const cityDir = resolve(cwd, opts.cityDir);
-    return { file: join(cityDir, CITY_FILE_NAME), cityDir };
-  }
-  const found = await findCityDir(cwd);
-  if (found === undefined) {
-    throw new ConfigError([
-      {
-        file: join(resolve(cwd), CITY_FILE_NAME),
-        line: 1,
-        col: 1,
-        path: "",
-        message: `no ${CITY_FILE_NAME} here or in any parent directory (run \`gc init\`, or pass --city DIR / --config FILE)`,
-      },
-    ]);
-  }
-  return { file: join(found, CITY_FILE_NAME), cityDir: found };
 }
 
 type Kind = "file" | "directory" | "any" | "executable";
@@ -297,7 +271,7 @@ function identityOrThrow(cityDir: string, file: string): CityIdentity | undefine
  * @throws ConfigError listing every problem, each with `file:line:col` and key path.
  */
 export async function loadCity(opts: LoadCityOptions): Promise<LoadedCity> {
-  const { file, cityDir } = await locate(opts);
+  const { file, cityDir } = await locateCity(opts);
   let text: string;
   try {
     text = await readFile(file, "utf8");

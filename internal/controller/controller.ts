@@ -4,7 +4,6 @@
  * pokes, backoff requeues), serves status/watch/poke/shutdown, and logs every pass.
  */
 
-import { spawn } from "node:child_process";
 import { setMaxListeners } from "node:events";
 import { type FSWatcher, watch as watchFs } from "node:fs";
 import { open, readFile, rm } from "node:fs/promises";
@@ -19,7 +18,6 @@ import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
-import { withoutOwnerTag } from "../runtime/launch.js";
 import { supportsBackendWatch } from "../runtime/provider.js";
 import { isDamage } from "../session/recovery.js";
 import { type City, newReconciler, policyOf } from "./city.js";
@@ -35,7 +33,7 @@ import {
   type StatusJson,
   statusJson,
 } from "./status-snapshot.js";
-import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
+import { startOriginMs, stopWins } from "./stop-intent.js";
 import { WorkWatcher } from "./work-watch.js";
 
 /** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
@@ -424,51 +422,6 @@ async function claimPidFile(path: string): Promise<void> {
     }
   }
   throw new Error(`cannot claim ${path}`);
-}
-
-/**
- * Starts the controller as a detached background process (log in `.gc/controller.log`) and
- * waits for its control socket. Resolves its pid.
- * @param command argv that runs {@link runController} for this city in the foreground
- *   (`gc … start --foreground`; its argv must contain `start` and `--foreground`, which is
- *   how a pid file's process is recognised as a controller).
- */
-export async function spawnController(
-  city: City,
-  signal: AbortSignal,
-  command: readonly [string, ...string[]],
-): Promise<number> {
-  const paths = controllerPaths(city.stateDir);
-  const log = await open(paths.log, "a", 0o600);
-  const child = spawn(command[0], command.slice(1), {
-    detached: true,
-    stdio: ["ignore", log.fd, log.fd],
-    // Started from inside a session, the controller must not carry its owner tag (census.ts).
-    env: {
-      ...withoutOwnerTag(process.env),
-      GC_CONTROLLER_CHILD: "1",
-      [START_ORIGIN_ENV]: String(startOriginMs()),
-    },
-  });
-  await log.close();
-  const pid = child.pid;
-  child.unref();
-  if (pid === undefined) throw new Error("could not start the controller process");
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    signal.throwIfAborted();
-    const info = await findController(city.stateDir);
-    if (info.running && info.status) return info.pid ?? pid;
-    if (!(await pidAlive(pid))) {
-      const other = await findController(city.stateDir);
-      if (other.running) return other.pid ?? pid; // lost a race to another `gc start`: use the winner
-      if (stopWins(city.stateDir, startOriginMs())) throw new StopWonError();
-      const tail = (await readFile(paths.log, "utf8").catch(() => "")).split("\n").slice(-8).join("\n");
-      throw new Error(`the controller exited during startup; log ${paths.log}:\n${tail}`);
-    }
-    await sleep(50, undefined, { signal });
-  }
-  throw new Error(`the controller did not open ${paths.socket} within 20 s`);
 }
 
 /**

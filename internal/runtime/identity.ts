@@ -11,7 +11,7 @@
  * the hash of its real path, so what runs stays its own.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Length in hex digits of a city id. */
@@ -53,6 +53,9 @@ function readIdentity(file: string): CityIdentity | undefined {
   return { id: v.id, name: v.name, providers };
 }
 
+/** The session store's database file under `.gc` (session/sqlite-store.ts `STATE_DB_FILE`): a city that has one ran before. */
+export const RAN_BEFORE_FILE = "state.db";
+
 /** The id a city that ran before identities were stored has: a hash of its real path. */
 function legacyId(cityDir: string): string {
   let real = cityDir;
@@ -77,12 +80,9 @@ export function cityIdentity(cityDir: string, name: string): CityIdentity {
   const found = readIdentity(file);
   if (found) return found;
   const stateDir = join(cityDir, ".gc");
-  let ranBefore = false;
-  try {
-    ranBefore = realpathSync(stateDir) !== "";
-  } catch {
-    // no .gc: a new city
-  }
+  // A city that ran before identities has the session store's database in its `.gc`; a `.gc`
+  // holding only what launching a controller makes (its log) is a new city's.
+  const ranBefore = existsSync(join(stateDir, RAN_BEFORE_FILE));
   const fresh: CityIdentity = {
     id: ranBefore ? legacyId(cityDir) : randomBytes(ID_HEX / 2).toString("hex"),
     name,

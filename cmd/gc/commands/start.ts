@@ -4,6 +4,8 @@
  * returns with its summary.
  */
 
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
 import { UsageError } from "../../../internal/base/errors.js";
 import { buildMismatchText, gcBuildId } from "../../../internal/build/build-id.js";
 import {
@@ -12,11 +14,12 @@ import {
   runController,
   StopWonError,
 } from "../../../internal/controller/controller.js";
+import type { LaunchedController } from "../../../internal/controller/launch.js";
 import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
 import { reportSummary, runPassHere, watchControllerPass } from "../../../internal/operate/pass.js";
 import { closeInheritedFds } from "../../../internal/proc/fds.js";
-import { defineCommand, EXIT } from "../context.js";
-import { openCity, spawnController } from "../deps.js";
+import { type CommandContext, defineCommand, EXIT } from "../context.js";
+import { type City, cityPlace, launchController, openCity } from "../deps.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
 
@@ -33,16 +36,27 @@ export const command = defineCommand({
   options: { once: { type: "boolean" }, foreground: { type: "boolean" }, "dry-run": { type: "boolean" } },
   async run(ctx, { values, positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc start takes no arguments\n\n${USAGE}`);
-    const city = await openCity(ctx, { strict: true });
+    const background = !values.once && !values.foreground && !values["dry-run"];
+    // In the background, the controller's boot (a second Node process) is the longest step
+    // before the first session starts: it is launched before this process reads the file, and
+    // abandoned, leaving nothing behind, when this process refuses the file (as it would).
+    const early = background ? await launchEarly(ctx) : undefined;
+    let city: City;
+    try {
+      city = await openCity(ctx, { strict: true });
+    } catch (e) {
+      await early?.abandon();
+      throw e;
+    }
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
       // A `gc stop` invoked after this command wins; an older one is superseded by this start.
       const origin = startOriginMs(ctx.env);
       clearStopIntent(city.stateDir, origin);
       if (stopWins(city.stateDir, origin)) throw new StopWonError();
-      const info = await findController(city.stateDir);
+      const info = early ? undefined : await findController(city.stateDir);
       if (values.foreground) {
-        if (info.running) throw new Error(`a controller is already running for this city (pid ${info.pid})`);
+        if (info?.running) throw new Error(`a controller is already running for this city (pid ${info.pid})`);
         // A background controller holds none of its spawner's descriptors (nor hands them on).
         if (ctx.env.GC_CONTROLLER_CHILD === "1") closeInheritedFds(ctx.env);
         await runController(city, {
@@ -53,7 +67,7 @@ export const command = defineCommand({
         });
         return EXIT.ok;
       }
-      if (info.running) {
+      if (info?.running) {
         if (!ctx.json) {
           ctx.out(`controller already running (pid ${info.pid}); reconciling now`);
           // It keeps running its own code: after an upgrade, that is not this gc's.
@@ -65,7 +79,8 @@ export const command = defineCommand({
         });
       }
       if (values.once) return await runPassHere(ctx, city, { dryRun: false });
-      const pid = await spawnController(city, ctx.signal);
+      const launched = early ?? (await launchController({ cityDir: city.cityDir, file: city.loaded.file }));
+      const pid = await launched.ready(ctx.signal);
       if (!ctx.json) ctx.out(`controller started (pid ${pid}); log: ${controllerPaths(city.stateDir).log}`);
       // Exit 1 when a session failed to start, although the controller keeps running and
       // retrying it: scripts must see that the city is not (yet) what the file declares.
@@ -75,3 +90,19 @@ export const command = defineCommand({
     }
   },
 });
+
+/**
+ * The background controller of this invocation's city, launched before the file is read;
+ * `undefined` (the usual path decides, after reading it) when the file is missing, a
+ * controller already runs, or the launch fails.
+ */
+async function launchEarly(ctx: CommandContext): Promise<LaunchedController | undefined> {
+  try {
+    const place = await cityPlace(ctx);
+    if (!(await stat(place.file)).isFile()) return undefined;
+    if ((await findController(join(place.cityDir, ".gc"))).running) return undefined;
+    return await launchController(place);
+  } catch {
+    return undefined;
+  }
+}
