@@ -20,6 +20,12 @@ export const BUNDLE = "gc.cjs";
 /** The V8 code cache of {@link BUNDLE}, beside it (scripts/post-build.mjs writes it). */
 export const CODE_CACHE = `${BUNDLE}.cache`;
 /**
+ * The code cache the loader prefers when `start` is among the arguments: made by a warm-up
+ * `gc start --once`, it holds the functions that load a city, plan and start sessions
+ * (the controller's boot is on the way to every first session), which `gc status` never runs.
+ */
+export const START_CODE_CACHE = `${BUNDLE}.start.cache`;
+/**
  * Set to a file path, the loader writes the code cache of {@link BUNDLE} there when the
  * process exits. Build time only (scripts/post-build.mjs); gc never writes it otherwise.
  */
@@ -70,8 +76,9 @@ const keepModuleUrls = {
 
 /**
  * dist/cmd/gc/main.cjs, the `bin`: CommonJS, so starting gc needs no ES module loader (≈ 10 ms
- * on every command). It compiles gc.cjs with the code cache when there is one that V8 accepts
- * (else without: slower, same behaviour) and runs it as the CommonJS module of its file. It
+ * on every command). It compiles gc.cjs with a code cache ({@link START_CODE_CACHE} when `start`
+ * is among the arguments and it exists, else {@link CODE_CACHE}) when V8 accepts it (else
+ * without: slower, same behaviour) and runs it as the CommonJS module of its file. It
  * never writes a file, but for the code cache when {@link CODE_CACHE_ENV} asks (the build's
  * warm-up run).
  */
@@ -87,10 +94,13 @@ const { Script } = require("node:vm");
 
 const filename = join(__dirname, "${BUNDLE}");
 let cachedData;
-try {
-  cachedData = readFileSync(\`\${filename}.cache\`);
-} catch {
-  // no cache: compiled from source
+for (const cache of process.argv.includes("start") ? ["${START_CODE_CACHE}", "${CODE_CACHE}"] : ["${CODE_CACHE}"]) {
+  try {
+    cachedData = readFileSync(join(__dirname, cache));
+    break;
+  } catch {
+    // not there: the next, else compiled from source
+  }
 }
 // ASCII only (asciiOnly below): read as latin1, which skips UTF-8 decoding.
 const script = new Script(Module.wrap(readFileSync(filename).latin1Slice()), { filename, cachedData });
@@ -151,6 +161,7 @@ async function bundle() {
   // tsc's map is of the TypeScript main, not of the loader; the code cache is of the old bundle.
   rmSync(`${MAIN}.map`, { force: true });
   rmSync(`${outdir}${CODE_CACHE}`, { force: true });
+  rmSync(`${outdir}${START_CODE_CACHE}`, { force: true });
   // Chunks of the code-split ES module bundle that preceded this one.
   for (const f of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(f)) rmSync(`${outdir}${f}`);
 }

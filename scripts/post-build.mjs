@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 // First, when imported: the bundle and its loader.
-import { CODE_CACHE, CODE_CACHE_ENV, LOADER } from "./bundle-cli.mjs";
+import { CODE_CACHE, CODE_CACHE_ENV, LOADER, START_CODE_CACHE } from "./bundle-cli.mjs";
 
 const dist = fileURLToPath(new URL("../dist/", import.meta.url));
 const main = join(dist, "cmd", "gc", LOADER);
@@ -32,11 +32,12 @@ const { writeBuildId } = await import("../dist/internal/build/build-id.js");
 console.log(`build ${writeBuildId(dist)}`);
 
 /**
- * Writes dist/cmd/gc/gc.cjs.cache: the V8 code cache of the bundle after `gc status` ran on a
- * throwaway one-agent tmux city with nothing running (so it holds the functions a command
- * runs, not only those compiled at load). The city lies in a temporary directory, removed with
- * its tmux server (if one came up) and socket; no real city is touched. Without tmux, or if the
- * run fails, there is no cache (gc then compiles the bundle from source) and the build goes on.
+ * Writes the bundle's V8 code caches: dist/cmd/gc/gc.cjs.cache after `gc status` ran on a
+ * throwaway one-agent tmux city with nothing running, then gc.cjs.start.cache after `gc start
+ * --once` started its agent (so each holds the functions its commands run, not only those
+ * compiled at load). The city lies in a temporary directory, removed with its tmux server and
+ * socket; no real city is touched. Without tmux, or if a run fails, that cache is missing (gc
+ * then compiles the bundle from source, or uses the other cache) and the build goes on.
  */
 async function writeCodeCache() {
   if (spawnSync("tmux", ["-V"], { stdio: "ignore" }).status !== 0) {
@@ -46,34 +47,42 @@ async function writeCodeCache() {
   const { defaultSocketName, storedIdentity } = await import("../dist/internal/runtime/identity.js");
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "gc-build-warmup-")));
   const name = `gcwarm${process.pid}`;
-  const cache = join(dist, "cmd", "gc", CODE_CACHE);
-  const written = `${cache}.tmp`;
+  // Only the city given here: no GC_CITY (or other GC_*) from the builder's shell.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GC_")));
+  const warm = (args, cacheFile) => {
+    const cache = join(dist, "cmd", "gc", cacheFile);
+    const written = `${cache}.tmp`;
+    try {
+      const r = spawnSync(process.execPath, [main, "--city", dir, ...args], {
+        env: { ...env, [CODE_CACHE_ENV]: written },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      if (r.status !== 0) {
+        console.log(
+          `code cache ${cacheFile}: skipped (the warm-up \`gc ${args.join(" ")}\` exited ${r.status ?? r.signal}: ${r.stderr.trim()})`,
+        );
+        return;
+      }
+      renameSync(written, cache);
+    } finally {
+      rmSync(written, { force: true });
+    }
+  };
   try {
     writeFileSync(
       join(dir, "city.yaml"),
       `workspace:\n  name: ${name}\nsession:\n  provider: tmux\nagents:\n  - name: a\n    start_command: "exec sleep 100000"\n`,
     );
-    // Only the city given here: no GC_CITY (or other GC_*) from the builder's shell.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GC_")));
-    const r = spawnSync(process.execPath, [main, "--city", dir, "status"], {
-      env: { ...env, [CODE_CACHE_ENV]: written },
-      encoding: "utf8",
-      timeout: 30_000,
-    });
-    if (r.status !== 0) {
-      console.log(
-        `code cache: skipped (the warm-up \`gc status\` exited ${r.status ?? r.signal}: ${r.stderr.trim()})`,
-      );
-      return;
-    }
-    renameSync(written, cache);
+    warm(["status"], CODE_CACHE);
+    warm(["start", "--once"], START_CODE_CACHE);
   } finally {
-    rmSync(written, { force: true });
     // The socket is named after the identity gc stored with the city on its first load.
     const id = storedIdentity(dir);
     const socket = defaultSocketName(id?.name ?? name, id?.id);
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
     rmSync(join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
+    rmSync(`${join(`/tmp/tmux-${process.getuid?.() ?? 0}`, socket)}.gc-gate`, { force: true });
     rmSync(dir, { recursive: true, force: true });
   }
 }

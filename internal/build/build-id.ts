@@ -21,10 +21,14 @@ export const BUILD_ID_LENGTH = 12;
  * after the build's own warm-up run): derived from the bundle, and not byte-reproducible.
  */
 export const CODE_CACHE_FILE = "cmd/gc/gc.cjs.cache";
+/** The bundle's other code cache, preferred by `gc start` (scripts/bundle-cli.mjs `START_CODE_CACHE`); alike. */
+export const START_CODE_CACHE_FILE = "cmd/gc/gc.cjs.start.cache";
 
 /** Files that are no shipped code: source maps, the code cache, and the build id itself. */
 function counted(rel: string): boolean {
-  return rel !== BUILD_ID_FILE && rel !== CODE_CACHE_FILE && !rel.endsWith(".map");
+  return (
+    rel !== BUILD_ID_FILE && rel !== CODE_CACHE_FILE && rel !== START_CODE_CACHE_FILE && !rel.endsWith(".map")
+  );
 }
 
 /** Every regular file under `dir` (recursively), as `/`-separated paths relative to it, sorted. */
@@ -42,7 +46,8 @@ function filesUnder(dir: string, prefix = ""): string[] {
  * The build id of the program under `distDir`: the first {@link BUILD_ID_LENGTH} hex digits
  * of a SHA-256 over each file's relative path and bytes, in path order. The same files give
  * the same id wherever they lie; a changed, added, removed or renamed file gives another one.
- * Source maps, the {@link CODE_CACHE_FILE} and the {@link BUILD_ID_FILE} are left out.
+ * Source maps, the code caches ({@link CODE_CACHE_FILE}, {@link START_CODE_CACHE_FILE}) and
+ * the {@link BUILD_ID_FILE} are left out.
  */
 export function computeBuildId(distDir: string): string {
   const hash = createHash("sha256");

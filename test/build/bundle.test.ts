@@ -17,7 +17,7 @@ import {
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { CODE_CACHE_FILE } from "../../internal/build/build-id.js";
+import { CODE_CACHE_FILE, START_CODE_CACHE_FILE } from "../../internal/build/build-id.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLI_DIR = join(ROOT, "dist", "cmd", "gc");
@@ -60,9 +60,9 @@ describe("the bundled CLI", () => {
     expect(readdirSync(CLI_DIR).filter((f) => f.startsWith("chunk-"))).toEqual([]);
   });
 
-  it.skipIf(spawnSync("tmux", ["-V"]).status !== 0)(
-    "npm run build: V8 accepts the code cache it made",
-    () => {
+  it.skipIf(spawnSync("tmux", ["-V"]).status !== 0).each([CODE_CACHE_FILE, START_CODE_CACHE_FILE])(
+    "npm run build: V8 accepts the code cache it made (%s)",
+    (cacheFile) => {
       const check = `
       const { readFileSync } = require("node:fs");
       const { Module } = require("node:module");
@@ -74,7 +74,7 @@ describe("the bundled CLI", () => {
       process.stdout.write(String(s.cachedDataRejected));`;
       const r = spawnSync(
         process.execPath,
-        ["-e", check, join(CLI_DIR, "gc.cjs"), join(ROOT, "dist", CODE_CACHE_FILE)],
+        ["-e", check, join(CLI_DIR, "gc.cjs"), join(ROOT, "dist", cacheFile)],
         { encoding: "utf8" },
       );
       expect(r.stderr).toBe("");
