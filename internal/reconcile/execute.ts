@@ -81,7 +81,16 @@ export interface ExecuteDeps {
    * from what it left.
    */
   readonly planned: ReadonlyMap<string, number>;
+  /**
+   * Orphans killed for sessions lost with their infrastructure whose restart a start budget
+   * deferred to a later pass, by session (kept by the caller across passes; taken when the
+   * session's loss is recorded). Without it, each pass counts its own losses' orphans.
+   */
+  readonly lostOrphans?: Map<string, SessionOrphanKill> | undefined;
 }
+
+/** What was done about one lost session's orphans: their pids killed, or why that failed. */
+export type SessionOrphanKill = { readonly pids: readonly number[] } | { readonly error: string };
 
 /** Outcome of one action. */
 export interface ActionOutcome {
@@ -188,7 +197,7 @@ async function perform(action: Action, deps: ExecuteDeps, orphans: OrphanKills):
   const d = deps.desired.get(action.name);
   switch (action.kind) {
     case "start":
-      if (action.infra) await recordInfraLoss(d!, action.reason, deps, await orphans.get(d!.provider));
+      if (action.infra) await recordInfraLoss(d!, action.reason, deps, await orphans(d!.name));
       return startSession(d!, action.reason, deps);
     case "restart":
       // A restart gc chose (drift, interrupted drain): its own event, not a crash restart.
@@ -469,41 +478,61 @@ async function settle(
 }
 
 /** What one provider's orphan kill did for this pass's lost sessions: killed pids by session, or why it failed. */
-type OrphanKill = { readonly killed: ReadonlyMap<string, number[]> } | { readonly error: string } | undefined;
-/** By provider name; `undefined` for a provider whose sessions are not local processes. */
-type OrphanKills = ReadonlyMap<string, Promise<OrphanKill>>;
+/** A lost session's orphan kill, when its provider kills orphans (`undefined`: it does not). */
+type OrphanKills = (name: string) => Promise<SessionOrphanKill | undefined>;
 
 /**
- * Kills what is left of the lost incarnations among `actions` (starts marked `infra`) on
- * providers whose sessions are local processes (their orphans: processes re-parented to init
- * still carrying the city's owner tag and a session's name — `OrphanKillProvider`): one
- * census per provider for all its lost sessions, begun before any action runs, so no new
- * incarnation is ever among them. Never rejects: a failure is kept for the event.
+ * Kills the orphans of the sessions lost with their infrastructure that this pass restarts or
+ * defers (start budget), for providers whose sessions are local processes (their orphans:
+ * processes re-parented to init still carrying the city's owner tag and a session's name —
+ * `OrphanKillProvider`): one census per provider for all of them, begun before any action
+ * runs, so no new incarnation is ever among them. A session whose orphans an earlier pass
+ * killed (`deps.lostOrphans`) is not counted again. Never rejects: a failure is kept for the
+ * event.
  */
 function killOrphansOfLosses(actions: readonly Action[], deps: ExecuteDeps): OrphanKills {
+  const carried = deps.lostOrphans ?? new Map<string, SessionOrphanKill>();
+  for (const name of carried.keys()) if (!deps.desired.has(name)) carried.delete(name);
   const lost = groupBy(actions, (a) =>
-    a.kind === "start" && a.infra ? deps.desired.get(a.name)?.provider : undefined,
+    ((a.kind === "start" && a.infra) || (a.kind === "wait" && a.lost)) && !carried.has(a.name)
+      ? deps.desired.get(a.name)?.provider
+      : undefined,
   );
-  const out = new Map<string, Promise<OrphanKill>>();
+  const censuses = new Map<string, Promise<boolean>>();
   for (const [providerName, lostActions] of lost) {
     const names = lostActions.map((a) => a.name);
-    out.set(
+    censuses.set(
       providerName,
-      (async (): Promise<OrphanKill> => {
+      (async () => {
+        let provider: Provider;
         try {
-          const provider = await deps.providerFor(providerName);
-          if (!supportsOrphanKill(provider)) return undefined;
+          provider = await deps.providerFor(providerName);
+        } catch (e) {
+          for (const n of names) carried.set(n, { error: describeError(e) });
+          return true;
+        }
+        if (!supportsOrphanKill(provider)) return false;
+        try {
           const killed = new Map<string, number[]>(names.map((n) => [n, []]));
           for (const e of await provider.killOrphans(names))
             if (e.session !== undefined) killed.get(e.session)?.push(e.pid);
-          return { killed };
+          for (const [n, pids] of killed) carried.set(n, { pids });
         } catch (e) {
-          return { error: describeError(e) }; // the restarts go on: an orphan must not keep a session down
+          // the restarts go on: an orphan must not keep a session down
+          for (const n of names) carried.set(n, { error: describeError(e) });
         }
+        return true;
       })(),
     );
   }
-  return out;
+  return async (name) => {
+    const provider = deps.desired.get(name)?.provider;
+    const census = provider === undefined ? undefined : censuses.get(provider);
+    if (census !== undefined && !(await census)) return undefined;
+    const kill = carried.get(name);
+    carried.delete(name);
+    return kill;
+  };
 }
 
 /**
@@ -516,9 +545,9 @@ async function recordInfraLoss(
   d: DesiredSession,
   reason: string,
   deps: ExecuteDeps,
-  kill: OrphanKill,
+  kill: SessionOrphanKill | undefined,
 ): Promise<void> {
-  const killed = kill && "killed" in kill ? (kill.killed.get(d.name) ?? []) : [];
+  const killed = kill && "pids" in kill ? [...kill.pids] : [];
   const rec = await ensureRecord(d, deps);
   const n = Number(rec.metadata[INFRA_LOSSES_KEY] ?? "0") + 1;
   await casUpdate(deps.store, d.name, () => ({ metadata: { [INFRA_LOSSES_KEY]: String(n) } }));

@@ -221,7 +221,17 @@ export type Action =
       readonly reason: string;
       readonly stopRuntime: boolean;
     }
-  | { readonly kind: "wait"; readonly name: string; readonly reason: string; readonly untilMs?: number };
+  | {
+      readonly kind: "wait";
+      readonly name: string;
+      readonly reason: string;
+      readonly untilMs?: number;
+      /**
+       * The start this wait defers (start budget) restarts a session lost with its
+       * infrastructure: its orphans are killed with those of this pass's losses (one census).
+       */
+      readonly lost?: true;
+    };
 
 /** Everything {@link plan} needs. */
 export interface PlanInput {
@@ -549,6 +559,7 @@ export function plan(input: PlanInput): Plan {
           name: a.name,
           reason: `start budget of ${policy.startBudget} per pass used up; next pass at once`,
           untilMs: input.now,
+          ...(a.kind === "start" && a.infra ? { lost: true as const } : {}),
         });
         continue;
       }

@@ -12,7 +12,13 @@ import {
   supportsSnapshot,
 } from "../runtime/provider.js";
 import { casUpdate, type ExitInfo, type SessionRecord, type SessionStore } from "../session/store.js";
-import { type ActionOutcome, type DesiredSession, execute, type ProgressEvent } from "./execute.js";
+import {
+  type ActionOutcome,
+  type DesiredSession,
+  execute,
+  type ProgressEvent,
+  type SessionOrphanKill,
+} from "./execute.js";
 import {
   backoffDelayMs,
   type MassStop,
@@ -182,6 +188,8 @@ export class Reconciler {
   private lastMassStop: string | undefined;
   /** Stops and run-lives that failed: consecutive failures and when to try again. */
   private readonly retries = new Map<string, { failures: number; until: number }>();
+  /** Orphans killed for lost sessions whose restart the start budget deferred (execute.ts). */
+  private readonly lostOrphans = new Map<string, SessionOrphanKill>();
   private readonly deps: ReconcilerDeps;
 
   constructor(deps: ReconcilerDeps) {
@@ -327,6 +335,7 @@ export class Reconciler {
       signal: opts.signal,
       onProgress: opts.onProgress,
       planned: new Map(records.map((r) => [r.name, r.version])),
+      lostOrphans: this.lostOrphans,
     });
     const rekeyed = await this.compactAfterRekey(records, outcomes);
     // A failed stop or run-live backs off like a crash (policy backoff, doubling per failure).

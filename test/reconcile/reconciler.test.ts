@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { CensusEntry } from "../../internal/proc/census.js";
 import { type DesiredSession, META_CORE, type ProgressEvent } from "../../internal/reconcile/execute.js";
-import { DEFAULT_POLICY, REKEYED_KEY } from "../../internal/reconcile/plan.js";
+import { DEFAULT_POLICY, type PlanPolicy, REKEYED_KEY } from "../../internal/reconcile/plan.js";
 import { observe, Reconciler } from "../../internal/reconcile/reconciler.js";
 import { progressLine, summarizeTick, summaryLine } from "../../internal/reconcile/summary.js";
 import { walkTo } from "../../internal/reconcile/walk.js";
@@ -85,7 +86,11 @@ function restartedController(provider: Provider, desired: DesiredSession[]) {
   return { fresh, r2 };
 }
 
-function setup(initial: DesiredSession[], provider: FakeProvider = new FakeProvider({ city: "t" })) {
+function setup(
+  initial: DesiredSession[],
+  provider: FakeProvider = new FakeProvider({ city: "t" }),
+  policy: PlanPolicy = DEFAULT_POLICY,
+) {
   let desired = initial;
   let now = 1_000_000;
   const backend = provider.backend;
@@ -96,7 +101,7 @@ function setup(initial: DesiredSession[], provider: FakeProvider = new FakeProvi
     providerFor: async () => provider,
     loadDesired: async () => desired,
     baseProviders: ["fake"],
-    policy: DEFAULT_POLICY,
+    policy,
     concurrency: 4,
     drainTimeoutMs: 100,
     now: () => now,
@@ -556,6 +561,44 @@ describe("observe: sessions lost with their infrastructure (Observation.vanished
   it("a provider with neither (exec, fake): every session that is gone is a crash", async () => {
     const p = new FakeProvider({ city: "t" });
     expect(await vanishedOf(p, ["a", "b"])).toEqual([]);
+  });
+
+  it("tick: the orphans of a fleet lost with its engine are looked for once, though the start budget spreads its restarts over passes", async () => {
+    /** Kills orphans like tmux and subprocess: one census per call, each orphan with its session. */
+    class OrphanFake extends EndingFake {
+      readonly censuses: string[][] = [];
+      async killOrphans(names: readonly string[]): Promise<CensusEntry[]> {
+        this.censuses.push([...names].sort());
+        return names.map((session, i) => ({
+          pid: 100 + i,
+          comm: "sleep",
+          startTime: "1",
+          orphan: true,
+          session,
+        }));
+      }
+    }
+    const p = new OrphanFake({ city: "t" });
+    const t = setup([want("a"), want("b"), want("c")], p, { ...DEFAULT_POLICY, startBudget: 1 });
+    for (let i = 0; i < 3; i++) await t.reconciler.tick();
+    expect(t.starts().sort()).toEqual(["a", "b", "c"]);
+    for (const n of ["a", "b", "c"]) {
+      p.crash(n);
+      p.ends.set(n, "infrastructure");
+    }
+    const first = await t.reconciler.tick();
+    expect(
+      first.plan.actions.map((a) => `${a.kind}:${a.name}${a.kind === "wait" && a.lost ? ":lost" : ""}`),
+    ).toEqual(["start:a", "wait:b:lost", "wait:c:lost"]);
+    for (let i = 0; i < 2; i++) await t.reconciler.tick();
+    expect(t.starts().sort()).toEqual(["a", "a", "b", "b", "c", "c"]);
+    expect(p.censuses).toEqual([["a", "b", "c"]]);
+    const pids = new Map<string, unknown>();
+    for (const n of ["a", "b", "c"]) {
+      const [e] = await t.store.queryEvents({ session: n, types: ["session.infrastructure-lost"] });
+      pids.set(n, e?.payload.orphanPids);
+    }
+    expect(Object.fromEntries(pids)).toEqual({ a: [100], b: [101], c: [102] });
   });
 
   it("tick: a fleet killed with its engine is started again at once, RESTARTS and crash history untouched; a program's exit still counts", async () => {
