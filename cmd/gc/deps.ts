@@ -28,10 +28,14 @@ export type { City } from "../../internal/controller/city.js";
  * nearest directory upward holding city.yaml). While the file is invalid, or unresolvable
  * in this shell (a `${VAR}` it lacks), observing, operating and stopping keep working on
  * the last good config and say so in one line on stderr; `strict` commands (those that
- * apply the file: start, reconcile, scale) refuse instead.
+ * apply the file: start, reconcile, scale) refuse instead. `readOnly` commands (status) only
+ * read the city: their providers leave writers' housekeeping alone (runtime/factory.ts).
  * @throws ConfigError when the file is missing or invalid (and strict, or no last good copy).
  */
-export async function openCity(ctx: CommandContext, opts: { strict?: boolean } = {}): Promise<City> {
+export async function openCity(
+  ctx: CommandContext,
+  opts: { strict?: boolean; readOnly?: boolean } = {},
+): Promise<City> {
   const city = await openCityWith(
     {
       cwd: ctx.cwd,
@@ -42,6 +46,8 @@ export async function openCity(ctx: CommandContext, opts: { strict?: boolean } =
       // Only commands that apply the file (and so the controller) keep its last good copy and
       // create the fingerprint key.
       applies: opts.strict === true,
+      // A command that only reads (status) builds its providers read-only (runtime/factory.ts).
+      readOnly: opts.readOnly === true,
       build: gcBuildId(),
     },
     {

@@ -156,6 +156,11 @@ export interface CityLocation {
    */
   readonly applies?: boolean | undefined;
   /**
+   * This process only reads the city (`gc status`): its providers are built read-only
+   * (runtime/factory.ts `readOnly`).
+   */
+  readonly readOnly?: boolean | undefined;
+  /**
    * The running gc's build id (internal/build/build-id.ts). With it, the city file's parse is
    * cached under `.gc` (config/parse-cache.ts): applying processes write the cache, every
    * process reads it, so a read command skips parsing a file an applier already parsed.
@@ -487,6 +492,7 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
           cityDir: loaded.cityDir,
           stateDir,
           openBackend: providerFor,
+          ...(where.readOnly ? { readOnly: true } : {}),
         },
         own,
       );

@@ -30,4 +30,10 @@ export interface ProviderFactoryOptions {
    * with that backend's own settings. Absent: the routing provider builds its backends itself.
    */
   readonly openBackend?: ((spec: string) => Promise<Provider>) | undefined;
+  /**
+   * This process only reads the city (`gc status`): housekeeping that only matters to
+   * processes that change it is left to them and to the controller (the tmux provider's
+   * connect then does not look for orphaned control clients to remove).
+   */
+  readonly readOnly?: boolean | undefined;
 }

@@ -218,7 +218,7 @@ export const command = defineCommand({
       import("../../../internal/controller/status-observe.js"),
       import("../../../internal/controller/status-snapshot.js"),
     ]);
-    const city = await openCity(ctx);
+    const city = await openCity(ctx, { readOnly: true });
     // Reported in one line by openCity; a failure to load seen later is new.
     const openError = city.configError;
     try {

@@ -1,9 +1,9 @@
 /**
  * The city's tmux server as the tmux provider sees it: its one control connection (started
- * with the options every session relies on, orphaned clients removed at each connect, a
- * wedged server killed), and the city's sessions on it — looked up by exact target with
- * ownership checked (`@gc_city`), their ids remembered per connection generation, their
- * panes, and who holds a name that is not ours. Shared by the provider's parts
+ * with the options every session relies on, orphaned clients removed at each connect of a
+ * process that may change the city, a wedged server killed), and the city's sessions on it —
+ * looked up by exact target with ownership checked (`@gc_city`), their ids remembered per
+ * connection generation, their panes, and who holds a name that is not ours. Shared by the provider's parts
  * (session-lifecycle.ts, session-input.ts, session-screens.ts, session-meta.ts,
  * session-commands.ts) and the provider itself.
  */
@@ -48,10 +48,15 @@ export class CityServer {
       tmuxPath: this.settings.tmuxPath,
       commandTimeoutMs: this.settings.commandTimeoutMs,
       env,
-      // Every (re)connect also removes control clients a dead gc process left on this socket.
-      beforeConnect: async () => {
-        await removeOrphanClients(socketArgs(this.settings.socket), this.client);
-      },
+      // Every (re)connect of a process that may change the city (the controller, writers)
+      // also removes control clients a dead gc process left on this socket; a read-only one
+      // (`gc status`) leaves them to those: its /proc scan costs ~30 ms of CPU at 1,000
+      // sessions, on the path of every status.
+      beforeConnect: opts.readOnly
+        ? undefined
+        : async () => {
+            await removeOrphanClients(socketArgs(this.settings.socket), this.client);
+          },
       // A server silent for a minute (every command and reconnect timing out) is wedged: it
       // is killed, and its sessions are recovered as an infrastructure loss.
       onWedged: async () => (await killServer(socketArgs(this.settings.socket))).length > 0,

@@ -96,4 +96,33 @@ describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
       orphan.kill("SIGKILL");
     }
   });
+
+  it("a read-only provider's connect (gc status) leaves an orphaned control client; the next writer's connect removes it", async () => {
+    fx = await tmuxFixture();
+    await fx.provider().control.connect(); // the server and its keeper
+    const argv = ["-u", "-L", fx.socket, "-f", "/dev/null", "-C", "new-session", "-A", "-s", KEEPER_SESSION];
+    const dead = `${2 ** 22 + 1}:1`; // above Linux's pid_max limit: never a live pid
+    const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: dead }, stdio: "pipe" });
+    orphan.stdout.resume();
+    const exited = new Promise((r) => orphan.once("exit", r));
+    try {
+      await expect
+        .poll(async () => (await readFile(`/proc/${orphan.pid}/comm`, "utf8").catch(() => "")).trim())
+        .toBe("tmux: client");
+      const socket = ["-L", fx.socket];
+      expect(await orphanClients(socket)).toEqual([orphan.pid]);
+      const reader = fx.provider({}, undefined, { readOnly: true });
+      expect(await reader.listRunning("")).toEqual([]);
+      expect(reader.control.pid).toBeDefined(); // it did connect
+      expect(await orphanClients(socket)).toEqual([orphan.pid]);
+      expect(await pidAlive(orphan.pid!)).toBe(true);
+      const writer = fx.provider();
+      await writer.listRunning("");
+      await exited;
+      expect(await orphanClients(socket)).toEqual([]);
+      expect(await pidAlive(reader.control.pid!)).toBe(true);
+    } finally {
+      orphan.kill("SIGKILL");
+    }
+  });
 });

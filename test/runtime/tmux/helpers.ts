@@ -29,7 +29,7 @@ export interface TmuxFixture {
   readonly socket: string;
   readonly root: string;
   /** A provider for a fresh city (default) on this fixture's socket; closed by cleanup. */
-  provider(settings?: TmuxSettings, city?: string): TmuxProvider;
+  provider(settings?: TmuxSettings, city?: string, opts?: { readOnly?: boolean }): TmuxProvider;
   /** Runs raw tmux on this socket (argv, no shell). */
   tmux(...args: string[]): Promise<RunResult>;
   /** A fresh empty directory under root. */
@@ -50,12 +50,13 @@ export async function tmuxFixture(): Promise<TmuxFixture> {
   return {
     socket,
     root,
-    provider(settings = {}, city = `c${seq}-${Math.random().toString(36).slice(2, 6)}`) {
+    provider(settings = {}, city = `c${seq}-${Math.random().toString(36).slice(2, 6)}`, opts = {}) {
       const p = new TmuxProvider({
         city,
         cityDir: root,
         stateDir: join(root, ".gc"),
         settings: { socket, ...settings },
+        ...opts,
       });
       providers.push(p);
       return p;
