@@ -24,7 +24,7 @@ import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
-import { collectCity, screenRulesBySession, seeSessions } from "./sessions.js";
+import { collectCity, ScreenMemo, screenRulesBySession, seeSessions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
 import {
   type ControllerInfo,
@@ -287,14 +287,23 @@ export async function runController(
     lastPass,
     build,
   });
+  /** The screens the snapshot and pending ops classified (an unchanged one is not read again). */
+  const screens = new ScreenMemo();
   const server = await serveControl(paths.socket, {
     status: statusNow,
     desired: () => city.desiredDigest(),
     pending: (sessions) =>
-      seeSessions(city, sessions, signal, screenRulesBySession(city, city.desiredDigest()?.sessions ?? [])),
+      seeSessions(
+        city,
+        sessions,
+        signal,
+        screenRulesBySession(city, city.desiredDigest()?.sessions ?? []),
+        undefined,
+        screens,
+      ),
     snapshot: async (file) => {
       if (file !== city.loaded.file) throw new Error(`this controller runs ${city.loaded.file}, not ${file}`);
-      return controllerSnapshot(city, statusNow(), signal);
+      return controllerSnapshot(city, statusNow(), screens, signal);
     },
     watch: (send, poke, wopts) =>
       new Promise<void>((resolve) => {
@@ -497,9 +506,16 @@ export function storeCheckText(path: string, r: { found: string; movedAside?: st
 async function controllerSnapshot(
   city: City,
   status: ControllerStatus,
+  screens: ScreenMemo,
   signal?: AbortSignal,
 ): Promise<StatusJson> {
-  const view = await collectCity(city, signal, { controllerDesired: Promise.resolve(city.desiredDigest()) });
+  const view = await collectCity(city, signal, {
+    controllerDesired: Promise.resolve(city.desiredDigest()),
+    // The controller looks itself, with its providers' screen caches and its own memory of
+    // the screens it classified.
+    looksItself: Promise.resolve(true),
+    screens,
+  });
   if (view.configError !== undefined)
     throw new Error(`city file invalid: ${view.configError.split("\n")[0]}`);
   // Built by the controller for an asker of another build maybe: the asker checks the build

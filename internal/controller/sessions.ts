@@ -19,8 +19,9 @@ import {
   type SessionLook,
   supportsLook,
   supportsSnapshot,
+  supportsSnapshotWithLooks,
 } from "../runtime/provider.js";
-import { classifyLook, type ObservedWork, screenTail } from "../runtime/screen/work.js";
+import { classifyLook, classifyScreen, type ObservedWork, screenTail } from "../runtime/screen/work.js";
 import type { SessionRecord } from "../session/store.js";
 import { type City, currentDigestSessions } from "./city.js";
 import type { DesiredDigest, WantedSession } from "./digest-cache.js";
@@ -83,11 +84,21 @@ export interface Seen {
   readonly screen?: readonly string[] | undefined;
 }
 
-/** {@link Seen} of one look at `now`, its work read with the session's own screen `rules`. Pure. */
-export function seenOf(look: SessionLook, now: number, rules?: ScreenRules | undefined): Seen {
+/**
+ * {@link Seen} of one look at `now`, its work read with the session's own screen `rules`
+ * (by `screens` when given: a screen it read before is not read again). Pure.
+ */
+export function seenOf(
+  look: SessionLook,
+  now: number,
+  rules?: ScreenRules | undefined,
+  screens?: ScreenMemo | undefined,
+): Seen {
   return {
     ...(look.interaction ? { interaction: look.interaction } : {}),
-    ...(looksAtWork(look) ? { work: classifyLook(look, { now, rules }) } : {}),
+    ...(looksAtWork(look)
+      ? { work: classifyLook(look, { now, rules, classifyScreen: screens?.classify }) }
+      : {}),
     ...(look.lastActivity ? { lastActivity: look.lastActivity.getTime() } : {}),
     ...(look.screen !== undefined ? { screen: screenTail(look.screen, SCREEN_TAIL_LINES) } : {}),
   };
@@ -112,6 +123,57 @@ export function workOf(
     generation: rec?.generation ?? 0,
     lastActivity: seen.lastActivity,
   }).next;
+}
+
+/**
+ * runtime/screen/work.ts `classifyScreen` remembered by screen text, rules and prompt: the
+ * sessions of one observation that show the same screen (programs that print nothing, idle
+ * agents at one prompt) are read once, and an observer that keeps it (the controller's
+ * snapshots) does not read a screen again that has not changed since its last observation.
+ * Keeps what the last two observations read ({@link next} starts one).
+ */
+export class ScreenMemo {
+  private current = new Map<string, MemoEntry[]>();
+  private previous = new Map<string, MemoEntry[]>();
+
+  /** {@link classifyScreen}, answered from memory for a screen, rules and prompt read before. */
+  readonly classify: typeof classifyScreen = (screen, rules, prompt) => {
+    const now = this.current.get(screen);
+    const hit = now?.find((e) => sameScreenRules(e, rules, prompt));
+    if (hit) return hit.work;
+    const kept = this.previous.get(screen)?.find((e) => sameScreenRules(e, rules, prompt));
+    const work = kept ? kept.work : classifyScreen(screen, rules, prompt);
+    const entry = { rules, prompt, work };
+    if (now) now.push(entry);
+    else this.current.set(screen, [entry]);
+    return work;
+  };
+
+  /** Starts an observation: what the one before last read is forgotten. */
+  next(): void {
+    this.previous = this.current;
+    this.current = new Map();
+  }
+}
+
+interface MemoEntry {
+  readonly rules: ScreenRules;
+  readonly prompt: string | undefined;
+  readonly work: ObservedWork | undefined;
+}
+
+/**
+ * Whether `e` was read with the prompt and markers given (marker lists by identity: a
+ * city's config keeps them from one observation to the next). Pure.
+ */
+function sameScreenRules(e: MemoEntry, rules: ScreenRules, prompt: string | undefined): boolean {
+  return (
+    e.prompt === prompt &&
+    e.rules.readyPromptPrefix === rules.readyPromptPrefix &&
+    e.rules.readyMarkers === rules.readyMarkers &&
+    e.rules.busyMarkers === rules.busyMarkers &&
+    e.rules.errorMarkers === rules.errorMarkers
+  );
 }
 
 /** Everything `gc status` shows. */
@@ -169,16 +231,27 @@ export async function collectCity(
     ) => Promise<Map<string, Seen> | undefined>;
     /**
      * Resolves true when this process looks at the screens itself (no controller to ask):
-     * the wanted sessions' screens are then asked for as soon as the city file is resolved,
-     * so the provider captures them while this process reads the store and the listing
-     * ({@link seeSessions}' `started`).
+     * a provider that lists and looks in one observation (runtime/provider.ts
+     * `SnapshotLookProvider`) then does both at once; of the others, the wanted sessions'
+     * screens are asked for as soon as the city file is resolved, so the provider captures
+     * them while this process reads the store and the listing ({@link seeSessions}' `started`).
      */
     looksItself?: Promise<boolean>;
+    /**
+     * Remembers the screens classified (the controller keeps one across its snapshots);
+     * default: one for this call.
+     */
+    screens?: ScreenMemo;
   } = {},
 ): Promise<CityView> {
+  const looksItself = (opts.looksItself ?? Promise.resolve(false)).catch(() => false);
+  const screens = opts.screens ?? new ScreenMemo();
+  screens.next();
   // The default provider is observed while the city file is resolved and the store read
   // (its connection, e.g. a tmux client process, comes up meanwhile).
-  const early = new Map([[city.defaultProvider, observeOne(city, city.defaultProvider, signal)]]);
+  const early = new Map([
+    [city.defaultProvider, observeOne(city, city.defaultProvider, signal, looksItself)],
+  ]);
   for (const o of early.values()) o.catch(() => undefined); // awaited below
   let desired: readonly WantedSession[] = [];
   let loadError: string | undefined;
@@ -190,19 +263,26 @@ export async function collectCity(
   }
   // Read after loading: a file that turned invalid since the city opened is reported too.
   const configError = city.configError ?? loadError;
-  const started = (await opts.looksItself?.catch(() => false))
-    ? startLooks(city, desired, signal)
-    : undefined;
+  const started = (await looksItself) ? startLooks(city, desired, signal) : undefined;
   const store = await city.store();
   const records = await store.list();
   const providers = [
     ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),
   ];
-  const { observation, errors, details } = await observeWithDetails(providers, city, signal, early);
+  const { observation, errors, details, looks } = await observeWithDetails(
+    providers,
+    city,
+    signal,
+    early,
+    looksItself,
+  );
   const byProvider = runningByProvider(observation);
+  // The looks the observation took stand for the early ones of their provider.
+  const taken = new Map(started);
+  for (const [pName, l] of looks) taken.set(pName, Promise.resolve(l));
   const seen =
     (await opts.controllerPending?.(byProvider)) ??
-    (await seeSessions(city, byProvider, signal, screenRulesBySession(city, desired), started));
+    (await seeSessions(city, byProvider, signal, screenRulesBySession(city, desired), taken, screens));
   const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
   const desiredOf = new Map(desired.map((d) => [d.name, d]));
@@ -253,20 +333,30 @@ export async function collectCity(
 
 type Details = { attached?: boolean | undefined; lastActivity?: Date | undefined };
 
-/** What one provider showed: its running sessions with details, and failed router backends. */
+/**
+ * What one provider showed: its running sessions with details, failed router backends, and
+ * the looks at its running sessions when it took them in the same observation.
+ */
 interface ProviderObservation {
   readonly running: readonly string[];
   readonly details: ReadonlyMap<string, Details>;
   readonly failed: readonly { readonly backend: string; readonly error: string }[];
+  readonly looks?: Map<string, SessionLook> | undefined;
 }
 
 /**
- * Observes one provider: with snapshots, everything in one call; otherwise listed, then
- * asked per session. A router's snapshot leaves failed backends out, so routers are listed
- * (a partial listing names the backends that failed).
+ * Observes one provider: with snapshots, everything in one call (and, when `withLooks`
+ * resolves true and the provider can, the looks at its running sessions in the same
+ * observation); otherwise listed, then asked per session. A router's snapshot leaves failed
+ * backends out, so routers are listed (a partial listing names the backends that failed).
  * @throws when the provider cannot be observed at all.
  */
-async function observeOne(city: City, pName: string, signal?: AbortSignal): Promise<ProviderObservation> {
+async function observeOne(
+  city: City,
+  pName: string,
+  signal?: AbortSignal,
+  withLooks: Promise<boolean> = Promise.resolve(false),
+): Promise<ProviderObservation> {
   const p = await city.providerFor(pName);
   const details = new Map<string, Details>();
   // A snapshot entry may carry no details (k8s lists pods only; a router's docker backend has
@@ -287,14 +377,18 @@ async function observeOne(city: City, pName: string, signal?: AbortSignal): Prom
     );
   };
   if (supportsSnapshot(p) && !isRouter(p)) {
+    const both = supportsSnapshotWithLooks(p) && (await withLooks);
+    const { sessions, looks } = both
+      ? await p.snapshotWithLooks("", { signal })
+      : { sessions: await p.snapshot("", { signal }), looks: undefined };
     const running: string[] = [];
-    for (const s of await p.snapshot("", { signal })) {
+    for (const s of sessions) {
       if (!s.running) continue;
       running.push(s.name);
       details.set(s.name, s);
     }
     await askBlank(running);
-    return { running, details, failed: [] };
+    return { running, details, failed: [], looks };
   }
   let mine: readonly string[];
   let failed: ProviderObservation["failed"] = [];
@@ -323,20 +417,25 @@ async function observeWithDetails(
   city: City,
   signal?: AbortSignal,
   started: ReadonlyMap<string, Promise<ProviderObservation>> = new Map(),
+  withLooks?: Promise<boolean>,
 ): Promise<{
   observation: { running: Set<string>; providerOf: Map<string, string>; unobservable: Set<string> };
   errors: { provider: string; error: string }[];
   details: Map<string, Details>;
+  /** The looks providers took with their observation, by provider. */
+  looks: Map<string, Map<string, SessionLook>>;
 }> {
   const running = new Set<string>();
   const providerOf = new Map<string, string>();
   const unobservable = new Set<string>();
   const errors: { provider: string; error: string }[] = [];
   const details = new Map<string, Details>();
+  const looks = new Map<string, Map<string, SessionLook>>();
   await Promise.all(
     providers.map(async (pName) => {
       try {
-        const o = await (started.get(pName) ?? observeOne(city, pName, signal));
+        const o = await (started.get(pName) ?? observeOne(city, pName, signal, withLooks));
+        if (o.looks) looks.set(pName, o.looks);
         for (const n of o.running) {
           running.add(n);
           providerOf.set(n, pName);
@@ -352,7 +451,7 @@ async function observeWithDetails(
       }
     }),
   );
-  return { observation: { running, providerOf, unobservable }, errors, details };
+  return { observation: { running, providerOf, unobservable }, errors, details, looks };
 }
 
 /** The running sessions of an observation, by the provider they run on. */
@@ -376,6 +475,7 @@ export async function seeSessions(
   signal?: AbortSignal,
   rulesOf: (session: string) => ScreenRules | undefined = () => undefined,
   started: ReadonlyMap<string, Promise<Map<string, SessionLook>>> = new Map(),
+  screens: ScreenMemo = new ScreenMemo(),
 ): Promise<Map<string, Seen>> {
   const out = new Map<string, Seen>();
   await Promise.all(
@@ -395,7 +495,7 @@ export async function seeSessions(
       const now = Date.now();
       for (const n of names) {
         const l = looks.get(n);
-        if (l) out.set(n, seenOf(l, now, rulesOf(n)));
+        if (l) out.set(n, seenOf(l, now, rulesOf(n), screens));
       }
     }),
   );
@@ -407,7 +507,8 @@ export async function seeSessions(
  * before the providers' listings are in, so a provider reads the screens while this process
  * reads the store and the listings. Asked only of providers that list all their sessions in
  * one call and look at many at once (snapshot and look, not a router): their look leaves out
- * what does not run at little cost.
+ * what does not run at little cost. A provider that looks with its listing
+ * (`SnapshotLookProvider`, see {@link observeOne}) is not asked.
  */
 function startLooks(
   city: City,
@@ -425,7 +526,7 @@ function startLooks(
       city
         .providerFor(pName)
         .then((p) =>
-          supportsLook(p) && supportsSnapshot(p) && !isRouter(p)
+          supportsLook(p) && supportsSnapshot(p) && !isRouter(p) && !supportsSnapshotWithLooks(p)
             ? p.look(names, { signal })
             : new Map<string, SessionLook>(),
         )

@@ -514,6 +514,19 @@ export interface SnapshotProvider {
 }
 
 /**
+ * Optional: {@link SnapshotProvider.snapshot} and the {@link LookProvider.look} of every
+ * running session it lists, from ONE observation (tmux: one `list-panes`, where the two
+ * calls take one each). `gc status` observes a city this way.
+ */
+export interface SnapshotLookProvider {
+  /** The snapshot of `prefix`'s sessions and a look at each running one. @throws when the backend cannot be observed. */
+  snapshotWithLooks(
+    prefix: string,
+    opts?: OpOptions,
+  ): Promise<{ readonly sessions: SessionSnapshot[]; readonly looks: Map<string, SessionLook> }>;
+}
+
+/**
  * Optional: tears down backend infrastructure this city owns once its sessions are gone (the
  * city's tmux server and socket, idle holders, state files), so `gc stop` leaves nothing.
  */
@@ -664,6 +677,9 @@ export const supportsOutputStream = (p: Provider): p is Provider & OutputStreamP
   hasMethods(p, "output");
 
 export const supportsSnapshot = (p: Provider): p is Provider & SnapshotProvider => hasMethods(p, "snapshot");
+/** Type guard for {@link SnapshotLookProvider}. */
+export const supportsSnapshotWithLooks = (p: Provider): p is Provider & SnapshotLookProvider =>
+  hasMethods(p, "snapshotWithLooks");
 
 /**
  * Optional: a provider that routes each session to one of several backends (`auto`,

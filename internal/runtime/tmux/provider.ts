@@ -41,6 +41,7 @@ import type {
   SessionLook,
   SessionOutputWatch,
   SessionSnapshot,
+  SnapshotLookProvider,
   SnapshotProvider,
   StartConfig,
   StartReport,
@@ -56,7 +57,7 @@ import { SessionInput } from "./session-input.js";
 import { SessionLifecycle } from "./session-lifecycle.js";
 import { SessionMeta } from "./session-meta.js";
 import { SessionScreens } from "./session-screens.js";
-import { isAbsent, isLive, PANE_FORMAT, parseSessions } from "./sessions.js";
+import { isAbsent, isLive, PANE_FORMAT, parseSessions, type SessionInfo } from "./sessions.js";
 import type { ResolvedTmuxSettings } from "./settings.js";
 
 /** Times shutdown lists and stops this city's sessions (a late create is caught by the next). */
@@ -84,6 +85,7 @@ export class TmuxProvider
     ExitStatusProvider,
     CommandProvider,
     SnapshotProvider,
+    SnapshotLookProvider,
     BackendShutdownProvider,
     CensusProvider,
     OrphanKillProvider,
@@ -185,6 +187,37 @@ export class TmuxProvider
    * @throws when tmux cannot be reached.
    */
   async snapshot(prefix: string, opts: OpOptions = {}): Promise<SessionSnapshot[]> {
+    const listed = await this.listOurs(prefix, opts);
+    return listed ? this.snapshotOf(listed.mine, opts) : [];
+  }
+
+  /**
+   * {@link snapshot} and a {@link look} at each running session it lists, from its one
+   * `list-panes -a` (see {@link SnapshotLookProvider}).
+   * @throws when tmux cannot be reached.
+   */
+  async snapshotWithLooks(
+    prefix: string,
+    opts: OpOptions = {},
+  ): Promise<{ sessions: SessionSnapshot[]; looks: Map<string, SessionLook> }> {
+    const listed = await this.listOurs(prefix, opts);
+    if (!listed) return { sessions: [], looks: new Map() };
+    const [sessions, looks] = await Promise.all([
+      this.snapshotOf(listed.mine, opts),
+      this.screens.lookAtListed(listed.all, listed.gen, opts, (n) => n.startsWith(prefix)),
+    ]);
+    return { sessions, looks };
+  }
+
+  /**
+   * This city's sessions whose names start with `prefix` (`mine`), from one `list-panes -a`
+   * (every session it listed: `all`), with the connection generation it was made on;
+   * `undefined` when no server runs.
+   */
+  private async listOurs(
+    prefix: string,
+    opts: OpOptions,
+  ): Promise<{ mine: SessionInfo[]; all: SessionInfo[]; gen: number } | undefined> {
     let lines: string[];
     try {
       lines = await this.srv.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
@@ -192,13 +225,20 @@ export class TmuxProvider
         retry: true,
       });
     } catch (e) {
-      if (isAbsent(e)) return []; // no server: nothing of ours can be running
+      if (isAbsent(e)) return undefined; // no server: nothing of ours can be running
       // A connection lost while the server goes away (kill-server, gc stop): if nothing
       // listens on the socket any more, nothing runs there.
-      if (e instanceof TmuxConnectionError && !(await serverListening(this.srv.client.socketPath))) return [];
+      if (e instanceof TmuxConnectionError && !(await serverListening(this.srv.client.socketPath)))
+        return undefined;
       throw e;
     }
-    const mine = parseSessions(lines, this.srv.tag).filter((s) => s.name?.startsWith(prefix));
+    const gen = this.srv.client.generation;
+    const all = parseSessions(lines, this.srv.tag);
+    return { mine: all.filter((s) => s.name?.startsWith(prefix)), all, gen };
+  }
+
+  /** The snapshot entries of `mine` (attached terminals asked only of attached sessions). */
+  private async snapshotOf(mine: readonly SessionInfo[], opts: OpOptions): Promise<SessionSnapshot[]> {
     const terminals = await Promise.all(mine.map((s) => this.srv.terminals(s, opts.signal)));
     return mine.map((s, i) => ({
       name: s.name!,

@@ -118,32 +118,59 @@ export class SessionScreens {
    * last output (tmux keeps activity in whole seconds), so no output is missed.
    */
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
-    const out = new Map<string, SessionLook>();
-    let live: SessionInfo[];
     if (looksOneByOne(names.length, this.listed)) {
       const found = await Promise.all(names.map((n) => this.srv.lookup(sessionTarget(n), opts.signal)));
-      live = found.filter((s, i): s is SessionInfo => s !== undefined && s.name === names[i] && isLive(s));
+      const live = found.filter(
+        (s, i): s is SessionInfo => s !== undefined && s.name === names[i] && isLive(s),
+      );
       for (const n of names) if (!live.some((s) => s.name === n)) this.interactionCache.delete(n);
-    } else {
-      let lines: string[];
-      try {
-        lines = await this.srv.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
-          signal: opts.signal,
-          retry: true,
-        });
-      } catch (e) {
-        if (isAbsent(e)) return out;
-        throw e;
-      }
-      const ours = parseSessions(lines, this.srv.tag).filter((s) => s.name !== undefined && isLive(s));
-      this.listed = ours.length;
-      // Every running session was listed: the screens of the others leave the cache.
-      const running = new Set(ours.map((s) => s.name));
-      for (const n of this.interactionCache.keys()) if (!running.has(n)) this.interactionCache.delete(n);
-      const wanted = new Set(names);
-      live = ours.filter((s) => wanted.has(s.name!));
+      return this.lookAtLive(live, this.srv.client.generation, opts);
+    }
+    let lines: string[];
+    try {
+      lines = await this.srv.tmux(["list-panes", "-a", "-F", PANE_FORMAT], {
+        signal: opts.signal,
+        retry: true,
+      });
+    } catch (e) {
+      if (isAbsent(e)) return new Map();
+      throw e;
     }
     const gen = this.srv.client.generation;
+    const wanted = new Set(names);
+    return this.lookAtListed(parseSessions(lines, this.srv.tag), gen, opts, (n) => wanted.has(n));
+  }
+
+  /**
+   * {@link look} at the running sessions whose names `wanted` takes, from `listed`: the
+   * sessions of one whole `list-panes -a` made on connection generation `gen` (the provider's
+   * `snapshotWithLooks` gives its own listing's).
+   */
+  lookAtListed(
+    listed: readonly SessionInfo[],
+    gen: number,
+    opts: OpOptions,
+    wanted: (name: string) => boolean,
+  ): Promise<Map<string, SessionLook>> {
+    const ours = listed.filter((s) => s.name !== undefined && isLive(s));
+    this.listed = ours.length;
+    // Every running session was listed: the screens of the others leave the cache.
+    const running = new Set(ours.map((s) => s.name));
+    for (const n of this.interactionCache.keys()) if (!running.has(n)) this.interactionCache.delete(n);
+    return this.lookAtLive(
+      ours.filter((s) => wanted(s.name!)),
+      gen,
+      opts,
+    );
+  }
+
+  /** The looks of `live` (running sessions found on connection `gen`): cached screens, the rest captured. */
+  private async lookAtLive(
+    live: readonly SessionInfo[],
+    gen: number,
+    opts: OpOptions,
+  ): Promise<Map<string, SessionLook>> {
+    const out = new Map<string, SessionLook>();
     const lookOf = (s: SessionInfo, screen: string, found: PendingInteraction | undefined): SessionLook => ({
       screen,
       interaction: found,

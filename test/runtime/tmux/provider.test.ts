@@ -380,6 +380,35 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     }
   });
 
+  it("snapshotWithLooks: the snapshot and a look at every running session, from ONE list-panes", async () => {
+    await Promise.all(
+      ["s1", "s2"].map(async (n) => p.start(n, await cfg(`echo screen-of-${n}; exec sleep 300`))),
+    );
+    await p.start("s3", await cfg("echo bye; exec sleep 300"));
+    await p.stop("s3");
+    await until("both screens", async () =>
+      (await p.peek("s2", 5)).includes("screen-of-s2") && (await p.peek("s1", 5)).includes("screen-of-s1")
+        ? true
+        : undefined,
+    );
+    const control = p.control;
+    const sent: string[] = [];
+    const command = control.command.bind(control);
+    control.command = (argv, opts) => {
+      sent.push(argv[0]!);
+      return command(argv, opts);
+    };
+    const both = await p.snapshotWithLooks("s");
+    expect(sent.filter((c) => c === "list-panes")).toHaveLength(1);
+    expect(both.sessions).toEqual(await p.snapshot("s"));
+    expect([...both.looks.keys()].sort()).toEqual(["s1", "s2"]);
+    const looks = await p.look(["s1", "s2"]);
+    for (const n of ["s1", "s2"]) {
+      expect(both.looks.get(n)?.screen).toContain(`screen-of-${n}`);
+      expect(both.looks.get(n)).toEqual(looks.get(n));
+    }
+  });
+
   it("execCommand: runs with the declared env in the work dir; a missing program is exit 127", async () => {
     const c = await cfg("exec sleep 300", { env: { GC_EXEC_VAR: "v'a\"l $(x)" } });
     await p.start("exec", c);
