@@ -57,6 +57,33 @@ const FIELDS = [
 export const PANE_FORMAT = FIELDS.map((f) => `#{${f}}`).join("|");
 
 /**
+ * The fields of a look at the running sessions (`gc status`: the provider's
+ * `snapshotWithLooks`): {@link FIELDS} without the work dir, the pane pid and the exit
+ * details, which tmux expands at ~1.5 ms of server CPU per field per 1,000 panes.
+ */
+const LOOK_FIELDS = [
+  "session_id",
+  "session_name",
+  "@gc_city",
+  "@gc_name",
+  "@gc_prefix",
+  "pane_id",
+  "pane_dead",
+  "session_attached",
+  "window_activity",
+] as const;
+
+/**
+ * The `-F` format of a look at the running sessions ({@link LOOK_FIELDS}); parsed by
+ * {@link parseSessions} with `"look"`, its sessions carry no work dir, pane pid (0) or exit
+ * details.
+ */
+export const LOOK_FORMAT = LOOK_FIELDS.map((f) => `#{${f}}`).join("|");
+
+/** Which format a listing was made with. */
+export type ListingFormat = "pane" | "look";
+
+/**
  * The value of `@gc_city` for `city`: the name itself when it is a plain word (readable in
  * `tmux show`), else a hex form, so the value never contains the field separator.
  */
@@ -93,8 +120,11 @@ interface PaneLine {
  * fills): a steady city's `list-panes -a` repeats nearly every line, each second.
  */
 const LINE_MEMO_CAP = 8192;
-let memoNew = new Map<string, PaneLine | null>();
-let memoOld = new Map<string, PaneLine | null>();
+const memos: Record<ListingFormat, { new: Map<string, PaneLine | null>; old: Map<string, PaneLine | null> }> =
+  {
+    pane: { new: new Map(), old: new Map() },
+    look: { new: new Map(), old: new Map() },
+  };
 
 /** One text per field of a format's field list (a tuple of the same length). */
 type FieldTexts<T extends readonly string[]> = { -readonly [K in keyof T]: string };
@@ -139,33 +169,58 @@ function parseLine(line: string): PaneLine | null {
   };
 }
 
-function parseLineMemo(line: string): PaneLine | null {
-  let parsed = memoNew.get(line);
+function parseLookLine(line: string): PaneLine | null {
+  const f = line.split("|");
+  if (f.length !== LOOK_FIELDS.length) return null;
+  const [sid, sname, city, gcName, prefix, paneId, dead, attached, activity] = f as FieldTexts<
+    typeof LOOK_FIELDS
+  >;
+  if (!SESSION_ID.test(sid) || !PANE_ID.test(paneId)) return null;
+  return {
+    sid,
+    sname,
+    city,
+    gcName: nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname ? gcName : undefined,
+    workDir: undefined,
+    readyPrefix: prefix ? fromHex(prefix) : undefined,
+    attached: optInt(attached) ?? 0,
+    activity: optInt(activity) ?? 0,
+    pane: Object.freeze({ id: paneId, pid: 0, dead: dead === "1" }),
+  };
+}
+
+function parseLineMemo(line: string, format: ListingFormat): PaneLine | null {
+  const memo = memos[format];
+  let parsed = memo.new.get(line);
   if (parsed !== undefined) return parsed;
-  parsed = memoOld.get(line);
-  if (parsed === undefined) parsed = parseLine(line);
-  if (memoNew.size >= LINE_MEMO_CAP) {
-    memoOld = memoNew;
-    memoNew = new Map();
+  parsed = memo.old.get(line);
+  if (parsed === undefined) parsed = format === "look" ? parseLookLine(line) : parseLine(line);
+  if (memo.new.size >= LINE_MEMO_CAP) {
+    memo.old = memo.new;
+    memo.new = new Map();
   }
-  memoNew.set(line, parsed);
+  memo.new.set(line, parsed);
   return parsed;
 }
 
 /**
- * Parses `list-panes … -F PANE_FORMAT` output into sessions (in first-seen order). A line
- * with any other number of fields is skipped, so a foreign session whose name contains
+ * Parses `list-panes … -F PANE_FORMAT` output (or, with `"look"`, `-F LOOK_FORMAT`) into
+ * sessions (in first-seen order). A line with any other number of fields is skipped, so a foreign session whose name contains
  * the separator can never be mistaken for another. `name` is set only for sessions tagged
  * with `tag` whose tmux name is the mapping of their recorded gc name. Pure (a line seen
  * lately is not parsed again).
  */
-export function parseSessions(lines: readonly string[], tag: string): SessionInfo[] {
+export function parseSessions(
+  lines: readonly string[],
+  tag: string,
+  format: ListingFormat = "pane",
+): SessionInfo[] {
   const byId = new Map<
     string,
     { -readonly [K in keyof SessionInfo]: SessionInfo[K] } & { panes: PaneInfo[] }
   >();
   for (const line of lines) {
-    const l = parseLineMemo(line);
+    const l = parseLineMemo(line, format);
     if (l === null) continue;
     let entry = byId.get(l.sid);
     if (!entry) {
