@@ -292,15 +292,17 @@ export async function runController(
   const server = await serveControl(paths.socket, {
     status: statusNow,
     desired: () => city.desiredDigest(),
-    pending: (sessions) =>
-      seeSessions(
+    pending: (sessions) => {
+      screens.next(); // an observation too: the memo keeps what the last two read
+      return seeSessions(
         city,
         sessions,
         signal,
         screenRulesBySession(city, city.desiredDigest()?.sessions ?? []),
         undefined,
         screens,
-      ),
+      );
+    },
     snapshot: async (file) => {
       if (file !== city.loaded.file) throw new Error(`this controller runs ${city.loaded.file}, not ${file}`);
       return controllerSnapshot(city, statusNow(), screens, signal);
