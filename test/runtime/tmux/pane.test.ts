@@ -3,10 +3,11 @@
  * stream demultiplexer: the nudge delivery decision, the text tail it looks for, key
  * validation, and the engine's stdout/stderr frames split across chunks.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { InvalidNameError } from "../../../internal/base/errors.js";
 import { Demuxer } from "../../../internal/runtime/docker/channel.js";
-import { validateKeys } from "../../../internal/runtime/tmux/pane.js";
+import { captureScreens, validateKeys } from "../../../internal/runtime/tmux/pane.js";
+import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 
 describe("pane operations (pure parts)", () => {
   it("validateKeys: empty names and NUL are refused", () => {
@@ -36,5 +37,45 @@ describe("pane operations (pure parts)", () => {
       expect(out.join("")).toBe("%begin 1 2 1\n%end 1 2 1\n");
       expect(err.join("")).toBe("warn");
     }
+  });
+});
+
+describe.skipIf(!HAS_TMUX)("captureScreens", () => {
+  let fx: TmuxFixture | undefined;
+  afterEach(async () => {
+    await fx?.cleanup();
+    fx = undefined;
+  });
+
+  it("captures in several command lists, in order; a session gone is undefined and only its list is asked again one by one", async () => {
+    fx = await tmuxFixture();
+    const client = fx.provider().control;
+    await client.command(["new-session", "-d", "-s", "a", "--", "sh", "-c", "echo screen-a; exec sleep 300"]);
+    await client.command(["new-session", "-d", "-s", "b", "--", "sh", "-c", "echo screen-b; exec sleep 300"]);
+    await expect
+      .poll(async () => (await client.command(["capture-pane", "-p", "-t", "=b:"])).join("\n"))
+      .toContain("screen-b");
+    // 250 targets: three lists; the one gone sits in the second.
+    const targets = Array.from({ length: 250 }, (_, i) => (i === 150 ? "=gone:" : i % 2 ? "=b:" : "=a:"));
+    const sent: string[][] = [];
+    const commandList = client.commandList.bind(client);
+    client.commandList = (argvs, opts) => {
+      sent.push(argvs.map((a) => a.at(-1)!));
+      return commandList(argvs, opts);
+    };
+    let single = 0;
+    const command = client.command.bind(client);
+    client.command = (argv, opts) => {
+      if (argv[0] === "capture-pane") single++;
+      return command(argv, opts);
+    };
+    const screens = await captureScreens(client, targets, undefined, true);
+    expect(sent.map((l) => l.length)).toEqual([100, 100, 50]);
+    expect(single).toBe(100);
+    expect(screens).toHaveLength(250);
+    screens.forEach((rows, i) => {
+      if (i === 150) expect(rows).toBeUndefined();
+      else expect(rows?.join("\n")).toContain(i % 2 ? "screen-b" : "screen-a");
+    });
   });
 });
