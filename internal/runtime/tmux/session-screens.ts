@@ -112,9 +112,9 @@ export class SessionScreens {
 
   /**
    * The screens (with their interactions) of the running sessions among `names`: one
-   * `list-panes -a` (or, for a few names, one lookup each: {@link looksOneByOne}), then one command
-   * list capturing only the screens that printed since they were last read (none in a quiet
-   * city). A capture is trusted only when it was taken in a later second than the session's
+   * `list-panes -a` (or, for a few names, one lookup each: {@link looksOneByOne}), then command
+   * lists (pane.ts `captureScreens`) capturing only the screens that printed since they were
+   * last read (none in a quiet city). A capture is trusted only when it was taken in a later second than the session's
    * last output (tmux keeps activity in whole seconds), so no output is missed.
    */
   async look(names: readonly string[], opts: OpOptions = {}): Promise<Map<string, SessionLook>> {
