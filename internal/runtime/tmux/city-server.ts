@@ -13,7 +13,7 @@ import type { ScreenIO } from "../screen/keys.js";
 import { type CommandOptions, ControlClient } from "./control-client.js";
 import { attachedClients, type Pane, sendKeys, styledScreen } from "./pane.js";
 import { sessionTarget } from "./quote.js";
-import { killServer, removeOrphanClients, socketArgs } from "./server.js";
+import { killServer, removeOrphanClients, serverListening, socketArgs, socketPath } from "./server.js";
 import { isAbsent, ownerTag, PANE_FORMAT, parseSessions, type SessionInfo } from "./sessions.js";
 import { type ResolvedTmuxSettings, resolveSettings } from "./settings.js";
 
@@ -55,6 +55,9 @@ export class CityServer {
       beforeConnect: opts.readOnly
         ? undefined
         : async () => {
+            // A server not up yet (this connect starts it: a new city, or one whose server
+            // was lost) has no clients, orphaned or not.
+            if (!(await serverListening(socketPath(this.settings.socket, env)))) return;
             await removeOrphanClients(socketArgs(this.settings.socket), this.client);
           },
       // A server silent for a minute (every command and reconnect timing out) is wedged: it
