@@ -52,9 +52,10 @@ describe.skipIf(!HAS_TMUX)("captureScreens", () => {
     const client = fx.provider().control;
     await client.command(["new-session", "-d", "-s", "a", "--", "sh", "-c", "echo screen-a; exec sleep 300"]);
     await client.command(["new-session", "-d", "-s", "b", "--", "sh", "-c", "echo screen-b; exec sleep 300"]);
-    await expect
-      .poll(async () => (await client.command(["capture-pane", "-p", "-t", "=b:"])).join("\n"))
-      .toContain("screen-b");
+    for (const n of ["a", "b"])
+      await expect
+        .poll(async () => (await client.command(["capture-pane", "-p", "-t", `=${n}:`])).join("\n"))
+        .toContain(`screen-${n}`);
     // 250 targets: three lists; the one gone sits in the second.
     const targets = Array.from({ length: 250 }, (_, i) => (i === 150 ? "=gone:" : i % 2 ? "=b:" : "=a:"));
     const sent: string[][] = [];
