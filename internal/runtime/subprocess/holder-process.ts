@@ -199,7 +199,7 @@ class Holder implements SessionHost {
   }
 
   /** Starts one session from `spec`. @throws OpError `spawn_failed` (nothing left behind). */
-  private async create(spec: HolderSpec): Promise<{ pid: number; childPid: number }> {
+  private async create(spec: HolderSpec): Promise<HolderResults["create"]> {
     if (this.exiting) throw new OpError("shutting_down", "the holder is exiting");
     if (typeof spec !== "object" || spec === null || typeof spec.name !== "string")
       throw new OpError("bad_request", "create needs a spec");
@@ -221,7 +221,8 @@ class Holder implements SessionHost {
       // starts must not hold up the requests of running sessions (status probes have deadlines).
       await session.start();
       void session.note("serving");
-      return { pid: process.pid, childPid: session.childPid };
+      const screen = await session.firstLook();
+      return { pid: process.pid, childPid: session.childPid, ...(screen === undefined ? {} : { screen }) };
     } catch (e) {
       await session.note(`start failed: ${describeError(e)}`);
       this.sessions.delete(spec.name);

@@ -204,6 +204,16 @@ export class Session {
     this.writeRecord();
   }
 
+  /**
+   * The visible screen as the `screen` op's `text` reads it (once what arrived is parsed), for
+   * the `create` reply; `undefined` for a session of a mode (which answers `screen` itself).
+   */
+  async firstLook(): Promise<string | undefined> {
+    if (this.mode) return undefined;
+    await this.screen.flush();
+    return this.screen.visibleText();
+  }
+
   /** Pid of the program: the pty's session leader, or the mode's program (its own session leader). */
   get childPid(): number {
     return this.program ? this.program.pid : (this.term?.pid ?? 0);
@@ -394,7 +404,7 @@ export class Session {
         return { text: this.screen.peek(int(req.lines, "lines")) };
       case "screen":
         await this.screen.flush();
-        return { text: this.screen.visibleText(), ...this.screen.terminalState() };
+        return this.screen.capture();
       case "paste":
         return this.input.paste(str(req.text, "text"));
       case "nudge":
@@ -424,10 +434,11 @@ export class Session {
         return {};
       case "meta.list":
         return { meta: Object.fromEntries(this.meta) };
-      case "waitReady":
-        return {
-          result: await this.waitReady(conn, str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs")),
-        };
+      case "waitReady": {
+        const result = await this.waitReady(conn, str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs"));
+        // What the caller would ask next (is it alive, what does it show), as the wait ended.
+        return this.mode ? { result } : { result, running: this.running, screen: this.screen.visibleText() };
+      }
       case "waitIdle":
         return {
           result: await this.waitIdle(

@@ -185,7 +185,16 @@ export interface HolderResults {
   "meta.set": Record<string, never>;
   "meta.remove": Record<string, never>;
   "meta.list": { readonly meta: Record<string, string> };
-  waitReady: { readonly result: "ready" | "timeout" | "exited" };
+  /**
+   * `running`/`screen`: whether the program ran and the visible screen (as the `screen` op's
+   * `text`) when the wait ended, so a start need not ask again at once (pty sessions; absent
+   * from holders older than these fields).
+   */
+  waitReady: {
+    readonly result: "ready" | "timeout" | "exited";
+    readonly running?: boolean | undefined;
+    readonly screen?: string | undefined;
+  };
   waitIdle: { readonly result: "idle" | "timeout" | "gone" };
   /**
    * `cols`/`rows`: the pty's size now, which the raw output's cursor movements assume (absent
@@ -208,7 +217,11 @@ export interface HolderResults {
     readonly watchers: number;
   };
   watch: HolderResults["hello"];
-  create: { readonly pid: number; readonly childPid: number };
+  /**
+   * `screen`: the new session's visible screen (as the `screen` op's `text`) when it was made,
+   * a start's first look at it (pty sessions; absent from holders older than this field).
+   */
+  create: { readonly pid: number; readonly childPid: number; readonly screen?: string | undefined };
   release: { readonly released: boolean };
 }
 

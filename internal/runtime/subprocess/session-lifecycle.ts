@@ -47,7 +47,7 @@ import {
   STATUS_TIMEOUT_MS,
   type SubprocessProviderOptions,
 } from "./options.js";
-import { type HolderRecord, type HolderSpec, PROTOCOL_VERSION } from "./protocol.js";
+import { type HolderRecord, type HolderResults, type HolderSpec, PROTOCOL_VERSION } from "./protocol.js";
 import type { SessionCalls } from "./session-calls.js";
 import { lockOwner, tryLock } from "./start-lock.js";
 import { killSession } from "./tree.js";
@@ -58,6 +58,42 @@ function readRecord(path: string): HolderRecord | undefined {
     return JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * What the holder's last reply during a start showed of the session — its screen and, after a
+ * wait for the prompt, whether the program ran — for the start's next look, each used once.
+ * Whether it runs is only answered before that screen is used: a decision taken from a screen
+ * is always confirmed by a look after it.
+ */
+class LastSeen {
+  private screen: string | undefined;
+  private running = false;
+
+  /** What a reply showed (`screen` undefined: nothing, as from a holder without these fields). */
+  set(screen: string | undefined, running: boolean): void {
+    this.screen = screen;
+    this.running = screen !== undefined && running;
+  }
+
+  /** Forgets it: the session was acted on (or looked at) since. */
+  clear(): void {
+    this.set(undefined, false);
+  }
+
+  /** True once when the reply saw the program running (and its screen is not yet used). */
+  takeRunning(): boolean {
+    const was = this.running;
+    this.running = false;
+    return was;
+  }
+
+  /** The screen the reply showed, once; `undefined` when there is none to use. */
+  takeScreen(): string | undefined {
+    const shown = this.screen;
+    this.clear();
+    return shown;
   }
 }
 
@@ -112,40 +148,67 @@ export class HeldSessions {
         terminal: PTY_ENV,
       });
       await mkdir(plan.hookDir, { recursive: true });
+      // The holder's replies to create and to a wait for the prompt carry what the start asks
+      // next (the screen; after a wait, whether the program runs): each answers that next
+      // question once, instead of a request of its own.
+      const seen = new LastSeen();
       const destroy = async () => {
+        seen.clear();
         await this.teardown(name, true).catch(() => undefined);
       };
       const backend: StartBackend = {
         provider: "subprocess",
-        runCommand: runLocalCommand,
+        runCommand: (argv, o) => {
+          seen.clear();
+          return runLocalCommand(argv, o);
+        },
         stage: (p) => stageLocal("subprocess", p),
         create: (p, sig) =>
           this.createSession(name, p.config, p.env, sig)
-            .then(() => this.opts.mode?.afterCreate?.(name, sig))
+            .then(async (made) => {
+              seen.set(made.screen, false);
+              await this.opts.mode?.afterCreate?.(name, sig);
+            })
             .catch(async (e: unknown) => {
               await destroy();
               throw e;
             }),
         alive: async (sig) => {
+          sig.throwIfAborted();
+          if (seen.takeRunning()) return true;
           const st = await this.calls.patientStatus(name, sig);
           return st.ok && st.value.running;
         },
-        died: () =>
-          this.calls.requireAlive(name, undefined).then(
+        died: () => {
+          seen.clear();
+          return this.calls.requireAlive(name, undefined).then(
             () => new SessionDiedDuringStartupError(name),
             (e) => e,
-          ),
-        screen: (sig) => screenIO(name, sig).screen(),
-        sendKeys: (keys, sig) => screenIO(name, sig).sendKeys(keys),
+          );
+        },
+        screen: (sig) => {
+          sig.throwIfAborted();
+          const shown = seen.takeScreen();
+          return shown === undefined ? screenIO(name, sig).screen() : Promise.resolve(shown);
+        },
+        sendKeys: (keys, sig) => {
+          seen.clear();
+          return screenIO(name, sig).sendKeys(keys);
+        },
         waitForPrompt: async (prefix, ms, sig) => {
-          await this.calls.call(
+          seen.clear();
+          const r = await this.calls.call(
             name,
             { op: "waitReady", prefix, timeoutMs: ms },
             ms + STATUS_TIMEOUT_MS,
             sig,
           );
+          if (r.ok) seen.set(r.value.screen, r.value.running === true);
         },
-        nudge: (text, sig) => deliverNudge(this.calls, name, text, sig, true, config.multiline),
+        nudge: (text, sig) => {
+          seen.clear();
+          return deliverNudge(this.calls, name, text, sig, true, config.multiline);
+        },
         destroy,
       };
       const limits = limitsFor(config, {
@@ -213,7 +276,7 @@ export class HeldSessions {
     config: StartConfig,
     env: Record<string, string>,
     signal: AbortSignal | undefined,
-  ): Promise<void> {
+  ): Promise<HolderResults["create"]> {
     if (!existsSync(this.holder.holderPath)) {
       throw new ProviderError(
         "subprocess",
@@ -251,7 +314,7 @@ export class HeldSessions {
     // each forking and serving its share in parallel; a lone start goes to the first.
     const slot = this.creating++ % this.holder.slots;
     try {
-      await this.createIn(slot, name, spec);
+      return await this.createIn(slot, name, spec);
     } finally {
       this.creating--;
     }
@@ -261,7 +324,7 @@ export class HeldSessions {
    * Asks holder `slot` to create the session from `spec`, spawning it first when none serves.
    * @throws as {@link createSession}.
    */
-  private async createIn(slot: number, name: string, spec: HolderSpec): Promise<void> {
+  private async createIn(slot: number, name: string, spec: HolderSpec): Promise<HolderResults["create"]> {
     const control = this.holder.socketOf(slot);
     // Asked straight away: a holder usually serves already. None answering (or one exiting:
     // its last session just stopped, it refuses with `shutting_down` or has closed its
@@ -269,9 +332,13 @@ export class HeldSessions {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) await this.holder.ensure(slot);
       try {
-        await holderRequest(control, { op: "create", spec }, { timeoutMs: HOLDER_START_TIMEOUT_MS });
+        const made = await holderRequest(
+          control,
+          { op: "create", spec },
+          { timeoutMs: HOLDER_START_TIMEOUT_MS },
+        );
         void this.holder.watch(slot);
-        return;
+        return made;
       } catch (e) {
         // Not after a timeout: the holder may have applied the create it did not answer in time,
         // and asking again would only be told the name is still held.
