@@ -3,6 +3,8 @@
  * (served by the `output` op), and {@link RawLog}, the raw output on disk with one rotation.
  */
 import { closeSync, openSync, renameSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+import { ensurePrivateDir } from "./layout.js";
 
 /** Last `capacity` bytes of output plus the running total (the `output` cursor). */
 export class OutputRing {
@@ -55,8 +57,15 @@ export class RawLog {
     try {
       this.fd = openSync(this.path, "a", 0o600);
       this.size = 0;
-    } catch {
+    } catch (e) {
       this.fd = undefined;
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") return;
+      try {
+        ensurePrivateDir(dirname(this.path)); // its directory was removed since
+        this.fd = openSync(this.path, "a", 0o600);
+      } catch {
+        // no log, as before: a log must not take the session down
+      }
     }
   }
 

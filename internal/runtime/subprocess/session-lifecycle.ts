@@ -7,7 +7,7 @@
  * files removed — also of sessions whose holder stopped answering. Never touches another
  * city's session.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
@@ -31,7 +31,13 @@ import type { SessionSnapshot, StartConfig, StartReport } from "../provider.js";
 import type { ScreenIO } from "../screen/keys.js";
 import { HolderOpError, HolderUnavailableError, holderRequest } from "./client.js";
 import type { HolderControl } from "./holder-control.js";
-import { ensurePrivateDir, sessionPaths, sessionsDir } from "./layout.js";
+import {
+  ensurePrivateDir,
+  ensurePrivateDirOnce,
+  makePrivateDir,
+  sessionPaths,
+  sessionsDir,
+} from "./layout.js";
 import { deliverNudge } from "./nudge-delivery.js";
 import {
   DEFAULT_COLS,
@@ -51,6 +57,19 @@ import { type HolderRecord, type HolderResults, type HolderSpec, PROTOCOL_VERSIO
 import type { SessionCalls } from "./session-calls.js";
 import { lockOwner, tryLock } from "./start-lock.js";
 import { killSession } from "./tree.js";
+
+/** What a status request to a socket that does not exist finds. */
+const MISSING = { ok: false, why: "missing" } as const;
+
+/** True when `path` does not exist (ENOENT; any other failure: false). */
+function absent(path: string): boolean {
+  try {
+    lstatSync(path);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
 
 /** Reads a holder record; `undefined` when absent or unreadable. */
 function readRecord(path: string): HolderRecord | undefined {
@@ -241,7 +260,8 @@ export class HeldSessions {
    */
   async clearPrevious(name: string): Promise<void> {
     const p = sessionPaths(this.root, name);
-    const st = await this.calls.statusOf(name);
+    // No socket file (a fresh name, usually): what a connect would find, without one.
+    const st = absent(p.socket) ? MISSING : await this.calls.statusOf(name);
     if (st.ok) {
       if (st.value.running) throw new SessionExistsError(name);
       await this.teardown(name, true);
@@ -285,8 +305,9 @@ export class HeldSessions {
     }
     signal?.throwIfAborted();
     const p = sessionPaths(this.root, name);
-    ensurePrivateDir(p.dir);
-    ensurePrivateDir(dirname(p.log));
+    makePrivateDir(p.dir);
+    // The holder makes it again should it be removed while it runs (holder-output.ts).
+    ensurePrivateDirOnce(dirname(p.log));
     if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
     await rm(p.socket, { force: true });
     // The command text travels in the environment, never in argv (ps shows argv).

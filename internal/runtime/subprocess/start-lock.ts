@@ -8,7 +8,7 @@ import { link, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { pidAlive } from "../../proc/kill.js";
 import { procStartTime } from "../../proc/process-table.js";
-import { ensurePrivateDir } from "./layout.js";
+import { ensurePrivateDirOnce } from "./layout.js";
 
 /** A start lock that stayed empty this long was left by a crashed starter. */
 const EMPTY_LOCK_STALE_MS = 10_000;
@@ -22,13 +22,21 @@ let ownStart: number | "" | undefined;
  * and retaken once. @returns its release, or `undefined` when a live process holds it.
  */
 export async function tryLock(root: string, path: string): Promise<(() => Promise<void>) | undefined> {
-  ensurePrivateDir(root);
-  ensurePrivateDir(dirname(path));
   // The lock appears with its owner already in it (written aside, then hard-linked into
   // place): a starter killed at any moment never leaves an empty lock behind.
   const mine = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2)}`;
   ownStart ??= procStartTime(process.pid) ?? "";
-  await writeFile(mine, `${process.pid} ${ownStart}\n`, { mode: 0o600, flag: "wx" });
+  for (let again = false; ; again = true) {
+    // Made sure of once per process; again when they were removed since.
+    ensurePrivateDirOnce(root, again);
+    ensurePrivateDirOnce(dirname(path), again);
+    try {
+      await writeFile(mine, `${process.pid} ${ownStart}\n`, { mode: 0o600, flag: "wx" });
+      break;
+    } catch (e) {
+      if (again || (e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+  }
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
