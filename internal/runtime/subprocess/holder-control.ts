@@ -25,6 +25,7 @@ import {
   holderLockPath,
   holderLogPath,
   holderSocketPath,
+  pathAbsent,
   rotateIfLarge,
 } from "./layout.js";
 import {
@@ -196,6 +197,17 @@ export class HolderControl {
       this.holderReady.set(slot, ready);
     }
     return ready;
+  }
+
+  /**
+   * Starts `slot`'s holder process in the background when none serves it (no control socket)
+   * and none is being started here: a start that will ask it soon does not wait for its
+   * start-up then. A failure is left to the {@link ensure} of that ask. A holder that gets no
+   * session exits by itself (holder-process.ts).
+   */
+  prepare(slot: number): void {
+    if (this.holderReady.has(slot) || !pathAbsent(this.socketOf(slot))) return;
+    this.ensure(slot).catch(() => undefined);
   }
 
   private async spawnHolderOnce(slot: number): Promise<void> {

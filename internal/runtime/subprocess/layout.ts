@@ -6,7 +6,7 @@
  * and the holder process.
  */
 import { createHash } from "node:crypto";
-import { closeSync, mkdirSync, openSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, renameSync, statSync, writeSync } from "node:fs";
 import { appendFile, rename, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ensurePrivateDir } from "../socket-dir.js";
@@ -161,6 +161,16 @@ export function sessionPaths(root: string, name: string): SessionPaths {
  * @throws UnsafeDirError when it exists but is a symlink, not ours, or writable by others.
  */
 export { ensurePrivateDir } from "../socket-dir.js";
+
+/** True when `path` does not exist (ENOENT; any other failure: false). */
+export function pathAbsent(path: string): boolean {
+  try {
+    lstatSync(path);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
 
 /** Directories {@link ensurePrivateDirOnce} made sure of in this process. */
 const knownPrivate = new Set<string>();

@@ -7,7 +7,7 @@
  * files removed — also of sessions whose holder stopped answering. Never touches another
  * city's session.
  */
-import { existsSync, lstatSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
@@ -35,6 +35,7 @@ import {
   ensurePrivateDir,
   ensurePrivateDirOnce,
   makePrivateDir,
+  pathAbsent,
   sessionPaths,
   sessionsDir,
 } from "./layout.js";
@@ -60,16 +61,6 @@ import { killSession } from "./tree.js";
 
 /** What a status request to a socket that does not exist finds. */
 const MISSING = { ok: false, why: "missing" } as const;
-
-/** True when `path` does not exist (ENOENT; any other failure: false). */
-function absent(path: string): boolean {
-  try {
-    lstatSync(path);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "ENOENT";
-  }
-}
 
 /** Reads a holder record; `undefined` when absent or unreadable. */
 function readRecord(path: string): HolderRecord | undefined {
@@ -127,6 +118,8 @@ export class HeldSessions {
   private readonly starts: StartsInProgress;
   /** Creates in flight in this process: the n-th concurrent one asks holder slot n mod slots. */
   private creating = 0;
+  /** Starts in this process whose create has not begun. */
+  private preparing = 0;
 
   constructor(deps: {
     readonly city: string;
@@ -158,6 +151,13 @@ export class HeldSessions {
     screenIO: (name: string, signal: AbortSignal | undefined) => ScreenIO,
   ): Promise<StartReport> {
     let release: (() => Promise<void>) | undefined;
+    // The holder this start's create will most likely ask: when none serves it, it starts now,
+    // beside the start's own steps up to create (a burst's many locks and files), unless a
+    // pre_start hook (which may fail, and leave it idle) comes first.
+    let preparing = true;
+    this.preparing++;
+    if (!config.preStart?.length)
+      this.holder.prepare((this.creating + this.preparing - 1) % this.holder.slots);
     try {
       release = await this.lock(name);
       await this.clearPrevious(name);
@@ -182,8 +182,10 @@ export class HeldSessions {
           return runLocalCommand(argv, o);
         },
         stage: (p) => stageLocal("subprocess", p),
-        create: (p, sig) =>
-          this.createSession(name, p.config, p.env, sig)
+        create: (p, sig) => {
+          if (preparing) this.preparing--;
+          preparing = false;
+          return this.createSession(name, p.config, p.env, sig)
             .then(async (made) => {
               seen.set(made.screen, false);
               await this.opts.mode?.afterCreate?.(name, sig);
@@ -191,7 +193,8 @@ export class HeldSessions {
             .catch(async (e: unknown) => {
               await destroy();
               throw e;
-            }),
+            });
+        },
         alive: async (sig) => {
           sig.throwIfAborted();
           if (seen.takeRunning()) return true;
@@ -240,6 +243,7 @@ export class HeldSessions {
       if (signal?.aborted) throw signal.reason;
       throw e;
     } finally {
+      if (preparing) this.preparing--;
       await release?.();
     }
   }
@@ -261,7 +265,7 @@ export class HeldSessions {
   async clearPrevious(name: string): Promise<void> {
     const p = sessionPaths(this.root, name);
     // No socket file (a fresh name, usually): what a connect would find, without one.
-    const st = absent(p.socket) ? MISSING : await this.calls.statusOf(name);
+    const st = pathAbsent(p.socket) ? MISSING : await this.calls.statusOf(name);
     if (st.ok) {
       if (st.value.running) throw new SessionExistsError(name);
       await this.teardown(name, true);
