@@ -11,7 +11,7 @@
  * the sessions whose spec names one of them. Entry scripts: holder.ts (ptys only) and
  * ../acp/holder.ts (with the ACP mode).
  */
-import { chmodSync, rmSync, unlinkSync } from "node:fs";
+import { rmSync, unlinkSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { describeError } from "../../base/errors.js";
@@ -86,16 +86,12 @@ class Holder implements SessionHost {
   private listenOnce(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
-      const old = process.umask(0o077);
+      // Made 0600 by the umask of its bind (inside listen()): never reachable by others.
+      const old = process.umask(0o177);
       try {
         this.server.listen(this.controlSocket, () => {
           this.server.off("error", reject);
-          try {
-            chmodSync(this.controlSocket, 0o600);
-            resolve();
-          } catch (e) {
-            reject(e);
-          }
+          resolve();
         });
       } finally {
         process.umask(old);

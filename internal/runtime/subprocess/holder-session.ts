@@ -4,7 +4,7 @@
  * output ring, raw log, metadata and private unix socket (protocol.ts), and the requests it
  * serves there. Nothing it does reaches another session.
  */
-import { chmodSync, readFileSync, rmSync, unlinkSync } from "node:fs";
+import { readFileSync, rmSync, unlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
@@ -168,19 +168,13 @@ export class Session {
   private bind(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
-      // The socket must never be reachable by others, not even between bind and chmod;
-      // the umask is restored before the program is spawned (it inherits ours).
-      const old = process.umask(0o077);
+      // The socket is made 0600 by the umask of its bind (inside listen()), so it is never
+      // reachable by others and needs no chmod after; the umask is restored before the
+      // program is spawned (it inherits ours).
+      const old = process.umask(0o177);
       try {
         this.server.listen(this.spec.socket, () => {
           this.server.off("error", reject);
-          try {
-            chmodSync(this.spec.socket, 0o600);
-          } catch (e) {
-            this.server.close();
-            reject(e);
-            return;
-          }
           resolve();
         });
       } finally {
