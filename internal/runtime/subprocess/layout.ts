@@ -191,13 +191,16 @@ export function ensurePrivateDirOnce(dir: string, forget = false): void {
 /**
  * Makes a new session's private directory `dir`: one `mkdir` (mode 0700) when it is new,
  * which is then ours and private; {@link ensurePrivateDir} (parents, checks) otherwise.
+ * @returns whether `dir` is new (empty).
  * @throws UnsafeDirError as {@link ensurePrivateDir}.
  */
-export function makePrivateDir(dir: string): void {
+export function makePrivateDir(dir: string): boolean {
   try {
     mkdirSync(dir, { mode: 0o700 });
+    return true;
   } catch {
     ensurePrivateDir(dir); // it exists, or its parent does not: the full way
+    return false;
   }
 }
 

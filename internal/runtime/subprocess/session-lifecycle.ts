@@ -309,11 +309,13 @@ export class HeldSessions {
     }
     signal?.throwIfAborted();
     const p = sessionPaths(this.root, name);
-    makePrivateDir(p.dir);
+    const fresh = makePrivateDir(p.dir);
     // The holder makes it again should it be removed while it runs (holder-output.ts).
     ensurePrivateDirOnce(dirname(p.log));
-    if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
-    await rm(p.socket, { force: true });
+    const socketDir = dirname(p.socket);
+    if (socketDir !== p.dir) ensurePrivateDir(socketDir);
+    // A new session dir holds no old socket.
+    if (!fresh || socketDir !== p.dir) await rm(p.socket, { force: true });
     // The command text travels in the environment, never in argv (ps shows argv).
     const launch = commandViaEnv(launchArgv(config));
     const spec: HolderSpec = {
