@@ -216,7 +216,7 @@ class Holder implements SessionHost {
       // Concurrent with other creates, but for the fork itself (see forkTurn): a burst of
       // starts must not hold up the requests of running sessions (status probes have deadlines).
       await session.start();
-      void session.note("serving");
+      session.noteSoon("serving");
       const screen = await session.firstLook();
       return { pid: process.pid, childPid: session.childPid, ...(screen === undefined ? {} : { screen }) };
     } catch (e) {

@@ -40,6 +40,8 @@ const pty = createRequire(import.meta.url)("@lydell/node-pty") as typeof import(
 const IDLE_QUIET_MS = 1_000;
 /** Output queued for an attached terminal beyond which it is disconnected (it stopped reading). */
 const MAX_ATTACH_BACKLOG_BYTES = 16 * 1024 * 1024;
+/** Longest a line noted by {@link Session.noteSoon} waits before it is written. */
+const NOTE_DELAY_MS = 1_000;
 /** Grace between SIGTERM and SIGKILL when stopping the program. */
 const STOP_GRACE_MS = 2_000;
 
@@ -105,6 +107,9 @@ export class Session {
   private checkScheduled = false;
   /** Diagnostic lines being appended, in order ({@link note}). */
   private notes: Promise<void> = Promise.resolve();
+  /** Diagnostic lines noted but not yet handed to {@link notes} ({@link noteSoon}). */
+  private pendingNotes = "";
+  private notesTimer: NodeJS.Timeout | undefined;
   private shuttingDown: Promise<void> | undefined;
 
   /** `mode`: the spec's mode, when it is not the holder's own pty. */
@@ -219,10 +224,34 @@ export class Session {
    * for them. Resolves when this line is written (or failed: it never rejects).
    */
   note(msg: string): Promise<void> {
-    const line = `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`;
+    this.pendingNotes += this.noteLine(msg);
+    return this.writeNotes();
+  }
+
+  /**
+   * {@link note}, written within {@link NOTE_DELAY_MS} (with any line noted before then, or at
+   * once by the next {@link note}): a session's start notes it, and a burst of starts (a whole
+   * city at once) should not wait on a file write per start.
+   */
+  noteSoon(msg: string): void {
+    this.pendingNotes += this.noteLine(msg);
+    this.notesTimer ??= setTimeout(() => void this.writeNotes(), NOTE_DELAY_MS);
+  }
+
+  private noteLine(msg: string): string {
+    return `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`;
+  }
+
+  /** Appends the lines noted so far, in one write after those before. Never rejects. */
+  private writeNotes(): Promise<void> {
+    clearTimeout(this.notesTimer);
+    this.notesTimer = undefined;
+    const text = this.pendingNotes;
+    this.pendingNotes = "";
+    if (text === "") return this.notes;
     const path = this.spec.holderLog;
     this.notes = this.notes.then(() =>
-      appendRotating(path, line).catch(() => undefined /* diagnostics never take the session down */),
+      appendRotating(path, text).catch(() => undefined /* diagnostics never take the session down */),
     );
     return this.notes;
   }
@@ -670,6 +699,7 @@ export class Session {
    * after, so none keeps talking to a session that is gone.
    */
   close(): void {
+    void this.writeNotes();
     this.server.close();
     setImmediate(() => {
       for (const c of this.conns) c.sock.end();
