@@ -156,9 +156,9 @@ export class HeldSessions {
     // pre_start hook (which may fail, and leave it idle) comes first.
     let preparing = true;
     this.preparing++;
-    if (!config.preStart?.length)
-      this.holder.prepare((this.creating + this.preparing - 1) % this.holder.slots);
     try {
+      if (!config.preStart?.length)
+        this.holder.prepare((this.creating + this.preparing - 1) % this.holder.slots);
       release = await this.lock(name);
       await this.clearPrevious(name);
       signal?.throwIfAborted();
