@@ -181,6 +181,9 @@ class Holder implements SessionHost {
         return this.hello();
       case "hello":
         return this.hello();
+      case "exitIfIdle":
+        this.maybeExit();
+        return { pid: process.pid, exiting: this.exiting };
       case "create":
         return this.create(rec.spec as HolderSpec);
       case "release": {

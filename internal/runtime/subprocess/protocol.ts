@@ -148,7 +148,9 @@ export type ControlRequest =
   /** Starts a session; the reply comes once its socket serves and its program runs. */
   | { readonly op: "create"; readonly spec: HolderSpec }
   /** Stops session `name` of `city` if this holder has it (its socket may be gone). */
-  | { readonly op: "release"; readonly name: string; readonly city: string };
+  | { readonly op: "release"; readonly name: string; readonly city: string }
+  /** Exits if it holds no session and creates none (a holder started for a start that failed). */
+  | { readonly op: "exitIfIdle" };
 
 /** Operation names. */
 export type HolderOp = HolderRequest["op"];
@@ -223,6 +225,7 @@ export interface HolderResults {
    */
   create: { readonly pid: number; readonly childPid: number; readonly screen?: string | undefined };
   release: { readonly released: boolean };
+  exitIfIdle: { readonly pid: number; readonly exiting: boolean };
 }
 
 /** Error codes a holder replies with. */

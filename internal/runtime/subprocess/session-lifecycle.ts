@@ -120,6 +120,8 @@ export class HeldSessions {
   private creating = 0;
   /** Starts in this process whose create has not begun. */
   private preparing = 0;
+  /** Slots whose holder a start started ahead of its create, and that no create asked since. */
+  private readonly prepared = new Set<number>();
 
   constructor(deps: {
     readonly city: string;
@@ -157,8 +159,8 @@ export class HeldSessions {
     let preparing = true;
     this.preparing++;
     try {
-      if (!config.preStart?.length)
-        this.holder.prepare((this.creating + this.preparing - 1) % this.holder.slots);
+      const slot = (this.creating + this.preparing - 1) % this.holder.slots;
+      if (!config.preStart?.length && this.holder.prepare(slot)) this.prepared.add(slot);
       release = await this.lock(name);
       await this.clearPrevious(name);
       signal?.throwIfAborted();
@@ -243,7 +245,16 @@ export class HeldSessions {
       if (signal?.aborted) throw signal.reason;
       throw e;
     } finally {
-      if (preparing) this.preparing--;
+      if (preparing) {
+        this.preparing--;
+        // Ended before its create (aborted, refused, failed): a holder started ahead for it (or
+        // for others that ended so too) is let go, unless a start here may still ask it.
+        if (this.preparing === 0 && this.creating === 0 && this.prepared.size > 0) {
+          const slots = [...this.prepared];
+          this.prepared.clear();
+          await Promise.all(slots.map((s) => this.holder.dismiss(s)));
+        }
+      }
       await release?.();
     }
   }
@@ -340,6 +351,7 @@ export class HeldSessions {
     // Concurrent starts (a whole city at once) are spread over the root's holder processes,
     // each forking and serving its share in parallel; a lone start goes to the first.
     const slot = this.creating++ % this.holder.slots;
+    this.prepared.delete(slot);
     try {
       return await this.createIn(slot, name, spec);
     } finally {
