@@ -17,8 +17,8 @@ import { screenLooksIdle } from "../screen/classify.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { PtyInput } from "./holder-input.js";
 import { type HolderMode, int, type ModeProgram, OpError, str } from "./holder-mode.js";
-import { OutputRing, RawLog } from "./holder-output.js";
-import { appendRotating, ensurePrivateDir, writeFileAtomicSync } from "./layout.js";
+import { NotesLog, OutputRing, RawLog } from "./holder-output.js";
+import { ensurePrivateDir, writeFileAtomicSync } from "./layout.js";
 import {
   type ExitInfo,
   type HolderRecord,
@@ -40,8 +40,6 @@ const pty = createRequire(import.meta.url)("@lydell/node-pty") as typeof import(
 const IDLE_QUIET_MS = 1_000;
 /** Output queued for an attached terminal beyond which it is disconnected (it stopped reading). */
 const MAX_ATTACH_BACKLOG_BYTES = 16 * 1024 * 1024;
-/** Longest a line noted by {@link Session.noteSoon} waits before it is written. */
-const NOTE_DELAY_MS = 1_000;
 /** Grace between SIGTERM and SIGKILL when stopping the program. */
 const STOP_GRACE_MS = 2_000;
 
@@ -105,11 +103,8 @@ export class Session {
   private childStart: number | null = null;
   private exit: ExitInfo | null = null;
   private checkScheduled = false;
-  /** Diagnostic lines being appended, in order ({@link note}). */
-  private notes: Promise<void> = Promise.resolve();
-  /** Diagnostic lines noted but not yet handed to {@link notes} ({@link noteSoon}). */
-  private pendingNotes = "";
-  private notesTimer: NodeJS.Timeout | undefined;
+  /** This session's diagnostics ({@link note}). */
+  private readonly notes: NotesLog;
   private shuttingDown: Promise<void> | undefined;
 
   /** `mode`: the spec's mode, when it is not the holder's own pty. */
@@ -121,6 +116,7 @@ export class Session {
     this.screen = new Screen(spec.cols, spec.rows, spec.scrollback);
     this.ring = new OutputRing(spec.ringBytes);
     this.log = new RawLog(spec.log, spec.logMaxBytes);
+    this.notes = new NotesLog(spec.holderLog, spec.name);
     this.input = new PtyInput({
       term: () => this.term,
       screen: this.screen,
@@ -173,9 +169,8 @@ export class Session {
   private bind(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
-      // The socket is made 0600 by the umask of its bind (inside listen()), so it is never
-      // reachable by others and needs no chmod after; the umask is restored before the
-      // program is spawned (it inherits ours).
+      // The socket is made 0600 by the umask of its bind (inside listen()): never reachable by
+      // others, no chmod after; the umask is restored before the program (which inherits it) spawns.
       const old = process.umask(0o177);
       try {
         this.server.listen(this.spec.socket, () => {
@@ -203,10 +198,7 @@ export class Session {
     this.writeRecord();
   }
 
-  /**
-   * The visible screen as the `screen` op's `text` reads it (once what arrived is parsed), for
-   * the `create` reply; `undefined` for a session of a mode (which answers `screen` itself).
-   */
+  /** The `screen` op's `text` for the `create` reply; `undefined` in a mode (it answers `screen`). */
   async firstLook(): Promise<string | undefined> {
     if (this.mode) return undefined;
     await this.screen.flush();
@@ -224,36 +216,12 @@ export class Session {
    * for them. Resolves when this line is written (or failed: it never rejects).
    */
   note(msg: string): Promise<void> {
-    this.pendingNotes += this.noteLine(msg);
-    return this.writeNotes();
+    return this.notes.note(msg);
   }
 
-  /**
-   * {@link note}, written within {@link NOTE_DELAY_MS} (with any line noted before then, or at
-   * once by the next {@link note}): a session's start notes it, and a burst of starts (a whole
-   * city at once) should not wait on a file write per start.
-   */
+  /** {@link note}, written within a second: a burst of starts waits on no file write per start. */
   noteSoon(msg: string): void {
-    this.pendingNotes += this.noteLine(msg);
-    this.notesTimer ??= setTimeout(() => void this.writeNotes(), NOTE_DELAY_MS);
-  }
-
-  private noteLine(msg: string): string {
-    return `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`;
-  }
-
-  /** Appends the lines noted so far, in one write after those before. Never rejects. */
-  private writeNotes(): Promise<void> {
-    clearTimeout(this.notesTimer);
-    this.notesTimer = undefined;
-    const text = this.pendingNotes;
-    this.pendingNotes = "";
-    if (text === "") return this.notes;
-    const path = this.spec.holderLog;
-    this.notes = this.notes.then(() =>
-      appendRotating(path, text).catch(() => undefined /* diagnostics never take the session down */),
-    );
-    return this.notes;
+    this.notes.noteSoon(msg);
   }
 
   private record(): HolderRecord {
@@ -678,7 +646,7 @@ export class Session {
       for (const c of this.conns) for (const fn of c.cleanups) fn();
       // The name is free before any connection (the caller's reply included) is ended: a
       // caller told the session is gone may start it again at once.
-      this.host.removed(this, this.notes);
+      this.host.removed(this, this.notes.written());
       this.close();
     })();
     return this.shuttingDown;
@@ -699,7 +667,7 @@ export class Session {
    * after, so none keeps talking to a session that is gone.
    */
   close(): void {
-    void this.writeNotes();
+    void this.notes.flush();
     this.server.close();
     setImmediate(() => {
       for (const c of this.conns) c.sock.end();
