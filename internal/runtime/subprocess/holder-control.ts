@@ -25,6 +25,7 @@ import {
   holderLockPath,
   holderLogPath,
   holderSocketPath,
+  pathAbsent,
   rotateIfLarge,
 } from "./layout.js";
 import {
@@ -198,6 +199,38 @@ export class HolderControl {
     return ready;
   }
 
+  /**
+   * Starts `slot`'s holder process in the background when none serves it (no control socket)
+   * and none is being started here: a start that will ask it soon does not wait for its
+   * start-up then. A failure is left to the {@link ensure} of that ask. A holder that gets no
+   * session exits by itself (holder-process.ts), or when {@link dismiss}ed.
+   * @returns whether it started one.
+   */
+  prepare(slot: number): boolean {
+    if (this.holderReady.has(slot) || !pathAbsent(this.socketOf(slot))) return false;
+    this.ensure(slot).catch(() => undefined);
+    return true;
+  }
+
+  /**
+   * Once `slot`'s holder answers (its start-up in progress here awaited), has it exit if it
+   * holds no session and creates none, and waits until it is gone: for a holder started by
+   * {@link prepare} for starts that then ended before their create. Never throws.
+   */
+  async dismiss(slot: number): Promise<void> {
+    await this.holderReady.get(slot)?.catch(() => undefined);
+    try {
+      const r = await holderRequest(
+        this.socketOf(slot),
+        { op: "exitIfIdle" },
+        { timeoutMs: STATUS_TIMEOUT_MS },
+      );
+      if (r.exiting) await this.awaitExit(r.pid);
+    } catch {
+      // none answers (or one of an earlier gc): it exits by itself when it gets no session
+    }
+  }
+
   private async spawnHolderOnce(slot: number): Promise<void> {
     const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
     const socket = this.socketOf(slot);
@@ -256,7 +289,8 @@ export class HolderControl {
       ended = describeError(e);
     });
     for (;;) {
-      if ((await this.pidAt(sock)) !== undefined) return;
+      // Asked only once its socket exists: until then an ask is a failed connect, for nothing.
+      if (!pathAbsent(sock) && (await this.pidAt(sock)) !== undefined) return;
       if (ended !== undefined) {
         const tail = (await readFile(logPath, "utf8").catch(() => ""))
           .trim()
@@ -271,7 +305,7 @@ export class HolderControl {
           `the holder did not answer within ${HOLDER_START_TIMEOUT_MS} ms`,
         );
       }
-      // Asking costs a failed connect: every start of the city waits on this answer.
+      // Every start of the city may wait on this answer: looked for often.
       await sleep(HOLDER_START_POLL_MS);
     }
   }

@@ -11,7 +11,7 @@
  * the sessions whose spec names one of them. Entry scripts: holder.ts (ptys only) and
  * ../acp/holder.ts (with the ACP mode).
  */
-import { chmodSync, rmSync, unlinkSync } from "node:fs";
+import { rmSync, unlinkSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { describeError } from "../../base/errors.js";
@@ -86,16 +86,12 @@ class Holder implements SessionHost {
   private listenOnce(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
-      const old = process.umask(0o077);
+      // Made 0600 by the umask of its bind (inside listen()): never reachable by others.
+      const old = process.umask(0o177);
       try {
         this.server.listen(this.controlSocket, () => {
           this.server.off("error", reject);
-          try {
-            chmodSync(this.controlSocket, 0o600);
-            resolve();
-          } catch (e) {
-            reject(e);
-          }
+          resolve();
         });
       } finally {
         process.umask(old);
@@ -185,6 +181,9 @@ class Holder implements SessionHost {
         return this.hello();
       case "hello":
         return this.hello();
+      case "exitIfIdle":
+        this.maybeExit();
+        return { pid: process.pid, exiting: this.exiting };
       case "create":
         return this.create(rec.spec as HolderSpec);
       case "release": {
@@ -199,7 +198,7 @@ class Holder implements SessionHost {
   }
 
   /** Starts one session from `spec`. @throws OpError `spawn_failed` (nothing left behind). */
-  private async create(spec: HolderSpec): Promise<{ pid: number; childPid: number }> {
+  private async create(spec: HolderSpec): Promise<HolderResults["create"]> {
     if (this.exiting) throw new OpError("shutting_down", "the holder is exiting");
     if (typeof spec !== "object" || spec === null || typeof spec.name !== "string")
       throw new OpError("bad_request", "create needs a spec");
@@ -220,8 +219,9 @@ class Holder implements SessionHost {
       // Concurrent with other creates, but for the fork itself (see forkTurn): a burst of
       // starts must not hold up the requests of running sessions (status probes have deadlines).
       await session.start();
-      void session.note("serving");
-      return { pid: process.pid, childPid: session.childPid };
+      session.noteSoon("serving");
+      const screen = await session.firstLook();
+      return { pid: process.pid, childPid: session.childPid, ...(screen === undefined ? {} : { screen }) };
     } catch (e) {
       await session.note(`start failed: ${describeError(e)}`);
       this.sessions.delete(spec.name);

@@ -4,7 +4,7 @@
  * output ring, raw log, metadata and private unix socket (protocol.ts), and the requests it
  * serves there. Nothing it does reaches another session.
  */
-import { chmodSync, readFileSync, rmSync, unlinkSync } from "node:fs";
+import { readFileSync, rmSync, unlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
@@ -17,8 +17,8 @@ import { screenLooksIdle } from "../screen/classify.js";
 import { bindInSocketDir, releaseSocketDir } from "../socket-dir.js";
 import { PtyInput } from "./holder-input.js";
 import { type HolderMode, int, type ModeProgram, OpError, str } from "./holder-mode.js";
-import { OutputRing, RawLog } from "./holder-output.js";
-import { appendRotating, ensurePrivateDir, writeFileAtomicSync } from "./layout.js";
+import { NotesLog, OutputRing, RawLog } from "./holder-output.js";
+import { ensurePrivateDir, writeFileAtomicSync } from "./layout.js";
 import {
   type ExitInfo,
   type HolderRecord,
@@ -103,8 +103,8 @@ export class Session {
   private childStart: number | null = null;
   private exit: ExitInfo | null = null;
   private checkScheduled = false;
-  /** Diagnostic lines being appended, in order ({@link note}). */
-  private notes: Promise<void> = Promise.resolve();
+  /** This session's diagnostics ({@link note}). */
+  private readonly notes: NotesLog;
   private shuttingDown: Promise<void> | undefined;
 
   /** `mode`: the spec's mode, when it is not the holder's own pty. */
@@ -116,6 +116,7 @@ export class Session {
     this.screen = new Screen(spec.cols, spec.rows, spec.scrollback);
     this.ring = new OutputRing(spec.ringBytes);
     this.log = new RawLog(spec.log, spec.logMaxBytes);
+    this.notes = new NotesLog(spec.holderLog, spec.name);
     this.input = new PtyInput({
       term: () => this.term,
       screen: this.screen,
@@ -168,19 +169,12 @@ export class Session {
   private bind(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
-      // The socket must never be reachable by others, not even between bind and chmod;
-      // the umask is restored before the program is spawned (it inherits ours).
-      const old = process.umask(0o077);
+      // The socket is made 0600 by the umask of its bind (inside listen()): never reachable by
+      // others, no chmod after; the umask is restored before the program (which inherits it) spawns.
+      const old = process.umask(0o177);
       try {
         this.server.listen(this.spec.socket, () => {
           this.server.off("error", reject);
-          try {
-            chmodSync(this.spec.socket, 0o600);
-          } catch (e) {
-            this.server.close();
-            reject(e);
-            return;
-          }
           resolve();
         });
       } finally {
@@ -204,6 +198,13 @@ export class Session {
     this.writeRecord();
   }
 
+  /** The `screen` op's `text` for the `create` reply; `undefined` in a mode (it answers `screen`). */
+  async firstLook(): Promise<string | undefined> {
+    if (this.mode) return undefined;
+    await this.screen.flush();
+    return this.screen.visibleText();
+  }
+
   /** Pid of the program: the pty's session leader, or the mode's program (its own session leader). */
   get childPid(): number {
     return this.program ? this.program.pid : (this.term?.pid ?? 0);
@@ -215,12 +216,12 @@ export class Session {
    * for them. Resolves when this line is written (or failed: it never rejects).
    */
   note(msg: string): Promise<void> {
-    const line = `${new Date().toISOString()} holder[${process.pid}] ${this.spec.name}: ${msg}\n`;
-    const path = this.spec.holderLog;
-    this.notes = this.notes.then(() =>
-      appendRotating(path, line).catch(() => undefined /* diagnostics never take the session down */),
-    );
-    return this.notes;
+    return this.notes.note(msg);
+  }
+
+  /** {@link note}, written within a second: a burst of starts waits on no file write per start. */
+  noteSoon(msg: string): void {
+    this.notes.noteSoon(msg);
   }
 
   private record(): HolderRecord {
@@ -394,7 +395,7 @@ export class Session {
         return { text: this.screen.peek(int(req.lines, "lines")) };
       case "screen":
         await this.screen.flush();
-        return { text: this.screen.visibleText(), ...this.screen.terminalState() };
+        return this.screen.capture();
       case "paste":
         return this.input.paste(str(req.text, "text"));
       case "nudge":
@@ -424,10 +425,11 @@ export class Session {
         return {};
       case "meta.list":
         return { meta: Object.fromEntries(this.meta) };
-      case "waitReady":
-        return {
-          result: await this.waitReady(conn, str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs")),
-        };
+      case "waitReady": {
+        const result = await this.waitReady(conn, str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs"));
+        // What the caller would ask next (is it alive, what does it show), as the wait ended.
+        return this.mode ? { result } : { result, running: this.running, screen: this.screen.visibleText() };
+      }
       case "waitIdle":
         return {
           result: await this.waitIdle(
@@ -644,7 +646,7 @@ export class Session {
       for (const c of this.conns) for (const fn of c.cleanups) fn();
       // The name is free before any connection (the caller's reply included) is ended: a
       // caller told the session is gone may start it again at once.
-      this.host.removed(this, this.notes);
+      this.host.removed(this, this.notes.written());
       this.close();
     })();
     return this.shuttingDown;
@@ -665,6 +667,7 @@ export class Session {
    * after, so none keeps talking to a session that is gone.
    */
   close(): void {
+    void this.notes.flush();
     this.server.close();
     setImmediate(() => {
       for (const c of this.conns) c.sock.end();

@@ -6,9 +6,10 @@
  * and the holder process.
  */
 import { createHash } from "node:crypto";
-import { closeSync, openSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, renameSync, statSync, writeSync } from "node:fs";
 import { appendFile, rename, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { ensurePrivateDir } from "../socket-dir.js";
 
 /** Longest unix socket path Linux accepts (`sun_path` is 108 bytes including the NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -116,7 +117,13 @@ export async function appendRotating(
 ): Promise<void> {
   const size = (await stat(path).catch(() => undefined))?.size ?? 0;
   if (size >= maxBytes) await rename(path, `${path}.1`);
-  await appendFile(path, text, { mode: 0o600 });
+  try {
+    await appendFile(path, text, { mode: 0o600 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    ensurePrivateDir(dirname(path)); // its directory was removed since
+    await appendFile(path, text, { mode: 0o600 });
+  }
 }
 
 /** Holder process `slot`'s own diagnostics (`<root>/logs/holder.log`, `holder-<slot>.log`). Pure. */
@@ -154,6 +161,48 @@ export function sessionPaths(root: string, name: string): SessionPaths {
  * @throws UnsafeDirError when it exists but is a symlink, not ours, or writable by others.
  */
 export { ensurePrivateDir } from "../socket-dir.js";
+
+/** True when `path` does not exist (ENOENT; any other failure: false). */
+export function pathAbsent(path: string): boolean {
+  try {
+    lstatSync(path);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
+/** Directories {@link ensurePrivateDirOnce} made sure of in this process. */
+const knownPrivate = new Set<string>();
+
+/**
+ * {@link ensurePrivateDir}, once per directory and process: a provider root's fixed
+ * directories (the root, `locks/`, `logs/`), asked for on every start. `forget` (after an
+ * operation in it failed with ENOENT: it was removed since) makes the next call check again.
+ * @throws UnsafeDirError as {@link ensurePrivateDir}.
+ */
+export function ensurePrivateDirOnce(dir: string, forget = false): void {
+  if (forget) knownPrivate.delete(dir);
+  if (knownPrivate.has(dir)) return;
+  ensurePrivateDir(dir);
+  knownPrivate.add(dir);
+}
+
+/**
+ * Makes a new session's private directory `dir`: one `mkdir` (mode 0700) when it is new,
+ * which is then ours and private; {@link ensurePrivateDir} (parents, checks) otherwise.
+ * @returns whether `dir` is new (empty).
+ * @throws UnsafeDirError as {@link ensurePrivateDir}.
+ */
+export function makePrivateDir(dir: string): boolean {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+    return true;
+  } catch {
+    ensurePrivateDir(dir); // it exists, or its parent does not: the full way
+    return false;
+  }
+}
 
 /**
  * Writes `text` to `path` atomically (temp file, rename) with mode 0600: readers see the old

@@ -30,7 +30,7 @@ export const DEFAULT_RING_BYTES = 1024 * 1024;
 export const POLL_MS = 25;
 /**
  * Poll interval while a freshly spawned holder starts to serve: every start of the city may
- * be waiting on that answer, and an ask is one failed connect.
+ * be waiting on that answer (a look for its control socket; asked once that is there).
  */
 export const HOLDER_START_POLL_MS = 5;
 

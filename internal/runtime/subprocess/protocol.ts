@@ -148,7 +148,9 @@ export type ControlRequest =
   /** Starts a session; the reply comes once its socket serves and its program runs. */
   | { readonly op: "create"; readonly spec: HolderSpec }
   /** Stops session `name` of `city` if this holder has it (its socket may be gone). */
-  | { readonly op: "release"; readonly name: string; readonly city: string };
+  | { readonly op: "release"; readonly name: string; readonly city: string }
+  /** Exits if it holds no session and creates none (a holder started for a start that failed). */
+  | { readonly op: "exitIfIdle" };
 
 /** Operation names. */
 export type HolderOp = HolderRequest["op"];
@@ -185,7 +187,16 @@ export interface HolderResults {
   "meta.set": Record<string, never>;
   "meta.remove": Record<string, never>;
   "meta.list": { readonly meta: Record<string, string> };
-  waitReady: { readonly result: "ready" | "timeout" | "exited" };
+  /**
+   * `running`/`screen`: whether the program ran and the visible screen (as the `screen` op's
+   * `text`) when the wait ended, so a start need not ask again at once (pty sessions; absent
+   * from holders older than these fields).
+   */
+  waitReady: {
+    readonly result: "ready" | "timeout" | "exited";
+    readonly running?: boolean | undefined;
+    readonly screen?: string | undefined;
+  };
   waitIdle: { readonly result: "idle" | "timeout" | "gone" };
   /**
    * `cols`/`rows`: the pty's size now, which the raw output's cursor movements assume (absent
@@ -208,8 +219,13 @@ export interface HolderResults {
     readonly watchers: number;
   };
   watch: HolderResults["hello"];
-  create: { readonly pid: number; readonly childPid: number };
+  /**
+   * `screen`: the new session's visible screen (as the `screen` op's `text`) when it was made,
+   * a start's first look at it (pty sessions; absent from holders older than this field).
+   */
+  create: { readonly pid: number; readonly childPid: number; readonly screen?: string | undefined };
   release: { readonly released: boolean };
+  exitIfIdle: { readonly pid: number; readonly exiting: boolean };
 }
 
 /** Error codes a holder replies with. */

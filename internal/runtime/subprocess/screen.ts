@@ -148,13 +148,32 @@ export class Screen {
    * {@link styledText}.
    */
   terminalState(): { rows: string[]; cursorX: number; cursorY: number; history: number; styled: string } {
+    const { rows, cursorX, cursorY, history, styled } = this.capture();
+    return { rows, cursorX, cursorY, history, styled };
+  }
+
+  /**
+   * What the `screen` op answers: {@link visibleText} and {@link terminalState}, from one read
+   * of the visible rows.
+   */
+  capture(): {
+    text: string;
+    rows: string[];
+    cursorX: number;
+    cursorY: number;
+    history: number;
+    styled: string;
+  } {
     const buf = this.term.buffer.active;
+    const plain = this.viewportLines();
+    const shown = tailLines(plain, 0);
     return {
-      rows: this.viewportLines().map((r) => r.replace(/ +$/, "")),
+      text: shown.join("\n"),
+      rows: plain.map((r) => r.replace(/ +$/, "")),
       cursorX: buf.cursorX,
       cursorY: buf.cursorY,
       history: buf.baseY,
-      styled: this.styledText(),
+      styled: this.styledRows(shown.length),
     };
   }
 
@@ -171,9 +190,12 @@ export class Screen {
    * list whose cursor is a highlighted row (../screen/styled.ts).
    */
   styledText(): string {
+    return this.styledRows(tailLines(this.viewportLines(), 0).length);
+  }
+
+  /** {@link styledText} of the first `end` visible rows (those up to the last non-blank one). */
+  private styledRows(end: number): string {
     const buf = this.term.buffer.active;
-    const plain = this.viewportLines();
-    const end = tailLines(plain, 0).length;
     const cell = buf.getNullCell();
     let pen = "";
     const out: string[] = [];

@@ -31,7 +31,14 @@ import type { SessionSnapshot, StartConfig, StartReport } from "../provider.js";
 import type { ScreenIO } from "../screen/keys.js";
 import { HolderOpError, HolderUnavailableError, holderRequest } from "./client.js";
 import type { HolderControl } from "./holder-control.js";
-import { ensurePrivateDir, sessionPaths, sessionsDir } from "./layout.js";
+import {
+  ensurePrivateDir,
+  ensurePrivateDirOnce,
+  makePrivateDir,
+  pathAbsent,
+  sessionPaths,
+  sessionsDir,
+} from "./layout.js";
 import { deliverNudge } from "./nudge-delivery.js";
 import {
   DEFAULT_COLS,
@@ -47,10 +54,13 @@ import {
   STATUS_TIMEOUT_MS,
   type SubprocessProviderOptions,
 } from "./options.js";
-import { type HolderRecord, type HolderSpec, PROTOCOL_VERSION } from "./protocol.js";
+import { type HolderRecord, type HolderResults, type HolderSpec, PROTOCOL_VERSION } from "./protocol.js";
 import type { SessionCalls } from "./session-calls.js";
 import { lockOwner, tryLock } from "./start-lock.js";
 import { killSession } from "./tree.js";
+
+/** What a status request to a socket that does not exist finds. */
+const MISSING = { ok: false, why: "missing" } as const;
 
 /** Reads a holder record; `undefined` when absent or unreadable. */
 function readRecord(path: string): HolderRecord | undefined {
@@ -58,6 +68,42 @@ function readRecord(path: string): HolderRecord | undefined {
     return JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * What the holder's last reply during a start showed of the session — its screen and, after a
+ * wait for the prompt, whether the program ran — for the start's next look, each used once.
+ * Whether it runs is only answered before that screen is used: a decision taken from a screen
+ * is always confirmed by a look after it.
+ */
+class LastSeen {
+  private screen: string | undefined;
+  private running = false;
+
+  /** What a reply showed (`screen` undefined: nothing, as from a holder without these fields). */
+  set(screen: string | undefined, running: boolean): void {
+    this.screen = screen;
+    this.running = screen !== undefined && running;
+  }
+
+  /** Forgets it: the session was acted on (or looked at) since. */
+  clear(): void {
+    this.set(undefined, false);
+  }
+
+  /** True once when the reply saw the program running (and its screen is not yet used). */
+  takeRunning(): boolean {
+    const was = this.running;
+    this.running = false;
+    return was;
+  }
+
+  /** The screen the reply showed, once; `undefined` when there is none to use. */
+  takeScreen(): string | undefined {
+    const shown = this.screen;
+    this.clear();
+    return shown;
   }
 }
 
@@ -72,6 +118,10 @@ export class HeldSessions {
   private readonly starts: StartsInProgress;
   /** Creates in flight in this process: the n-th concurrent one asks holder slot n mod slots. */
   private creating = 0;
+  /** Starts in this process whose create has not begun. */
+  private preparing = 0;
+  /** Slots whose holder a start started ahead of its create, and that no create asked since. */
+  private readonly prepared = new Set<number>();
 
   constructor(deps: {
     readonly city: string;
@@ -103,7 +153,14 @@ export class HeldSessions {
     screenIO: (name: string, signal: AbortSignal | undefined) => ScreenIO,
   ): Promise<StartReport> {
     let release: (() => Promise<void>) | undefined;
+    // The holder this start's create will most likely ask: when none serves it, it starts now,
+    // beside the start's own steps up to create (a burst's many locks and files), unless a
+    // pre_start hook (which may fail, and leave it idle) comes first.
+    let preparing = true;
+    this.preparing++;
     try {
+      const slot = (this.creating + this.preparing - 1) % this.holder.slots;
+      if (!config.preStart?.length && this.holder.prepare(slot)) this.prepared.add(slot);
       release = await this.lock(name);
       await this.clearPrevious(name);
       signal?.throwIfAborted();
@@ -112,40 +169,70 @@ export class HeldSessions {
         terminal: PTY_ENV,
       });
       await mkdir(plan.hookDir, { recursive: true });
+      // The holder's replies to create and to a wait for the prompt carry what the start asks
+      // next (the screen; after a wait, whether the program runs): each answers that next
+      // question once, instead of a request of its own.
+      const seen = new LastSeen();
       const destroy = async () => {
+        seen.clear();
         await this.teardown(name, true).catch(() => undefined);
       };
       const backend: StartBackend = {
         provider: "subprocess",
-        runCommand: runLocalCommand,
+        runCommand: (argv, o) => {
+          seen.clear();
+          return runLocalCommand(argv, o);
+        },
         stage: (p) => stageLocal("subprocess", p),
-        create: (p, sig) =>
-          this.createSession(name, p.config, p.env, sig)
-            .then(() => this.opts.mode?.afterCreate?.(name, sig))
+        create: (p, sig) => {
+          if (preparing) this.preparing--;
+          preparing = false;
+          return this.createSession(name, p.config, p.env, sig)
+            .then(async (made) => {
+              seen.set(made.screen, false);
+              await this.opts.mode?.afterCreate?.(name, sig);
+            })
             .catch(async (e: unknown) => {
               await destroy();
               throw e;
-            }),
+            });
+        },
         alive: async (sig) => {
+          sig.throwIfAborted();
+          if (seen.takeRunning()) return true;
           const st = await this.calls.patientStatus(name, sig);
           return st.ok && st.value.running;
         },
-        died: () =>
-          this.calls.requireAlive(name, undefined).then(
+        died: () => {
+          seen.clear();
+          return this.calls.requireAlive(name, undefined).then(
             () => new SessionDiedDuringStartupError(name),
             (e) => e,
-          ),
-        screen: (sig) => screenIO(name, sig).screen(),
-        sendKeys: (keys, sig) => screenIO(name, sig).sendKeys(keys),
+          );
+        },
+        screen: (sig) => {
+          sig.throwIfAborted();
+          const shown = seen.takeScreen();
+          return shown === undefined ? screenIO(name, sig).screen() : Promise.resolve(shown);
+        },
+        sendKeys: (keys, sig) => {
+          seen.clear();
+          return screenIO(name, sig).sendKeys(keys);
+        },
         waitForPrompt: async (prefix, ms, sig) => {
-          await this.calls.call(
+          seen.clear();
+          const r = await this.calls.call(
             name,
             { op: "waitReady", prefix, timeoutMs: ms },
             ms + STATUS_TIMEOUT_MS,
             sig,
           );
+          if (r.ok) seen.set(r.value.screen, r.value.running === true);
         },
-        nudge: (text, sig) => deliverNudge(this.calls, name, text, sig, true, config.multiline),
+        nudge: (text, sig) => {
+          seen.clear();
+          return deliverNudge(this.calls, name, text, sig, true, config.multiline);
+        },
         destroy,
       };
       const limits = limitsFor(config, {
@@ -158,6 +245,16 @@ export class HeldSessions {
       if (signal?.aborted) throw signal.reason;
       throw e;
     } finally {
+      if (preparing) {
+        this.preparing--;
+        // Ended before its create (aborted, refused, failed): a holder started ahead for it (or
+        // for others that ended so too) is let go, unless a start here may still ask it.
+        if (this.preparing === 0 && this.creating === 0 && this.prepared.size > 0) {
+          const slots = [...this.prepared];
+          this.prepared.clear();
+          await Promise.all(slots.map((s) => this.holder.dismiss(s)));
+        }
+      }
       await release?.();
     }
   }
@@ -178,7 +275,8 @@ export class HeldSessions {
    */
   async clearPrevious(name: string): Promise<void> {
     const p = sessionPaths(this.root, name);
-    const st = await this.calls.statusOf(name);
+    // No socket file (a fresh name, usually): what a connect would find, without one.
+    const st = pathAbsent(p.socket) ? MISSING : await this.calls.statusOf(name);
     if (st.ok) {
       if (st.value.running) throw new SessionExistsError(name);
       await this.teardown(name, true);
@@ -213,7 +311,7 @@ export class HeldSessions {
     config: StartConfig,
     env: Record<string, string>,
     signal: AbortSignal | undefined,
-  ): Promise<void> {
+  ): Promise<HolderResults["create"]> {
     if (!existsSync(this.holder.holderPath)) {
       throw new ProviderError(
         "subprocess",
@@ -222,10 +320,13 @@ export class HeldSessions {
     }
     signal?.throwIfAborted();
     const p = sessionPaths(this.root, name);
-    ensurePrivateDir(p.dir);
-    ensurePrivateDir(dirname(p.log));
-    if (dirname(p.socket) !== p.dir) ensurePrivateDir(dirname(p.socket));
-    await rm(p.socket, { force: true });
+    const fresh = makePrivateDir(p.dir);
+    // The holder makes it again should it be removed while it runs (holder-output.ts).
+    ensurePrivateDirOnce(dirname(p.log));
+    const socketDir = dirname(p.socket);
+    if (socketDir !== p.dir) ensurePrivateDir(socketDir);
+    // A new session dir holds no old socket.
+    if (!fresh || socketDir !== p.dir) await rm(p.socket, { force: true });
     // The command text travels in the environment, never in argv (ps shows argv).
     const launch = commandViaEnv(launchArgv(config));
     const spec: HolderSpec = {
@@ -250,8 +351,9 @@ export class HeldSessions {
     // Concurrent starts (a whole city at once) are spread over the root's holder processes,
     // each forking and serving its share in parallel; a lone start goes to the first.
     const slot = this.creating++ % this.holder.slots;
+    this.prepared.delete(slot);
     try {
-      await this.createIn(slot, name, spec);
+      return await this.createIn(slot, name, spec);
     } finally {
       this.creating--;
     }
@@ -261,7 +363,7 @@ export class HeldSessions {
    * Asks holder `slot` to create the session from `spec`, spawning it first when none serves.
    * @throws as {@link createSession}.
    */
-  private async createIn(slot: number, name: string, spec: HolderSpec): Promise<void> {
+  private async createIn(slot: number, name: string, spec: HolderSpec): Promise<HolderResults["create"]> {
     const control = this.holder.socketOf(slot);
     // Asked straight away: a holder usually serves already. None answering (or one exiting:
     // its last session just stopped, it refuses with `shutting_down` or has closed its
@@ -269,9 +371,13 @@ export class HeldSessions {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) await this.holder.ensure(slot);
       try {
-        await holderRequest(control, { op: "create", spec }, { timeoutMs: HOLDER_START_TIMEOUT_MS });
+        const made = await holderRequest(
+          control,
+          { op: "create", spec },
+          { timeoutMs: HOLDER_START_TIMEOUT_MS },
+        );
         void this.holder.watch(slot);
-        return;
+        return made;
       } catch (e) {
         // Not after a timeout: the holder may have applied the create it did not answer in time,
         // and asking again would only be told the name is still held.

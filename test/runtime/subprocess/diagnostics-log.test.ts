@@ -68,4 +68,32 @@ describe("holder diagnostics logs stay bounded", () => {
       await t.cleanup();
     }
   });
+
+  it("a start after logs/ and locks/ were removed (the provider made sure of them once) makes them again", async () => {
+    const t = await makeCity();
+    try {
+      const { root } = t.provider;
+      await t.provider.start("a", await t.config("printf 'one> '; exec cat", { readyPromptPrefix: "one> " }));
+      rmSync(join(root, "logs"), { recursive: true, force: true });
+      rmSync(join(root, "locks"), { recursive: true, force: true });
+      await t.provider.start("b", await t.config("printf 'two> '; exec cat", { readyPromptPrefix: "two> " }));
+      await until("b's output logged", () => {
+        try {
+          return readFileSync(join(root, "logs", "b.log"), "utf8").includes("two> ");
+        } catch {
+          return false;
+        }
+      });
+      await until("b's start noted", () => {
+        try {
+          return readFileSync(join(root, "logs", "b.holder.log"), "utf8").includes("serving");
+        } catch {
+          return false;
+        }
+      });
+      expect(await t.provider.listRunning("")).toEqual(["a", "b"]);
+    } finally {
+      await t.cleanup();
+    }
+  });
 });

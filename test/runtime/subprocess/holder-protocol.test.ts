@@ -65,6 +65,7 @@ describe("subprocess holder protocol", () => {
   it("files: socket 0600 in a 0700 dir, no spec on disk, record names city and pids", async () => {
     const p = paths();
     expect((await stat(p.socket)).mode & 0o777).toBe(0o600);
+    expect((await stat(holderSocketPath(p.root))).mode & 0o777).toBe(0o600);
     expect((await stat(p.dir)).mode & 0o777).toBe(0o700);
     expect((await stat(p.root)).mode & 0o777).toBe(0o700);
     await expect(stat(join(p.dir, "spec.json"))).rejects.toThrow(); // the spec (env) never touches disk

@@ -107,4 +107,14 @@ describe("subprocess stale sessions", () => {
     expect(await holdersUnder(city.stateDir)).toEqual([]);
     expect(await city.provider.listRunning("stale-abort")).toEqual([]);
   });
+
+  it("start: failing before its create (a missing copy source) leaves no holder, though one was started ahead", async () => {
+    expect(await holdersUnder(city.stateDir)).toEqual([]);
+    const cfg = await city.config("exec sleep 300", {
+      copyFiles: [{ src: join(city.root, "no-such-file"), relDst: "" }],
+    });
+    await expect(city.provider.start("stale-nosrc", cfg)).rejects.toThrow("no-such-file");
+    expect(await holdersUnder(city.stateDir)).toEqual([]);
+    await expect(stat(paths("stale-nosrc").dir)).rejects.toThrow();
+  });
 });
