@@ -477,7 +477,6 @@ async function settle(
   }
 }
 
-/** What one provider's orphan kill did for this pass's lost sessions: killed pids by session, or why it failed. */
 /** A lost session's orphan kill, when its provider kills orphans (`undefined`: it does not). */
 type OrphanKills = (name: string) => Promise<SessionOrphanKill | undefined>;
 
@@ -504,15 +503,9 @@ function killOrphansOfLosses(actions: readonly Action[], deps: ExecuteDeps): Orp
     censuses.set(
       providerName,
       (async () => {
-        let provider: Provider;
         try {
-          provider = await deps.providerFor(providerName);
-        } catch (e) {
-          for (const n of names) carried.set(n, { error: describeError(e) });
-          return true;
-        }
-        if (!supportsOrphanKill(provider)) return false;
-        try {
+          const provider = await deps.providerFor(providerName);
+          if (!supportsOrphanKill(provider)) return false;
           const killed = new Map<string, number[]>(names.map((n) => [n, []]));
           for (const e of await provider.killOrphans(names))
             if (e.session !== undefined) killed.get(e.session)?.push(e.pid);

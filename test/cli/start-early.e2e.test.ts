@@ -17,20 +17,17 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { ended, readArgv, readProcessTable } from "../../internal/proc/process-table.js";
 import { HAS_TMUX } from "../runtime/tmux/helpers.js";
 import { makeCity, runGc } from "../support/city.js";
 
-/** Pids of controller processes (`… start --foreground`) whose argv names `dir`. */
-function controllersOf(dir: string): number[] {
+/** Pids of live controller processes (`… start --foreground`) whose argv names `dir`. */
+async function controllersOf(dir: string): Promise<number[]> {
   const out: number[] = [];
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const argv = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0");
-      if (argv.includes(dir) && argv.includes("--foreground")) out.push(Number(e));
-    } catch {
-      // gone
-    }
+  for (const p of await readProcessTable()) {
+    if (ended(p)) continue;
+    const argv = await readArgv(p.pid);
+    if (argv?.includes(dir) && argv.includes("--foreground")) out.push(p.pid);
   }
   return out;
 }
@@ -44,7 +41,7 @@ describe("gc start: the early controller of a refused start leaves nothing behin
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/agents/);
     expect(existsSync(join(city.dir, ".gc"))).toBe(false);
-    expect(controllersOf(city.dir)).toEqual([]);
+    expect(await controllersOf(city.dir)).toEqual([]);
   });
 
   it("an existing city's .gc keeps what it held and gets no controller log", async () => {
@@ -54,7 +51,7 @@ describe("gc start: the early controller of a refused start leaves nothing behin
     const r = await city.gc(["start"]);
     expect(r.code).not.toBe(0);
     expect(readdirSync(join(city.dir, ".gc"))).toEqual(["keep"]);
-    expect(controllersOf(city.dir)).toEqual([]);
+    expect(await controllersOf(city.dir)).toEqual([]);
   });
 
   it("a directory without a city file: the error, nothing created", async () => {
@@ -74,7 +71,7 @@ describe("gc start: the early controller of a refused start leaves nothing behin
     expect(r.code, r.stderr).toBe(0);
     const pid = Number(readFileSync(join(city.dir, ".gc", "controller.pid"), "utf8").trim());
     expect(r.stdout).toContain(`controller started (pid ${pid})`);
-    expect(controllersOf(city.dir)).toEqual([pid]);
+    expect(await controllersOf(city.dir)).toEqual([pid]);
     const status = await city.gc(["status", "--json"]);
     expect(
       JSON.parse(status.stdout).sessions.map((s: { name: string; state: string }) => [s.name, s.state]),

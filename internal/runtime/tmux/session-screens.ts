@@ -123,7 +123,8 @@ export class SessionScreens {
       const live = found.filter(
         (s, i): s is SessionInfo => s !== undefined && s.name === names[i] && isLive(s),
       );
-      for (const n of names) if (!live.some((s) => s.name === n)) this.interactionCache.delete(n);
+      const running = new Set(live.map((s) => s.name));
+      for (const n of names) if (!running.has(n)) this.interactionCache.delete(n);
       return this.lookAtLive(live, this.srv.client.generation, opts);
     }
     let lines: string[];

@@ -129,6 +129,10 @@ const memos: Record<ListingFormat, { new: Map<string, PaneLine | null>; old: Map
 /** One text per field of a format's field list (a tuple of the same length). */
 type FieldTexts<T extends readonly string[]> = { -readonly [K in keyof T]: string };
 
+/** `@gc_name` when it is a valid gc name that the tmux session name `sname` spells. Pure. */
+function ownedName(gcName: string, sname: string): string | undefined {
+  return nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname ? gcName : undefined;
+}
 function parseLine(line: string): PaneLine | null {
   const f = line.split("|");
   if (f.length !== FIELDS.length) return null;
@@ -153,7 +157,7 @@ function parseLine(line: string): PaneLine | null {
     sid,
     sname,
     city,
-    gcName: nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname ? gcName : undefined,
+    gcName: ownedName(gcName, sname),
     workDir: wd ? fromHex(wd) : undefined,
     readyPrefix: prefix ? fromHex(prefix) : undefined,
     attached: optInt(attached) ?? 0,
@@ -180,7 +184,7 @@ function parseLookLine(line: string): PaneLine | null {
     sid,
     sname,
     city,
-    gcName: nameProblem(gcName) === undefined && tmuxSessionName(gcName) === sname ? gcName : undefined,
+    gcName: ownedName(gcName, sname),
     workDir: undefined,
     readyPrefix: prefix ? fromHex(prefix) : undefined,
     attached: optInt(attached) ?? 0,

@@ -19,6 +19,28 @@ afterEach(async () => {
   fx = undefined;
 });
 
+/**
+ * A control client on `fx`'s server tagged by a gc process that is gone (no such pid), whose
+ * stdin stays open: what a killed controller leaves when the other end of its pipe is held
+ * elsewhere. Resolves once it runs as a tmux client; `exited` resolves when it exits.
+ */
+async function orphanClient(fx: TmuxFixture) {
+  const argv = ["-u", "-L", fx.socket, "-f", "/dev/null", "-C", "new-session", "-A", "-s", KEEPER_SESSION];
+  const dead = `${2 ** 22 + 1}:1`; // above Linux's pid_max limit: never a live pid
+  const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: dead }, stdio: "pipe" });
+  orphan.stdout.resume();
+  const exited = new Promise((r) => orphan.once("exit", r));
+  try {
+    await expect
+      .poll(async () => (await readFile(`/proc/${orphan.pid}/comm`, "utf8").catch(() => "")).trim())
+      .toBe("tmux: client");
+  } catch (e) {
+    orphan.kill("SIGKILL");
+    throw e;
+  }
+  return { orphan, exited };
+}
+
 describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
   it("counts the server and the panes of an untagged session; empty once the server is gone", async () => {
     fx = await tmuxFixture();
@@ -70,17 +92,8 @@ describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
     await p.listRunning("").catch(() => undefined);
     await p.control.connect();
     const live = p.control.pid!;
-    const argv = ["-u", "-L", fx.socket, "-f", "/dev/null", "-C", "new-session", "-A", "-s", KEEPER_SESSION];
-    // A client tagged by a gc process that is gone (no such pid), whose stdin stays open:
-    // what a killed controller leaves when the other end of its pipe is held elsewhere.
-    const dead = `${2 ** 22 + 1}:1`; // above Linux's pid_max limit: never a live pid
-    const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: dead }, stdio: "pipe" });
-    orphan.stdout.resume();
-    const exited = new Promise((r) => orphan.once("exit", r));
+    const { orphan, exited } = await orphanClient(fx);
     try {
-      await expect
-        .poll(async () => (await readFile(`/proc/${orphan.pid}/comm`, "utf8").catch(() => "")).trim())
-        .toBe("tmux: client");
       const socket = ["-L", fx.socket];
       expect(await orphanClients(socket)).toEqual([orphan.pid]);
       // The server never sees the tag in its global environment (no session inherits it).
@@ -100,15 +113,8 @@ describe.skipIf(!HAS_TMUX)("tmux census", { timeout: 60_000 }, () => {
   it("a read-only provider's connect (gc status) leaves an orphaned control client; the next writer's connect removes it", async () => {
     fx = await tmuxFixture();
     await fx.provider().control.connect(); // the server and its keeper
-    const argv = ["-u", "-L", fx.socket, "-f", "/dev/null", "-C", "new-session", "-A", "-s", KEEPER_SESSION];
-    const dead = `${2 ** 22 + 1}:1`; // above Linux's pid_max limit: never a live pid
-    const orphan = spawn("tmux", argv, { env: { ...process.env, [CLIENT_OWNER_ENV]: dead }, stdio: "pipe" });
-    orphan.stdout.resume();
-    const exited = new Promise((r) => orphan.once("exit", r));
+    const { orphan, exited } = await orphanClient(fx);
     try {
-      await expect
-        .poll(async () => (await readFile(`/proc/${orphan.pid}/comm`, "utf8").catch(() => "")).trim())
-        .toBe("tmux: client");
       const socket = ["-L", fx.socket];
       expect(await orphanClients(socket)).toEqual([orphan.pid]);
       const reader = fx.provider({}, undefined, { readOnly: true });
