@@ -139,11 +139,6 @@ export class NotesLog {
     return this.appended;
   }
 
-  /** Resolves once every line handed to the file so far is written. */
-  written(): Promise<void> {
-    return this.appended;
-  }
-
   private line(msg: string): string {
     return `${new Date().toISOString()} holder[${process.pid}] ${this.name}: ${msg}\n`;
   }

@@ -105,9 +105,9 @@ class Holder implements SessionHost {
     return forked;
   }
 
-  removed(session: Session, drained: Promise<void>): void {
+  removed(session: Session): void {
     if (this.sessions.get(session.spec.name) === session) this.sessions.delete(session.spec.name);
-    void drained.then(() => this.maybeExit());
+    this.maybeExit();
   }
 
   /** Exits when no session is left and none is being created. */

@@ -63,11 +63,12 @@ export interface SessionHost {
   /** The holding process's control socket (recorded, for a `release` of this session). */
   readonly controlSocket: string;
   /**
-   * Called as the session stops serving, before its files and socket go (in the same turn of
-   * the event loop, so no create of the same name comes between): frees its name at once. The
-   * holder exits, if this was its last session, only once `drained` (its last notes written).
+   * Called as the session stops serving, its notes written, before its files and socket go
+   * (in the same turn of the event loop, so no create of the same name comes between): frees
+   * its name at once and, if this was the holder's last session, closes the control socket,
+   * so the caller's reply can only arrive once the holder is exiting.
    */
-  removed(session: Session, drained: Promise<void>): void;
+  removed(session: Session): void;
   /**
    * Runs `fork` (synchronous: it forks the program's pty) in a turn of the event loop of its
    * own, one at a time, so a burst of starts (a whole city at once) does not hold up the
@@ -644,9 +645,11 @@ export class Session {
       for (const w of [...this.watchers]) w();
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();
+      // Nothing of this session is written after the holder has said it is exiting.
+      await this.notes.flush();
       // The name is free before any connection (the caller's reply included) is ended: a
       // caller told the session is gone may start it again at once.
-      this.host.removed(this, this.notes.written());
+      this.host.removed(this);
       this.close();
     })();
     return this.shuttingDown;

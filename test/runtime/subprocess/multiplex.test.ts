@@ -3,7 +3,8 @@
  * the city lives in it, a program's crash touches no other session, and the holder's own
  * death is reported (onBackendLost), leaves every session missing without an exit status (an
  * infrastructure loss, not a crash), and a later start brings up a new holder. `shutdown`
- * stops every session, exited ones included, so the holder is gone when it resolves. With
+ * stops every session, exited ones included, so the holder is gone when it resolves; so does
+ * `stop` of the holder's last session. With
  * several, concurrent starts are spread over them and one holder's death loses only the
  * sessions it held.
  */
@@ -93,6 +94,14 @@ describe("subprocess: one holder per city", () => {
     expect(await city.provider.snapshot("")).toEqual([]);
     expect(await city.provider.census()).toEqual([]);
     await city.provider.shutdown(); // idempotent
+  });
+
+  it("stopping a holder's last session resolves only once the holder is gone (nothing of it writes after)", async () => {
+    await city.provider.start("mx-f", await city.config("printf 'f> '; exec cat"));
+    const holder = (await record("mx-f")).holderPid;
+    await city.provider.stop("mx-f");
+    expect(await pidAlive(holder)).toBe(false);
+    expect(await holdersUnder(city.root)).toEqual([]);
   });
 });
 
