@@ -68,6 +68,13 @@ export interface Command<
    * options must come before it.
    */
   readonly passThrough?: boolean;
+  /**
+   * The process exits as soon as `run` settles and its output is written, not once the event
+   * loop drains (which at a thousand sessions means tens of ms of heap collection and
+   * teardown after the last line). Only for commands that await every effect of their own
+   * in `run` and leave nothing in the background (read-only ones: status).
+   */
+  readonly exitWhenDone?: boolean;
   /** Exit code of every failure of gc itself, when the command's own codes are passed through. */
   readonly failureExit?: number;
   /** Runs the command; resolves to the exit code. */

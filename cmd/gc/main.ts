@@ -229,7 +229,10 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const loaded: Partial<Record<CommandName, Command>> = {};
   if (target) loaded[target] = await loadCommand(target);
-  if (target && first === target) failureExit = loaded[target]?.failureExit;
+  if (target && first === target) {
+    failureExit = loaded[target]?.failureExit;
+    exitWhenDone = loaded[target]?.exitWhenDone === true;
+  }
   let invocation: Invocation | undefined;
   const program = buildProgram(
     loaded,
@@ -268,6 +271,14 @@ async function main(argv: readonly string[]): Promise<number> {
   return command.run(ctx, { values, positionals });
 }
 
+/** Resolves once everything written to `stream` so far has been handed to the OS (or it closed). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (closed(stream)) resolve();
+    else stream.write("", () => resolve());
+  });
+}
+
 function write(stream: NodeJS.WriteStream, s: string): void {
   if (!closed(stream)) stream.write(s);
 }
@@ -298,6 +309,8 @@ function classify(e: unknown): { code: string; exit: number } {
 
 /** The invoked command's exit code for its own failures, when it is not the usual one. */
 let failureExit: number | undefined;
+/** The invoked command's {@link Command.exitWhenDone}. */
+let exitWhenDone = false;
 
 /** Prints a thrown error (plain, or JSON in `--json` mode) and returns its exit code. */
 function fail(e: unknown, json: boolean): number {
@@ -319,11 +332,17 @@ function fail(e: unknown, json: boolean): number {
 
 quietClosedPipes();
 const argv = process.argv.slice(2);
-main(argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    process.exitCode = fail(e, wantsJson(argv));
-  },
-);
+main(argv)
+  .then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      process.exitCode = fail(e, wantsJson(argv));
+    },
+  )
+  .then(async () => {
+    if (!exitWhenDone) return;
+    await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+    process.exit();
+  });

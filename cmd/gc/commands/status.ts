@@ -206,6 +206,8 @@ function printStatus(
 export const command = defineCommand({
   usage: USAGE,
   options: {},
+  // Reads only, and awaits all it does (the city closes before run resolves).
+  exitWhenDone: true,
   async run(ctx, { positionals }) {
     if (positionals.length > 0) throw new UsageError(`gc status takes no arguments\n\n${USAGE}`);
     const answered = await askController(ctx);
@@ -221,8 +223,11 @@ export const command = defineCommand({
     const city = await openCity(ctx, { readOnly: true });
     // Reported in one line by openCity; a failure to load seen later is new.
     const openError = city.configError;
+    let closing: Promise<void> | undefined;
     try {
       const observed = await observeStatus(city, ctx.signal);
+      // Observed: the connections wind down (a tmux client exits) while the table is made.
+      closing = city.close();
       const { configError } = observed.view;
       printStatus(
         ctx,
@@ -233,7 +238,7 @@ export const command = defineCommand({
       );
       return EXIT.ok;
     } finally {
-      await city.close();
+      await (closing ?? city.close());
     }
   },
 });
