@@ -332,7 +332,7 @@ function fail(e: unknown, json: boolean): number {
 
 quietClosedPipes();
 const argv = process.argv.slice(2);
-main(argv)
+void main(argv)
   .then(
     (code) => {
       process.exitCode = code;
