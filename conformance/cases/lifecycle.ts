@@ -32,6 +32,18 @@ export const LIFECYCLE_CASES: ConformanceCase[] = [
     },
   },
   {
+    id: "start.duplicate-before-hooks",
+    title: "start: a duplicate with a pre_start hook rejects with SessionExistsError before the hook runs",
+    requires: ["executes"],
+    async run(ctx) {
+      const { name } = await running(ctx);
+      const cfg = await ctx.config(LONG, { preStart: ["echo ran > pre-start.out"] });
+      await rejectsWith(ctx.provider.start(name, cfg), "GC_SESSION_EXISTS", "second start");
+      assert.equal(await ctx.read(name, cfg, "pre-start.out"), undefined, "pre_start ran beside the live session");
+      assert.equal(await ctx.provider.isRunning(name), true);
+    },
+  },
+  {
     id: "start.same-name-race",
     title: "start: two concurrent starts of one name — exactly one wins",
     async run(ctx) {

@@ -116,6 +116,27 @@ interface Conn {
   gen: number;
   /** Whether the client process currently keeps Node alive (see updateRef). */
   refed: boolean;
+  /** Command lines not yet written: those of one turn of the event loop go in one write. */
+  outbox: string;
+}
+
+/**
+ * Queues command line `line` on `conn`: the lines queued while the current callbacks and
+ * their promise continuations run (a pass's starts, a batch of replies' follow-ups) reach
+ * the client in one write, once they are done. Each write wakes the tmux server; at 50
+ * concurrent starts, one write per command was a tenth of the controller's CPU. Order is
+ * kept, so replies still match their commands in order.
+ */
+function post(conn: Conn, line: string): void {
+  if (conn.outbox === "") process.nextTick(flush, conn);
+  conn.outbox += `${line}\n`;
+}
+
+/** Writes the lines queued on `conn` ({@link post}), unless it is dead. */
+function flush(conn: Conn): void {
+  const text = conn.outbox;
+  conn.outbox = "";
+  if (text !== "" && !conn.dead) conn.stream.write(text);
 }
 
 /**
@@ -280,6 +301,7 @@ export class ControlClient {
     }
     // The client leaving makes tmux notify the others: not while one identifies.
     await this.gate.shared(async () => {
+      flush(conn);
       conn.stream.end();
       if (await settlesWithin(conn.exited, CLOSE_GRACE_MS)) return;
       conn.stream.kill();
@@ -418,7 +440,7 @@ export class ControlClient {
             cause: e,
           });
     }
-    const c: Conn = { stream, parser, pending, exited, stderr, dead: false, gen: 0, refed: true };
+    const c: Conn = { stream, parser, pending, exited, stderr, dead: false, gen: 0, refed: true, outbox: "" };
     conn = c;
     return new Promise<Conn>((resolve, reject) => {
       let ready = false;
@@ -538,7 +560,7 @@ export class ControlClient {
       },
       send: () => {
         if (!duringConnect) this.updateRef(conn);
-        conn.stream.write(`${line}\n`);
+        post(conn, line);
       },
     });
   }

@@ -80,13 +80,12 @@ export class SessionLifecycle {
     cfg: StartConfig,
     signal: AbortSignal | undefined,
   ): Promise<StartReport> {
-    const existing = await this.srv.lookup(sessionTarget(name), signal);
-    if (existing) {
-      if (existing.name !== name)
-        throw new SessionExistsError(name, undefined, await this.srv.foreignHolder(name));
-      if (isLive(existing)) throw new SessionExistsError(name);
-      await this.destroy(existing.id); // a dead session of ours: its exit status has had its day
-    }
+    // A start that changes anything before it creates the session (pre_start hooks, files
+    // staged into the work dir) first makes sure the name is free, so that none of it runs
+    // beside a live session of that name. Any other start just creates: the name is looked
+    // at only when it turns out to be taken (one round trip less per start).
+    const lookFirst = (cfg.preStart?.length ?? 0) > 0 || !!cfg.overlayDir || (cfg.copyFiles?.length ?? 0) > 0;
+    if (lookFirst) await this.freeName(name, signal);
     const config = {
       ...cfg,
       workDir: resolve(this.srv.cityDir, cfg.workDir),
@@ -105,7 +104,7 @@ export class SessionLifecycle {
       runCommand: runLocalCommand,
       stage: (p) => stageLocal("tmux", p),
       create: async (p, sig) => {
-        id = await this.create(p, sig);
+        id = await this.create(p, sig, !lookFirst);
       },
       alive: async (sig) => (await live(sig)) !== undefined,
       died: () => this.died(name, id ?? ""),
@@ -128,10 +127,29 @@ export class SessionLifecycle {
   }
 
   /**
-   * Creates the tmux session running `plan.argv` in `plan.workDir` with `plan.env`, tagged as
-   * this city's. Resolves its session id; leaves nothing behind when it rejects.
+   * Makes the name `name` free for a new session: a dead session of ours holding it is
+   * destroyed (its exit status has had its day).
+   * @throws SessionExistsError when it is live, or held by a session that is not ours.
    */
-  private async create(plan: StartPlan, signal: AbortSignal | undefined): Promise<string> {
+  private async freeName(name: string, signal: AbortSignal | undefined): Promise<void> {
+    const existing = await this.srv.lookup(sessionTarget(name), signal);
+    if (!existing) return;
+    if (existing.name !== name)
+      throw new SessionExistsError(name, undefined, await this.srv.foreignHolder(name));
+    if (isLive(existing)) throw new SessionExistsError(name);
+    await this.destroy(existing.id);
+  }
+
+  /**
+   * Creates the tmux session running `plan.argv` in `plan.workDir` with `plan.env`, tagged as
+   * this city's. Resolves its session id; leaves nothing behind when it rejects. With
+   * `freeIfTaken`, a name found taken is freed ({@link freeName}) and the create tried once more.
+   */
+  private async create(
+    plan: StartPlan,
+    signal: AbortSignal | undefined,
+    freeIfTaken: boolean,
+  ): Promise<string> {
     const { name, config: cfg, workDir } = plan;
     // The command text travels in the environment, never in argv (ps shows argv).
     const launch = commandViaEnv(plan.argv);
@@ -181,6 +199,10 @@ export class SessionLifecycle {
         { signal, create: true },
       );
     } catch (e) {
+      if (isDuplicate(e) && freeIfTaken) {
+        await this.freeName(name, signal);
+        return this.create(plan, signal, false);
+      }
       if (isDuplicate(e))
         throw new SessionExistsError(name, { cause: e }, await this.srv.foreignHolder(name));
       // A failure after new-session (a tag) leaves a session this start created: remove it.

@@ -97,6 +97,25 @@ describe.skipIf(!HAS_TMUX)("look and metadata reads (tmux)", () => {
     expect([...looks.keys()]).toEqual(["ours"]);
   });
 
+  it("a start looks the name up before it creates only when something runs before the create", async () => {
+    const workDir = await fx.dir();
+    const lookups = (sent: string[][]) => sent.filter((a) => a[0] === "list-panes").length;
+    const plain = record();
+    await p.start("plain", { command: "exec sleep 1000", workDir, env: {} });
+    expect(lookups(plain)).toBe(1); // the check that the program is alive after the create
+    vi.restoreAllMocks();
+    const hooked = record();
+    await p.start("hooked", { command: "exec sleep 1000", workDir, env: {}, preStart: ["true"] });
+    expect(lookups(hooked)).toBe(2); // the name first: pre_start never runs beside a live session
+    // A name held by a dead session of ours is found taken by the create, freed, and made anew.
+    await p.start("again", { command: "exec sleep 1000", workDir, env: {} });
+    await p.interrupt("again"); // Ctrl-C ends sleep: the pane stays, dead, with its exit status
+    await vi.waitFor(async () => expect(await p.lastExit("again")).toBeDefined());
+    await p.start("again", { command: "exec sleep 1000", workDir, env: {} });
+    expect(await p.isRunning("again")).toBe(true);
+    expect(await p.lastExit("again")).toBeUndefined();
+  });
+
   it("metadata written right after a start needs no lookup of the session", async () => {
     await p.start("meta", { command: "exec sleep 1000", workDir: await fx.dir(), env: {} });
     const sent = record();
