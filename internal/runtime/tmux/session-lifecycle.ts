@@ -84,7 +84,8 @@ export class SessionLifecycle {
     // staged into the work dir) first makes sure the name is free, so that none of it runs
     // beside a live session of that name. Any other start just creates: the name is looked
     // at only when it turns out to be taken (one round trip less per start).
-    const lookFirst = (cfg.preStart?.length ?? 0) > 0 || !!cfg.overlayDir || (cfg.copyFiles?.length ?? 0) > 0;
+    const preStart = (cfg.preStart?.length ?? 0) > 0;
+    const lookFirst = preStart || !!cfg.overlayDir || (cfg.copyFiles?.length ?? 0) > 0;
     if (lookFirst) await this.freeName(name, signal);
     const config = {
       ...cfg,
@@ -92,7 +93,8 @@ export class SessionLifecycle {
       hookDir: resolve(this.srv.cityDir, hookDirOf(cfg)),
     };
     const plan = planStart(name, this.srv.envCity, config, { sourceDir: this.srv.cityDir });
-    await mkdir(plan.hookDir, { recursive: true });
+    // Hooks run in the hook dir; staging makes the work dir before any hook but pre_start.
+    if (plan.hookDir !== plan.workDir || preStart) await mkdir(plan.hookDir, { recursive: true });
     let id: string | undefined;
     const live = async (sig: AbortSignal) => {
       const s = id === undefined ? undefined : await this.srv.lookup(id, sig);
