@@ -3,7 +3,9 @@
 // settings (`gc start` until the store records every session running), and how long it takes
 // to recover after its tmux server is killed — each against the same work done raw in the same
 // run: N parallel forked `tmux new-session` on a fresh server plus one `list-panes` readiness
-// check that every pane is alive. Needs `npm run build` first.
+// check that every pane is alive. Every measured phase (raw, start, recovery) begins once the
+// 1-minute load is below 1 again (lib.mjs idlePhase): at 1,000 sessions each phase's own work
+// lifts it above 1, and a verdict is given when every phase began idle. Needs `npm run build`.
 //   node bench/converge.mjs [--sessions N] [--runs R]
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -13,7 +15,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart, target } from "./lib.mjs";
+import { benchStart, idlePhase, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: { sessions: { type: "string", default: "50" }, runs: { type: "string", default: "3" } },
@@ -35,6 +37,7 @@ const run = (cmd, args) =>
 
 /** N parallel forked new-sessions on a fresh server, then one readiness check. */
 async function rawBaseline(socket) {
+  loads.push(await idlePhase());
   const t0 = process.hrtime.bigint();
   const codes = await Promise.all(
     Array.from({ length: N }, (_, i) =>
@@ -108,6 +111,7 @@ async function gcRun(i) {
   );
   const db = join(dir, ".gc", "state.db");
   try {
+    loads.push(await idlePhase());
     const since = Date.now();
     const t0 = process.hrtime.bigint();
     const start = run(process.execPath, [GC, "--city", dir, "start"]);
@@ -115,6 +119,7 @@ async function gcRun(i) {
     const startMs = ms(t0);
     await start;
     // Recovery: kill the server; the controller must notice and start everything again.
+    loads.push(await idlePhase());
     const killedAt = Date.now();
     const t1 = process.hrtime.bigint();
     spawnSync("tmux", ["-L", socket, "kill-server"], { stdio: "ignore" });
@@ -129,14 +134,21 @@ async function gcRun(i) {
 }
 
 const rows = [];
+/** The load each phase of the current run started at, and how long it waited for it. */
+let loads = [];
 for (let i = 0; i < RUNS; i++) {
+  loads = [];
   const base = await rawBaseline(`gc-bench-conv-raw-${process.pid}-${i}`);
   const g = await gcRun(i);
   rows.push({ base, ...g });
+  const at = loads.map(
+    (l) => `${l.load.toFixed(2)}${l.waitedS >= 1 ? ` after ${l.waitedS.toFixed(0)} s` : ""}`,
+  );
   console.log(
     `run ${i + 1}: raw ${N}× parallel new-session + readiness ${base.toFixed(0)} ms; ` +
       `gc start → all running ${g.startMs.toFixed(0)} ms (${(g.startMs / base).toFixed(2)}×); ` +
-      `kill-server → all running again ${g.recoverMs.toFixed(0)} ms (${(g.recoverMs / base).toFixed(2)}×)`,
+      `kill-server → all running again ${g.recoverMs.toFixed(0)} ms (${(g.recoverMs / base).toFixed(2)}×) ` +
+      `[load at the start of each phase: ${at.join(" / ")}]`,
   );
 }
 const stat = (xs) => {

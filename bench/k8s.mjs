@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { benchStart, settle, target } from "./lib.mjs";
+import { benchStart, idlePhase, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -117,7 +117,12 @@ try {
   }
   console.log(`converged ${N} pods in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   await sleep(1100);
-  await settle(`${N} pods started`);
+  // Each measured phase (the passes, then the statuses) begins once the load the start raised
+  // has fallen below 1 (lib.mjs idlePhase); the verdicts judge those starting loads.
+  const passesAt = await idlePhase();
+  console.log(
+    `passes: load average (1 min) ${passesAt.load.toFixed(2)} after ${passesAt.waitedS.toFixed(0)} s of settling`,
+  );
   const rows = [];
   for (let i = 0; i < P; i++) {
     const before = server.requestLog.entries.length;
@@ -158,6 +163,10 @@ try {
   }
   console.log(
     `one gc status: ${sreqs.length} API requests (${[...skinds].map(([k, n]) => `${n}× ${k}`).join(", ") || "none"})`,
+  );
+  const statusAt = await idlePhase();
+  console.log(
+    `gc status: load average (1 min) ${statusAt.load.toFixed(2)} after ${statusAt.waitedS.toFixed(0)} s of settling`,
   );
   for (let i = 0; i < REPS; i++) {
     base.push(await run(["-e", "0"]));
