@@ -10,6 +10,7 @@ import {
   chmodSync,
   closeSync,
   existsSync,
+  fsyncSync,
   linkSync,
   mkdirSync,
   openSync,
@@ -84,9 +85,19 @@ function createComplete(path: string, tenancy: Tenancy, now: number): void {
     closeSync(openSync(tmp, "wx", 0o600));
     const db = openSqlite(tmp, { fileMustExist: true });
     try {
+      // Nobody reads the file before it is linked into place: no rollback journal and no
+      // syncs while it is built (a crash leaves an unlinked temporary), one sync once it is.
+      db.pragma("journal_mode = MEMORY");
+      db.pragma("synchronous = OFF");
       migrate(db, tmp, tenancy, now);
     } finally {
       db.close();
+    }
+    const fd = openSync(tmp, "r+");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
     }
     // A -wal/-shm without its database is a deleted file's (`rm state.db` under an open
     // connection, which keeps them): the new file must not be read through its log.
