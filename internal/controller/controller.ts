@@ -18,7 +18,7 @@ import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
-import { supportsBackendWatch } from "../runtime/provider.js";
+import { supportsBackendWatch, supportsPrepare } from "../runtime/provider.js";
 import { isDamage } from "../session/recovery.js";
 import { type City, newReconciler, policyOf } from "./city.js";
 import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
@@ -96,6 +96,16 @@ export async function findController(
   };
 }
 
+/** Brings provider `name`'s backend up when it can ({@link supportsPrepare}); never throws. */
+async function prepareBackend(city: City, name: string, signal: AbortSignal): Promise<void> {
+  try {
+    const p = await city.providerFor(name);
+    if (supportsPrepare(p)) await p.prepare({ signal });
+  } catch {
+    // the first start meets it and says so
+  }
+}
+
 /**
  * Runs the controller in this process until `signal` aborts or a `shutdown` request comes.
  * Takes the city's pid file exclusively (a live other controller → rejects).
@@ -126,6 +136,10 @@ export async function runController(
   // Every concurrent provider operation of a pass listens on this one signal (a 50-session
   // start on subprocess passed 10), which is by design, not a leak.
   setMaxListeners(0, signal);
+  // A city with agents gets its backends (a new city's tmux server) up while the store opens
+  // and the first pass plans, not on the way of its first start.
+  if (city.loaded.config.agents.length > 0)
+    for (const name of city.loaded.identity.providers) void prepareBackend(city, name, signal);
   let store = await city.store();
   await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
   let reconciler = newReconciler(city, store);

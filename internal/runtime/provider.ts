@@ -536,6 +536,15 @@ export interface BackendShutdownProvider {
 }
 
 /**
+ * Optional: brings up the backend this city's sessions run on (the city's tmux server) ahead
+ * of the first start, so a controller can do it while it opens its store and plans. Creates
+ * no session; idempotent; a failure is the first start's to report.
+ */
+export interface BackendPrepareProvider {
+  prepare(opts?: OpOptions): Promise<void>;
+}
+
+/**
  * Optional: lists every live process of this city's backend — tagged sessions or not, the
  * backend's own processes (a tmux server, holders) and all their descendants — from the
  * process table, without talking to the backend. `gc stop` proves with it that nothing of the
@@ -713,6 +722,9 @@ export function sessionCapabilities(
 /** Type guard for {@link BackendShutdownProvider}. */
 export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownProvider =>
   hasMethods(p, "shutdown");
+
+/** Type guard for {@link BackendPrepareProvider}. */
+export const supportsPrepare = (p: Provider): p is Provider & BackendPrepareProvider => hasMethods(p, "prepare");
 
 /** Type guard for {@link BackendWatchProvider}. */
 export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchProvider =>

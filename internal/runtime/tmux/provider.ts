@@ -462,6 +462,11 @@ export class TmuxProvider
     );
   }
 
+  /** Starts the city's tmux server (and this provider's control connection) when it is not up. */
+  async prepare(opts: OpOptions = {}): Promise<void> {
+    await this.srv.client.connect(opts.signal);
+  }
+
   /** Calls `fn` whenever this provider's connection to the tmux server is lost (server gone). */
   onBackendLost(fn: () => void): () => void {
     return this.srv.client.onConnectionLost(fn);

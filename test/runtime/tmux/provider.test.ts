@@ -343,6 +343,19 @@ describe.skipIf(!HAS_TMUX)("TmuxProvider", () => {
     expect(await p.listRunning("")).toEqual(["after"]);
   });
 
+  it("prepare: starts the city's server and creates no session; idempotent; a start then uses it", async () => {
+    const path = p.control.socketPath;
+    expect(await serverListening(path)).toBe(false);
+    await p.prepare();
+    expect(await serverListening(path)).toBe(true);
+    const server = (await fx.tmux("display-message", "-p", "#{pid}")).stdout.trim();
+    expect(await p.listRunning("")).toEqual([]);
+    await p.prepare();
+    await p.start("after", await cfg("exec sleep 300"));
+    expect(await p.listRunning("")).toEqual(["after"]);
+    expect((await fx.tmux("display-message", "-p", "#{pid}")).stdout.trim()).toBe(server);
+  });
+
   it("shutdown: stops our sessions, ends the server and removes its socket; reads do not revive it", async () => {
     await p.start("one", await cfg("exec sleep 300"));
     await p.start("two", await cfg("sleep 0.2; exit 0"));
