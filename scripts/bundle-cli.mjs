@@ -3,8 +3,8 @@
 // through `vm.Script` with a V8 code cache (gc.cjs.cache, made by scripts/post-build.mjs).
 // Pure-JS dependencies (yaml, commander, xxhash-wasm, …) are bundled; native and heavy ones
 // stay `require()`s at run time, loaded only by the commands that use them.
-// Everything else under dist/ stays as tsc wrote it (the subprocess holder runs from there, and
-// tests import those modules).
+// Everything else under dist/ stays as tsc wrote it (tests import those modules); the subprocess
+// holder has a bundle of its own (scripts/bundle-holder.mjs).
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,34 +45,38 @@ const EXTERNAL = [
 ];
 
 /** The bundle's own file URL, which every bundled module's `import.meta.url` is relative to. */
-const SELF_URL = "__gcSelfUrl";
+export const SELF_URL = "__gcSelfUrl";
 
 /**
- * Each bundled module sees the `import.meta.url` it has in the unbundled build (its own file
- * under dist/), so paths next to it (the holder script, the dashboard's assets, package.json)
- * still resolve. The bundle lies in `outdir`. The entry's `#!` line is dropped: the bundle is
- * compiled as a function body (the loader's), where it is a syntax error.
+ * An esbuild plugin: each bundled module sees the `import.meta.url` it has in the unbundled
+ * build (its own file under dist/), so paths next to it (the holder script, the dashboard's
+ * assets, package.json) still resolve. The bundle lies in `bundleDir`. The `entry`'s `#!` line
+ * is dropped: the bundle is compiled as a function body (the loader's), where it is a syntax
+ * error. `rewrite`, when given, transforms each module's text first (scripts/bundle-holder.mjs).
  */
-const keepModuleUrls = {
-  name: "keep-module-urls",
-  setup(b) {
-    b.onLoad({ filter: /\.js$/ }, (args) => {
-      if (!args.path.startsWith(dist)) return undefined;
-      const text = readFileSync(args.path, "utf8");
-      const entry = args.path === MAIN;
-      if (!entry && !text.includes("import.meta.url")) return undefined;
-      const rel = relative(outdir, args.path).split("\\").join("/");
-      return {
-        contents: (entry ? text.replace(/^#!.*/, "") : text).replaceAll(
-          "import.meta.url",
-          `new URL(${JSON.stringify(rel)}, ${SELF_URL}).href`,
-        ),
-        loader: "js",
-        resolveDir: dirname(args.path),
-      };
-    });
-  },
-};
+export function keepModuleUrls(bundleDir, entry, rewrite = (text) => text) {
+  return {
+    name: "keep-module-urls",
+    setup(b) {
+      b.onLoad({ filter: /\.js$/ }, (args) => {
+        if (!args.path.startsWith(dist)) return undefined;
+        const read = readFileSync(args.path, "utf8");
+        const text = rewrite(read);
+        const isEntry = args.path === entry;
+        if (!isEntry && text === read && !text.includes("import.meta.url")) return undefined;
+        const rel = relative(bundleDir, args.path).split("\\").join("/");
+        return {
+          contents: (isEntry ? text.replace(/^#!.*/, "") : text).replaceAll(
+            "import.meta.url",
+            `new URL(${JSON.stringify(rel)}, ${SELF_URL}).href`,
+          ),
+          loader: "js",
+          resolveDir: dirname(args.path),
+        };
+      });
+    },
+  };
+}
 
 /**
  * dist/cmd/gc/main.cjs, the `bin`: CommonJS, so starting gc needs no ES module loader (≈ 10 ms
@@ -150,7 +154,7 @@ async function bundle() {
     sourcemap: "linked",
     // Strict, as the ES modules it was made of (the banner precedes esbuild's own directive).
     banner: { js: `"use strict";\nconst ${SELF_URL} = require("node:url").pathToFileURL(__filename).href;` },
-    plugins: [keepModuleUrls],
+    plugins: [keepModuleUrls(outdir, MAIN)],
     logLevel: "warning",
     minifyWhitespace: true,
     minifySyntax: true,
@@ -173,7 +177,7 @@ async function bundle() {
  * string: ~1.4 MB decoded as UTF-8 costs ≈ 20 ms more on every command when a single
  * character is outside ASCII.
  */
-function asciiOnly(file) {
+export function asciiOnly(file) {
   const text = readFileSync(file, "utf8");
   // After a backslash the escape would mean something else: refuse rather than guess.
   const after = /\\[^\x00-\x7f]/.exec(text);

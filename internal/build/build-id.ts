@@ -1,6 +1,6 @@
 /**
  * The build identity of gc: a short content hash of the built program (every file under
- * dist/ but source maps and the code cache), computed once by `npm run build` (scripts/post-build.mjs) and kept in
+ * dist/ but source maps and the code caches), computed once by `npm run build` (scripts/post-build.mjs) and kept in
  * `dist/build-id`. `gc --version` prints it, the controller records the one it started from,
  * and `gc status` compares the two. Reading it costs one small file read, once per process;
  * no git at run time (a tarball install has no .git).
@@ -24,10 +24,20 @@ export const CODE_CACHE_FILE = "cmd/gc/gc.cjs.cache";
 /** The bundle's other code cache, preferred by `gc start` (scripts/bundle-cli.mjs `START_CODE_CACHE`); alike. */
 export const START_CODE_CACHE_FILE = "cmd/gc/gc.cjs.start.cache";
 
-/** Files that are no shipped code: source maps, the code cache, and the build id itself. */
+/**
+ * The V8 code cache of the subprocess holder's bundle (scripts/bundle-holder.mjs, made by
+ * scripts/post-build.mjs after the build's own warm-up holder run); alike.
+ */
+export const HOLDER_CODE_CACHE_FILE = "internal/runtime/subprocess/bundle/holder.cjs.cache";
+
+/** Files that are no shipped code: source maps, the code caches, and the build id itself. */
 function counted(rel: string): boolean {
   return (
-    rel !== BUILD_ID_FILE && rel !== CODE_CACHE_FILE && rel !== START_CODE_CACHE_FILE && !rel.endsWith(".map")
+    rel !== BUILD_ID_FILE &&
+    rel !== CODE_CACHE_FILE &&
+    rel !== START_CODE_CACHE_FILE &&
+    rel !== HOLDER_CODE_CACHE_FILE &&
+    !rel.endsWith(".map")
   );
 }
 
@@ -46,7 +56,8 @@ function filesUnder(dir: string, prefix = ""): string[] {
  * The build id of the program under `distDir`: the first {@link BUILD_ID_LENGTH} hex digits
  * of a SHA-256 over each file's relative path and bytes, in path order. The same files give
  * the same id wherever they lie; a changed, added, removed or renamed file gives another one.
- * Source maps, the code caches ({@link CODE_CACHE_FILE}, {@link START_CODE_CACHE_FILE}) and
+ * Source maps, the code caches ({@link CODE_CACHE_FILE}, {@link START_CODE_CACHE_FILE},
+ * {@link HOLDER_CODE_CACHE_FILE}) and
  * the {@link BUILD_ID_FILE} are left out.
  */
 export function computeBuildId(distDir: string): string {

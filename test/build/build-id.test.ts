@@ -14,6 +14,7 @@ import {
   buildMismatchText,
   CODE_CACHE_FILE,
   computeBuildId,
+  HOLDER_CODE_CACHE_FILE,
   readBuildId,
   writeBuildId,
 } from "../../internal/build/build-id.js";
@@ -74,6 +75,20 @@ describe("computeBuildId", () => {
     writeFileSync(join(dist, CODE_CACHE_FILE), "cache of another warm-up run, not the same bytes");
     expect(computeBuildId(dist)).toBe(id);
     writeFileSync(join(dist, "internal", "gc.cjs.cache"), "shipped as it is");
+    expect(computeBuildId(dist)).not.toBe(id);
+  });
+
+  it("computeBuildId: the holder bundle's code cache does not count; the bundle does", () => {
+    const dist = fakeDist();
+    const dir = join(dist, HOLDER_CODE_CACHE_FILE, "..");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "holder.cjs"), "'use strict';\n");
+    const id = computeBuildId(dist);
+    writeFileSync(join(dist, HOLDER_CODE_CACHE_FILE), "cache of one warm-up run");
+    expect(computeBuildId(dist)).toBe(id);
+    writeFileSync(join(dist, HOLDER_CODE_CACHE_FILE), "cache of another warm-up run, not the same bytes");
+    expect(computeBuildId(dist)).toBe(id);
+    writeFileSync(join(dir, "holder.cjs"), "'use strict'; // changed\n");
     expect(computeBuildId(dist)).not.toBe(id);
   });
 

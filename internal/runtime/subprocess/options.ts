@@ -66,7 +66,7 @@ export interface SubprocessProviderOptions {
   readonly readyTimeoutMs?: number | undefined;
   /** How long start answers startup dialogs after readiness. Default {@link DIALOG_TIMEOUT_MS}. */
   readonly dialogTimeoutMs?: number | undefined;
-  /** The built holder script. Default: `holder.js` beside this module (from `dist/`). */
+  /** The built holder script. Default: the bundled holder, `bundle/holder.js` beside this module (from `dist/`). */
   readonly holderPath?: string | undefined;
   /** Where sessions live. Default `<stateDir>/subprocess` (the ACP provider uses `<stateDir>/acp`). */
   readonly rootDir?: string | undefined;
