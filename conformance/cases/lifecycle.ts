@@ -39,7 +39,11 @@ export const LIFECYCLE_CASES: ConformanceCase[] = [
       const { name } = await running(ctx);
       const cfg = await ctx.config(LONG, { preStart: ["echo ran > pre-start.out"] });
       await rejectsWith(ctx.provider.start(name, cfg), "GC_SESSION_EXISTS", "second start");
-      assert.equal(await ctx.read(name, cfg, "pre-start.out"), undefined, "pre_start ran beside the live session");
+      assert.equal(
+        await ctx.read(name, cfg, "pre-start.out"),
+        undefined,
+        "pre_start ran beside the live session",
+      );
       assert.equal(await ctx.provider.isRunning(name), true);
     },
   },

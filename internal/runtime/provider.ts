@@ -724,7 +724,8 @@ export const supportsShutdown = (p: Provider): p is Provider & BackendShutdownPr
   hasMethods(p, "shutdown");
 
 /** Type guard for {@link BackendPrepareProvider}. */
-export const supportsPrepare = (p: Provider): p is Provider & BackendPrepareProvider => hasMethods(p, "prepare");
+export const supportsPrepare = (p: Provider): p is Provider & BackendPrepareProvider =>
+  hasMethods(p, "prepare");
 
 /** Type guard for {@link BackendWatchProvider}. */
 export const supportsBackendWatch = (p: Provider): p is Provider & BackendWatchProvider =>
