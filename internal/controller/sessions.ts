@@ -7,6 +7,7 @@
 import { describeError, PartialObservationError, SessionNotFoundError } from "../base/errors.js";
 import { groupBy } from "../base/group.js";
 import { didYouMean } from "../base/suggest.js";
+import { nextTurn } from "../base/turn.js";
 import { screenRulesOf } from "../config/resolve.js";
 import { driftOf as decideDrift } from "../reconcile/drift.js";
 import type { DesiredSession } from "../reconcile/execute.js";
@@ -264,7 +265,12 @@ export async function collectCity(
   // Read after loading: a file that turned invalid since the city opened is reported too.
   const configError = city.configError ?? loadError;
   const started = (await looksItself) ? startLooks(city, desired, signal) : undefined;
+  // Turns of the event loop between the long synchronous steps (resolving, opening the
+  // store, decoding its records: the store's list takes more turns itself), so a provider's
+  // connection started above goes on with its handshake and requests meanwhile.
+  await nextTurn();
   const store = await city.store();
+  await nextTurn();
   const records = await store.list();
   const providers = [
     ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),

@@ -14,6 +14,7 @@ import type Database from "better-sqlite3";
 import { isGcError, StoreError } from "../base/errors.js";
 import { validateSessionName } from "../base/names.js";
 import { openSqlite } from "../base/sqlite.js";
+import { nextTurn } from "../base/turn.js";
 import {
   checkLeaseMs,
   decodeEntry,
@@ -238,7 +239,7 @@ export class SqliteStore implements SessionStore {
   }
 
   async list(filter: SessionFilter = {}): Promise<SessionRecord[]> {
-    return this.#allRecords().filter(
+    return (await this.#allRecords()).filter(
       (r) =>
         (filter.agent === undefined || r.agent === filter.agent) &&
         (filter.states === undefined || filter.states.includes(r.state)),
@@ -249,23 +250,34 @@ export class SqliteStore implements SessionStore {
    * Every record of the actor, by name. Nothing written since the last call (by this
    * connection or any other: the change mark) returns the same records without reading a
    * row; otherwise a row stored with the same text as at the last read decodes to the same
-   * (frozen) record. A steady controller pass reads and parses nothing.
+   * (frozen) record. A steady controller pass reads and parses nothing. The rows are read in
+   * one query; decoding many of them gives the event loop a turn every {@link DECODE_TURN}
+   * records, so a caller's I/O (a tmux client's replies) is answered meanwhile.
    */
-  #allRecords(): readonly SessionRecord[] {
-    return this.#run(() => {
+  async #allRecords(): Promise<readonly SessionRecord[]> {
+    const read = this.#run(() => {
       const mark = this.#s.changeMark.get() as string;
-      if (this.#lastList?.mark === mark) return this.#lastList.records;
-      const rows = this.#s.listRecords.all(this.#actor) as string[];
-      const previous = this.#listed;
-      this.#listed = new Map();
-      const records = rows.map((t) => {
-        const rec = previous.get(t) ?? deepFreeze(decodeRecord(this.path, t));
-        this.#listed.set(t, rec);
-        return rec;
-      });
-      this.#lastList = { mark, records };
-      return records;
+      if (this.#lastList?.mark === mark) return this.#lastList;
+      return { mark, rows: this.#s.listRecords.all(this.#actor) as string[] };
     });
+    if ("records" in read) return read.records;
+    const { mark, rows } = read;
+    const previous = this.#listed;
+    const listed = new Map<string, SessionRecord>();
+    const records: SessionRecord[] = [];
+    let decoded = 0;
+    for (const t of rows) {
+      let rec = previous.get(t);
+      if (rec === undefined) {
+        if (++decoded % DECODE_TURN === 0) await nextTurn();
+        rec = deepFreeze(decodeRecord(this.path, t));
+      }
+      listed.set(t, rec);
+      records.push(rec);
+    }
+    this.#listed = listed;
+    this.#lastList = { mark, records };
+    return records;
   }
 
   async create(init: NewSession): Promise<SessionRecord> {
@@ -597,6 +609,9 @@ export class SqliteStore implements SessionStore {
     this.#db.close();
   }
 }
+
+/** Records {@link SqliteStore}'s list decodes between two turns of the event loop. */
+const DECODE_TURN = 100;
 
 /** Freezes a decoded JSON value and everything in it, so a shared record cannot be changed. */
 function deepFreeze<T>(value: T): T {

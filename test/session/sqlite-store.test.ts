@@ -203,6 +203,30 @@ describe("sqlite store: list", () => {
     expect(await a.list()).toEqual(before);
     expect(await a.list({ states: ["stopped"] })).toEqual([]);
   });
+
+  it("list: decoding many records gives the event loop turns, and returns every record in order", async () => {
+    const dir = await tempDir();
+    const a = open({ path: join(dir, "state.db"), actor: "a" });
+    const names = Array.from({ length: 250 }, (_, i) => `s${String(i).padStart(3, "0")}`);
+    for (const name of names) await a.create({ name, agent: "w", provider: "fake" });
+    const b = open({ path: join(dir, "state.db"), actor: "a" });
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    const listed = await b.list();
+    expect(turned, "an I/O turn ran while the records were decoded").toBe(true);
+    expect(listed.map((r) => r.name)).toEqual(names);
+    expect(listed.every((r) => Object.isFrozen(r))).toBe(true);
+    // Nothing written since: the same records, without a turn.
+    turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    const again = await b.list();
+    expect(turned).toBe(false);
+    expect(again.every((r, i) => r === listed[i])).toBe(true);
+  });
 });
 
 describe("sqlite store: migrations and foreign files", () => {
