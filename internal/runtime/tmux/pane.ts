@@ -168,13 +168,16 @@ const CAPTURE_LIST_MAX = 100;
  * The visible screens of `targets` on one client, in command lists of at most
  * {@link CAPTURE_LIST_MAX} sent at once; when one vanished meanwhile (a list stops at its
  * first error), each of that list is captured on its own. `undefined` for a session that is
- * gone. `styled`: SGR escapes kept (the styled screen of {@link PaneState}).
+ * gone. `styled`: SGR escapes kept (the styled screen of {@link PaneState}). `each`, when
+ * given, is called with each list's screens as soon as they are in (`offset`: the index in
+ * `targets` of its first), so a caller reads them while the server captures the next lists.
  */
 export async function captureScreens(
   client: ControlClient,
   targets: readonly string[],
   signal?: AbortSignal,
   styled = false,
+  each?: (screens: readonly (string[] | undefined)[], offset: number) => void,
 ): Promise<(string[] | undefined)[]> {
   const argv = (t: string) => ["capture-pane", ...(styled ? STYLED_SCREEN : ["-p"]), "-t", t];
   const captureList = async (list: readonly string[]): Promise<(string[] | undefined)[]> => {
@@ -195,7 +198,15 @@ export async function captureScreens(
   const lists: string[][] = [];
   for (let i = 0; i < targets.length; i += CAPTURE_LIST_MAX)
     lists.push(targets.slice(i, i + CAPTURE_LIST_MAX));
-  return (await Promise.all(lists.map(captureList))).flat();
+  return (
+    await Promise.all(
+      lists.map(async (list, i) => {
+        const screens = await captureList(list);
+        each?.(screens, i * CAPTURE_LIST_MAX);
+        return screens;
+      }),
+    )
+  ).flat();
 }
 
 /** @throws InvalidNameError unless every key is a non-empty tmux key name without NUL. */

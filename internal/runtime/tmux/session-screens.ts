@@ -187,20 +187,26 @@ export class SessionScreens {
     }
     if (stale.length === 0) return out;
     const readAt = Math.floor(Date.now() / 1000);
-    const screens = await captureScreens(
+    // Each list of screens is read as it comes in, while the server captures the next ones.
+    const read: ({ screen: string; found: PendingInteraction | undefined } | undefined)[] = [];
+    await captureScreens(
       this.srv.client,
       stale.map((s) => `${s.id}:`),
       opts.signal,
       true,
+      (screens, offset) =>
+        screens.forEach((rows, j) => {
+          if (rows === undefined) return;
+          // Styled (SGR kept): a menu whose cursor is a highlighted row is read too; the look's
+          // screen is its plain text.
+          const styled = rows.join("\n");
+          read[offset + j] = { screen: stripStyles(styled), found: findInteraction(styled) };
+        }),
     );
     stale.forEach((s, i) => {
-      const rows = screens[i];
-      if (rows === undefined) return;
-      // Styled (SGR kept): a menu whose cursor is a highlighted row is read too; the look's
-      // screen is its plain text.
-      const styled = rows.join("\n");
-      const screen = stripStyles(styled);
-      const found = findInteraction(styled);
+      const r = read[i];
+      if (r === undefined) return;
+      const { screen, found } = r;
       out.set(s.name!, lookOf(s, screen, found));
       if (readAt > s.activity)
         this.interactionCache.set(s.name!, {

@@ -70,7 +70,17 @@ describe.skipIf(!HAS_TMUX)("captureScreens", () => {
       if (argv[0] === "capture-pane") single++;
       return command(argv, opts);
     };
-    const screens = await captureScreens(client, targets, undefined, true);
+    const each: { offset: number; screens: readonly (string[] | undefined)[] }[] = [];
+    const screens = await captureScreens(client, targets, undefined, true, (got, offset) =>
+      each.push({ offset, screens: got }),
+    );
+    // Each list is handed over as it comes in, with where it starts; together they are the result.
+    expect(each.map((e) => [e.offset, e.screens.length]).sort((x, y) => x[0]! - y[0]!)).toEqual([
+      [0, 100],
+      [100, 100],
+      [200, 50],
+    ]);
+    for (const e of each) expect(e.screens).toEqual(screens.slice(e.offset, e.offset + e.screens.length));
     expect(sent.map((l) => l.length)).toEqual([100, 100, 50]);
     expect(single).toBe(100);
     expect(screens).toHaveLength(250);
