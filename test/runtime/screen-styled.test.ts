@@ -99,6 +99,27 @@ describe("readScreen / stripStyles", () => {
     expect(stripStyles(styled)).toBe("Pick one:\n  Anthropic\n  OpenAI\nstatus bar\n");
     expect(readScreen(styled).text).toBe("Pick one:\n  Anthropic\n  OpenAI\nstatus bar\n");
   });
+
+  it("stripStyles is the painted lines' text, right-trimmed, whatever the capture holds", () => {
+    const painted = (x: string) =>
+      paintLines(x)
+        .map((l) => l.text.trimEnd())
+        .join("\n");
+    for (const x of [
+      "",
+      "\n".repeat(49),
+      "a\nb\n\nc",
+      "a  \n b\t\n\u00a0\nc\u3000",
+      "ends blank   ",
+      "cr\r\nin\rside\r",
+      ` \n${REV}x  ${RESET}  \n  y`,
+      `\x1b]8;;http://x\x07link\x1b]8;;\x07 \nz\x1b[1m \n`,
+      QWEN,
+    ])
+      expect(stripStyles(x), JSON.stringify(x)).toBe(painted(x));
+    const blank = "\n".repeat(49);
+    expect(stripStyles(blank)).toBe(blank);
+  });
 });
 
 const QWEN = [

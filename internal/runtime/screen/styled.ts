@@ -156,11 +156,24 @@ export function paintLines(styled: string): PaintedLine[] {
   return out;
 }
 
-/** The plain text of a styled capture: escapes dropped, lines right-trimmed. Pure. */
+/** A blank (any white space but a line end) at the end of a line, or of the text. */
+const TRAILING_BLANK = /[^\S\n](?:\n|$)/;
+
+/**
+ * The plain text of a styled capture: escapes (and carriage returns) dropped, lines
+ * right-trimmed. A capture with escapes is read by {@link readScreen} (kept: the classifier
+ * reading the same capture next does not parse it again); one without is the text itself
+ * when no line has blanks to trim. Pure.
+ */
 export function stripStyles(styled: string): string {
-  return paintLines(styled)
-    .map((l) => l.text.trimEnd())
-    .join("\n");
+  if (styled.includes(ESC)) return readScreen(styled).text;
+  const text = styled.includes("\r") ? styled.replaceAll("\r", "") : styled;
+  return TRAILING_BLANK.test(text)
+    ? text
+        .split("\n")
+        .map((l) => l.trimEnd())
+        .join("\n")
+    : text;
 }
 
 function isVisible(ch: string): boolean {
