@@ -616,7 +616,10 @@ const DECODE_TURN = 100;
 /** Freezes a decoded JSON value and everything in it, so a shared record cannot be changed. */
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v);
+    // A decoded JSON value: plain objects and arrays, whose enumerable keys are all their own
+    // (`for…in` walks them without an array of values per object).
+    const obj = value as Record<string, unknown>;
+    for (const k in obj) deepFreeze(obj[k]);
     Object.freeze(value);
   }
   return value;
