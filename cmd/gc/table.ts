@@ -28,15 +28,32 @@ export function padDisplay(s: string, width: number): string {
 
 /** The lines of a table: the header, then one line per row. */
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const widths = header.map((h, i) =>
-    Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i] ?? ""))),
-  );
-  const line = (r: readonly string[]) =>
-    r
-      .map((c, i) => padDisplay(c, widths[i] ?? 0))
-      .join("  ")
-      .trimEnd();
-  return [line(header), ...rows.map(line)];
+  // Each cell's width is measured once (a status table has thousands of cells); a table of
+  // printable ASCII only (one test of all its text) measures by length.
+  const width = PLAIN.test(header.join("") + rows.map((r) => r.join("")).join(""))
+    ? (s: string) => s.length
+    : displayWidth;
+  const headerWidths = header.map(width);
+  const widths = [...headerWidths];
+  const cellWidths = rows.map((r) => {
+    const ws = r.map(width);
+    for (let i = 0; i < widths.length; i++) {
+      const w = ws[i] ?? 0;
+      if (w > widths[i]!) widths[i] = w;
+    }
+    return ws;
+  });
+  const line = (r: readonly string[], ws: readonly number[]) => {
+    let out = "";
+    for (let i = 0; i < r.length; i++) {
+      if (i > 0) out += "  ";
+      out += r[i]! + " ".repeat(Math.max(0, (widths[i] ?? 0) - ws[i]!));
+    }
+    return out.trimEnd();
+  };
+  const out = [line(header, headerWidths)];
+  for (let i = 0; i < rows.length; i++) out.push(line(rows[i]!, cellWidths[i]!));
+  return out;
 }
 
 /**

@@ -28,6 +28,22 @@ describe("formatTable", () => {
       "plain   running",
     ]);
   });
+
+  it("table: a header wider than its cells, empty and short rows, extra cells, blanks at a line's end", () => {
+    expect(
+      formatTable(
+        ["NAME", "A-LONG-HEADER", "X"],
+        [["a", "b", ""], ["longer-name"], [], ["c", "", "", "extra", "more"], ["d", "e  ", " "]],
+      ),
+    ).toEqual([
+      "NAME         A-LONG-HEADER  X",
+      "a            b",
+      "longer-name",
+      "",
+      "c                              extra  more",
+      "d            e",
+    ]);
+  });
 });
 
 describe("- input", () => {
