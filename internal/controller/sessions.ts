@@ -275,13 +275,16 @@ export async function collectCity(
   const providers = [
     ...new Set([city.defaultProvider, ...desired.map((d) => d.provider), ...records.map((r) => r.provider)]),
   ];
-  const { observation, errors, details, looks } = await observeWithDetails(
-    providers,
-    city,
-    signal,
-    early,
-    looksItself,
-  );
+  const observing = observeWithDetails(providers, city, signal, early, looksItself);
+  const desiredOf = new Map(desired.map((d) => [d.name, d]));
+  const recordOf = new Map(records.map((r) => [r.name, r]));
+  // Drift needs no provider: worked out while the providers answer (after the replies
+  // already in, so their next requests leave first).
+  await nextTurn();
+  const drifts = new Map<string, ReturnType<typeof driftView>>();
+  for (const name of new Set([...desiredOf.keys(), ...recordOf.keys()]))
+    drifts.set(name, driftView(recordOf.get(name), desiredOf.get(name)));
+  const { observation, errors, details, looks } = await observing;
   const byProvider = runningByProvider(observation);
   // The looks the observation took stand for the early ones of their provider.
   const taken = new Map(started);
@@ -291,8 +294,6 @@ export async function collectCity(
     (await seeSessions(city, byProvider, signal, screenRulesBySession(city, desired), taken, screens));
   const now = Date.now();
   const routed = await routesOf(city, providers, observation.unobservable, signal);
-  const desiredOf = new Map(desired.map((d) => [d.name, d]));
-  const recordOf = new Map(records.map((r) => [r.name, r]));
   const names = [
     ...new Set([...desired.map((d) => d.name), ...records.map((r) => r.name), ...observation.running]),
   ];
@@ -322,7 +323,7 @@ export async function collectCity(
             ? "running without a record"
             : "not started yet",
       running: unknown ? null : running,
-      ...driftView(r, d),
+      ...(drifts.get(name) ?? driftView(r, d)),
       restarts: r?.restarts ?? 0,
       infraLosses: Number(r?.metadata[INFRA_LOSSES_KEY] ?? 0) || 0,
       lastActivity: det?.lastActivity ? det.lastActivity.toISOString() : null,
