@@ -211,11 +211,10 @@ export class TmuxProvider
     // The look's narrower format: what a snapshot and a look read, and ~1/3 less for tmux to expand.
     const listed = await this.listOurs(prefix, opts, "look");
     if (!listed) return { sessions: [], looks: new Map() };
-    const [sessions, looks] = await Promise.all([
-      this.snapshotOf(listed.mine, opts),
-      this.screens.lookAtListed(listed.all, listed.gen, opts, (n) => n.startsWith(prefix)),
-    ]);
-    return { sessions, looks };
+    // The captures are asked for first: they are what the server takes longest on.
+    const looks = this.screens.lookAtListed(listed.all, listed.gen, opts, (n) => n.startsWith(prefix));
+    const [sessions, seen] = await Promise.all([this.snapshotOf(listed.mine, opts), looks]);
+    return { sessions, looks: seen };
   }
 
   /**

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlClient } from "../../../internal/runtime/tmux/control-client.js";
 import {
   commandLine,
+  commandListLine,
   fromHex,
   gcSessionName,
   quoteArg,
@@ -67,6 +68,20 @@ describe("quoteArg", () => {
     expect(commandLine(["set-option", "-t", "$1", "@k", "v v"])).toBe('set-option -t "\\$1" @k "v v"');
     expect(() => commandLine(["kill-server;"])).toThrow(TypeError);
     expect(() => commandLine([])).toThrow(TypeError);
+    expect(commandLine(["list-sessions"])).toBe("list-sessions");
+  });
+
+  it("commandListLine: each command quoted, joined by a lone `;`; an empty list or a bad name is refused", () => {
+    expect(commandListLine([["capture-pane", "-p", "-t", "$1:"]])).toBe('capture-pane -p -t "\\$1:"');
+    expect(
+      commandListLine([
+        ["capture-pane", "-p", "-t", "$1:"],
+        ["display-message", "-p", "a;b"],
+        ["kill-session", "-t", "=x:"],
+      ]),
+    ).toBe('capture-pane -p -t "\\$1:" ; display-message -p "a;b" ; kill-session -t =x:');
+    expect(() => commandListLine([])).toThrow(TypeError);
+    expect(() => commandListLine([["list-sessions"], ["bad name"]])).toThrow(TypeError);
   });
 });
 
