@@ -116,6 +116,8 @@ interface Conn {
   gen: number;
   /** Whether the client process currently keeps Node alive (see updateRef). */
   refed: boolean;
+  /** Setup commands written whose replies are not in yet (queries may be queued behind them). */
+  setupLeft: number;
   /** Command lines not yet written: those of one turn of the event loop go in one write. */
   outbox: string;
 }
@@ -150,6 +152,13 @@ export class ControlClient {
   private readonly gate: ServerGate;
   private conn: Conn | undefined;
   private connecting: Promise<Conn> | undefined;
+  /**
+   * The connection being set up: identified, its setup commands written, their replies not
+   * all in. Queries may go out on it behind the setup ({@link ensureIdentified}).
+   */
+  private identified: Conn | undefined;
+  /** Queries waiting for a connection to be {@link identified}. */
+  private readonly identifiedWaiters = new Set<(conn: Conn) => void>();
   private closed = false;
   private gen = 0;
   private versionText = "";
@@ -238,8 +247,14 @@ export class ControlClient {
     const line = commandLine(argv);
     for (let attempt = 0; ; attempt++) {
       opts.signal?.throwIfAborted();
-      // Connected: send at once (no extra promise turn per command).
-      const conn = this.live() ?? (await this.ensure(opts.signal, opts.create ?? true));
+      // Connected: send at once (no extra promise turn per command). A query (harmless to
+      // repeat, notifying no client) goes out right behind the setup of a new connection.
+      const query = opts.retry === true && opts.generation === undefined && !notifiesClients(argv);
+      const conn =
+        this.live() ??
+        (await (query
+          ? this.ensureIdentified(opts.signal, opts.create ?? true)
+          : this.ensure(opts.signal, opts.create ?? true)));
       opts.signal?.throwIfAborted();
       if (opts.generation !== undefined && conn.gen !== opts.generation) {
         throw new TmuxGenerationError(opts.generation, conn.gen);
@@ -328,6 +343,26 @@ export class ControlClient {
     });
     if (!signal) return this.connecting;
     return raceAbort(this.connecting, signal);
+  }
+
+  /**
+   * {@link ensure} for a query: resolves with the connection as soon as it has identified and
+   * its setup commands are written (tmux runs them first: the query sees the setup done),
+   * without waiting for their replies. A setup that fails destroys the connection, which
+   * fails the query with a connection error (a query is retried once on a fresh one).
+   */
+  private ensureIdentified(signal: AbortSignal | undefined, create: boolean): Promise<Conn> {
+    const early = this.identified;
+    if (early && !early.dead && !this.closed) return Promise.resolve(early);
+    const full = this.ensure(signal, create);
+    let waiter: ((conn: Conn) => void) | undefined;
+    const identified = new Promise<Conn>((resolve) => {
+      waiter = resolve;
+      this.identifiedWaiters.add(resolve);
+    });
+    return Promise.race([full, identified]).finally(() => {
+      if (waiter) this.identifiedWaiters.delete(waiter);
+    });
   }
 
   private async connectWithRetries(): Promise<Conn> {
@@ -440,7 +475,18 @@ export class ControlClient {
             cause: e,
           });
     }
-    const c: Conn = { stream, parser, pending, exited, stderr, dead: false, gen: 0, refed: true, outbox: "" };
+    const c: Conn = {
+      stream,
+      parser,
+      pending,
+      exited,
+      stderr,
+      dead: false,
+      gen: 0,
+      refed: true,
+      outbox: "",
+      setupLeft: 0,
+    };
     conn = c;
     return new Promise<Conn>((resolve, reject) => {
       let ready = false;
@@ -497,7 +543,14 @@ export class ControlClient {
           this.destroy(c, new TmuxConnectionError("unexpected reply from tmux; connection recycled"));
           return;
         }
+        const setupReply = c.setupLeft > 0;
+        if (setupReply) c.setupLeft--;
         if (entry.settle(ev.ok, ev.lines)) c.pending.shift();
+        // A failed setup fails the connection at once: no query queued behind it is answered.
+        if (setupReply && !ev.ok) {
+          this.destroy(c, new TmuxConnectionError(`setup failed: tmux ${entry.name}: ${ev.lines.join(" ")}`));
+          return;
+        }
         this.updateRef(c);
       };
       onClose = (how) => {
@@ -520,11 +573,19 @@ export class ControlClient {
       ["set-environment", "-g", "-u", CLIENT_OWNER_ENV],
       ...(this.opts.setup ?? []),
     ];
-    const replies = await Promise.all(
-      setup.map((argv) => this.send(conn, commandLine(argv), argv[0]!, {}, true)),
-    );
-    this.versionText = replies[0]?.[0]?.trim() ?? "";
+    conn.setupLeft = setup.length;
+    const written = Promise.all(setup.map((argv) => this.send(conn, commandLine(argv), argv[0]!, {}, true)));
+    // Written: tmux runs them before anything written after. Queries may go out now.
     conn.gen = ++this.gen;
+    this.identified = conn;
+    for (const w of [...this.identifiedWaiters]) w(conn);
+    this.identifiedWaiters.clear();
+    try {
+      const replies = await written;
+      this.versionText = replies[0]?.[0]?.trim() ?? "";
+    } finally {
+      if (this.identified === conn) this.identified = undefined;
+    }
     this.updateRef(conn);
   }
 

@@ -10,6 +10,7 @@ import {
 } from "../../../internal/runtime/tmux/errors.js";
 import type { Notification } from "../../../internal/runtime/tmux/protocol.js";
 import { killServer, orphanClients } from "../../../internal/runtime/tmux/server.js";
+import { localTransport } from "../../../internal/runtime/tmux/transport.js";
 import { HAS_TMUX, type TmuxFixture, tmuxFixture } from "./helpers.js";
 
 describe.skipIf(!HAS_TMUX)("ControlClient", () => {
@@ -284,6 +285,54 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
     });
     try {
       expect(await c.command(["show-options", "-gv", "@setup"])).toEqual(["done"]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("setup: a query asked while connecting goes out behind the setup, before its replies, and sees it done", async () => {
+    const inner = localTransport({ tmuxPath: "tmux", env: { PATH: process.env.PATH } });
+    let replies = 0;
+    const writes: { text: string; replies: number }[] = [];
+    const c = new ControlClient({
+      socket: { name: fx.socket },
+      env: { PATH: process.env.PATH },
+      setup: [["set-option", "-g", "@early", "set"]],
+      transport: {
+        open: async (args, events) => {
+          const stream = await inner.open(args, {
+            ...events,
+            data: (b) => {
+              replies += (b.toString().match(/^%(end|error) /gm) ?? []).length;
+              events.data(b);
+            },
+          });
+          return { ...stream, write: (text) => (writes.push({ text, replies }), stream.write(text)) };
+        },
+      },
+    });
+    try {
+      expect(await c.command(["show-options", "-gv", "@early"], { retry: true })).toEqual(["set"]);
+      const query = writes.find((w) => w.text.includes("show-options"));
+      // Only the client's own first command had answered when the query was written.
+      expect(query?.replies).toBe(1);
+      const sent = writes.map((w) => w.text).join("");
+      expect(sent.indexOf("set-option -g @early")).toBeLessThan(sent.indexOf("show-options"));
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("setup: a failing setup fails a query asked while connecting, as a connection error", async () => {
+    const c = new ControlClient({
+      socket: { name: fx.socket },
+      env: { PATH: process.env.PATH },
+      setup: [["set-option", "-g", "no-such-option-at-all", "x"]],
+    });
+    try {
+      await expect(c.command(["display-message", "-p", "x"], { retry: true })).rejects.toBeInstanceOf(
+        TmuxConnectionError,
+      );
     } finally {
       await c.close();
     }
