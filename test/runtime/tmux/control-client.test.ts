@@ -307,7 +307,13 @@ describe.skipIf(!HAS_TMUX)("ControlClient", () => {
               events.data(b);
             },
           });
-          return { ...stream, write: (text) => (writes.push({ text, replies }), stream.write(text)) };
+          return {
+            ...stream,
+            write: (text) => {
+              writes.push({ text, replies });
+              stream.write(text);
+            },
+          };
         },
       },
     });
