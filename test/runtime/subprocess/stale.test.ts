@@ -93,7 +93,8 @@ describe("subprocess stale sessions", () => {
   });
 
   it("start: aborting at any point of the holder's boot leaves no holder, program or files", async () => {
-    for (const delayMs of [0, 30, 120]) {
+    let aborted = 0;
+    for (const delayMs of [0, 15, 30, 60, 120]) {
       const name = `stale-abort-${delayMs}`;
       const ac = new AbortController();
       const p = city.provider.start(name, await city.config("echo booted > booted.out; exec sleep 300"), {
@@ -101,9 +102,20 @@ describe("subprocess stale sessions", () => {
       });
       await sleep(delayMs);
       ac.abort(new Error("abort while booting"));
-      await expect(p).rejects.toThrow("abort while booting");
+      const outcome = await p.then(
+        () => "started",
+        (e: unknown) => e,
+      );
+      if (outcome === "started") {
+        // The whole start (holder boot included) was over before this point: nothing to abort.
+        await city.provider.stop(name);
+        continue;
+      }
+      aborted++;
+      expect(String(outcome)).toContain("abort while booting");
       await expect(stat(paths(name).dir)).rejects.toThrow();
     }
+    expect(aborted).toBeGreaterThan(0); // at least the abort at once, before anything ran
     expect(await holdersUnder(city.stateDir)).toEqual([]);
     expect(await city.provider.listRunning("stale-abort")).toEqual([]);
   });
