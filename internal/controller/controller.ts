@@ -139,7 +139,8 @@ export async function runController(
   // A city with agents gets its backends (a new city's tmux server) up while the store opens
   // and the first pass plans, not on the way of its first start.
   if (city.loaded.config.agents.length > 0)
-    for (const name of city.loaded.identity.providers) void prepareBackend(city, name, signal);
+    for (const name of new Set([city.defaultProvider, ...city.loaded.identity.providers]))
+      void prepareBackend(city, name, signal);
   let store = await city.store();
   await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
   let reconciler = newReconciler(city, store);
