@@ -3,6 +3,7 @@
  * implementation every local backend uses. A missing or unreadable source fails the start
  * with a {@link ProviderError} naming it, on every provider alike.
  */
+import { statSync } from "node:fs";
 import { cp, mkdir, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
 import { describeError, InvalidNameError, ProviderError } from "../../base/errors.js";
@@ -16,7 +17,8 @@ import type { StartPlan } from "./backend.js";
  */
 export async function stageLocal(provider: string, plan: StartPlan): Promise<void> {
   const { config, workDir, sourceDir: baseDir } = plan;
-  await mkdir(workDir, { recursive: true });
+  // Usually there already: one stat on this thread is cheaper than a thread-pool mkdir.
+  if (!isDirectory(workDir)) await mkdir(workDir, { recursive: true });
   if (config.overlayDir) {
     const src = resolve(baseDir, config.overlayDir);
     try {
@@ -42,6 +44,11 @@ export async function stageLocal(provider: string, plan: StartPlan): Promise<voi
       throw new ProviderError(provider, `copy_files ${src}: ${describeError(e)}`, { cause: e });
     }
   }
+}
+
+/** True when `path` is a directory now. */
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
 }
 
 /**
