@@ -90,15 +90,31 @@ export const LOADER = "main.cjs";
 const LOADER_MARK = `// gc's loader (written by scripts/bundle-cli.mjs)`;
 const LOADER_TEXT = `#!/usr/bin/env node
 ${LOADER_MARK}: runs the CLI bundle ${BUNDLE} with its V8 code cache.
-"use strict";
+${cachedBundleLoader({
+  bundle: BUNDLE,
+  caches: `process.argv.includes("start") ? ["${START_CODE_CACHE}", "${CODE_CACHE}"] : ["${CODE_CACHE}"]`,
+  cacheEnv: CODE_CACHE_ENV,
+  children: "the processes gc starts",
+})}`;
+
+/**
+ * The body of a CommonJS loader (after its header comment) that compiles `bundle`, beside it,
+ * with the first of `caches` (a JS expression: file names beside it) that exists, and runs it
+ * as the CommonJS module of its own file. A code cache V8 rejects, or none, compiles from
+ * source (slower, same behaviour). With `cacheEnv` set to a path (the build's warm-up run
+ * only), it writes the bundle's code cache there at exit and removes the variable, so
+ * `children` do not inherit it. Used for the CLI and the session holder.
+ */
+export function cachedBundleLoader({ bundle, caches, cacheEnv, children }) {
+  return `"use strict";
 const { readFileSync, writeFileSync } = require("node:fs");
 const { createRequire, Module } = require("node:module");
 const { join } = require("node:path");
 const { Script } = require("node:vm");
 
-const filename = join(__dirname, "${BUNDLE}");
+const filename = join(__dirname, "${bundle}");
 let cachedData;
-for (const cache of process.argv.includes("start") ? ["${START_CODE_CACHE}", "${CODE_CACHE}"] : ["${CODE_CACHE}"]) {
+for (const cache of ${caches}) {
   try {
     cachedData = readFileSync(join(__dirname, cache));
     break;
@@ -106,11 +122,11 @@ for (const cache of process.argv.includes("start") ? ["${START_CODE_CACHE}", "${
     // not there: the next, else compiled from source
   }
 }
-// ASCII only (asciiOnly below): read as latin1, which skips UTF-8 decoding.
+// ASCII only (asciiOnly in scripts/bundle-cli.mjs): read as latin1, which skips UTF-8 decoding.
 const script = new Script(Module.wrap(readFileSync(filename).latin1Slice()), { filename, cachedData });
-const cacheOut = process.env.${CODE_CACHE_ENV};
+const cacheOut = process.env.${cacheEnv};
 if (cacheOut) {
-  delete process.env.${CODE_CACHE_ENV}; // not for the processes gc starts
+  delete process.env.${cacheEnv}; // not for ${children}
   process.once("exit", () => writeFileSync(cacheOut, script.createCachedData()));
 }
 const bundle = new Module(filename, module);
@@ -121,6 +137,7 @@ script
   .call(bundle.exports, bundle.exports, createRequire(filename), bundle, filename, __dirname);
 bundle.loaded = true;
 `;
+}
 /**
  * dist/cmd/gc/main.js, for whoever runs the built file by that path (tests, scripts, the
  * controller's own spawn): an ES module (package.json \`"type": "module"\`) that runs the loader.

@@ -11,7 +11,7 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { asciiOnly, keepModuleUrls, SELF_URL } from "./bundle-cli.mjs";
+import { asciiOnly, cachedBundleLoader, keepModuleUrls, SELF_URL } from "./bundle-cli.mjs";
 
 const pkgdir = fileURLToPath(new URL("../dist/internal/runtime/subprocess/", import.meta.url));
 /** tsc's holder entry (an ES module with a top-level await), the bundle's entry. */
@@ -33,37 +33,15 @@ export const HOLDER_CODE_CACHE_ENV = "GC_BUILD_WRITE_HOLDER_CODE_CACHE";
 /** npm packages left as `require()`s: native addons. */
 const EXTERNAL = ["@lydell/node-pty"];
 
-const LOADER_TEXT = `"use strict";
-// gc's session holder (written by scripts/bundle-holder.mjs): runs the holder bundle
+const LOADER_TEXT = `// gc's session holder (written by scripts/bundle-holder.mjs): runs the holder bundle
 // ${HOLDER_BUNDLE} with its V8 code cache (without it when V8 rejects it or it is missing:
 // slower, same behaviour). \`node holder.js <provider root> [slot]\`.
-const { readFileSync, writeFileSync } = require("node:fs");
-const { createRequire, Module } = require("node:module");
-const { join } = require("node:path");
-const { Script } = require("node:vm");
-
-const filename = join(__dirname, "${HOLDER_BUNDLE}");
-let cachedData;
-try {
-  cachedData = readFileSync(join(__dirname, "${HOLDER_CODE_CACHE}"));
-} catch {
-  // compiled from source
-}
-// ASCII only (asciiOnly in scripts/bundle-cli.mjs): read as latin1, which skips UTF-8 decoding.
-const script = new Script(Module.wrap(readFileSync(filename).latin1Slice()), { filename, cachedData });
-const cacheOut = process.env.${HOLDER_CODE_CACHE_ENV};
-if (cacheOut) {
-  delete process.env.${HOLDER_CODE_CACHE_ENV}; // not for the programs it runs
-  process.once("exit", () => writeFileSync(cacheOut, script.createCachedData()));
-}
-const bundle = new Module(filename, module);
-bundle.filename = filename;
-bundle.paths = Module._nodeModulePaths(__dirname);
-script
-  .runInThisContext()
-  .call(bundle.exports, bundle.exports, createRequire(filename), bundle, filename, __dirname);
-bundle.loaded = true;
-`;
+${cachedBundleLoader({
+  bundle: HOLDER_BUNDLE,
+  caches: `["${HOLDER_CODE_CACHE}"]`,
+  cacheEnv: HOLDER_CODE_CACHE_ENV,
+  children: "the programs it runs",
+})}`;
 
 /**
  * The holder's modules load their npm dependencies by `createRequire(import.meta.url)(…)`

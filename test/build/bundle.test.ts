@@ -3,6 +3,7 @@
  * bin; main.js imports it) is a loader of one CommonJS bundle, gc.cjs, compiled with the V8 code cache the build made; without
  * a cache, or with one V8 rejects, gc behaves the same, and it writes no file when it runs.
  */
+
 import { spawnSync } from "node:child_process";
 import {
   copyFileSync,
@@ -18,6 +19,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { CODE_CACHE_FILE, START_CODE_CACHE_FILE } from "../../internal/build/build-id.js";
+import { cacheRejected } from "../support/code-cache.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLI_DIR = join(ROOT, "dist", "cmd", "gc");
@@ -63,20 +65,7 @@ describe("the bundled CLI", () => {
   it.skipIf(spawnSync("tmux", ["-V"]).status !== 0).each([CODE_CACHE_FILE, START_CODE_CACHE_FILE])(
     "npm run build: V8 accepts the code cache it made (%s)",
     (cacheFile) => {
-      const check = `
-      const { readFileSync } = require("node:fs");
-      const { Module } = require("node:module");
-      const { Script } = require("node:vm");
-      const s = new Script(Module.wrap(readFileSync(process.argv[1], "utf8")), {
-        filename: process.argv[1],
-        cachedData: readFileSync(process.argv[2]),
-      });
-      process.stdout.write(String(s.cachedDataRejected));`;
-      const r = spawnSync(
-        process.execPath,
-        ["-e", check, join(CLI_DIR, "gc.cjs"), join(ROOT, "dist", cacheFile)],
-        { encoding: "utf8" },
-      );
+      const r = cacheRejected(join(CLI_DIR, "gc.cjs"), join(ROOT, "dist", cacheFile));
       expect(r.stderr).toBe("");
       expect(r.stdout).toBe("false");
     },

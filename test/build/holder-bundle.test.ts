@@ -4,7 +4,7 @@
  * bundle, holder.cjs, compiled with the V8 code cache the build made; without a cache, or
  * with one V8 rejects, the holder runs its sessions the same, and writes no file beside it.
  */
-import { spawnSync } from "node:child_process";
+
 import {
   copyFileSync,
   mkdirSync,
@@ -21,6 +21,7 @@ import { HOLDER_CODE_CACHE_FILE } from "../../internal/build/build-id.js";
 import { readArgv } from "../../internal/proc/process-table.js";
 import { defaultHolderPath } from "../../internal/runtime/subprocess/index.js";
 import { makeCity, type TestCity } from "../runtime/subprocess/helpers.js";
+import { cacheRejected } from "../support/code-cache.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BUNDLE_DIR = join(ROOT, "dist", "internal", "runtime", "subprocess", "bundle");
@@ -57,20 +58,7 @@ describe("the bundled subprocess holder", () => {
   });
 
   it("npm run build: V8 accepts the holder's code cache it made", () => {
-    const check = `
-      const { readFileSync } = require("node:fs");
-      const { Module } = require("node:module");
-      const { Script } = require("node:vm");
-      const s = new Script(Module.wrap(readFileSync(process.argv[1], "utf8")), {
-        filename: process.argv[1],
-        cachedData: readFileSync(process.argv[2]),
-      });
-      process.stdout.write(String(s.cachedDataRejected));`;
-    const r = spawnSync(
-      process.execPath,
-      ["-e", check, join(BUNDLE_DIR, "holder.cjs"), join(ROOT, "dist", HOLDER_CODE_CACHE_FILE)],
-      { encoding: "utf8" },
-    );
+    const r = cacheRejected(join(BUNDLE_DIR, "holder.cjs"), join(ROOT, "dist", HOLDER_CODE_CACHE_FILE));
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe("false");
   });
