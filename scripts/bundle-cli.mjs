@@ -17,6 +17,11 @@ const MAIN = `${outdir}main.js`;
 
 /** The bundle, beside main.js. */
 export const BUNDLE = "gc.cjs";
+/**
+ * What the loader runs before it compiles {@link BUNDLE}: cmd/gc/early.ts (`gc status` asks the
+ * running controller while the bundle loads), bundled on its own, beside it.
+ */
+export const EARLY = "early.cjs";
 /** The V8 code cache of {@link BUNDLE}, beside it (scripts/post-build.mjs writes it). */
 export const CODE_CACHE = `${BUNDLE}.cache`;
 /**
@@ -92,6 +97,15 @@ const LOADER_TEXT = `#!/usr/bin/env node
 ${LOADER_MARK}: runs the CLI bundle ${BUNDLE} with its V8 code cache.
 ${cachedBundleLoader({
   bundle: BUNDLE,
+  // Loaded only when it may ask (\`status\` among the arguments), and never needed: without it,
+  // status asks the controller itself once the bundle runs.
+  before: `if (process.argv.includes("status")) {
+  try {
+    require("./${EARLY}").startEarly(process.argv.slice(2), process.env, process.cwd());
+  } catch {
+    // no early question
+  }
+}`,
   caches: `process.argv.includes("start") ? ["${START_CODE_CACHE}", "${CODE_CACHE}"] : ["${CODE_CACHE}"]`,
   cacheEnv: CODE_CACHE_ENV,
   children: "the processes gc starts",
@@ -103,11 +117,12 @@ ${cachedBundleLoader({
  * as the CommonJS module of its own file. A code cache V8 rejects, or none, compiles from
  * source (slower, same behaviour). With `cacheEnv` set to a path (the build's warm-up run
  * only), it writes the bundle's code cache there at exit and removes the variable, so
- * `children` do not inherit it. Used for the CLI and the session holder.
+ * `children` do not inherit it. `before`, when given, is a statement run first. Used for the CLI
+ * and the session holder.
  */
-export function cachedBundleLoader({ bundle, caches, cacheEnv, children }) {
+export function cachedBundleLoader({ bundle, caches, cacheEnv, children, before }) {
   return `"use strict";
-const { readFileSync, writeFileSync } = require("node:fs");
+${before ? `${before}\n` : ""}const { readFileSync, writeFileSync } = require("node:fs");
 const { createRequire, Module } = require("node:module");
 const { join } = require("node:path");
 const { Script } = require("node:vm");
@@ -177,6 +192,17 @@ async function bundle() {
     minifySyntax: true,
   });
   asciiOnly(`${outdir}${BUNDLE}`);
+  await build({
+    entryPoints: [`${outdir}early.js`],
+    outfile: `${outdir}${EARLY}`,
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    logLevel: "warning",
+    minifyWhitespace: true,
+    minifySyntax: true,
+  });
   writeFileSync(`${outdir}${LOADER}`, LOADER_TEXT);
   writeFileSync(MAIN, MAIN_TEXT);
   // tsc's map is of the TypeScript main, not of the loader; the code cache is of the old bundle.

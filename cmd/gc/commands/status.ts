@@ -5,18 +5,19 @@
  * Beside a running controller (no `--config`), the controller builds the snapshot (control op
  * `snapshot`, status-snapshot.ts controllerSnapshot) and this process only formats it: it
  * finds the city directory with a few `stat`s and loads neither the config, the store nor a
- * provider. Without a controller, or when it refuses or does not answer within
+ * provider. gc's loader has usually asked already, while this bundle loaded (../early.ts). Without a controller, or when it refuses or does not answer within
  * {@link CONTROLLER_ANSWER_MS}, status opens the city and observes it itself (observeStatus).
  * Either way the same {@link printStatus} formats the same snapshot document.
  */
 import { join, resolve } from "node:path";
 import { UsageError } from "../../../internal/base/errors.js";
 import { buildMismatchText, controllerBuild, gcBuildId } from "../../../internal/build/build-id.js";
-import { CITY_FILE_NAME, findCityDir } from "../../../internal/config/locate.js";
-import { controlSocketPath, requestControl } from "../../../internal/controller/control.js";
+import { findCityDir } from "../../../internal/config/locate.js";
+import { requestControl } from "../../../internal/controller/control.js";
 import type { StatusJson } from "../../../internal/controller/status-snapshot.js";
 import { massStopText } from "../../../internal/reconcile/summary.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
+import { CONTROLLER_ANSWER_MS, statusQuestion, takeEarlyAnswer } from "../early.js";
 import { announceRecovery } from "../recovery-note.js";
 import { formatTable, runningCell } from "../table.js";
 
@@ -26,9 +27,6 @@ One row per session of the city: name, agent, provider, state, work (what its ag
 doing — working, idle, needs-input, error, unknown — and for how long), running, drift,
 restarts, last activity, attached — and whether the controller runs, and which build (a build other
 than this gc's is pointed out, with how to restart the controller on this one).`;
-
-/** How long status waits for the running controller's snapshot before building its own. */
-const CONTROLLER_ANSWER_MS = 2_000;
 
 /** States whose reason `gc status` prints under the table. */
 const EXPLAINED_STATES: ReadonlySet<string> = new Set([
@@ -74,12 +72,12 @@ async function askController(
   const cityDir = ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : await findCityDir(ctx.cwd);
   if (cityDir === undefined) return undefined;
   const stateDir = join(cityDir, ".gc");
+  const q = statusQuestion(cityDir);
   try {
-    const msgs = await requestControl(
-      controlSocketPath(stateDir),
-      { op: "snapshot", file: join(cityDir, CITY_FILE_NAME) },
-      { timeoutMs: CONTROLLER_ANSWER_MS, signal: ctx.signal },
-    );
+    // Asked already by gc's loader while this bundle loaded (early.ts), if it guessed this city.
+    const msgs =
+      (await takeEarlyAnswer(q, ctx.signal)) ??
+      (await requestControl(q.socket, q.request, { timeoutMs: CONTROLLER_ANSWER_MS, signal: ctx.signal }));
     const m = msgs.find((x) => x.type === "snapshot");
     if (m?.type !== "snapshot") return undefined;
     announceRecovery(ctx, stateDir);
