@@ -13,9 +13,8 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart, idlePhase, target } from "./lib.mjs";
+import { benchStart, GC_BIN, idlePhase, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: { sessions: { type: "string", default: "50" }, runs: { type: "string", default: "3" } },
@@ -24,7 +23,7 @@ const N = Number(values.sessions);
 const RUNS = Number(values.runs);
 benchStart(`bench/converge ${N} sessions`);
 const dist = new URL("../dist/", import.meta.url);
-const GC = fileURLToPath(new URL("cmd/gc/main.js", dist));
+const GC = GC_BIN;
 const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
 const Database = createRequire(import.meta.url)("better-sqlite3");
 

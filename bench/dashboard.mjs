@@ -12,9 +12,8 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart } from "./lib.mjs";
+import { benchStart, GC_BIN } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +27,7 @@ const N = Number(values.sessions);
 const VIEWERS = values.viewers.split(",").map(Number);
 const W = Number(values.seconds) * 1000;
 const INTERVAL = 500;
-const gc = fileURLToPath(new URL("../dist/cmd/gc/main.js", import.meta.url));
+const gc = GC_BIN;
 const dist = new URL("../dist/", import.meta.url);
 const dir = mkdtempSync(join(tmpdir(), "gc-bench-dash-"));
 const name = `bd${process.pid}`;

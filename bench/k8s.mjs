@@ -19,9 +19,8 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { benchStart, idlePhase, target } from "./lib.mjs";
+import { benchStart, GC_BIN, idlePhase, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +36,7 @@ const P = Number(values.passes);
 const REPS = Number(values.reps);
 const dist = new URL("../dist/", import.meta.url);
 const imp = (p) => import(new URL(p, dist).href);
-const GC = fileURLToPath(new URL("cmd/gc/main.js", dist));
+const GC = GC_BIN;
 const { startApiServer } = await imp("test/k8s/apiserver/index.js");
 const { openCity } = await imp("internal/controller/city.js");
 const { runController, controllerPaths } = await imp("internal/controller/controller.js");

@@ -3,8 +3,21 @@
 // measured in the same run is still printed under load (both sides see the same machine), but
 // whether it meets a target is decided only when the 1-minute load average stayed below
 // IDLE_LOAD: targets are judged on an idle machine, where baselines are fastest.
+import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+
+/**
+ * The built `gc` the benches run: the package's `bin` (what `gc` on PATH runs: npm link, npx),
+ * not dist/cmd/gc/main.js (an ES module entry that adds Node's ES module loader to every start).
+ */
+export const GC_BIN = fileURLToPath(
+  new URL(
+    `../${JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).bin.gc}`,
+    import.meta.url,
+  ),
+);
 
 /** Above this 1-minute load average no target verdict is printed. */
 export const IDLE_LOAD = 1;

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart, settle, target } from "./lib.mjs";
+import { benchStart, GC_BIN, settle, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -214,7 +214,7 @@ try {
   ac.abort();
   await done?.catch(() => undefined);
   await city.close();
-  spawnSync(process.execPath, [new URL("cmd/gc/main.js", dist).pathname, "--city", dir, "stop"], {
+  spawnSync(process.execPath, [GC_BIN, "--city", dir, "stop"], {
     stdio: "ignore",
   });
   if (tmuxSocket) spawnSync("tmux", [...tmuxSocket, "kill-server"], { stdio: "ignore" });

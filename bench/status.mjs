@@ -12,12 +12,11 @@
 // and formats). Needs `npm run build` first.
 //   node bench/status.mjs [--sessions 20,200] [--reps R] [--modes once,cold,controller]
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchStart, settle, target } from "./lib.mjs";
+import { benchStart, GC_BIN, settle, target } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -28,9 +27,7 @@ const { values } = parseArgs({
 });
 benchStart("bench/status");
 const dist = new URL("../dist/", import.meta.url);
-// The package's `bin`: what `gc` on PATH (npm link, npx gc) runs.
-const { bin } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-const GC = fileURLToPath(new URL(`../${bin.gc}`, import.meta.url));
+const GC = GC_BIN;
 const { cityIdOf, defaultSocketName } = await import(new URL("internal/runtime/identity.js", dist).href);
 const { PARSE_CACHE_FILE } = await import(new URL("internal/config/parse-cache.js", dist).href);
 const { DIGEST_CACHE_FILE } = await import(new URL("internal/controller/digest-cache.js", dist).href);

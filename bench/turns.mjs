@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { installAgentCli } from "../scripts/agent-clis.mjs";
-import { benchStart, loadReport, verdict } from "./lib.mjs";
+import { benchStart, GC_BIN, loadReport, verdict } from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +28,7 @@ const { values } = parseArgs({
 });
 const TURNS = Number(values.turns);
 const dist = new URL("../dist/", import.meta.url);
-const GC = new URL("cmd/gc/main.js", dist).pathname;
+const GC = GC_BIN;
 let double;
 let clis;
 try {
