@@ -203,6 +203,11 @@ export class HolderControl {
     return ready;
   }
 
+  /** The start-up of `slot`'s holder process in progress here, if any ({@link ensure}). */
+  starting(slot: number): Promise<void> | undefined {
+    return this.holderReady.get(slot);
+  }
+
   /**
    * Starts `slot`'s holder process in the background when none serves it (no control socket)
    * and none is being started here: a start that will ask it soon does not wait for its
@@ -214,6 +219,30 @@ export class HolderControl {
     if (this.holderReady.has(slot) || !pathAbsent(this.socketOf(slot))) return false;
     this.ensure(slot).catch(() => undefined);
     return true;
+  }
+
+  /**
+   * Starts the holder process of every slot that none serves (as {@link prepare}) and waits
+   * until they answer, or until `signal` aborts. Never throws: a failure is left to the first
+   * start that needs the holder.
+   */
+  async prepareAll(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return;
+    const ready: Promise<unknown>[] = [];
+    for (let slot = 0; slot < this.slots; slot++) {
+      this.prepare(slot);
+      ready.push(this.starting(slot)?.catch(() => undefined) ?? Promise.resolve());
+    }
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = () => resolve();
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      await Promise.race([Promise.all(ready), aborted]);
+    } finally {
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   /**
@@ -238,12 +267,15 @@ export class HolderControl {
   private async spawnHolderOnce(slot: number): Promise<void> {
     const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
     const socket = this.socketOf(slot);
+    // No control socket: nothing serves it, and asking would only be a failed connect (every
+    // start of a burst may be waiting for this spawn).
+    const serving = async () => !pathAbsent(socket) && (await this.pidAt(socket)) !== undefined;
     for (;;) {
-      if ((await this.pidAt(socket)) !== undefined) return;
+      if (await serving()) return;
       const release = await tryLock(this.root, holderLockPath(this.root, slot));
       if (release) {
         try {
-          if ((await this.pidAt(socket)) === undefined) await this.spawnHolder(slot, deadline);
+          if (!(await serving())) await this.spawnHolder(slot, deadline);
           return;
         } finally {
           await release();

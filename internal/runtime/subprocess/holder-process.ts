@@ -27,6 +27,8 @@ import {
   PROTOCOL_VERSION,
 } from "./protocol.js";
 
+/** Longest a `create` waits for the new session's prompt before it replies (its `readyWaitMs`). */
+const MAX_CREATE_READY_WAIT_MS = 5_000;
 /** A holder that received no session this long after it started exits. */
 const FIRST_SESSION_TIMEOUT_MS = 15_000;
 
@@ -185,7 +187,7 @@ class Holder implements SessionHost {
         this.maybeExit();
         return { pid: process.pid, exiting: this.exiting };
       case "create":
-        return this.create(rec.spec as HolderSpec);
+        return this.create(rec.spec as HolderSpec, rec.readyWaitMs);
       case "release": {
         const s = this.sessions.get(str(rec.name, "name"));
         if (!s || s.spec.city !== str(rec.city, "city")) return { released: false };
@@ -197,8 +199,12 @@ class Holder implements SessionHost {
     }
   }
 
-  /** Starts one session from `spec`. @throws OpError `spawn_failed` (nothing left behind). */
-  private async create(spec: HolderSpec): Promise<HolderResults["create"]> {
+  /**
+   * Starts one session from `spec`; replies with its screen once its prompt shows (within
+   * `readyWaitMs`, when that is a positive number). @throws OpError `spawn_failed` (nothing
+   * left behind).
+   */
+  private async create(spec: HolderSpec, readyWaitMs: unknown): Promise<HolderResults["create"]> {
     if (this.exiting) throw new OpError("shutting_down", "the holder is exiting");
     if (typeof spec !== "object" || spec === null || typeof spec.name !== "string")
       throw new OpError("bad_request", "create needs a spec");
@@ -220,7 +226,8 @@ class Holder implements SessionHost {
       // starts must not hold up the requests of running sessions (status probes have deadlines).
       await session.start();
       session.noteSoon("serving");
-      const screen = await session.firstLook();
+      const wait = typeof readyWaitMs === "number" && Number.isFinite(readyWaitMs) ? readyWaitMs : 0;
+      const screen = await session.firstLook(Math.min(wait, MAX_CREATE_READY_WAIT_MS));
       return { pid: process.pid, childPid: session.childPid, ...(screen === undefined ? {} : { screen }) };
     } catch (e) {
       await session.note(`start failed: ${describeError(e)}`);

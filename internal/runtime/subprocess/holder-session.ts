@@ -107,6 +107,8 @@ export class Session {
   /** This session's diagnostics ({@link note}). */
   private readonly notes: NotesLog;
   private shuttingDown: Promise<void> | undefined;
+  /** Ends the wait of the `create` reply ({@link firstLook}) when the session stops first. */
+  private readonly createWaits = new Set<() => void>();
 
   /** `mode`: the spec's mode, when it is not the holder's own pty. */
   constructor(spec: HolderSpec, host: SessionHost, mode?: HolderMode) {
@@ -199,10 +201,16 @@ export class Session {
     this.writeRecord();
   }
 
-  /** The `screen` op's `text` for the `create` reply; `undefined` in a mode (it answers `screen`). */
-  async firstLook(): Promise<string | undefined> {
+  /**
+   * The `screen` op's `text` for the `create` reply; `undefined` in a mode (it answers `screen`).
+   * `readyWaitMs` > 0 with a `readyPromptPrefix` in the spec: taken once the prompt is on screen,
+   * the program exited or that many ms passed (a start's first look and wait in one request).
+   */
+  async firstLook(readyWaitMs = 0): Promise<string | undefined> {
     if (this.mode) return undefined;
-    await this.screen.flush();
+    const prefix = this.spec.readyPromptPrefix;
+    if (readyWaitMs > 0 && prefix?.trim()) await this.waitReady(this.createWaits, prefix, readyWaitMs);
+    else await this.screen.flush();
     return this.screen.visibleText();
   }
 
@@ -427,7 +435,11 @@ export class Session {
       case "meta.list":
         return { meta: Object.fromEntries(this.meta) };
       case "waitReady": {
-        const result = await this.waitReady(conn, str(req.prefix, "prefix"), int(req.timeoutMs, "timeoutMs"));
+        const result = await this.waitReady(
+          conn.cleanups,
+          str(req.prefix, "prefix"),
+          int(req.timeoutMs, "timeoutMs"),
+        );
         // What the caller would ask next (is it alive, what does it show), as the wait ended.
         return this.mode ? { result } : { result, running: this.running, screen: this.screen.visibleText() };
       }
@@ -520,9 +532,16 @@ export class Session {
     return { cols, rows };
   }
 
-  /** Waits for `prefix` on screen, the program's exit, the deadline, or the caller leaving. */
-  private waitReady(conn: Conn, prefix: string, timeoutMs: number): Promise<"ready" | "timeout" | "exited"> {
-    return this.waitUntil(conn, timeoutMs, "timeout", () => {
+  /**
+   * Waits for `prefix` on screen, the program's exit, the deadline, or the caller leaving (its
+   * connection's `cleanups` run).
+   */
+  private waitReady(
+    cleanups: Set<() => void>,
+    prefix: string,
+    timeoutMs: number,
+  ): Promise<"ready" | "timeout" | "exited"> {
+    return this.waitUntil(cleanups, timeoutMs, "timeout", () => {
       if (!this.running) return "exited";
       return this.screen.showsPrompt(prefix) ? "ready" : undefined;
     });
@@ -539,7 +558,7 @@ export class Session {
     quietMs: number,
     prefix: string | undefined,
   ): Promise<"idle" | "timeout" | "gone"> {
-    return this.waitUntil(conn, timeoutMs, "timeout", (again) => {
+    return this.waitUntil(conn.cleanups, timeoutMs, "timeout", (again) => {
       if (!this.running) return "gone";
       const quietFor = Date.now() - this.lastActivity;
       if (quietFor < quietMs) {
@@ -553,10 +572,11 @@ export class Session {
   /**
    * Resolves with `check()`'s first answer other than `undefined`, evaluated now, after
    * output is parsed, and when `check` asks `again(ms)`; with `onTimeout` at the deadline or
-   * when the caller disconnects. Every timer is cleared on the way out.
+   * when the caller disconnects (its connection runs `cleanups`). Every timer is cleared on the
+   * way out.
    */
   private async waitUntil<T>(
-    conn: Conn,
+    cleanups: Set<() => void>,
     timeoutMs: number,
     onTimeout: T,
     check: (again: (ms: number) => void) => T | undefined,
@@ -575,7 +595,7 @@ export class Session {
         clearTimeout(timer);
         clearTimeout(againTimer);
         this.watchers.delete(watcher);
-        conn.cleanups.delete(cancel);
+        cleanups.delete(cancel);
         resolve(v);
       };
       const watcher = () => {
@@ -586,7 +606,7 @@ export class Session {
       const cancel = () => finish(onTimeout);
       const timer = setTimeout(cancel, Math.max(0, timeoutMs));
       this.watchers.add(watcher);
-      conn.cleanups.add(cancel);
+      cleanups.add(cancel);
       watcher();
     });
   }
@@ -645,6 +665,7 @@ export class Session {
       for (const w of [...this.watchers]) w();
       // Release waiters whose check still says "keep waiting".
       for (const c of this.conns) for (const fn of c.cleanups) fn();
+      for (const fn of [...this.createWaits]) fn();
       // Nothing of this session is written after the holder has said it is exiting.
       await this.notes.flush();
       // The name is free before any connection (the caller's reply included) is ended: a

@@ -8,6 +8,12 @@ import type { DetachKeys } from "./keys.js";
 
 /** Longest wait for a new holder process to answer on its control socket, and for a `create`. */
 export const HOLDER_START_TIMEOUT_MS = 15_000;
+/**
+ * Longest a start's `create` waits in the holder for the new session's `readyPromptPrefix`
+ * before it replies with the screen (the start then goes on waiting as before): the start
+ * sequence's first wait for the prompt (lifecycle/start.ts waits in windows of 500 ms).
+ */
+export const CREATE_READY_WAIT_MS = 500;
 /** Longest wait for `readyPromptPrefix`; past it start proceeds (the program may just be quiet). */
 export const READY_TIMEOUT_MS = 60_000;
 /** Deadline for a status probe (listRunning, isRunning, …). */

@@ -145,8 +145,13 @@ export type ControlRequest =
   | { readonly op: "hello" }
   /** As `hello`; the caller keeps the connection open and learns the holder's end by its close. */
   | { readonly op: "watch" }
-  /** Starts a session; the reply comes once its socket serves and its program runs. */
-  | { readonly op: "create"; readonly spec: HolderSpec }
+  /**
+   * Starts a session; the reply comes once its socket serves and its program runs. With
+   * `readyWaitMs` (pty sessions with a `readyPromptPrefix`), not before the prompt is on screen,
+   * the program exited or that many ms passed, so the reply's screen is a start's first look
+   * and its wait for the prompt in one (holders older than this field reply at once).
+   */
+  | { readonly op: "create"; readonly spec: HolderSpec; readonly readyWaitMs?: number | undefined }
   /** Stops session `name` of `city` if this holder has it (its socket may be gone). */
   | { readonly op: "release"; readonly name: string; readonly city: string }
   /** Exits if it holds no session and creates none (a holder started for a start that failed). */

@@ -20,6 +20,7 @@ import { ownerKey } from "../identity.js";
 import { hookDirOf, sessionEnv } from "../launch.js";
 import { limitsFor, StartsInProgress } from "../lifecycle/index.js";
 import {
+  type BackendPrepareProvider,
   type BackendShutdownProvider,
   type BackendWatchProvider,
   type CensusProvider,
@@ -84,7 +85,8 @@ export class SubprocessProvider
     CensusProvider,
     OrphanKillProvider,
     BackendWatchProvider,
-    BackendShutdownProvider
+    BackendShutdownProvider,
+    BackendPrepareProvider
 {
   readonly name: string;
   /** City name. */
@@ -151,6 +153,16 @@ export class SubprocessProvider
   async close(): Promise<void> {
     this.calls.close();
     this.holder.close();
+  }
+
+  /**
+   * Starts this root's holder processes that are not running (one per slot, as a burst of
+   * starts would), so a city's first starts do not wait for their start-up; a holder that no
+   * session reaches within 15 s exits by itself. Resolves once they answer (or `signal`
+   * aborts). Creates no session; idempotent; never throws (the first start reports a failure).
+   */
+  async prepare(opts: OpOptions = {}): Promise<void> {
+    await this.holder.prepareAll(opts.signal);
   }
 
   /**

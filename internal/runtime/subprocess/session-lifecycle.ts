@@ -41,6 +41,7 @@ import {
 } from "./layout.js";
 import { deliverNudge } from "./nudge-delivery.js";
 import {
+  CREATE_READY_WAIT_MS,
   DEFAULT_COLS,
   DEFAULT_LOG_MAX_BYTES,
   DEFAULT_RING_BYTES,
@@ -169,6 +170,17 @@ export class HeldSessions {
         terminal: PTY_ENV,
       });
       await mkdir(plan.hookDir, { recursive: true });
+      const limits = limitsFor(config, {
+        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
+        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
+      });
+      // A pty session with a prompt to wait for: its create replies once the prompt shows (at
+      // most the start's first wait for it), so a program that is quick to show it is ready
+      // after one request, not a create, a look and a wait.
+      const readyWaitMs =
+        !this.opts.mode && config.readyPromptPrefix?.trim()
+          ? Math.min(CREATE_READY_WAIT_MS, limits.readyTimeoutMs)
+          : 0;
       // The holder's replies to create and to a wait for the prompt carry what the start asks
       // next (the screen; after a wait, whether the program runs): each answers that next
       // question once, instead of a request of its own.
@@ -187,7 +199,7 @@ export class HeldSessions {
         create: (p, sig) => {
           if (preparing) this.preparing--;
           preparing = false;
-          return this.createSession(name, p.config, p.env, sig)
+          return this.createSession(name, p.config, p.env, sig, readyWaitMs)
             .then(async (made) => {
               seen.set(made.screen, false);
               await this.opts.mode?.afterCreate?.(name, sig);
@@ -235,10 +247,6 @@ export class HeldSessions {
         },
         destroy,
       };
-      const limits = limitsFor(config, {
-        readyTimeoutMs: this.opts.readyTimeoutMs ?? READY_TIMEOUT_MS,
-        dialogTimeoutMs: this.opts.dialogTimeoutMs ?? DIALOG_TIMEOUT_MS,
-      });
       return await runStart(backend, plan, limits, signal);
     } catch (e) {
       // Whatever step noticed the abort (a hook, a wait, a dialog), the caller gets its reason.
@@ -302,7 +310,9 @@ export class HeldSessions {
 
   /**
    * Asks one of the root's holder processes to create the session (spawning it first when
-   * none serves its slot), and resolves once the session's socket serves and its program runs.
+   * none serves its slot), and resolves once the session's socket serves and its program runs
+   * — with `readyWaitMs` > 0, once its `readyPromptPrefix` shows (or that many ms passed), so
+   * the reply's screen is the start's first look and first wait for the prompt in one request.
    * Not abortable once the holder is asked (the caller's `destroy` removes what was made).
    * @throws SessionDiedDuringStartupError when the program cannot be started.
    */
@@ -311,6 +321,7 @@ export class HeldSessions {
     config: StartConfig,
     env: Record<string, string>,
     signal: AbortSignal | undefined,
+    readyWaitMs = 0,
   ): Promise<HolderResults["create"]> {
     if (!existsSync(this.holder.holderPath)) {
       throw new ProviderError(
@@ -353,7 +364,7 @@ export class HeldSessions {
     const slot = this.creating++ % this.holder.slots;
     this.prepared.delete(slot);
     try {
-      return await this.createIn(slot, name, spec);
+      return await this.createIn(slot, name, spec, readyWaitMs);
     } finally {
       this.creating--;
     }
@@ -363,17 +374,24 @@ export class HeldSessions {
    * Asks holder `slot` to create the session from `spec`, spawning it first when none serves.
    * @throws as {@link createSession}.
    */
-  private async createIn(slot: number, name: string, spec: HolderSpec): Promise<HolderResults["create"]> {
+  private async createIn(
+    slot: number,
+    name: string,
+    spec: HolderSpec,
+    readyWaitMs: number,
+  ): Promise<HolderResults["create"]> {
     const control = this.holder.socketOf(slot);
     // Asked straight away: a holder usually serves already. None answering (or one exiting:
     // its last session just stopped, it refuses with `shutting_down` or has closed its
     // socket) makes sure one does, then asks again.
     for (let attempt = 0; ; attempt++) {
+      // A holder this process is starting (ahead, for a burst) is waited for, not asked early.
       if (attempt > 0) await this.holder.ensure(slot);
+      else await this.holder.starting(slot)?.catch(() => undefined);
       try {
         const made = await holderRequest(
           control,
-          { op: "create", spec },
+          { op: "create", spec, ...(readyWaitMs > 0 ? { readyWaitMs } : {}) },
           { timeoutMs: HOLDER_START_TIMEOUT_MS },
         );
         void this.holder.watch(slot);
@@ -411,6 +429,8 @@ export class HeldSessions {
     let pids: Pick<HolderRecord, "holderPid" | "control" | "childPid" | "childStart"> | undefined = rec;
     const st = await this.calls.statusOf(name);
     if (!st.ok && st.why === "foreign") return;
+    /** The holder stopped the session: its `shutdown` resolves once every process of it is gone. */
+    let stopped = false;
     if (st.ok) {
       pids = st.value;
       try {
@@ -419,6 +439,7 @@ export class HeldSessions {
           { op: "shutdown" },
           { timeoutMs: SHUTDOWN_TIMEOUT_MS, expect: { city: this.owner, name } },
         );
+        stopped = true;
       } catch {
         // killed below
       }
@@ -426,7 +447,8 @@ export class HeldSessions {
       await this.holder.letGo(rec);
     }
     if (pids) {
-      await killSession(pids.childPid, { startTime: pids.childStart });
+      // Left to kill (a /proc scan) only when the holder did not stop it.
+      if (!stopped) await killSession(pids.childPid, { startTime: pids.childStart });
       await this.holder.awaitIdleExit(pids.holderPid, this.holder.controlOf(pids));
     }
     if (!force && (await this.startInProgress(name))) return;
