@@ -264,6 +264,11 @@ export class HolderControl {
     }
   }
 
+  /** {@link dismiss} of every slot. Never throws. */
+  async dismissAll(): Promise<void> {
+    await Promise.all(Array.from({ length: this.slots }, (_, slot) => this.dismiss(slot)));
+  }
+
   private async spawnHolderOnce(slot: number): Promise<void> {
     const deadline = Date.now() + HOLDER_START_TIMEOUT_MS;
     const socket = this.socketOf(slot);

@@ -290,17 +290,19 @@ export class SubprocessProvider
   /**
    * Stops every session of this city, exited ones not yet reaped included (a program that
    * exits by itself leaves its session held, with its exit status and last screen, until it
-   * is stopped), so the holder, which exits with its last session, is gone when this
-   * resolves. Idempotent.
+   * is stopped), so the holders, which exit with their last session (one holding none, as
+   * `prepare` leaves it, is asked to exit), are gone when this resolves. Idempotent.
    */
   async shutdown(opts: OpOptions = {}): Promise<void> {
     const sessions = await this.snapshot("", opts);
-    if (sessions.length === 0) return;
     const holders = await this.holder.pids();
+    if (sessions.length === 0 && holders.length === 0) return;
     await Promise.all(sessions.map((s) => this.stop(s.name, opts)));
     // Stops run side by side, so each may have seen its holder still serving another session
     // and not waited for it: once none of the city's sessions is left, the holders are exiting.
     if (holders.length === 0 || (await this.snapshot("", opts)).length > 0) return;
+    // A holder that never got a session (started ahead by `prepare`) is asked to exit too.
+    await this.holder.dismissAll();
     await Promise.all(holders.map((pid) => this.holder.awaitExit(pid)));
   }
 

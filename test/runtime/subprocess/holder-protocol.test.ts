@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { readFile, rm, stat } from "node:fs/promises";
+import { mkdir, readFile, rm, stat } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -153,6 +153,40 @@ describe("subprocess holder protocol", () => {
       expect(await city.provider.isRunning(name)).toBe(true);
     } finally {
       c.close();
+    }
+  });
+
+  it("create: with readyWaitMs the reply comes with the new session's prompt on screen", async () => {
+    const root = providerRoot(city.stateDir);
+    const late = sessionPaths(root, "proto-wait");
+    await mkdir(late.dir, { mode: 0o700 });
+    const c = new RawClient(holderSocketPath(root));
+    try {
+      const spec = {
+        protocol: 1,
+        city: city.city,
+        name: "proto-wait",
+        dir: late.dir,
+        argv: ["/bin/sh", "-c", "sleep 0.3; printf 'late> '; exec cat"],
+        env: {},
+        cwd: dirname(late.dir),
+        cols: 80,
+        rows: 24,
+        scrollback: 100,
+        ringBytes: 4096,
+        socket: late.socket,
+        log: late.log,
+        holderLog: late.holderLog,
+        logMaxBytes: 1 << 20,
+        readyPromptPrefix: "late> ",
+      };
+      c.send(`${JSON.stringify({ id: 1, op: "create", spec, readyWaitMs: 30_000 })}\n`);
+      const r = await c.reply(1);
+      expect(r).toMatchObject({ ok: true });
+      expect((r.result as { screen?: string }).screen).toContain("late>");
+    } finally {
+      c.close();
+      await city.provider.stop("proto-wait");
     }
   });
 
