@@ -5,16 +5,10 @@
  * internal/controller.
  */
 import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { gcBuildId } from "../../internal/build/build-id.js";
-import { type CityPlace, locateCity } from "../../internal/config/locate.js";
 import { type City, openCity as openCityWith } from "../../internal/controller/city.js";
 import { findController, pokeController } from "../../internal/controller/controller.js";
-import {
-  type LaunchedController,
-  launchController as launchControllerWith,
-} from "../../internal/controller/launch.js";
 import { createProviderFromSpec } from "../../internal/runtime/registry/index.js";
 import { describeRecovery } from "../../internal/session/recovery.js";
 import { openSqliteStore, STATE_DB_FILE } from "../../internal/session/sqlite-store.js";
@@ -81,31 +75,4 @@ export async function openCity(
   // Every command says it until the operator has reviewed (`gc session reset --all`).
   announceRecovery(ctx, city.stateDir);
   return city;
-}
-
-/** Where this invocation's city file is (`--city`, `--config`, `GC_CITY`, or upward from the cwd); nothing parsed. */
-export function cityPlace(ctx: CommandContext): Promise<CityPlace> {
-  return locateCity({
-    cwd: ctx.cwd,
-    cityDir: ctx.cityFlag ? resolve(ctx.cwd, ctx.cityFlag) : undefined,
-    configFile: ctx.configFlag ? resolve(ctx.cwd, ctx.configFlag) : undefined,
-  });
-}
-
-/**
- * Launches the controller of the city at `place` as a detached `gc start --foreground`,
- * without waiting for it (internal/controller/launch.ts).
- */
-export function launchController(place: CityPlace): Promise<LaunchedController> {
-  const main = join(dirname(fileURLToPath(import.meta.url)), "main.js");
-  return launchControllerWith(join(place.cityDir, ".gc"), [
-    process.execPath,
-    main,
-    "--city",
-    place.cityDir,
-    "--config",
-    place.file,
-    "start",
-    "--foreground",
-  ]);
 }

@@ -13,88 +13,34 @@ import { describeError } from "../base/errors.js";
 import { gcBuildId } from "../build/build-id.js";
 import { daemonSettings } from "../config/resolve.js";
 import { pidAlive } from "../proc/kill.js";
-import { readArgv } from "../proc/process-table.js";
 import type { ProgressEvent } from "../reconcile/execute.js";
 import { startLoop } from "../reconcile/loop.js";
 import type { TickReport } from "../reconcile/reconciler.js";
 import { massStopText, progressLine, summarizeTick, type TickSummary } from "../reconcile/summary.js";
 import { supportsBackendWatch, supportsPrepare } from "../runtime/provider.js";
 import { isDamage } from "../session/recovery.js";
+import type { SessionStore } from "../session/store.js";
 import { type City, newReconciler, policyOf } from "./city.js";
-import { type ControlMessage, controlSocketPath, requestControl, serveControl } from "./control.js";
+import { type ControlMessage, requestControl, serveControl } from "./control.js";
+import {
+  controllerPaths,
+  findController,
+  isControllerProcess,
+  STOPPED_BEFORE_START,
+  StopWonError,
+} from "./controller-find.js";
 import { capLog } from "./log-cap.js";
 import { createOperatorPass } from "./operator-pass.js";
 import { collectCity, ScreenMemo, screenRulesBySession, seeSessions } from "./sessions.js";
 import { startOnlyChanges, startOnlyText } from "./start-only.js";
-import {
-  type ControllerInfo,
-  type ControllerStatus,
-  type PassStats,
-  type StatusJson,
-  statusJson,
-} from "./status-snapshot.js";
+import { type ControllerStatus, type PassStats, type StatusJson, statusJson } from "./status-snapshot.js";
 import { startOriginMs, stopWins } from "./stop-intent.js";
 import { WorkWatcher } from "./work-watch.js";
 
-/** Logged (and reported by `gc start`) when a later `gc stop` wins over a start. */
-export const STOPPED_BEFORE_START =
-  "a gc stop issued after this start wins: starting nothing, controller exiting";
-
-/** A `gc stop` invoked after this `gc start` won: nothing was (or will be) started. */
-export class StopWonError extends Error {
-  override readonly name = "StopWonError";
-  constructor() {
-    super(STOPPED_BEFORE_START);
-  }
-}
+export { controllerPaths, findController, STOPPED_BEFORE_START, StopWonError };
 
 /** Quiet time after a city-file event before it is read (and again before it is applied). */
 const WATCH_DEBOUNCE_MS = 300;
-
-/** Files of the controller under the state dir. */
-export function controllerPaths(stateDir: string) {
-  return {
-    pid: join(stateDir, "controller.pid"),
-    socket: controlSocketPath(stateDir),
-    log: join(stateDir, "controller.log"),
-  };
-}
-
-/** True when `pid` runs `gc start --foreground` (a reused pid of another program is not ours). */
-async function isControllerProcess(pid: number): Promise<boolean> {
-  const argv = await readArgv(pid);
-  return argv?.includes("start") === true && argv.includes("--foreground");
-}
-
-/**
- * Reads the pid file and asks the socket for status (and, with `desired`, for what its last
- * pass resolved). Never throws.
- */
-export async function findController(
-  stateDir: string,
-  opts: { desired?: boolean } = {},
-): Promise<ControllerInfo> {
-  const paths = controllerPaths(stateDir);
-  let pid: number | undefined;
-  try {
-    pid = Number((await readFile(paths.pid, "utf8")).trim()) || undefined;
-  } catch {
-    pid = undefined;
-  }
-  if (pid === undefined || !(await pidAlive(pid)) || !(await isControllerProcess(pid)))
-    return { running: false, pid: undefined, status: undefined };
-  const ask = (op: "status" | "desired") =>
-    requestControl(paths.socket, { op }, { timeoutMs: 3_000 }).catch(() => [] as ControlMessage[]);
-  const [msgs, more] = await Promise.all([ask("status"), opts.desired ? ask("desired") : []]);
-  const st = msgs.find((m) => m.type === "status");
-  const d = more.find((m) => m.type === "desired");
-  return {
-    running: true,
-    pid,
-    status: st?.type === "status" ? st.status : undefined,
-    ...(d?.type === "desired" && d.desired !== null ? { desired: d.desired } : {}),
-  };
-}
 
 /** Brings provider `name`'s backend up when it can ({@link supportsPrepare}); never throws. */
 async function prepareBackend(city: City, name: string, signal: AbortSignal): Promise<void> {
@@ -141,8 +87,16 @@ export async function runController(
   if (city.loaded.config.agents.length > 0)
     for (const name of new Set([city.defaultProvider, ...city.loaded.identity.providers]))
       void prepareBackend(city, name, signal);
-  let store = await city.store();
-  await city.ensureFingerprintKey(); // the controller applies the file: its passes are keyed
+  // The controller applies the file: its passes are keyed. The key's file steps run while
+  // the store opens (neither needs the other; both are done before the first pass).
+  const keyed = city.ensureFingerprintKey();
+  let store: SessionStore;
+  try {
+    store = await city.store();
+  } finally {
+    await keyed.catch(() => undefined); // its failure is thrown below, once it has settled
+  }
+  await keyed;
   let reconciler = newReconciler(city, store);
   // Records work each pass and looks again between passes (turn ends within ~0.5 s).
   const work = new WorkWatcher(city, opts.log);

@@ -10,7 +10,7 @@ import { mkdir, open, readFile, rm, stat } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pidAlive } from "../proc/kill.js";
 import { withoutOwnerTag } from "../runtime/launch.js";
-import { controllerPaths, findController, StopWonError } from "./controller.js";
+import { controllerPaths, findController, StopWonError } from "./controller-find.js";
 import { START_ORIGIN_ENV, startOriginMs, stopWins } from "./stop-intent.js";
 
 /** How long a launched controller has to open its control socket. */

@@ -11,15 +11,14 @@ import { buildMismatchText, gcBuildId } from "../../../internal/build/build-id.j
 import {
   controllerPaths,
   findController,
-  runController,
   StopWonError,
-} from "../../../internal/controller/controller.js";
+} from "../../../internal/controller/controller-find.js";
 import type { LaunchedController } from "../../../internal/controller/launch.js";
 import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/controller/stop-intent.js";
-import { reportSummary, runPassHere, watchControllerPass } from "../../../internal/operate/pass.js";
 import { closeInheritedFds } from "../../../internal/proc/fds.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
-import { type City, cityPlace, launchController, openCity } from "../deps.js";
+import type { City } from "../deps.js";
+import { cityPlace, launchController } from "../launch.js";
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
 
@@ -42,12 +41,17 @@ export const command = defineCommand({
     // abandoned, leaving nothing behind, when this process refuses the file (as it would).
     const early = background ? await launchEarly(ctx) : undefined;
     let city: City;
+    let heavy: Awaited<ReturnType<typeof loadHeavy>>;
     try {
-      city = await openCity(ctx, { strict: true });
+      // What opening the city and running or watching a pass take (the store, the providers,
+      // the reconciler) is loaded once the controller is on its way.
+      heavy = await loadHeavy();
+      city = await heavy.openCity(ctx, { strict: true });
     } catch (e) {
       await early?.abandon();
       throw e;
     }
+    const { reportSummary, runController, runPassHere, watchControllerPass } = heavy;
     try {
       if (values["dry-run"]) return await runPassHere(ctx, city, { dryRun: true });
       // A `gc stop` invoked after this command wins; an older one is superseded by this start.
@@ -90,6 +94,22 @@ export const command = defineCommand({
     }
   },
 });
+
+/** The modules `gc start` loads after {@link launchEarly}. */
+async function loadHeavy() {
+  const [controller, pass, deps] = await Promise.all([
+    import("../../../internal/controller/controller.js"),
+    import("../../../internal/operate/pass.js"),
+    import("../deps.js"),
+  ]);
+  return {
+    runController: controller.runController,
+    reportSummary: pass.reportSummary,
+    runPassHere: pass.runPassHere,
+    watchControllerPass: pass.watchControllerPass,
+    openCity: deps.openCity,
+  };
+}
 
 /**
  * The background controller of this invocation's city, launched before the file is read;
