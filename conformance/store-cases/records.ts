@@ -8,7 +8,7 @@ import { isGcError } from "../../internal/base/errors.js";
 import { type LifecycleState, TRANSITION_RULES } from "../../internal/session/lifecycle.js";
 import { casUpdate, type SessionRecord } from "../../internal/session/store.js";
 import { CLOCK_START, type StoreCase } from "./case.js";
-import { go, make, rejectsCode, rejectsType } from "./checks.js";
+import { go, make, rejectsCode, rejectsType, session } from "./checks.js";
 
 export const RECORDS_CASES: StoreCase[] = [
   {
@@ -99,6 +99,45 @@ export const RECORDS_CASES: StoreCase[] = [
       assert.equal(evs[0]?.type, "session.created");
       assert.equal(evs[0]?.at, CLOCK_START);
       assert.deepEqual(evs[0]?.payload, { state: "pending", agent: "worker" });
+    },
+  },
+  {
+    id: "records.create-then",
+    title: "create with then: the record and events of a create and its first update, in one write",
+    async run(ctx) {
+      const s = await ctx.open();
+      const then = {
+        restarts: 0,
+        pending: { action: "start", at: CLOCK_START, generation: 0 },
+        transition: { to: "starting" as const, reason: "new session" },
+      };
+      const one = await s.create(session("one"), then);
+      await make(s, "two");
+      const two = await s.update("two", 1, then);
+      const { name: _n1, ...oneRest } = one;
+      const { name: _n2, ...twoRest } = two;
+      assert.deepEqual(oneRest, twoRest);
+      assert.equal(one.version, 2);
+      assert.equal(one.state, "starting");
+      assert.deepEqual(await s.get("one"), one);
+      const evs = async (name: string) =>
+        (await s.queryEvents({ session: name })).map((e) => ({ type: e.type, at: e.at, payload: e.payload }));
+      assert.deepEqual(await evs("one"), await evs("two"));
+      assert.deepEqual(
+        (await evs("one")).map((e) => e.type),
+        ["session.created", "session.state"],
+      );
+      // An update the new record refuses creates nothing; a taken name changes nothing.
+      await rejectsCode(
+        s.create(session("three"), { transition: { to: "running", reason: "x" } }),
+        "GC_ILLEGAL_TRANSITION",
+        "pending → running",
+      );
+      assert.equal(await s.get("three"), undefined);
+      assert.deepEqual(await s.queryEvents({ session: "three" }), []);
+      await rejectsCode(s.create(session("one"), then), "GC_SESSION_EXISTS", "second create");
+      assert.deepEqual(await s.get("one"), one);
+      assert.equal((await s.queryEvents({ session: "one" })).length, 2);
     },
   },
   {

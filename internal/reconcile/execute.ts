@@ -313,6 +313,52 @@ async function ensureRecord(d: DesiredSession, deps: ExecuteDeps): Promise<Sessi
   }
 }
 
+/** The patch that records the start of `d` beginning (its intent), with the last step to `starting`. */
+function startingPatch(
+  d: DesiredSession,
+  before: SessionRecord | undefined,
+  restarts: number,
+  deps: ExecuteDeps,
+) {
+  return {
+    pending: intent("start", before, deps.now()),
+    agent: d.agent,
+    provider: d.provider,
+    lastError: null,
+    restarts,
+  };
+}
+
+/**
+ * The record of `d`, which has none (a new session), created already `starting`: its create
+ * and its one step `pending → starting` in one write, with the records and events the two
+ * would leave (`session.created`, then `session.state`). Resolves its provider and restarts
+ * (none); `undefined` when a record appeared meanwhile (the usual steps then take it).
+ */
+async function createStarting(
+  d: DesiredSession,
+  reason: string,
+  deps: ExecuteDeps,
+): Promise<{ provider: Provider; restarts: number } | undefined> {
+  let provider: Provider;
+  try {
+    provider = await deps.providerFor(d.provider);
+  } catch (e) {
+    await ensureRecord(d, deps); // as the usual steps leave it: recorded, pending
+    throw e;
+  }
+  try {
+    const rec = await deps.store.create(
+      { name: d.name, agent: d.agent, provider: d.provider },
+      { ...startingPatch(d, undefined, 0, deps), transition: { to: "starting", reason } },
+    );
+    return { provider, restarts: rec.restarts };
+  } catch (e) {
+    if (isGcError(e, "GC_SESSION_EXISTS")) return undefined;
+    throw e;
+  }
+}
+
 /** Records intent, starts the session, and records the outcome (running, or crashed + backoff). */
 async function startSession(
   d: DesiredSession,
@@ -321,36 +367,41 @@ async function startSession(
   afterExit = false,
 ): Promise<string> {
   const { store } = deps;
-  const before = await ensureRecord(d, deps);
-  // `gc stop NAME` may have held the session after this pass was planned.
-  const hold = before.metadata[HOLD_KEY];
-  if (hold) return `not started: held by the operator (${hold})`;
-  if (before.state === "quarantined") {
-    // Planned only when the start config changed since the quarantine (plan.ts).
-    await deps.store.appendEvent({ session: d.name, type: "session.quarantine-lifted", payload: { reason } });
-    await walkTo(store, d.name, "pending", reason, {
-      quarantineReason: null,
-      recentFailures: [],
-      backoffUntil: null,
-      metadata: { [QUARANTINED_CORE_KEY]: null },
-    });
+  const recorded =
+    (await store.get(d.name)) === undefined ? await createStarting(d, reason, deps) : undefined;
+  let provider: Provider;
+  let restarts: number;
+  if (recorded) ({ provider, restarts } = recorded);
+  else {
+    const before = await ensureRecord(d, deps);
+    // `gc stop NAME` may have held the session after this pass was planned.
+    const hold = before.metadata[HOLD_KEY];
+    if (hold) return `not started: held by the operator (${hold})`;
+    if (before.state === "quarantined") {
+      // Planned only when the start config changed since the quarantine (plan.ts).
+      await deps.store.appendEvent({
+        session: d.name,
+        type: "session.quarantine-lifted",
+        payload: { reason },
+      });
+      await walkTo(store, d.name, "pending", reason, {
+        quarantineReason: null,
+        recentFailures: [],
+        backoffUntil: null,
+        metadata: { [QUARANTINED_CORE_KEY]: null },
+      });
+    }
+    // RESTARTS counts restarts after the program ended on its own (crash, failed start, exit);
+    // restarts gc chose (drift, operator) are `reconcile.restart` events instead.
+    restarts =
+      before.generation > 0 && (before.state === "backoff" || before.state === "crashed" || afterExit)
+        ? before.restarts + 1
+        : before.restarts;
+    provider = await deps.providerFor(d.provider);
+    // Counted when the attempt begins: a start that fails is a restart too (a session failing
+    // every start on its way to quarantine shows how often it was tried).
+    await walkTo(store, d.name, "starting", reason, startingPatch(d, before, restarts, deps));
   }
-  // RESTARTS counts restarts after the program ended on its own (crash, failed start, exit);
-  // restarts gc chose (drift, operator) are `reconcile.restart` events instead.
-  const restarts =
-    before.generation > 0 && (before.state === "backoff" || before.state === "crashed" || afterExit)
-      ? before.restarts + 1
-      : before.restarts;
-  const provider = await deps.providerFor(d.provider);
-  // Counted when the attempt begins: a start that fails is a restart too (a session failing
-  // every start on its way to quarantine shows how often it was tried).
-  await walkTo(store, d.name, "starting", reason, {
-    pending: intent("start", before, deps.now()),
-    agent: d.agent,
-    provider: d.provider,
-    lastError: null,
-    restarts,
-  });
   let report: StartReport;
   try {
     report = await provider.start(d.name, d.config, { signal: deps.signal });

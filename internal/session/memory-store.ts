@@ -173,7 +173,7 @@ export class MemoryStore implements SessionStore {
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  async create(init: NewSession): Promise<SessionRecord> {
+  async create(init: NewSession, then?: SessionPatch): Promise<SessionRecord> {
     this.#open();
     const rec = newRecord(init, this.#now());
     if (this.#b.sessions.has(this.#k(rec.name))) throw new SessionExistsError(rec.name);
@@ -183,9 +183,13 @@ export class MemoryStore implements SessionStore {
       payload: { state: rec.state, agent: rec.agent },
     };
     eventRow(ev, this.#now()); // validate before any write
-    this.#b.sessions.set(this.#k(rec.name), encodeRecord(rec));
+    // `then` is applied before anything is written: an illegal transition creates nothing.
+    const after = then ? applyPatch(rec, then, this.#now()) : undefined;
+    this.#b.sessions.set(this.#k(rec.name), encodeRecord(after?.record ?? rec));
     this.#event(ev);
-    return decodeRecord(this.#b.label, encodeRecord(rec));
+    if (after?.transition)
+      this.#event({ session: rec.name, type: "session.state", payload: { ...after.transition } });
+    return decodeRecord(this.#b.label, encodeRecord(after?.record ?? rec));
   }
 
   async update(name: string, expectedVersion: number, patch: SessionPatch): Promise<SessionRecord> {

@@ -98,7 +98,8 @@ type SettleDetail = { result?: JsonValue; reason?: string };
 
 /** The store's write transactions (each BEGIN IMMEDIATE … COMMIT). */
 export interface Transactions {
-  create: (rec: SessionRecord) => void;
+  /** Inserts `rec`; with `then`, updates it by `then` too (one transaction); returns the record stored. */
+  create: (rec: SessionRecord, then: SessionPatch | undefined, now: number) => SessionRecord;
   update: (name: string, expected: number, patch: SessionPatch, now: number) => SessionRecord;
   delete: (name: string, expected: number | undefined) => number | undefined;
   append: (name: string, rows: string[], expected: number) => number;
@@ -159,20 +160,25 @@ export function prepareTransactions(
     s.updateWait.run(w.state, JSON.stringify(rest), id, a);
     return w;
   };
+  /** Writes `patch` over `cur` (read in this transaction, of version `expected`), with its event. */
+  const patchRecord = (cur: SessionRecord, expected: number, patch: SessionPatch, now: number) => {
+    const { record, transition } = applyPatch(cur, patch, now);
+    s.updateRecord.run(record.version, encodeRecord(record), a, cur.name, expected);
+    if (transition) event(cur.name, "session.state", transition, now);
+    return record;
+  };
   return {
-    create: imm((rec: SessionRecord) => {
+    create: imm((rec: SessionRecord, then: SessionPatch | undefined, now: number) => {
       const res = s.insertRecord.run(a, rec.name, rec.version, encodeRecord(rec));
       if (res.changes === 0) throw new SessionExistsError(rec.name);
       event(rec.name, "session.created", { state: rec.state, agent: rec.agent }, rec.createdAt);
+      return then ? patchRecord(rec, rec.version, then, now) : rec;
     }),
     update: imm((name: string, expected: number, patch: SessionPatch, now: number) => {
       const cur = readRecord(name);
       if (!cur) throw new SessionNotFoundError(name, "no session record");
       if (cur.version !== expected) throw staleRecord(name, expected, cur.version);
-      const { record, transition } = applyPatch(cur, patch, now);
-      s.updateRecord.run(record.version, encodeRecord(record), a, name, expected);
-      if (transition) event(name, "session.state", transition, now);
-      return record;
+      return patchRecord(cur, expected, patch, now);
     }),
     delete: imm((name: string, expected: number | undefined) => {
       const cur = readRecord(name);

@@ -280,10 +280,10 @@ export class SqliteStore implements SessionStore {
     return records;
   }
 
-  async create(init: NewSession): Promise<SessionRecord> {
-    const rec = newRecord(init, this.#now());
-    this.#run(() => this.#tx.create(rec));
-    return rec;
+  async create(init: NewSession, then?: SessionPatch): Promise<SessionRecord> {
+    const now = this.#now();
+    const rec = newRecord(init, now);
+    return this.#run(() => this.#tx.create(rec, then, now));
   }
 
   async update(name: string, expectedVersion: number, patch: SessionPatch): Promise<SessionRecord> {

@@ -395,9 +395,14 @@ export interface SessionStore {
   list(filter?: SessionFilter): Promise<SessionRecord[]>;
   /**
    * Creates a record at version 1 (records a `session.created` event in the same transaction).
+   * With `then`, the new record is also updated by it ({@link update} of version 1, with its
+   * event) in that same transaction, and the record after both is returned: one write where
+   * a create and its first update would be two, with the same records and events.
    * @throws SessionExistsError when a record with that name exists.
+   * @throws IllegalTransitionError when `then.transition` is not allowed from the new state
+   * (nothing is created).
    */
-  create(init: NewSession): Promise<SessionRecord>;
+  create(init: NewSession, then?: SessionPatch): Promise<SessionRecord>;
   /**
    * Compare-and-set update: applies `patch` if the stored version is `expectedVersion` and
    * returns the new record (version + 1). A transition also appends a `session.state` event

@@ -169,6 +169,41 @@ describe("Reconciler", () => {
     ]);
   });
 
+  it("tick: a new session's record is created already starting (one write), then running; its events are those of each step", async () => {
+    class WritesStore extends MemoryStore {
+      writes: string[] = [];
+      override async create(...a: Parameters<MemoryStore["create"]>) {
+        this.writes.push(`create ${a[0].name}${a[1]?.transition ? ` → ${a[1].transition.to}` : ""}`);
+        return super.create(...a);
+      }
+      override async update(...a: Parameters<MemoryStore["update"]>) {
+        this.writes.push(`update ${a[0]}${a[2].transition ? ` → ${a[2].transition.to}` : ""}`);
+        return super.update(...a);
+      }
+    }
+    const store = new WritesStore({ singleTenant: true, now: () => 1_000_000 });
+    const provider = new FakeProvider({ city: "t" });
+    const r = new Reconciler({
+      store,
+      providerFor: async () => provider,
+      loadDesired: async () => [want("a")],
+      baseProviders: ["fake"],
+      policy: DEFAULT_POLICY,
+      concurrency: 4,
+      drainTimeoutMs: 100,
+      now: () => 1_000_000,
+    });
+    await r.tick();
+    expect(store.writes).toEqual(["create a → starting", "update a → running"]);
+    const events = await store.queryEvents({ session: "a" });
+    expect(events.map((e) => [e.type, e.payload])).toEqual([
+      ["session.created", { state: "pending", agent: "a" }],
+      ["session.state", { from: "pending", to: "starting", reason: "new session", generation: 1 }],
+      ["session.state", { from: "starting", to: "running", reason: "new session", generation: 1 }],
+    ]);
+    expect(await store.get("a")).toMatchObject({ state: "running", version: 3, restarts: 0, pending: null });
+  });
+
   it("tick: sessions recorded before the city had a fingerprint key are re-recorded keyed — record and metadata — and nothing restarts", async () => {
     const secretCfg: Partial<StartConfig> = { env: { API_TOKEN: "hunter2-token" }, sessionLive: ["echo l"] };
     const keyed = (name: string) => {
