@@ -97,13 +97,17 @@ const LOADER_TEXT = `#!/usr/bin/env node
 ${LOADER_MARK}: runs the CLI bundle ${BUNDLE} with its V8 code cache.
 ${cachedBundleLoader({
   bundle: BUNDLE,
-  // Loaded only when it may ask (\`status\` among the arguments), and never needed: without it,
-  // status asks the controller itself once the bundle runs.
-  before: `if (process.argv.includes("status")) {
+  // Loaded only when it may ask (\`status\` among the arguments) or launch (\`start\`, but not
+  // the controller's own \`start --foreground\`), and never needed: without it, status asks the
+  // controller itself and start launches it once the bundle runs.
+  before: `if (
+  process.argv.includes("status") ||
+  (process.argv.includes("start") && !process.argv.includes("--foreground"))
+) {
   try {
-    require("./${EARLY}").startEarly(process.argv.slice(2), process.env, process.cwd());
+    require("./${EARLY}").startEarly(process.argv.slice(2), process.env, process.cwd(), __dirname);
   } catch {
-    // no early question
+    // nothing early
   }
 }`,
   caches: `process.argv.includes("start") ? ["${START_CODE_CACHE}", "${CODE_CACHE}"] : ["${CODE_CACHE}"]`,

@@ -1,8 +1,11 @@
 /**
  * What gc's loader starts before it compiles and runs the CLI bundle: for `gc status`, its
  * question to the city's running controller, so the controller builds its snapshot while this
- * process loads the bundle (scripts/bundle-cli.mjs bundles this module on its own, as
- * dist/cmd/gc/early.cjs, and the loader calls {@link startEarly} first).
+ * process loads the bundle; for a plain `gc start`, the launch of the background controller
+ * (launch.ts), so the controller boots while this process loads the bundle
+ * (scripts/bundle-cli.mjs bundles this module on its own, as dist/cmd/gc/early.cjs, and the
+ * loader calls {@link startEarly} first). `gc start` takes that launch only when it was made
+ * for exactly its own flags (launch.ts `takeEarlyLaunch`), else abandons it and launches itself.
  *
  * The arguments are only guessed at here, without commander: {@link statusArgs} accepts the
  * plain forms alone. Status then asks its own question ({@link statusQuestion}, the one
@@ -18,6 +21,7 @@ import {
   controlSocketPath,
   requestControl,
 } from "../../internal/controller/control.js";
+import { launchEarlyFromLoader } from "./launch.js";
 
 /** How long status waits for the running controller's snapshot before building its own. */
 export const CONTROLLER_ANSWER_MS = 2_000;
@@ -46,6 +50,18 @@ export function statusArgs(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { city: string | undefined } | null {
+  return commandArgs("status", argv, env);
+}
+
+/**
+ * {@link statusArgs} for command `name`: the `--city` of an invocation of it whose arguments
+ * are only the command, `--json` and `--city DIR`/`--city=DIR`; `null` for anything else. Pure.
+ */
+export function commandArgs(
+  name: string,
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): { city: string | undefined } | null {
   let command: string | undefined;
   let city: string | undefined;
   for (let i = 0; i < argv.length; i++) {
@@ -53,7 +69,7 @@ export function statusArgs(
     if (a === "--json") continue;
     if (a === "--city" && i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) city = argv[++i];
     else if (a.startsWith("--city=") && a.length > "--city=".length) city = a.slice("--city=".length);
-    else if (a === "status" && command === undefined) command = a;
+    else if (a === name && command === undefined) command = a;
     else return null;
   }
   if (command === undefined) return null;
@@ -82,7 +98,14 @@ export function startEarly(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
   cwd: string,
+  gcDir?: string,
 ): void {
+  // A plain `gc start`: its background controller is launched now (launch.ts).
+  const start = gcDir === undefined ? null : commandArgs("start", argv, env);
+  if (start !== null && gcDir !== undefined) {
+    launchEarlyFromLoader({ cwd, cityFlag: start.city, configFlag: undefined }, gcDir);
+    return;
+  }
   const args = statusArgs(argv, env);
   if (args === null) return;
   const early = (async (): Promise<Early> => {

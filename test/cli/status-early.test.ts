@@ -177,7 +177,7 @@ describe("built gc status", () => {
     const early = join(dirname(GC_BIN), "early.cjs");
     const loader = readFileSync(join(dirname(GC_BIN), "main.cjs"), "utf8");
     expect(loader).toContain(
-      `require("./early.cjs").startEarly(process.argv.slice(2), process.env, process.cwd())`,
+      `require("./early.cjs").startEarly(process.argv.slice(2), process.env, process.cwd(), __dirname)`,
     );
     // Spawned asynchronously: the server that answers is this process.
     const child = spawn(

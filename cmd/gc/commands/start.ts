@@ -4,8 +4,8 @@
  * returns with its summary.
  */
 
-import { stat } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { UsageError } from "../../../internal/base/errors.js";
 import { buildMismatchText, gcBuildId } from "../../../internal/build/build-id.js";
 import {
@@ -18,7 +18,10 @@ import { clearStopIntent, startOriginMs, stopWins } from "../../../internal/cont
 import { closeInheritedFds } from "../../../internal/proc/fds.js";
 import { type CommandContext, defineCommand, EXIT } from "../context.js";
 import type { City } from "../deps.js";
-import { cityPlace, launchController } from "../launch.js";
+import { launchController, launchEarly, takeEarlyLaunch } from "../launch.js";
+
+/** gc's own directory (dist/cmd/gc): the controller runs its loader. */
+const GC_DIR = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 const USAGE = `Usage: gc start [--once] [--foreground] [--dry-run]
 
@@ -39,7 +42,7 @@ export const command = defineCommand({
     // In the background, the controller's boot (a second Node process) is the longest step
     // before the first session starts: it is launched before this process reads the file, and
     // abandoned, leaving nothing behind, when this process refuses the file (as it would).
-    const early = background ? await launchEarly(ctx) : undefined;
+    const early = background ? await launchFirst(ctx) : undefined;
     let city: City;
     let heavy: Awaited<ReturnType<typeof loadHeavy>>;
     try {
@@ -83,7 +86,8 @@ export const command = defineCommand({
         });
       }
       if (values.once) return await runPassHere(ctx, city, { dryRun: false });
-      const launched = early ?? (await launchController({ cityDir: city.cityDir, file: city.loaded.file }));
+      const launched =
+        early ?? (await launchController({ cityDir: city.cityDir, file: city.loaded.file }, GC_DIR));
       const pid = await launched.ready(ctx.signal);
       if (!ctx.json) ctx.out(`controller started (pid ${pid}); log: ${controllerPaths(city.stateDir).log}`);
       // Exit 1 when a session failed to start, although the controller keeps running and
@@ -112,17 +116,12 @@ async function loadHeavy() {
 }
 
 /**
- * The background controller of this invocation's city, launched before the file is read;
- * `undefined` (the usual path decides, after reading it) when the file is missing, a
- * controller already runs, or the launch fails.
+ * The background controller of this invocation's city, launched before the file is read: by
+ * gc's loader already (launch.ts), else now; `undefined` when the file is missing, a controller
+ * already runs, or the launch failed (the usual path decides, after reading the file).
  */
-async function launchEarly(ctx: CommandContext): Promise<LaunchedController | undefined> {
-  try {
-    const place = await cityPlace(ctx);
-    if (!(await stat(place.file)).isFile()) return undefined;
-    if ((await findController(join(place.cityDir, ".gc"))).running) return undefined;
-    return await launchController(place);
-  } catch {
-    return undefined;
-  }
+async function launchFirst(ctx: CommandContext): Promise<LaunchedController | undefined> {
+  const flags = { cwd: ctx.cwd, cityFlag: ctx.cityFlag, configFlag: ctx.configFlag };
+  const early = await takeEarlyLaunch(flags);
+  return early ? early.launched : launchEarly(flags, GC_DIR);
 }
