@@ -6,11 +6,11 @@
  * early.ts), else by `gc start` before it loads what opening the city takes. This module
  * imports neither the store nor the providers.
  */
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { type CityPlace, locateCity } from "../../internal/config/locate.js";
-import { findController } from "../../internal/controller/controller-find.js";
+import { CITY_FILE_NAME, type CityPlace, locateCity } from "../../internal/config/locate.js";
+import { controllerPaths, findController } from "../../internal/controller/controller-find.js";
 import {
   type LaunchedController,
   launchController as launchControllerWith,
@@ -82,10 +82,36 @@ function keyOf(flags: CityFlags): string {
   return JSON.stringify([flags.cwd, flags.cityFlag ?? null, flags.configFlag ?? null]);
 }
 
-/** Called by gc's loader (early.ts) for a plain `gc start`: launches, leaving it for {@link takeEarlyLaunch}. */
+/**
+ * Called by gc's loader (early.ts) for a plain `gc start`: launches, leaving it for
+ * {@link takeEarlyLaunch}. The loader compiles the CLI bundle right after, which keeps the
+ * event loop busy: when the flags name the city and it has no pid file (no controller runs:
+ * {@link launchEarly} would launch), the launch is done before this returns ({@link launchNow}).
+ */
 export function launchEarlyFromLoader(flags: CityFlags, gcDir: string): void {
-  const early: EarlyLaunch = { key: keyOf(flags), launched: launchEarly(flags, gcDir) };
+  const early: EarlyLaunch = {
+    key: keyOf(flags),
+    launched: launchNow(flags, gcDir) ?? launchEarly(flags, gcDir),
+  };
   (globalThis as Record<symbol, unknown>)[SLOT] = early;
+}
+
+/**
+ * {@link launchEarly} done synchronously up to the controller's spawn, for `--city`/`GC_CITY`
+ * (the city file at a known place) and a state dir without a pid file; `undefined` otherwise
+ * (a controller may run: {@link launchEarly} looks, through its socket). Never throws.
+ */
+function launchNow(flags: CityFlags, gcDir: string): Promise<LaunchedController | undefined> | undefined {
+  if (!flags.cityFlag || flags.configFlag) return undefined;
+  const cityDir = resolve(flags.cwd, flags.cityFlag);
+  const place = { cityDir, file: join(cityDir, CITY_FILE_NAME) };
+  try {
+    if (!statSync(place.file).isFile()) return Promise.resolve(undefined);
+  } catch {
+    return Promise.resolve(undefined); // no city file: launchEarly launches nothing either
+  }
+  if (existsSync(controllerPaths(join(cityDir, ".gc")).pid)) return undefined;
+  return launchController(place, gcDir).catch(() => undefined);
 }
 
 /**

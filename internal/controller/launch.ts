@@ -6,7 +6,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdir, open, readFile, rm, stat } from "node:fs/promises";
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pidAlive } from "../proc/kill.js";
 import { withoutOwnerTag } from "../runtime/launch.js";
@@ -47,25 +48,24 @@ export async function launchController(
   command: readonly [string, ...string[]],
 ): Promise<LaunchedController> {
   const paths = controllerPaths(stateDir);
-  const madeDir = await mkdir(stateDir, { mode: 0o700 }).then(
-    () => true,
-    (e: NodeJS.ErrnoException) => {
-      if (e.code === "EEXIST") return false;
-      throw e;
-    },
-  );
-  const madeLog =
-    madeDir ||
-    !(await stat(paths.log).then(
-      () => true,
-      () => false,
-    ));
-  const log = await open(paths.log, "a", 0o600);
+  // Synchronous up to the spawn (a few small file steps): the controller is on its way when
+  // this call returns, even when the caller then keeps the event loop busy (gc's loader
+  // compiling the CLI bundle).
+  let madeDir: boolean;
+  try {
+    mkdirSync(stateDir, { mode: 0o700 });
+    madeDir = true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    madeDir = false;
+  }
+  const madeLog = madeDir || !existsSync(paths.log);
+  const log = openSync(paths.log, "a", 0o600);
   let child: ChildProcess;
   try {
     child = spawn(command[0], command.slice(1), {
       detached: true,
-      stdio: ["ignore", log.fd, log.fd],
+      stdio: ["ignore", log, log],
       // Started from inside a session, the controller must not carry its owner tag (census.ts).
       env: {
         ...withoutOwnerTag(process.env),
@@ -74,7 +74,7 @@ export async function launchController(
       },
     });
   } finally {
-    await log.close();
+    closeSync(log);
   }
   const pid = child.pid;
   if (pid === undefined) throw new Error("could not start the controller process");
