@@ -43,7 +43,8 @@ async function runsASession(holderPath?: string): Promise<void> {
   // The holder process runs the loader given (or the default): recognized by its name.
   expect((await readArgv(st.value.holderPid))?.[1]).toBe(holderPath ?? defaultHolderPath());
   await p.sendKeys("s", ["e", "c", "h", "o", "Enter"]);
-  expect(await p.peek("s", 5)).toContain("ready> ");
+  // The typed line after the prompt, then `cat`'s copy of it (the holder draws them as they come).
+  await expect.poll(() => p.peek("s", 5)).toMatch(/ready> echo\s*\n\s*echo/);
   await p.stop("s");
   expect(await p.isRunning("s")).toBe(false);
 }
