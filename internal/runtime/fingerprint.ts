@@ -16,6 +16,7 @@ import {
   REDACTED,
   redactAssignments,
   redactValues,
+  SECRET_KEY_PATTERN,
   secretsLongestFirst,
   secretValuesIn,
 } from "./secrets.js";
@@ -164,8 +165,28 @@ export function canonicalJson(value: unknown): string {
   return `${out}}`;
 }
 
+/** {@link CORE_FIELDS} in canonical JSON key order (the core document's order). */
+const CORE_FIELDS_CANONICAL: readonly string[] = [...CORE_FIELDS].sort(compareUtf8);
+
+/**
+ * Hashes of recently hashed short texts. Most fields of a city's sessions hash the same
+ * text (`[]`, `""`, `null`, a shared command or work dir), so a city of many sessions hashes
+ * each of those once. Bounded in entries and text length; a hash is a pure function of its
+ * text, so a hit is always the hash.
+ */
+const hashMemo = new Map<string, string>();
+const HASH_MEMO_ENTRIES = 1024;
+const HASH_MEMO_TEXT = 256;
+
 function hash(text: string): string {
-  return `${FINGERPRINT_VERSION}:${xxh().h64ToString(text)}`;
+  if (text.length > HASH_MEMO_TEXT) return `${FINGERPRINT_VERSION}:${xxh().h64ToString(text)}`;
+  let h = hashMemo.get(text);
+  if (h === undefined) {
+    h = `${FINGERPRINT_VERSION}:${xxh().h64ToString(text)}`;
+    if (hashMemo.size >= HASH_MEMO_ENTRIES) hashMemo.clear();
+    hashMemo.set(text, h);
+  }
+  return h;
 }
 
 /** The env keys that are identity: user keys, allow-listed GC_* keys, and `declared` keys. */
@@ -180,11 +201,40 @@ export function identityEnv(
   return out;
 }
 
-function showEnv(env: Record<string, string>): string {
-  return Object.keys(env)
-    .sort(compareUtf8)
-    .map((k) => `${k}=${isSecretKey(k) ? REDACTED : env[k]}`)
-    .join(" ");
+function showEnv(env: Readonly<Record<string, string>>): string {
+  return showEnvSorted(env, Object.keys(env).sort(compareUtf8));
+}
+
+/** {@link showEnv} of `env` whose keys, sorted by {@link compareUtf8}, are `sorted`. */
+function showEnvSorted(env: Readonly<Record<string, string>>, sorted: readonly string[]): string {
+  return sorted.map((k) => `${k}=${isSecretKey(k) ? REDACTED : env[k]}`).join(" ");
+}
+
+/** {@link canonicalJson} of `obj` whose keys, sorted by {@link compareUtf8}, are `sorted`. */
+function canonicalJsonSorted(obj: Readonly<Record<string, unknown>>, sorted: readonly string[]): string {
+  let out = "{";
+  for (const k of sorted) {
+    const v = obj[k];
+    if (v === undefined) continue;
+    if (out.length > 1) out += ",";
+    out += `${JSON.stringify(k)}:${canonicalJson(v)}`;
+  }
+  return `${out}}`;
+}
+
+/** Whether any key of `map` is secret-named. */
+function hasSecretKey(map: Readonly<Record<string, unknown>>): boolean {
+  for (const k of Object.keys(map)) if (isSecretKey(k)) return true;
+  return false;
+}
+
+/**
+ * {@link redactAssignments} of `s`, skipping the scan when no key in `s` can be secret-named:
+ * an assignment's key is a substring of `s` followed by `=`, so a secret-named key makes
+ * {@link SECRET_KEY_PATTERN} match `s` itself (its lookaheads never read `=`).
+ */
+function redactShown(s: string): string {
+  return s.includes("=") && SECRET_KEY_PATTERN.test(s) ? redactAssignments(s) : s;
 }
 
 /**
@@ -196,8 +246,9 @@ export function secretValuesOf(
   env: Readonly<Record<string, string>>,
   interpolated: readonly string[] = [],
 ): string[] {
-  const declared = Object.entries(env).flatMap(([k, v]) => (isSecretKey(k) ? [v] : []));
-  return secretsLongestFirst([...interpolated, ...declared]);
+  const values = [...interpolated];
+  for (const k of Object.keys(env)) if (isSecretKey(k)) values.push(env[k]!);
+  return secretsLongestFirst(values);
 }
 
 /**
@@ -250,89 +301,105 @@ export function fingerprint(
   key?: FingerprintKey,
 ): Fingerprints {
   const env = identityEnv(cfg.env, declaredEnvKeys);
+  const extra = cfg.fingerprintExtra ?? {};
   // The breakdown is persisted (state.db) and printed (`gc drift`): no secret may survive in
   // a display value, and a field derived from one is flagged so drift shows only "changed".
   // Secrets: secret-named env values, values interpolated from secret-named variables, and
   // values under secret-named keys inside provider settings (an MCP server's env) or extras.
   const secrets = secretsOfConfig(cfg, interpolatedSecrets);
-  const secretNamed = [...Object.keys(env), ...Object.keys(cfg.fingerprintExtra ?? {})].some(isSecretKey);
-  const sealKey = key !== undefined && (secrets.length > 0 || secretNamed) ? key : undefined;
+  /** Each secret as it appears inside JSON string content (what a field's text holds). */
+  const secretsInJson = secrets.map((v) => JSON.stringify(v).slice(1, -1));
+  const sealKey =
+    key !== undefined && (secrets.length > 0 || hasSecretKey(env) || hasSecretKey(extra)) ? key : undefined;
   // Secret-named env and extra values are sealed whole (any length); other text has each
-  // secret sealed where it occurs.
-  const sealMap = (map: Readonly<Record<string, string>>): Record<string, string> =>
+  // secret sealed where it occurs. Without sealing the hashed form is the input itself.
+  const sealMap = (map: Readonly<Record<string, string>>): Readonly<Record<string, string>> =>
     sealKey
       ? Object.fromEntries(
           Object.entries(map).map(([k, v]) => [k, isSecretKey(k) ? sealValue(sealKey, v) : v]),
         )
-      : { ...map };
+      : map;
   const hashedEnv = sealMap(env);
-  const hashedExtra = sealMap(cfg.fingerprintExtra ?? {});
-  const copy = (cfg.copyFiles ?? []).map((c) => ({
-    src: c.src,
-    relDst: c.relDst,
-    content: files.copyFiles?.[c.src],
-  }));
-  const doc: Record<(typeof CORE_FIELDS)[number], { input: unknown; hashed?: unknown; value: string }> = {
-    command: { input: cfg.command, value: cfg.command },
-    env: { input: env, hashed: hashedEnv, value: showEnv(env) },
-    preStart: { input: cfg.preStart ?? [], value: (cfg.preStart ?? []).join(" ; ") },
-    sessionSetup: { input: cfg.sessionSetup ?? [], value: (cfg.sessionSetup ?? []).join(" ; ") },
-    sessionSetupScript: {
-      input: cfg.sessionSetupScript
-        ? { path: cfg.sessionSetupScript, content: files.sessionSetupScript }
-        : null,
-      value: cfg.sessionSetupScript
-        ? `${cfg.sessionSetupScript} (content ${files.sessionSetupScript ?? "?"})`
-        : "",
-    },
-    overlayDir: {
-      input: cfg.overlayDir ? { path: cfg.overlayDir, content: files.overlayDir } : null,
-      value: cfg.overlayDir ? `${cfg.overlayDir} (content ${files.overlayDir ?? "?"})` : "",
-    },
-    copyFiles: {
-      input: copy,
-      value: copy.map((c) => `${c.src} → ${c.relDst || "."} (${c.content ?? "?"})`).join(", "),
-    },
-    fingerprintExtra: {
-      input: cfg.fingerprintExtra ?? {},
-      hashed: hashedExtra,
-      value: showEnv({ ...(cfg.fingerprintExtra ?? {}) }),
-    },
-    // Only under a router (auto, hybrid); absent, it is left out of the hash, so the
-    // fingerprints of every other session are what they always were.
-    backend: { input: cfg.backend, value: cfg.backend ?? "" },
-    // Only for providers with session-shaping settings (docker, k8s, acp); absent, it is left
-    // out of the hash like `backend`.
-    providerSettings: { input: cfg.providerSettings, value: showSettings(cfg.providerSettings ?? {}) },
-  };
+  const hashedExtra = sealMap(extra);
+  /** A display value with every secret (and `SECRET_KEY=value`) redacted. */
+  const shown = (raw: string): string => redactShown(redactValues(raw, secrets));
   /** Unkeyed hashes of the fields whose keyed hash differs (the {@link Fingerprints.legacy} inputs). */
   const unkeyed: Record<string, string> = {};
-  /** Hash of `input` (as `hashed` when given: its sealed form); `raw` redacted for display. */
-  const field = (input: unknown, raw: string, hashed: unknown = input, name?: string): FieldFingerprint => {
-    const text = canonicalJson(input);
+  /**
+   * Hash of `input` (canonical JSON `text`; as `hashed` when given: its sealed form); `raw`
+   * redacted for display.
+   */
+  const field = (
+    input: unknown,
+    raw: string,
+    hashed: unknown = input,
+    name?: string,
+    text: string = canonicalJson(input),
+  ): FieldFingerprint => {
     // Redacted as the store redacts what it keeps (`SECRET_KEY=value` too), so a stored value
     // and a fresh one differ only where the config really changed.
-    const value = redactAssignments(redactValues(raw, secrets));
-    const secret =
-      secrets.some((v) => text.includes(JSON.stringify(v).slice(1, -1))) || value.includes(REDACTED);
+    const value = shown(raw);
+    const secret = secretsInJson.some((v) => text.includes(v)) || value.includes(REDACTED);
     let hashedText = text;
     if (sealKey) {
       hashedText = sealText(sealKey, secrets, hashed === input ? text : canonicalJson(hashed));
       if (name !== undefined && hashedText !== text) unkeyed[name] = hash(text);
     }
-    return { hash: hash(hashedText), value, ...(secret ? { secret: true } : {}) };
+    return secret ? { hash: hash(hashedText), value, secret: true } : { hash: hash(hashedText), value };
   };
   const breakdown: Record<string, FieldFingerprint> = {};
-  for (const f of CORE_FIELDS) {
-    if (f === "backend" && cfg.backend === undefined) continue;
-    if (f === "providerSettings" && cfg.providerSettings === undefined) continue;
-    breakdown[f] = field(doc[f].input, doc[f].value, doc[f].hashed ?? doc[f].input, f);
+  // The core fields, in CORE_FIELDS order.
+  breakdown.command = field(cfg.command, cfg.command, cfg.command, "command");
+  const envKeys = Object.keys(env).sort(compareUtf8);
+  breakdown.env = field(env, showEnvSorted(env, envKeys), hashedEnv, "env", canonicalJsonSorted(env, envKeys));
+  const preStart = cfg.preStart ?? [];
+  breakdown.preStart = field(preStart, preStart.join(" ; "), preStart, "preStart");
+  const sessionSetup = cfg.sessionSetup ?? [];
+  breakdown.sessionSetup = field(sessionSetup, sessionSetup.join(" ; "), sessionSetup, "sessionSetup");
+  const setupScript = cfg.sessionSetupScript
+    ? { path: cfg.sessionSetupScript, content: files.sessionSetupScript }
+    : null;
+  breakdown.sessionSetupScript = field(
+    setupScript,
+    cfg.sessionSetupScript ? `${cfg.sessionSetupScript} (content ${files.sessionSetupScript ?? "?"})` : "",
+    setupScript,
+    "sessionSetupScript",
+  );
+  const overlay = cfg.overlayDir ? { path: cfg.overlayDir, content: files.overlayDir } : null;
+  breakdown.overlayDir = field(
+    overlay,
+    cfg.overlayDir ? `${cfg.overlayDir} (content ${files.overlayDir ?? "?"})` : "",
+    overlay,
+    "overlayDir",
+  );
+  const copy = (cfg.copyFiles ?? []).map((c) => ({
+    src: c.src,
+    relDst: c.relDst,
+    content: files.copyFiles?.[c.src],
+  }));
+  breakdown.copyFiles = field(
+    copy,
+    copy.map((c) => `${c.src} → ${c.relDst || "."} (${c.content ?? "?"})`).join(", "),
+    copy,
+    "copyFiles",
+  );
+  breakdown.fingerprintExtra = field(extra, showEnv(extra), hashedExtra, "fingerprintExtra");
+  // Only under a router (auto, hybrid); absent, it is left out of the hash, so the
+  // fingerprints of every other session are what they always were.
+  if (cfg.backend !== undefined) breakdown.backend = field(cfg.backend, cfg.backend, cfg.backend, "backend");
+  // Only for providers with session-shaping settings (docker, k8s, acp); absent, it is left
+  // out of the hash like `backend`.
+  if (cfg.providerSettings !== undefined) {
+    const ps = cfg.providerSettings;
+    breakdown.providerSettings = field(ps, showSettings(ps), ps, "providerSettings");
   }
   // Per-key entries of the map fields: display only, not inputs of `core`.
-  for (const [k, v] of Object.entries(env)) {
+  for (const k of Object.keys(env)) {
+    const v = env[k]!;
     breakdown[`env.${k}`] = field(v, isSecretKey(k) ? REDACTED : v, hashedEnv[k], `env.${k}`);
   }
-  for (const [k, v] of Object.entries(cfg.fingerprintExtra ?? {})) {
+  for (const k of Object.keys(extra)) {
+    const v = extra[k]!;
     breakdown[`fingerprintExtra.${k}`] = field(
       v,
       isSecretKey(k) ? REDACTED : v,
@@ -342,8 +409,17 @@ export function fingerprint(
   }
   for (const [k, v] of Object.entries(cfg.providerSettings ?? {}))
     breakdown[`providerSettings.${k}`] = field(v, settingText(v), v, `providerSettings.${k}`);
-  const coreOf = (hashes: Readonly<Record<string, string | undefined>>) =>
-    hash(canonicalJson(Object.fromEntries(CORE_FIELDS.map((f) => [f, hashes[f] ?? breakdown[f]?.hash]))));
+  /** Hash of the canonical document {field: hash} over CORE_FIELDS (absent fields left out). */
+  const coreOf = (hashes: Readonly<Record<string, string | undefined>>) => {
+    let doc = "{";
+    for (const f of CORE_FIELDS_CANONICAL) {
+      const h = hashes[f] ?? breakdown[f]?.hash;
+      if (h === undefined) continue;
+      if (doc.length > 1) doc += ",";
+      doc += `${JSON.stringify(f)}:${JSON.stringify(h)}`;
+    }
+    return hash(`${doc}}`);
+  };
   const core = coreOf({});
   const liveInput = cfg.sessionLive ?? [];
   // Shown by `gc drift` beside the core fields; not an input of `core`.
@@ -352,7 +428,6 @@ export function fingerprint(
   const next = { workDir: cfg.workDir, prompt: startText.prompt ?? "", nudge: startText.nudge ?? "" };
   // Hashed as redacted, like their preview: display-only fields must not store a check value
   // for a secret (a change of a secret alone in a prompt is therefore not reported).
-  const shown = (text: string) => redactAssignments(redactValues(text, secrets));
   for (const f of NEXT_START_FIELDS) {
     const text = shown(next[f]);
     breakdown[f] = field(text, f === "workDir" ? text : preview(text));
