@@ -59,22 +59,24 @@ export class ArraySchema<T, I> extends Schema<readonly T[], readonly I[]> {
     }
     // Bad items are reported and left out, so later checks still see the good ones.
     const out: T[] = [];
-    const seen = new Map<string, number>();
-    node.items.forEach((item, i) => {
+    const seen = this.options.unique ? new Map<string, number>() : undefined;
+    const items = node.items;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
       const p = `${path}[${i}]`;
       const v = this.items.decode(item, p, ctx, depth + 1);
-      if (v === INVALID) return;
-      if (this.options.unique) {
+      if (v === INVALID) continue;
+      if (seen) {
         const k = JSON.stringify(v);
         const first = seen.get(k);
         if (first !== undefined) {
           report(ctx, deref(item, ctx), p, `duplicate entry ${k} (also at ${path}[${first}])`);
-          return;
+          continue;
         }
         seen.set(k, i);
       }
       out.push(v);
-    });
+    }
     return out;
   }
   protected toJson(): JsonSchema {
@@ -123,6 +125,7 @@ function mapEntries(map: YAMLMap, path: string, ctx: DecodeContext, depth: numbe
     explicit.push({ key: keyNode.value, keyNode, value: pair.value });
   }
   if (bad) return INVALID;
+  if (merged.length === 0) return explicit;
   const seen = new Set(explicit.map((e) => e.key));
   const out = [...explicit];
   for (const e of merged) {
@@ -241,10 +244,16 @@ export interface ObjectOptions {
 export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, ObjectInput<F>> {
   readonly fields: F;
   readonly options: ObjectOptions;
+  /** `fields` as {@link Field}s, in declaration order (made once: every decode walks them). */
+  #declared: readonly (readonly [string, Field<unknown, unknown, FieldMode>])[] | undefined;
   constructor(fields: F, options: ObjectOptions = {}) {
     super();
     this.fields = fields;
     this.options = options;
+  }
+  #fields(): readonly (readonly [string, Field<unknown, unknown, FieldMode>])[] {
+    this.#declared ??= Object.entries(this.fields).map(([k, f]) => [k, asField(f)] as const);
+    return this.#declared;
   }
   accepts(node: unknown): boolean {
     return isMap(node);
@@ -277,7 +286,6 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
     if (entries === INVALID) return INVALID;
     // A bad value is reported and replaced by its default (or left out), so the object stays
     // usable for the semantic checks that run next; only a required key can end up missing.
-    const known = Object.keys(this.fields);
     const out: Record<string, unknown> = {};
     const present = new Set<string>();
     for (const e of entries) {
@@ -285,6 +293,7 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
       const f = this.fields[e.key];
       if (f === undefined && this.options.extensions && e.key.startsWith(EXTENSION_PREFIX)) continue;
       if (f === undefined) {
+        const known = Object.keys(this.fields);
         const hint = didYouMean(e.key, known) || `; known keys: ${known.join(", ")}`;
         report(ctx, e.keyNode, p, `unknown key ${JSON.stringify(e.key)}${hint}`);
         continue;
@@ -293,9 +302,8 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
       const v = asField(f).schema.decode(e.value, p, ctx, depth + 1);
       if (v !== INVALID) out[e.key] = v;
     }
-    for (const [k, f] of Object.entries(this.fields)) {
+    for (const [k, field] of this.#fields()) {
       if (out[k] !== undefined) continue;
-      const field = asField(f);
       if (field.mode === "required" && !present.has(k)) {
         report(ctx, node, path, `missing required key ${JSON.stringify(k)}`);
       } else if (field.mode === "default") {

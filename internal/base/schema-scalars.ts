@@ -51,7 +51,7 @@ function decodeString(node: unknown, path: string, ctx: DecodeContext, interp: b
     report(ctx, node, path, r.error);
     return INVALID;
   }
-  ctx.used.push(...r.used);
+  if (r.used.length > 0) ctx.used.push(...r.used);
   return r.value;
 }
 

@@ -119,7 +119,11 @@ export function effectivePreset(config: CityConfig, agent: AgentConfig): Effecti
  * `start_command` agent without its own. The one place these keys are layered. Pure.
  */
 export function screenRulesOf(config: CityConfig, agent: AgentConfig): ScreenRules {
-  const preset = effectivePreset(config, agent);
+  return screenRulesWith(agent, effectivePreset(config, agent));
+}
+
+/** {@link screenRulesOf} with the agent's effective preset already decided. */
+function screenRulesWith(agent: AgentConfig, preset: EffectivePreset | undefined): ScreenRules {
   return compact({
     readyPromptPrefix: agent.ready_prompt_prefix ?? preset?.readyPromptPrefix,
     readyMarkers: agent.ready_markers ?? preset?.readyMarkers,
@@ -184,11 +188,30 @@ function copyEntries(cityDir: string, agent: AgentConfig): CopyEntry[] {
 /** Leaves out `undefined` values and empty lists so equal configs print and compare alike. */
 function compact<T extends object>(obj: T): T {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) {
+  const o = obj as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    const v = o[k];
     if (v === undefined || (Array.isArray(v) && v.length === 0)) continue;
     out[k] = v;
   }
   return out as T;
+}
+
+/**
+ * Effective presets by name, decided once per resolution of a city: an agent's preset depends
+ * only on the city file and the preset's name (and on whether the agent has a
+ * `start_command`, which then has none), and is only read.
+ */
+type PresetMemo = Map<string, EffectivePreset | undefined>;
+
+function presetOf(config: CityConfig, agent: AgentConfig, memo: PresetMemo): EffectivePreset | undefined {
+  if (agent.start_command !== undefined) return undefined;
+  const name = agent.provider ?? config.workspace.provider;
+  if (name === undefined) return undefined;
+  if (memo.has(name)) return memo.get(name);
+  const preset = effectivePreset(config, agent);
+  memo.set(name, preset);
+  return preset;
 }
 
 function resolveSession(
@@ -197,10 +220,11 @@ function resolveSession(
   name: string,
   pool: DesiredSession["pool"],
   opts: ResolveOptions,
+  presets: PresetMemo = new Map(),
 ): DesiredSession {
   const { config, cityDir } = city;
   const cityName = config.workspace.name;
-  const preset = effectivePreset(config, agent);
+  const preset = presetOf(config, agent, presets);
   const vars = { city: cityName, city_dir: cityDir, agent: agent.name, session: name };
   const workDir = resolvePath(cityDir, expandPlaceholders(agent.work_dir ?? agent.dir ?? ".", vars));
   const command =
@@ -248,7 +272,7 @@ function resolveSession(
     env,
     inheritEnv: config.session.inherit_env.length > 0 ? config.session.inherit_env : undefined,
     hookDir: cityDir,
-    ...screenRulesOf(config, agent),
+    ...screenRulesWith(agent, preset),
     readyDelayMs: agent.ready_delay_ms ?? preset?.readyDelayMs,
     processNames: agent.process_names ?? preset?.processNames,
     emitsPermissionWarning: (agent.emits_permission_warning ?? preset?.emitsPermissionWarning) || undefined,
@@ -293,14 +317,17 @@ function resolveSession(
  */
 export function resolveCity(city: CityModel, opts: ResolveOptions): DesiredSession[] {
   const out: DesiredSession[] = [];
+  const presets: PresetMemo = new Map();
   for (const agent of city.config.agents) {
     const bounds = poolBounds(agent);
     if (bounds === undefined) {
-      out.push(resolveSession(city, agent, agent.name, undefined, opts));
+      out.push(resolveSession(city, agent, agent.name, undefined, opts, presets));
       continue;
     }
     for (let n = 1; n <= bounds.min; n++) {
-      out.push(resolveSession(city, agent, poolInstanceName(agent.name, n), { index: n, ...bounds }, opts));
+      out.push(
+        resolveSession(city, agent, poolInstanceName(agent.name, n), { index: n, ...bounds }, opts, presets),
+      );
     }
   }
   return out;

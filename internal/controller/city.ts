@@ -35,6 +35,7 @@ import { hashPathContent, readFingerprintFiles } from "../runtime/fingerprint-fi
 import { recordProvider, storedIdentity } from "../runtime/identity.js";
 import type { Provider } from "../runtime/provider.js";
 import { entryOf, specKind } from "../runtime/registry/index.js";
+import { xxhReady } from "../runtime/xxh.js";
 import { readRecovery } from "../session/recovery.js";
 import type { SessionStore, StoreFileCheck } from "../session/store.js";
 import {
@@ -249,6 +250,16 @@ function hashesByPath(
   for (const [src, h] of Object.entries(files.copyFiles ?? {})) into[src] = h;
 }
 
+/** Whether `cfg` names a file whose content is fingerprinted (fingerprint-files.ts). Pure. */
+function namesFiles(cfg: DesiredSession["config"]): boolean {
+  return Boolean(cfg.sessionSetupScript) || Boolean(cfg.overlayDir) || (cfg.copyFiles ?? []).length > 0;
+}
+
+/** What readFingerprintFiles gives a start config that names no file. */
+function noFiles(): FingerprintFiles {
+  return { sessionSetupScript: undefined, overlayDir: undefined, copyFiles: {} };
+}
+
 /**
  * The sessions of `digest` when it still describes what this city's file resolves to: the
  * file on disk (re-read when changed) has the digest's revision, the pool scale is the same
@@ -308,9 +319,12 @@ export async function desiredFrom(
     if (memo) Object.assign(memo, { loaded, scaleKey, resolved });
   }
   const hashes: Record<string, string> = {};
+  // Hashing needs the hasher ready (fingerprint.ts): readFingerprintFiles awaits it, and a
+  // session naming no file skips that read.
+  await xxhReady;
   const out = await Promise.all(
     resolved.map(async (d): Promise<DesiredSession> => {
-      const files = await readFingerprintFiles(d.config);
+      const files = namesFiles(d.config) ? await readFingerprintFiles(d.config) : noFiles();
       hashesByPath(d.config, files, hashes);
       const filesKey = JSON.stringify(files);
       const hit = memo?.sessions.get(d);

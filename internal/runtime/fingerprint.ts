@@ -248,7 +248,7 @@ export function secretValuesOf(
 ): string[] {
   const values = [...interpolated];
   for (const k of Object.keys(env)) if (isSecretKey(k)) values.push(env[k]!);
-  return secretsLongestFirst(values);
+  return values.length === 0 ? [] : secretsLongestFirst(values);
 }
 
 /**
@@ -257,11 +257,10 @@ export function secretValuesOf(
  * under secret-named keys inside provider settings (an MCP server's env) or extras. Pure.
  */
 export function secretsOfConfig(cfg: StartConfig, interpolated: readonly string[] = []): string[] {
-  return secretValuesOf(cfg.env, [
-    ...interpolated,
-    ...secretValuesIn(cfg.providerSettings ?? {}),
-    ...secretValuesIn(cfg.fingerprintExtra ?? {}),
-  ]);
+  const values = [...interpolated];
+  if (cfg.providerSettings !== undefined) values.push(...secretValuesIn(cfg.providerSettings));
+  if (cfg.fingerprintExtra !== undefined) values.push(...secretValuesIn(cfg.fingerprintExtra));
+  return secretValuesOf(cfg.env, values);
 }
 
 /** What stands for secret value `v` in hashed text under `key`: a keyed digest, never `v`. */
@@ -351,7 +350,13 @@ export function fingerprint(
   // The core fields, in CORE_FIELDS order.
   breakdown.command = field(cfg.command, cfg.command, cfg.command, "command");
   const envKeys = Object.keys(env).sort(compareUtf8);
-  breakdown.env = field(env, showEnvSorted(env, envKeys), hashedEnv, "env", canonicalJsonSorted(env, envKeys));
+  breakdown.env = field(
+    env,
+    showEnvSorted(env, envKeys),
+    hashedEnv,
+    "env",
+    canonicalJsonSorted(env, envKeys),
+  );
   const preStart = cfg.preStart ?? [];
   breakdown.preStart = field(preStart, preStart.join(" ; "), preStart, "preStart");
   const sessionSetup = cfg.sessionSetup ?? [];
