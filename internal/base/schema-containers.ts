@@ -100,7 +100,9 @@ function mapEntries(map: YAMLMap, path: string, ctx: DecodeContext, depth: numbe
   const explicit: Entry[] = [];
   const merged: Entry[] = [];
   let bad = false;
-  for (const pair of map.items) {
+  const items = map.items;
+  for (let i = 0; i < items.length; i++) {
+    const pair = items[i]!;
     const keyNode = pair.key;
     if (!isScalar(keyNode) || typeof keyNode.value !== "string") {
       report(ctx, keyNode, path, `keys must be strings, got ${describeNode(keyNode)}`);
@@ -231,6 +233,12 @@ function asField(f: AnyField): Field<unknown, unknown, FieldMode> {
   return f instanceof Field ? f : new Field(f as Schema<unknown, unknown>, "required");
 }
 
+/** A declared field of an {@link ObjectSchema}, by key. */
+interface DeclaredField {
+  readonly key: string;
+  readonly field: Field<unknown, unknown, FieldMode>;
+}
+
 /** Keys starting with this are ignored where {@link ObjectOptions.extensions} is on (YAML anchor holders). */
 export const EXTENSION_PREFIX = "x-";
 
@@ -245,14 +253,14 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
   readonly fields: F;
   readonly options: ObjectOptions;
   /** `fields` as {@link Field}s, in declaration order (made once: every decode walks them). */
-  #declared: readonly (readonly [string, Field<unknown, unknown, FieldMode>])[] | undefined;
+  #declared: readonly DeclaredField[] | undefined;
   constructor(fields: F, options: ObjectOptions = {}) {
     super();
     this.fields = fields;
     this.options = options;
   }
-  #fields(): readonly (readonly [string, Field<unknown, unknown, FieldMode>])[] {
-    this.#declared ??= Object.entries(this.fields).map(([k, f]) => [k, asField(f)] as const);
+  #fields(): readonly DeclaredField[] {
+    this.#declared ??= Object.entries(this.fields).map(([key, f]) => ({ key, field: asField(f) }));
     return this.#declared;
   }
   accepts(node: unknown): boolean {
@@ -287,8 +295,12 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
     // A bad value is reported and replaced by its default (or left out), so the object stays
     // usable for the semantic checks that run next; only a required key can end up missing.
     const out: Record<string, unknown> = {};
-    const present = new Set<string>();
-    for (const e of entries) {
+    /** Keys present whose value decoded to nothing (made only when one does). */
+    let unset: Set<string> | undefined;
+    // Indexed loops: a decode runs once per agent in a cold process, where an iterator costs
+    // an allocation per step.
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
       const p = joinPath(path, e.key);
       const f = this.fields[e.key];
       if (f === undefined && this.options.extensions && e.key.startsWith(EXTENSION_PREFIX)) continue;
@@ -298,13 +310,16 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
         report(ctx, e.keyNode, p, `unknown key ${JSON.stringify(e.key)}${hint}`);
         continue;
       }
-      present.add(e.key);
       const v = asField(f).schema.decode(e.value, p, ctx, depth + 1);
       if (v !== INVALID) out[e.key] = v;
+      if (v === INVALID || v === undefined) (unset ??= new Set()).add(e.key);
     }
-    for (const [k, field] of this.#fields()) {
+    const declared = this.#fields();
+    for (let i = 0; i < declared.length; i++) {
+      const { key: k, field } = declared[i]!;
       if (out[k] !== undefined) continue;
-      if (field.mode === "required" && !present.has(k)) {
+      // Absent (a present key with a bad value was reported already).
+      if (field.mode === "required" && unset?.has(k) !== true) {
         report(ctx, node, path, `missing required key ${JSON.stringify(k)}`);
       } else if (field.mode === "default") {
         out[k] = field.schema.fromInput(field.defaultInput);

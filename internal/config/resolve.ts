@@ -189,7 +189,9 @@ function copyEntries(cityDir: string, agent: AgentConfig): CopyEntry[] {
 function compact<T extends object>(obj: T): T {
   const out: Record<string, unknown> = {};
   const o = obj as Record<string, unknown>;
-  for (const k of Object.keys(o)) {
+  const keys = Object.keys(o);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
     const v = o[k];
     if (v === undefined || (Array.isArray(v) && v.length === 0)) continue;
     out[k] = v;

@@ -252,7 +252,7 @@ function checkAgentLaunch(r: IssueReporter, city: CityFile, a: AgentConfig, path
 
 function checkAgentFields(r: IssueReporter, a: AgentConfig, path: string): void {
   checkEnv(r, a.env, `${path}.env`);
-  for (const k of MARKER_KEYS) checkMarkers(r, a[k], `${path}.${k}`);
+  for (const k of MARKER_KEYS) if (a[k] !== undefined) checkMarkers(r, a[k], `${path}.${k}`);
   if (a.prompt !== undefined) {
     for (const p of placeholderProblems(a.prompt, PROMPT_PLACEHOLDERS)) r.add(`${path}.prompt`, p.message);
   }

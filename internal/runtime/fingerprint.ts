@@ -167,6 +167,8 @@ export function canonicalJson(value: unknown): string {
 
 /** {@link CORE_FIELDS} in canonical JSON key order (the core document's order). */
 const CORE_FIELDS_CANONICAL: readonly string[] = [...CORE_FIELDS].sort(compareUtf8);
+/** Each of {@link CORE_FIELDS_CANONICAL} as it opens its member of the core document: `"name":`. */
+const CORE_MEMBER_PREFIX: readonly string[] = CORE_FIELDS_CANONICAL.map((f) => `${JSON.stringify(f)}:`);
 
 /**
  * Hashes of recently hashed short texts. Most fields of a city's sessions hash the same
@@ -195,14 +197,30 @@ export function identityEnv(
   declared: readonly string[] = [],
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of Object.keys(env)) {
+  const keys = Object.keys(env);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
     if (!k.startsWith("GC_") || ENV_ALLOW_LIST.includes(k) || declared.includes(k)) out[k] = env[k]!;
   }
   return out;
 }
 
 function showEnv(env: Readonly<Record<string, string>>): string {
-  return showEnvSorted(env, Object.keys(env).sort(compareUtf8));
+  return showEnvSorted(env, sortedKeys(Object.keys(env)));
+}
+
+/** `keys` sorted by {@link compareUtf8}: `keys` itself when already in that order, else a sorted copy. */
+function sortedKeys(keys: readonly string[]): readonly string[] {
+  for (let i = 1; i < keys.length; i++) {
+    if (compareUtf8(keys[i - 1]!, keys[i]!) > 0) return keys.slice().sort(compareUtf8);
+  }
+  return keys;
+}
+
+/** Whether `text` contains any of `parts`. */
+function includesAny(text: string, parts: readonly string[]): boolean {
+  for (let i = 0; i < parts.length; i++) if (text.includes(parts[i]!)) return true;
+  return false;
 }
 
 /** {@link showEnv} of `env` whose keys, sorted by {@link compareUtf8}, are `sorted`. */
@@ -213,7 +231,8 @@ function showEnvSorted(env: Readonly<Record<string, string>>, sorted: readonly s
 /** {@link canonicalJson} of `obj` whose keys, sorted by {@link compareUtf8}, are `sorted`. */
 function canonicalJsonSorted(obj: Readonly<Record<string, unknown>>, sorted: readonly string[]): string {
   let out = "{";
-  for (const k of sorted) {
+  for (let i = 0; i < sorted.length; i++) {
+    const k = sorted[i]!;
     const v = obj[k];
     if (v === undefined) continue;
     if (out.length > 1) out += ",";
@@ -224,7 +243,8 @@ function canonicalJsonSorted(obj: Readonly<Record<string, unknown>>, sorted: rea
 
 /** Whether any key of `map` is secret-named. */
 function hasSecretKey(map: Readonly<Record<string, unknown>>): boolean {
-  for (const k of Object.keys(map)) if (isSecretKey(k)) return true;
+  const keys = Object.keys(map);
+  for (let i = 0; i < keys.length; i++) if (isSecretKey(keys[i]!)) return true;
   return false;
 }
 
@@ -338,7 +358,7 @@ export function fingerprint(
     // Redacted as the store redacts what it keeps (`SECRET_KEY=value` too), so a stored value
     // and a fresh one differ only where the config really changed.
     const value = shown(raw);
-    const secret = secretsInJson.some((v) => text.includes(v)) || value.includes(REDACTED);
+    const secret = includesAny(text, secretsInJson) || value.includes(REDACTED);
     let hashedText = text;
     if (sealKey) {
       hashedText = sealText(sealKey, secrets, hashed === input ? text : canonicalJson(hashed));
@@ -349,7 +369,8 @@ export function fingerprint(
   const breakdown: Record<string, FieldFingerprint> = {};
   // The core fields, in CORE_FIELDS order.
   breakdown.command = field(cfg.command, cfg.command, cfg.command, "command");
-  const envKeys = Object.keys(env).sort(compareUtf8);
+  const envOrder = Object.keys(env);
+  const envKeys = sortedKeys(envOrder);
   breakdown.env = field(
     env,
     showEnvSorted(env, envKeys),
@@ -399,7 +420,8 @@ export function fingerprint(
     breakdown.providerSettings = field(ps, showSettings(ps), ps, "providerSettings");
   }
   // Per-key entries of the map fields: display only, not inputs of `core`.
-  for (const k of Object.keys(env)) {
+  for (let i = 0; i < envOrder.length; i++) {
+    const k = envOrder[i]!;
     const v = env[k]!;
     breakdown[`env.${k}`] = field(v, isSecretKey(k) ? REDACTED : v, hashedEnv[k], `env.${k}`);
   }
@@ -417,11 +439,12 @@ export function fingerprint(
   /** Hash of the canonical document {field: hash} over CORE_FIELDS (absent fields left out). */
   const coreOf = (hashes: Readonly<Record<string, string | undefined>>) => {
     let doc = "{";
-    for (const f of CORE_FIELDS_CANONICAL) {
+    for (let i = 0; i < CORE_FIELDS_CANONICAL.length; i++) {
+      const f = CORE_FIELDS_CANONICAL[i]!;
       const h = hashes[f] ?? breakdown[f]?.hash;
       if (h === undefined) continue;
       if (doc.length > 1) doc += ",";
-      doc += `${JSON.stringify(f)}:${JSON.stringify(h)}`;
+      doc += CORE_MEMBER_PREFIX[i]! + JSON.stringify(h);
     }
     return hash(`${doc}}`);
   };
@@ -433,7 +456,8 @@ export function fingerprint(
   const next = { workDir: cfg.workDir, prompt: startText.prompt ?? "", nudge: startText.nudge ?? "" };
   // Hashed as redacted, like their preview: display-only fields must not store a check value
   // for a secret (a change of a secret alone in a prompt is therefore not reported).
-  for (const f of NEXT_START_FIELDS) {
+  for (let i = 0; i < NEXT_START_FIELDS.length; i++) {
+    const f = NEXT_START_FIELDS[i]!;
     const text = shown(next[f]);
     breakdown[f] = field(text, f === "workDir" ? text : preview(text));
   }
