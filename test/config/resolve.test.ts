@@ -491,6 +491,41 @@ describe("pool helpers", () => {
     expect(resolvePoolInstance(model, agent, n, { now: NOW })).toBeUndefined();
   });
 
+  it("resolveCity: agents on different presets each get their own, however the agents interleave", () => {
+    const text = [
+      "workspace:\n  provider: claude",
+      "providers:\n  py:\n    command: python3\n    args: [-i]\n    env: { P: py }",
+      "agents:",
+      "  - name: a\n    provider: py",
+      "  - name: b",
+      "  - name: c\n    start_command: run c",
+      "  - name: d\n    provider: py\n    env: { P: own }",
+      "  - name: e\n    provider: python",
+      "  - name: f\n    min_active_sessions: 2",
+    ].join("\n");
+    const together = resolve(text);
+    // Each session as resolved in a city where its agent is alone.
+    const alone = together.map((d) => {
+      const one = city(text).config;
+      const agent = one.agents.find((a) => a.name === d.agent)!;
+      return resolveCity({ ...city(text), config: { ...one, agents: [agent] } }, { now: NOW }).find(
+        (x) => x.name === d.name,
+      );
+    });
+    expect(together).toEqual(alone);
+    expect(together.map((d) => d.config.command)).toEqual([
+      "python3 -i",
+      "claude",
+      "run c",
+      "python3 -i",
+      "python3 -i -q",
+      "claude",
+      "claude",
+    ]);
+    expect(together[3]!.config.env.P).toBe("own");
+    expect(together[0]!.config.env.P).toBe("py");
+  });
+
   it("resolvePoolInstance: equals what resolveCity produces for the same instance", () => {
     const [first] = resolveCity(model, { now: NOW });
     expect(resolvePoolInstance(model, "w", 1, { now: NOW })).toEqual(first);

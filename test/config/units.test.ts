@@ -203,6 +203,24 @@ describe("decoding", () => {
     ]);
   });
 
+  it("decode: a required key with a bad value is reported once (not also as missing); an absent one as missing", () => {
+    expect(issues("agents:\n  - name: 5\n    provider: sh\n  - provider: sh\n")).toEqual([
+      '2:11: agents[0].name: expected a string, got a number (5) (quote it: "5")',
+      '4:5: agents[1]: missing required key "name"',
+    ]);
+  });
+
+  it("decode: merge keys fill only what a map does not set, in every agent of a list", () => {
+    const c = city(
+      "x-base: &base\n  provider: sh\n  suspended: true\nagents:\n  - <<: *base\n    name: a\n  - name: b\n    <<: *base\n    suspended: false\n  - name: c\n    provider: sh\n",
+    );
+    expect(c.config.agents.map((a) => [a.name, a.provider, a.suspended])).toEqual([
+      ["a", "sh", true],
+      ["b", "sh", false],
+      ["c", "sh", false],
+    ]);
+  });
+
   it("decode: an agent whose provider is bad gets no follow-on 'no provider' error", () => {
     expect(issues("agents:\n  - name: a\n    provider: 5\n")).toEqual([
       '3:15: agents[0].provider: expected a string, got a number (5) (quote it: "5")',

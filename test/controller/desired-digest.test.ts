@@ -8,8 +8,17 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { currentDigestSessions, LAST_GOOD_FILE, openCity } from "../../internal/controller/city.js";
+import { resolveCity } from "../../internal/config/resolve.js";
+import {
+  currentDigestSessions,
+  desiredFrom,
+  desiredMemo,
+  LAST_GOOD_FILE,
+  openCity,
+} from "../../internal/controller/city.js";
 import { writePoolScale } from "../../internal/controller/pool-scale.js";
+import { fingerprint } from "../../internal/runtime/fingerprint.js";
+import { readFingerprintFiles } from "../../internal/runtime/fingerprint-files.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 
 const yaml = (command: string) => `workspace:
@@ -120,5 +129,33 @@ describe("desired digest", () => {
     expect(readFileSync(lastGood, "utf8")).toBe(yaml("sleep 1"));
     await applying.loadDesired();
     expect(readFileSync(lastGood, "utf8")).toBe(yaml("sleep 3"));
+  });
+
+  it("desiredFrom: a session naming no file is fingerprinted with what reading its files would give", async () => {
+    const { dir, city: c } = await city();
+    const loaded = c.current();
+    const now = new Date(0);
+    const memo = desiredMemo();
+    const got = await desiredFrom(loaded, now, { pool: 2 }, memo);
+    const model = { cityDir: loaded.cityDir, config: loaded.config, promptTemplates: loaded.promptTemplates };
+    const resolved = resolveCity(model, { now });
+    expect(resolved.map((d) => d.name)).toEqual(["a", "pool-1"]);
+    const want = await Promise.all(
+      resolved.map(async (d) =>
+        fingerprint(
+          d.config,
+          await readFingerprintFiles(d.config),
+          d.declaredEnvKeys,
+          loaded.secrets,
+          d.startText,
+        ),
+      ),
+    );
+    const fps = (xs: readonly { core: string; live: string; breakdown: unknown }[]) =>
+      xs.map(({ core, live, breakdown }) => ({ core, live, breakdown }));
+    expect(fps(got.slice(0, 2))).toEqual(fps(want));
+    expect(got.map((s) => s.name)).toEqual(["a", "pool-1", "pool-2"]);
+    // Only the file a session names is in the digest.
+    expect(Object.keys(memo.digest?.files ?? {})).toEqual([join(dir, "setup.sh")]);
   });
 });

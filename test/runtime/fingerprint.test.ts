@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   canonicalJson,
@@ -8,6 +9,7 @@ import {
   keepStartedFields,
 } from "../../internal/runtime/fingerprint.js";
 import type { StartConfig } from "../../internal/runtime/provider.js";
+import { redactAssignments } from "../../internal/runtime/secrets.js";
 import { openMemoryStore } from "../../internal/session/memory-store.js";
 
 const base: StartConfig = {
@@ -435,5 +437,117 @@ describe("fingerprint with the city's key (secrets sealed)", () => {
     expect(fingerprint(extra, {}, [], [], {}, key1).breakdown["fingerprintExtra.AUTH"]?.hash).not.toBe(
       fingerprint(extra).breakdown["fingerprintExtra.AUTH"]?.hash,
     );
+  });
+});
+
+describe("fingerprint: every output as earlier builds gave it", () => {
+  /** Configs mixing secrets (named, interpolated, in settings), odd key orders and every field. */
+  function matrix(): Parameters<typeof fingerprint>[] {
+    const envs: Record<string, string>[] = [
+      {},
+      { GC_CITY: "c", GC_CITY_PATH: "/p", GC_AGENT: "a", GC_TEMPLATE: "a", GC_SESSION: "s", GC_DIR: "/w" },
+      {
+        ZED: "last",
+        FOO: "bar",
+        API_TOKEN: "supersecret",
+        GC_X: "1",
+        é: "ü",
+        AUTHOR: "me",
+        XAUTH: "hidden1",
+      },
+      { PASSWORD: "abc", GREETING: "hello supersecret there", B: "MY_TOKEN=zzz", C: "AUTHOR=x" },
+    ];
+    const commands = [
+      "exec sleep 1",
+      "run --token=supersecret API_KEY=abc",
+      `A_AUTHOR=x B_AUTHORIZ=y c_passwd=z XAUTH='q r' Y_AUTHO=1 auth=[redacted]x k.api-key="v w" =bare`,
+    ];
+    const out: Parameters<typeof fingerprint>[] = [];
+    for (const env of envs)
+      for (const extra of [undefined, { SOME_KEY: "v", api_key: "topsecret" }])
+        for (const providerSettings of [
+          undefined,
+          { image: "img", env: { GH_TOKEN: "ghsecret" }, list: [1, { a: null }] },
+        ])
+          for (const [i, command] of commands.entries()) {
+            const cfg: StartConfig = {
+              command,
+              env,
+              workDir: i === 1 ? "/w/supersecret" : "/w",
+              ...(extra ? { fingerprintExtra: extra } : {}),
+              ...(providerSettings ? { providerSettings } : {}),
+              ...(i === 2
+                ? {
+                    backend: "tmux",
+                    preStart: ["a", "b supersecret"],
+                    sessionSetup: ["x=1", "TOKEN=2"],
+                    sessionLive: ["l1", "PASS=x"],
+                    sessionSetupScript: "/s.sh",
+                    overlayDir: "/o",
+                    copyFiles: [
+                      { src: "/c1", relDst: "" },
+                      { src: "/c2", relDst: "d" },
+                    ],
+                  }
+                : {}),
+            };
+            const files =
+              i === 2 ? { sessionSetupScript: "abc", overlayDir: "missing", copyFiles: { "/c1": "h1" } } : {};
+            const startText =
+              i === 0
+                ? {}
+                : { prompt: `Hello\n  world supersecret TOKEN=abc ${"p".repeat(60)}`, nudge: "go" };
+            const interpolated = i === 1 ? ["supersecret"] : [];
+            const declared = i === 0 ? [] : ["GC_X"];
+            for (const key of [undefined, new Uint8Array(32).fill(7)])
+              out.push([cfg, files, declared, interpolated, startText, key]);
+          }
+    return out;
+  }
+
+  it("fingerprint: hashes, display values, secret flags and legacy hashes of 96 configs (golden digest)", () => {
+    // The digest of what the build before the cold-status work produced for the same inputs:
+    // a changed value means stored fingerprints or `gc drift` output would change.
+    const h = createHash("sha256");
+    for (const args of matrix()) h.update(JSON.stringify(fingerprint(...args)));
+    expect(h.digest("hex")).toBe("051655df1ecfd2b48ceb792ff8dd1bb2fe7719905cf4b5eed92cb5eb927a6c09");
+  });
+
+  it("fingerprint: the same config hashes the same however many other texts were hashed in between", () => {
+    // Short texts' hashes are remembered (a bounded memo); overflowing it changes nothing.
+    const first = fingerprint(base);
+    const long = { ...base, command: `run ${"x".repeat(400)}` };
+    const firstLong = fingerprint(long);
+    for (let i = 0; i < 3000; i++) fingerprint({ ...base, env: { ...base.env, N: String(i) } });
+    expect(fingerprint(base)).toEqual(first);
+    expect(fingerprint(long)).toEqual(firstLong);
+  });
+
+  it("fingerprint: display values redact `SECRET_KEY=value` exactly as redactAssignments does", () => {
+    for (const command of [
+      "plain",
+      "a=b c=d",
+      "GH_TOKEN=abc run",
+      "AUTHOR=me AUTHORIZATION=x AUTHO=y XAUTH=z",
+      `x.api-key="v w" k='q r' =bare API_KEY=[redacted]tail`,
+      "cookie=1 Passwd=2 passphrase=3 private.key=4 ACCESS-KEY=5 credentials=6",
+    ]) {
+      const value = fingerprint({ ...base, command }).breakdown.command?.value;
+      expect(value).toBe(redactAssignments(command));
+    }
+  });
+
+  it("fingerprint: env in any key order gives the same hash and a display in byte order", () => {
+    const a = fingerprint({ ...base, env: { b: "1", a: "2", é: "3", Z: "4" } });
+    const b = fingerprint({ ...base, env: { Z: "4", é: "3", a: "2", b: "1" } });
+    expect(a.core).toBe(b.core);
+    expect(a.breakdown.env).toEqual(b.breakdown.env);
+    expect(a.breakdown.env?.value).toBe("Z=4 a=2 b=1 é=3");
+    expect(Object.keys(a.breakdown).filter((k) => k.startsWith("env."))).toEqual([
+      "env.b",
+      "env.a",
+      "env.é",
+      "env.Z",
+    ]);
   });
 });
