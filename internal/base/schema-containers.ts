@@ -312,7 +312,10 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
       }
       const v = asField(f).schema.decode(e.value, p, ctx, depth + 1);
       if (v !== INVALID) out[e.key] = v;
-      if (v === INVALID || v === undefined) (unset ??= new Set()).add(e.key);
+      if (v === INVALID || v === undefined) {
+        unset ??= new Set();
+        unset.add(e.key);
+      }
     }
     const declared = this.#fields();
     for (let i = 0; i < declared.length; i++) {
