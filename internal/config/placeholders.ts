@@ -35,6 +35,7 @@ export function placeholderProblems(text: string, allowed: readonly string[]): P
 
 /** `text` with every known `{{x}}` replaced by `vars[x]` and `\{{` by `{{`. Unknown ones stay. */
 export function expandPlaceholders(text: string, vars: Readonly<Record<string, string>>): string {
+  if (!text.includes("{{")) return text; // both forms contain it (a work dir is usually plain)
   return text.replace(TOKEN_RE, (whole, name: string | undefined) => {
     if (name === undefined) return "{{";
     return vars[name] ?? whole;

@@ -12,7 +12,7 @@
 import { createHmac } from "node:crypto";
 import type { StartConfig } from "./provider.js";
 import {
-  isSecretKey,
+  isSecretKey as isSecretKeyUncached,
   REDACTED,
   redactAssignments,
   redactValues,
@@ -191,6 +191,22 @@ function hash(text: string): string {
   return h;
 }
 
+/**
+ * Whether values of env key `key` are secret (secrets.ts `isSecretKey`), remembered: every
+ * session of a city asks it of the same few names (`GC_CITY`, `GC_SESSION`…). Bounded.
+ */
+const secretKeyMemo = new Map<string, boolean>();
+
+function isSecretKey(key: string): boolean {
+  let secret = secretKeyMemo.get(key);
+  if (secret === undefined) {
+    secret = isSecretKeyUncached(key);
+    if (secretKeyMemo.size >= HASH_MEMO_ENTRIES) secretKeyMemo.clear();
+    secretKeyMemo.set(key, secret);
+  }
+  return secret;
+}
+
 /** The env keys that are identity: user keys, allow-listed GC_* keys, and `declared` keys. */
 export function identityEnv(
   env: Readonly<Record<string, string>>,
@@ -267,7 +283,8 @@ export function secretValuesOf(
   interpolated: readonly string[] = [],
 ): string[] {
   const values = [...interpolated];
-  for (const k of Object.keys(env)) if (isSecretKey(k)) values.push(env[k]!);
+  const keys = Object.keys(env);
+  for (let i = 0; i < keys.length; i++) if (isSecretKey(keys[i]!)) values.push(env[keys[i]!]!);
   return values.length === 0 ? [] : secretsLongestFirst(values);
 }
 
