@@ -518,9 +518,16 @@ describe("fingerprint: every output as earlier builds gave it", () => {
     const first = fingerprint(base);
     const long = { ...base, command: `run ${"x".repeat(400)}` };
     const firstLong = fingerprint(long);
-    for (let i = 0; i < 3000; i++) fingerprint({ ...base, env: { ...base.env, N: String(i) } });
+    const secretEnv = { ...base, env: { ...base.env, GH_TOKEN: "tok-1234", PLAIN: "p-1234" } };
+    const firstSecret = fingerprint(secretEnv);
+    expect(firstSecret.breakdown["env.GH_TOKEN"]).toMatchObject({ value: "[redacted]", secret: true });
+    // Distinct texts and distinct key names (secret-named or not) overflow both memos.
+    for (let i = 0; i < 3000; i++) {
+      fingerprint({ ...base, env: { ...base.env, N: String(i), [i % 2 ? `K${i}_TOKEN` : `K${i}`]: "v" } });
+    }
     expect(fingerprint(base)).toEqual(first);
     expect(fingerprint(long)).toEqual(firstLong);
+    expect(fingerprint(secretEnv)).toEqual(firstSecret);
   });
 
   it("fingerprint: display values redact `SECRET_KEY=value` exactly as redactAssignments does", () => {
