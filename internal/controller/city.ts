@@ -6,6 +6,7 @@
  * embedded and tested without the CLI.
  */
 
+import { existsSync } from "node:fs";
 import { chmod, copyFile, mkdir, readFile, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { ConfigError, describeError } from "../base/errors.js";
@@ -40,6 +41,7 @@ import { readRecovery } from "../session/recovery.js";
 import type { SessionStore, StoreFileCheck } from "../session/store.js";
 import {
   type DesiredDigest,
+  DIGEST_CACHE_FILE,
   digestCacheKey,
   readDigestCache,
   savable,
@@ -580,7 +582,8 @@ export async function openCity(where: CityLocation, deps: CityDeps): Promise<Cit
   const loadWanted = async (): Promise<readonly WantedSession[]> => {
     const fresh = await loadCurrent();
     const scale = await readPoolScale(stateDir);
-    if (where.build !== undefined && !where.applies) {
+    // The key (a digest of the whole config) is made only when there is a saved digest to match.
+    if (where.build !== undefined && !where.applies && existsSync(join(stateDir, DIGEST_CACHE_FILE))) {
       const k = digestCacheKey({ build: where.build, loaded: fresh, scale: scaleKeyOf(scale), key });
       const cached = readDigestCache(stateDir, k);
       if (cached && (await filesUnchanged(cached))) return cached.sessions;
