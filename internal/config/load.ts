@@ -17,6 +17,7 @@ import type { CityConfig } from "./parse.js";
 import { cachedParse } from "./parse-cache.js";
 import { PROMPT_PLACEHOLDERS, placeholderProblems } from "./placeholders.js";
 import { secretValues } from "./redact.js";
+import type { AgentConfig } from "./schema.js";
 import { IssueReporter } from "./validate.js";
 
 export { CITY_FILE_NAME, findCityDir, locateCity } from "./locate.js";
@@ -195,11 +196,14 @@ async function checkFiles(
   });
 
   const templates: Record<string, string> = {};
+  const withTemplate: { readonly a: AgentConfig; readonly i: number; readonly file: string }[] = [];
+  config.agents.forEach((a, i) => {
+    if (a.prompt_template !== undefined) withTemplate.push({ a, i, file: a.prompt_template });
+  });
   await Promise.all(
-    config.agents.map(async (a, i) => {
-      if (a.prompt_template === undefined) return;
+    withTemplate.map(async ({ a, i, file }) => {
       const path = `agents[${i}].prompt_template`;
-      const target = resolve(cityDir, a.prompt_template);
+      const target = resolve(cityDir, file);
       let text: string;
       try {
         text = await readFile(target, "utf8");
