@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
+  CORE_FIELDS,
   canonicalJson,
   compareUtf8,
   diffBreakdown,
@@ -542,6 +543,27 @@ describe("fingerprint: every output as earlier builds gave it", () => {
       const value = fingerprint({ ...base, command }).breakdown.command?.value;
       expect(value).toBe(redactAssignments(command));
     }
+  });
+
+  it("fingerprint: the breakdown holds every core field, in CORE_FIELDS order, then the per-key entries", () => {
+    const fp = fingerprint({
+      ...base,
+      backend: "tmux",
+      providerSettings: { image: "i" },
+      fingerprintExtra: { X: "1" },
+    });
+    const keys = Object.keys(fp.breakdown);
+    expect(keys.slice(0, CORE_FIELDS.length)).toEqual([...CORE_FIELDS]);
+    expect(keys.slice(CORE_FIELDS.length)).toEqual([
+      "env.LOG_LEVEL",
+      "env.GC_CITY",
+      "fingerprintExtra.X",
+      "providerSettings.image",
+      "sessionLive",
+      "workDir",
+      "prompt",
+      "nudge",
+    ]);
   });
 
   it("fingerprint: env in any key order gives the same hash and a display in byte order", () => {
