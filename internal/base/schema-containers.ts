@@ -181,7 +181,10 @@ export class RecordSchema<T, I> extends Schema<Readonly<Record<string, T>>, Read
     const out: Record<string, T> = {};
     for (const e of entries) {
       const p = joinPath(path, e.key);
-      const problem = this.options.keyCheck?.(e.key);
+      // `__proto__` cannot be a key of a plain object: assigned, it would be dropped or replace
+      // the map's prototype.
+      const problem =
+        e.key === "__proto__" ? 'the key "__proto__" is not allowed' : this.options.keyCheck?.(e.key);
       if (problem !== undefined) {
         report(ctx, e.keyNode, p, problem);
         continue;
@@ -302,7 +305,9 @@ export class ObjectSchema<F extends Fields> extends Schema<ObjectValue<F>, Objec
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
       const p = joinPath(path, e.key);
-      const f = this.fields[e.key];
+      // Own fields only: a key named like an Object.prototype member (`toString`, `__proto__`)
+      // is an unknown key, not that member.
+      const f = Object.hasOwn(this.fields, e.key) ? this.fields[e.key] : undefined;
       if (f === undefined && this.options.extensions && e.key.startsWith(EXTENSION_PREFIX)) continue;
       if (f === undefined) {
         const known = Object.keys(this.fields);
