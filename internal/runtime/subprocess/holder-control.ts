@@ -222,30 +222,6 @@ export class HolderControl {
   }
 
   /**
-   * Starts the holder process of every slot that none serves (as {@link prepare}) and waits
-   * until they answer, or until `signal` aborts. Never throws: a failure is left to the first
-   * start that needs the holder.
-   */
-  async prepareAll(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return;
-    const ready: Promise<unknown>[] = [];
-    for (let slot = 0; slot < this.slots; slot++) {
-      this.prepare(slot);
-      ready.push(this.starting(slot)?.catch(() => undefined) ?? Promise.resolve());
-    }
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = () => resolve();
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
-    try {
-      await Promise.race([Promise.all(ready), aborted]);
-    } finally {
-      if (onAbort) signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  /**
    * Once `slot`'s holder answers (its start-up in progress here awaited), has it exit if it
    * holds no session and creates none, and waits until it is gone: for a holder started by
    * {@link prepare} for starts that then ended before their create. Never throws.

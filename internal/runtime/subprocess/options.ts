@@ -44,8 +44,7 @@ export const HOLDER_START_POLL_MS = 5;
  * Default number of holder processes of a provider root: one per CPU, at most 4. A burst of
  * starts (a whole city at once) is spread over them, so programs are forked and set up in
  * parallel, and one holder's crash loses only the sessions it holds. Each costs a Node process
- * (about 45 MB RSS); a root has more holders than it has had concurrent starts only after
- * `prepare` (each of them that no session reaches exits after 15 s).
+ * (about 45 MB RSS); a root never has more holders than it has had concurrent starts.
  */
 export function defaultHolders(): number {
   return Math.max(1, Math.min(4, availableParallelism()));

@@ -20,7 +20,6 @@ import { ownerKey } from "../identity.js";
 import { hookDirOf, sessionEnv } from "../launch.js";
 import { limitsFor, StartsInProgress } from "../lifecycle/index.js";
 import {
-  type BackendPrepareProvider,
   type BackendShutdownProvider,
   type BackendWatchProvider,
   type CensusProvider,
@@ -85,8 +84,7 @@ export class SubprocessProvider
     CensusProvider,
     OrphanKillProvider,
     BackendWatchProvider,
-    BackendShutdownProvider,
-    BackendPrepareProvider
+    BackendShutdownProvider
 {
   readonly name: string;
   /** City name. */
@@ -153,16 +151,6 @@ export class SubprocessProvider
   async close(): Promise<void> {
     this.calls.close();
     this.holder.close();
-  }
-
-  /**
-   * Starts this root's holder processes that are not running (one per slot, as a burst of
-   * starts would), so a city's first starts do not wait for their start-up; a holder that no
-   * session reaches within 15 s exits by itself. Resolves once they answer (or `signal`
-   * aborts). Creates no session; idempotent; never throws (the first start reports a failure).
-   */
-  async prepare(opts: OpOptions = {}): Promise<void> {
-    await this.holder.prepareAll(opts.signal);
   }
 
   /**
@@ -290,8 +278,8 @@ export class SubprocessProvider
   /**
    * Stops every session of this city, exited ones not yet reaped included (a program that
    * exits by itself leaves its session held, with its exit status and last screen, until it
-   * is stopped), so the holders, which exit with their last session (one holding none, as
-   * `prepare` leaves it, is asked to exit), are gone when this resolves. Idempotent.
+   * is stopped), so the holders, which exit with their last session (one holding none, started
+   * for a start that then failed, is asked to exit), are gone when this resolves. Idempotent.
    */
   async shutdown(opts: OpOptions = {}): Promise<void> {
     const sessions = await this.snapshot("", opts);
@@ -301,7 +289,7 @@ export class SubprocessProvider
     // Stops run side by side, so each may have seen its holder still serving another session
     // and not waited for it: once none of the city's sessions is left, the holders are exiting.
     if (holders.length === 0 || (await this.snapshot("", opts)).length > 0) return;
-    // A holder that never got a session (started ahead by `prepare`) is asked to exit too.
+    // A holder that never got a session (started for a start that failed) is asked to exit too.
     await this.holder.dismissAll();
     await Promise.all(holders.map((pid) => this.holder.awaitExit(pid)));
   }

@@ -118,27 +118,6 @@ describe("subprocess: several holders per city", () => {
     JSON.parse(await readFile(sessionPaths(root(), name).record, "utf8")) as HolderRecord;
   const names = ["sh-a", "sh-b", "sh-c", "sh-d"];
 
-  it("prepare starts every slot's holder, holding no session, once; starts then use them", async () => {
-    await Promise.all([city.provider.prepare(), city.provider.prepare()]);
-    const hellos = await Promise.all(
-      [0, 1].map((slot) =>
-        holderRequest(holderSocketPath(root(), slot), { op: "hello" }, { timeoutMs: 5_000 }),
-      ),
-    );
-    expect(hellos.map((h) => h.sessions)).toEqual([0, 0]);
-    const pids = hellos.map((h) => h.pid).sort();
-    expect((await holdersUnder(city.root)).sort()).toEqual(pids);
-    await city.provider.prepare(); // idempotent: no further holder
-    expect((await holdersUnder(city.root)).sort()).toEqual(pids);
-    await Promise.all(
-      ["pp-a", "pp-b"].map(async (n) => city.provider.start(n, await city.config("exec cat"))),
-    );
-    for (const n of ["pp-a", "pp-b"]) expect(pids).toContain((await record(n)).holderPid);
-    // Shutdown also ends a prepared holder that got no session.
-    await city.provider.shutdown();
-    expect(await holdersUnder(city.root)).toEqual([]);
-  });
-
   it("concurrent starts are spread over the holders; one holder's death loses only its sessions", async () => {
     await Promise.all(
       names.map(async (n) => city.provider.start(n, await city.config(`printf '${n}> '; exec cat`))),
