@@ -49,6 +49,37 @@ const EXTERNAL = [
   "tar-stream",
 ];
 
+/** esbuild's options for every CommonJS bundle the build makes (CLI, early work, holder). */
+export const CJS_BUNDLE = {
+  bundle: true,
+  format: "cjs",
+  platform: "node",
+  target: "node20",
+  logLevel: "warning",
+  minifyWhitespace: true,
+  minifySyntax: true,
+};
+
+/**
+ * esbuild's options, beyond {@link CJS_BUNDLE}, of a bundle compiled by a
+ * {@link cachedBundleLoader} (the CLI, the holder) from `entry`, lying in `bundleDir`, with
+ * `external` left as `require()`s and `rewrite` applied to each module (keepModuleUrls).
+ */
+export function cachedBundleOptions({ bundleDir, entry, external, rewrite }) {
+  return {
+    ...CJS_BUNDLE,
+    // The bundle holds no import(): one in a script compiled from a V8 code cache fails (Node
+    // 20: "A dynamic import callback was not specified"). External ES modules (the Kubernetes
+    // client) are loaded by require() (Node ≥ 20.19 loads an ES module without top-level await).
+    supported: { "dynamic-import": false },
+    external,
+    sourcemap: "linked",
+    // Strict, as the ES modules it was made of (the banner precedes esbuild's own directive).
+    banner: { js: `"use strict";\nconst ${SELF_URL} = require("node:url").pathToFileURL(__filename).href;` },
+    plugins: [keepModuleUrls(bundleDir, entry, rewrite)],
+  };
+}
+
 /** The bundle's own file URL, which every bundled module's `import.meta.url` is relative to. */
 export const SELF_URL = "__gcSelfUrl";
 
@@ -176,37 +207,12 @@ if (readFileSync(MAIN, "utf8").includes(LOADER_MARK)) {
 
 async function bundle() {
   await build({
+    ...cachedBundleOptions({ bundleDir: outdir, entry: MAIN, external: EXTERNAL }),
     entryPoints: [MAIN],
     outfile: `${outdir}${BUNDLE}`,
-    bundle: true,
-    format: "cjs",
-    platform: "node",
-    target: "node20",
-    // The bundle holds no import(): one in a script compiled from a V8 code cache fails (Node
-    // 20: "A dynamic import callback was not specified"). External ES modules (the Kubernetes
-    // client) are loaded by require() (Node ≥ 20.19 loads an ES module without top-level await).
-    supported: { "dynamic-import": false },
-    external: EXTERNAL,
-    sourcemap: "linked",
-    // Strict, as the ES modules it was made of (the banner precedes esbuild's own directive).
-    banner: { js: `"use strict";\nconst ${SELF_URL} = require("node:url").pathToFileURL(__filename).href;` },
-    plugins: [keepModuleUrls(outdir, MAIN)],
-    logLevel: "warning",
-    minifyWhitespace: true,
-    minifySyntax: true,
   });
   asciiOnly(`${outdir}${BUNDLE}`);
-  await build({
-    entryPoints: [`${outdir}early.js`],
-    outfile: `${outdir}${EARLY}`,
-    bundle: true,
-    format: "cjs",
-    platform: "node",
-    target: "node20",
-    logLevel: "warning",
-    minifyWhitespace: true,
-    minifySyntax: true,
-  });
+  await build({ ...CJS_BUNDLE, entryPoints: [`${outdir}early.js`], outfile: `${outdir}${EARLY}` });
   writeFileSync(`${outdir}${LOADER}`, LOADER_TEXT);
   writeFileSync(MAIN, MAIN_TEXT);
   // tsc's map is of the TypeScript main, not of the loader; the code cache is of the old bundle.

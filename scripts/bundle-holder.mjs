@@ -11,7 +11,7 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { asciiOnly, cachedBundleLoader, keepModuleUrls, SELF_URL } from "./bundle-cli.mjs";
+import { asciiOnly, cachedBundleLoader, cachedBundleOptions } from "./bundle-cli.mjs";
 
 const pkgdir = fileURLToPath(new URL("../dist/internal/runtime/subprocess/", import.meta.url));
 /** tsc's holder entry (an ES module with a top-level await), the bundle's entry. */
@@ -61,19 +61,7 @@ await build({
     loader: "js",
   },
   outfile: `${HOLDER_DIR}${HOLDER_BUNDLE}`,
-  bundle: true,
-  format: "cjs",
-  platform: "node",
-  target: "node20",
-  // A script compiled from a V8 code cache cannot import() (see scripts/bundle-cli.mjs).
-  supported: { "dynamic-import": false },
-  external: EXTERNAL,
-  sourcemap: "linked",
-  banner: { js: `"use strict";\nconst ${SELF_URL} = require("node:url").pathToFileURL(__filename).href;` },
-  plugins: [keepModuleUrls(HOLDER_DIR, ENTRY, plainRequires)],
-  logLevel: "warning",
-  minifyWhitespace: true,
-  minifySyntax: true,
+  ...cachedBundleOptions({ bundleDir: HOLDER_DIR, entry: ENTRY, external: EXTERNAL, rewrite: plainRequires }),
 });
 asciiOnly(`${HOLDER_DIR}${HOLDER_BUNDLE}`);
 // package.json's "type": "module" makes every .js an ES module; the loader is CommonJS.

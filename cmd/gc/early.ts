@@ -7,7 +7,7 @@
  * loader calls {@link startEarly} first). `gc start` takes that launch only when it was made
  * for exactly its own flags (launch.ts `takeEarlyLaunch`), else abandons it and launches itself.
  *
- * The arguments are only guessed at here, without commander: {@link statusArgs} accepts the
+ * The arguments are only guessed at here, without commander: {@link commandArgs} accepts the
  * plain forms alone. Status then asks its own question ({@link statusQuestion}, the one
  * function both use) and takes the early answer only when it is the answer to exactly that
  * question, on that socket ({@link takeEarlyAnswer}); otherwise it asks anew, as without the
@@ -41,21 +41,10 @@ export function statusQuestion(cityDir: string): ControlQuestion {
 }
 
 /**
- * The `--city` of a `gc status` invocation whose arguments (`argv`, after the script) are
- * only the command, `--json` and `--city DIR`/`--city=DIR`, in any order (the city
- * `GC_CITY` names when no `--city`; `undefined` for the nearest one upward); `null` for
- * anything else, `--config` and `--help` included (status then asks nothing early). Pure.
- */
-export function statusArgs(
-  argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-): { city: string | undefined } | null {
-  return commandArgs("status", argv, env);
-}
-
-/**
- * {@link statusArgs} for command `name`: the `--city` of an invocation of it whose arguments
- * are only the command, `--json` and `--city DIR`/`--city=DIR`; `null` for anything else. Pure.
+ * The `--city` of an invocation of command `name` (`status`, `start`) whose arguments (`argv`,
+ * after the script) are only the command, `--json` and `--city DIR`/`--city=DIR`, in any order
+ * (the city `GC_CITY` names when no `--city`; `undefined` for the nearest one upward); `null`
+ * for anything else, `--config` and `--help` included (nothing is done early then). Pure.
  */
 export function commandArgs(
   name: string,
@@ -91,7 +80,7 @@ function keyOf(q: ControlQuestion): string {
 
 /**
  * Asks the city's controller for the status snapshot when `argv` is a `gc status` invocation
- * ({@link statusArgs}), leaving the answer for {@link takeEarlyAnswer}. Never throws, never
+ * ({@link commandArgs}), leaving the answer for {@link takeEarlyAnswer}. Never throws, never
  * rejects: a failure is kept as the answer.
  */
 export function startEarly(
@@ -102,11 +91,11 @@ export function startEarly(
 ): void {
   // A plain `gc start`: its background controller is launched now (launch.ts).
   const start = gcDir === undefined ? null : commandArgs("start", argv, env);
-  if (start !== null && gcDir !== undefined) {
-    launchEarlyFromLoader({ cwd, cityFlag: start.city, configFlag: undefined }, gcDir);
+  if (start !== null) {
+    launchEarlyFromLoader({ cwd, cityFlag: start.city, configFlag: undefined }, gcDir!);
     return;
   }
-  const args = statusArgs(argv, env);
+  const args = commandArgs("status", argv, env);
   if (args === null) return;
   const early = (async (): Promise<Early> => {
     const cityDir = args.city !== undefined ? resolve(cwd, args.city) : await findCityDir(cwd);

@@ -11,12 +11,12 @@ import type { Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startEarly, statusArgs, statusQuestion, takeEarlyAnswer } from "../../cmd/gc/early.js";
+import { commandArgs, startEarly, statusQuestion, takeEarlyAnswer } from "../../cmd/gc/early.js";
 import { type ControlHandlers, serveControl } from "../../internal/controller/control.js";
 import type { StatusJson } from "../../internal/controller/status-snapshot.js";
 import { GC_BIN, runGc } from "../support/city.js";
 
-describe("statusArgs: which invocations are asked early", () => {
+describe("commandArgs(status): which invocations are asked early", () => {
   const env = {};
   it.each([
     [["status"], { city: undefined }],
@@ -26,7 +26,7 @@ describe("statusArgs: which invocations are asked early", () => {
     [["status", "--city", "rel/dir"], { city: "rel/dir" }],
     [["--city=/c", "status", "--json"], { city: "/c" }],
   ])("%j → %j", (argv, want) => {
-    expect(statusArgs(argv, env)).toEqual(want);
+    expect(commandArgs("status", argv, env)).toEqual(want);
   });
 
   it.each([
@@ -46,13 +46,15 @@ describe("statusArgs: which invocations are asked early", () => {
     [["session", "status"]],
     [["status", "--jsn"]],
   ])("%j is not", (argv) => {
-    expect(statusArgs(argv, env)).toBeNull();
+    expect(commandArgs("status", argv, env)).toBeNull();
   });
 
   it("takes GC_CITY when no --city is given, as the CLI does", () => {
-    expect(statusArgs(["status"], { GC_CITY: "/from/env" })).toEqual({ city: "/from/env" });
-    expect(statusArgs(["status", "--city", "/flag"], { GC_CITY: "/from/env" })).toEqual({ city: "/flag" });
-    expect(statusArgs(["status"], { GC_CITY: "" })).toEqual({ city: undefined });
+    expect(commandArgs("status", ["status"], { GC_CITY: "/from/env" })).toEqual({ city: "/from/env" });
+    expect(commandArgs("status", ["status", "--city", "/flag"], { GC_CITY: "/from/env" })).toEqual({
+      city: "/flag",
+    });
+    expect(commandArgs("status", ["status"], { GC_CITY: "" })).toEqual({ city: undefined });
   });
 });
 

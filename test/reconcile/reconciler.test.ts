@@ -16,6 +16,7 @@ import type {
   StartConfig,
 } from "../../internal/runtime/provider.js";
 import { MemoryStore, openMemoryStore } from "../../internal/session/memory-store.js";
+import type { SessionStore } from "../../internal/session/store.js";
 
 function want(
   name: string,
@@ -70,11 +71,10 @@ class KeepingFake extends FakeProvider {
   }
 }
 
-/** A new controller (fresh store, clock at 1 000 000) over the sessions `provider` runs. */
-function restartedController(provider: Provider, desired: DesiredSession[]) {
-  const fresh = openMemoryStore({ singleTenant: true, now: () => 1_000_000 });
-  const r2 = new Reconciler({
-    store: fresh,
+/** A reconciler of `desired` over `store` and `provider`, its clock at 1 000 000. */
+function reconcilerOver(store: SessionStore, provider: Provider, desired: DesiredSession[]): Reconciler {
+  return new Reconciler({
+    store,
     providerFor: async () => provider,
     loadDesired: async () => desired,
     baseProviders: ["fake"],
@@ -83,7 +83,12 @@ function restartedController(provider: Provider, desired: DesiredSession[]) {
     drainTimeoutMs: 100,
     now: () => 1_000_000,
   });
-  return { fresh, r2 };
+}
+
+/** A new controller (fresh store, clock at 1 000 000) over the sessions `provider` runs. */
+function restartedController(provider: Provider, desired: DesiredSession[]) {
+  const fresh = openMemoryStore({ singleTenant: true, now: () => 1_000_000 });
+  return { fresh, r2: reconcilerOver(fresh, provider, desired) };
 }
 
 function setup(
@@ -146,16 +151,7 @@ describe("Reconciler", () => {
     }
     const store = new CountingStore({ singleTenant: true, now: () => 1_000_000 });
     const provider = new FakeProvider({ city: "t" });
-    const r = new Reconciler({
-      store,
-      providerFor: async () => provider,
-      loadDesired: async () => [want("a"), want("b")],
-      baseProviders: ["fake"],
-      policy: DEFAULT_POLICY,
-      concurrency: 4,
-      drainTimeoutMs: 100,
-      now: () => 1_000_000,
-    });
+    const r = reconcilerOver(store, provider, [want("a"), want("b")]);
     const first = await r.tick(); // starts both: the records changed after the tick read them
     expect(first.records).toBeUndefined();
     store.lists = 0;
@@ -183,16 +179,7 @@ describe("Reconciler", () => {
     }
     const store = new WritesStore({ singleTenant: true, now: () => 1_000_000 });
     const provider = new FakeProvider({ city: "t" });
-    const r = new Reconciler({
-      store,
-      providerFor: async () => provider,
-      loadDesired: async () => [want("a")],
-      baseProviders: ["fake"],
-      policy: DEFAULT_POLICY,
-      concurrency: 4,
-      drainTimeoutMs: 100,
-      now: () => 1_000_000,
-    });
+    const r = reconcilerOver(store, provider, [want("a")]);
     await r.tick();
     expect(store.writes).toEqual(["create a → starting", "update a → running"]);
     const events = await store.queryEvents({ session: "a" });

@@ -120,29 +120,31 @@ describe("subprocess holder protocol", () => {
     }
   });
 
+  /** A `create` spec as a raw client writes it: session `n` at `paths`, running `sh -c script`. */
+  const rawSpec = (n: string, paths: ReturnType<typeof sessionPaths>, script: string) => ({
+    protocol: 1,
+    city: city.city,
+    name: n,
+    dir: paths.dir,
+    argv: ["/bin/sh", "-c", script],
+    env: {},
+    cwd: dirname(paths.dir),
+    cols: 80,
+    rows: 24,
+    scrollback: 100,
+    ringBytes: 4096,
+    socket: paths.socket,
+    log: paths.log,
+    holderLog: paths.holderLog,
+    logMaxBytes: 1 << 20,
+  });
+
   it("create: a spec naming a mode this holder does not run (acp, to the pty holder) is refused, leaving nothing", async () => {
     const root = providerRoot(city.stateDir);
     const other = sessionPaths(root, "proto-mode");
     const c = new RawClient(holderSocketPath(root));
     try {
-      const spec = {
-        protocol: 1,
-        city: city.city,
-        name: "proto-mode",
-        dir: other.dir,
-        argv: ["/bin/sh", "-c", "exec sleep 30"],
-        env: {},
-        cwd: dirname(other.dir),
-        cols: 80,
-        rows: 24,
-        scrollback: 100,
-        ringBytes: 4096,
-        socket: other.socket,
-        log: other.log,
-        holderLog: other.holderLog,
-        logMaxBytes: 1 << 20,
-        mode: "acp",
-      };
+      const spec = { ...rawSpec("proto-mode", other, "exec sleep 30"), mode: "acp" };
       c.send(`${JSON.stringify({ id: 1, op: "create", spec })}\n`);
       expect(await c.reply(1)).toMatchObject({
         ok: false,
@@ -163,21 +165,7 @@ describe("subprocess holder protocol", () => {
     const c = new RawClient(holderSocketPath(root));
     try {
       const spec = {
-        protocol: 1,
-        city: city.city,
-        name: "proto-wait",
-        dir: late.dir,
-        argv: ["/bin/sh", "-c", "sleep 0.3; printf 'late> '; exec cat"],
-        env: {},
-        cwd: dirname(late.dir),
-        cols: 80,
-        rows: 24,
-        scrollback: 100,
-        ringBytes: 4096,
-        socket: late.socket,
-        log: late.log,
-        holderLog: late.holderLog,
-        logMaxBytes: 1 << 20,
+        ...rawSpec("proto-wait", late, "sleep 0.3; printf 'late> '; exec cat"),
         readyPromptPrefix: "late> ",
       };
       c.send(`${JSON.stringify({ id: 1, op: "create", spec, readyWaitMs: 30_000 })}\n`);
